@@ -1,0 +1,103 @@
+// Connection: one connection to a server and the session opened on it. Lives on the event-loop
+// thread; every member is touched only there.
+//
+// open() connects to the endpoint, bootstraps the Proxy capability and opens a Session for the
+// configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
+// the debugger is waiting on, if any: the DebuggerService posts callbacks to it.
+#pragma once
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "ClientConfig.h"
+#include "PendingCall.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+class DebuggerSide;
+
+// The vendor DLL as the server described it when the session opened.
+struct DllInfo {
+  std::string path;
+  std::string versionString;
+  int compatibility = 0;
+  int taddrWidth = 0;
+  std::set<std::string> entryPoints;  // optional entry points present
+  std::string buildId;
+  bool has(const char* entryPoint) const { return entryPoints.count(entryPoint) != 0; }
+};
+
+class Connection {
+ public:
+  // Connects and opens a session. Fails with a ProxyError-carrying kj::Exception (see
+  // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
+  // the server says no, TIMEOUT after `config.timeout`.
+  static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
+                                               DebuggerSide& side);
+
+  Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint);
+  ~Connection() noexcept(false);
+
+  wire::Session::Client& session() { return session_; }
+  const DllInfo& dll() const { return dll_; }
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Starts `promise` (an RPC reply) and routes its outcome to `call`.
+  template <typename Results>
+  void track(std::shared_ptr<PendingCall> call, capnp::RemotePromise<Results>&& promise);
+
+  // After a fatal problem (timeout, disconnect): no further calls go out.
+  void markBroken(int code, const std::string& why);
+  bool broken() const { return brokenCode_ != 0; }
+  int brokenCode() const { return brokenCode_; }
+  const std::string& brokenReason() const { return brokenReason_; }
+
+  std::shared_ptr<PendingCall> current;  // the call the debugger waits on
+
+ private:
+  class ErrorHandler : public kj::TaskSet::ErrorHandler {
+   public:
+    void taskFailed(kj::Exception&&) override {}
+  };
+
+  std::string endpoint_;
+  ErrorHandler errorHandler_;
+  kj::TaskSet tasks_{errorHandler_};
+  kj::Own<kj::AsyncIoStream> stream_;
+  capnp::TwoPartyVatNetwork network_;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
+  wire::Proxy::Client proxy_;
+  wire::Session::Client session_{nullptr};
+  DllInfo dll_;
+  int brokenCode_ = 0;
+  std::string brokenReason_;
+};
+
+// Maps any exception from the RPC layer to a proxy error code and sentence.
+int classifyRpcFailure(const kj::Exception& e, std::string* detail);
+
+template <typename Results>
+void Connection::track(std::shared_ptr<PendingCall> call,
+                       capnp::RemotePromise<Results>&& promise) {
+  tasks_.add(promise.then(
+      [this, call](capnp::Response<Results>&& response) {
+        auto copy = std::make_unique<capnp::MallocMessageBuilder>();
+        copy->setRoot(static_cast<typename Results::Reader>(response));
+        if (current == call) current = nullptr;
+        call->finish(std::move(copy));
+      },
+      [this, call](kj::Exception&& e) {
+        std::string detail;
+        int code = classifyRpcFailure(e, &detail);
+        if (e.getType() == kj::Exception::Type::DISCONNECTED) markBroken(code, detail);
+        if (current == call) current = nullptr;
+        call->fail(code, detail);
+      }));
+}
+
+}  // namespace mqd::client

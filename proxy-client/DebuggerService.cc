@@ -1,0 +1,231 @@
+#include "DebuggerService.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "Connection.h"
+#include "DebuggerSide.h"
+#include "ProxyErrors.h"
+
+namespace mqd::client {
+namespace {
+
+// The largest single fetch the shim performs for the server (the server enforces its own).
+constexpr int32_t kMaxFetchBytes = 64 << 20;
+
+}  // namespace
+
+template <typename Value>
+kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
+                                                    std::function<Value(DebuggerSide&)> run) {
+  std::shared_ptr<PendingCall> call = connection_.current;
+  if (!call) {
+    throw toWireException(MQD_PROXY_ERR_NOT_SET_UP,
+                          std::string(what) + " requested while no mqs_* call is in progress");
+  }
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<Value>();
+  auto fulfiller =
+      std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<Value>>>(kj::mv(paf.fulfiller));
+  DebuggerSide* side = &side_;
+  PendingCall* target = call.get();  // the task only runs while the call is served
+  bool posted = call->post([fulfiller, run = std::move(run), side, target, what]() {
+    try {
+      (*fulfiller)->fulfill(run(*side));
+    } catch (const ProxyError& e) {
+      if (e.code() == MQD_PROXY_ERR_ADDRESS_WIDTH) target->noteCallbackError(e.code(), e.what());
+      (*fulfiller)->reject(toWireException(e.code(), std::string(what) + ": " + e.what()));
+    } catch (const std::exception& e) {
+      (*fulfiller)->reject(
+          toWireException(MQD_PROXY_ERR_CALLBACK_FAILED, std::string(what) + ": " + e.what()));
+    }
+  });
+  if (!posted) {
+    throw toWireException(MQD_PROXY_ERR_SESSION_LOST,
+                          std::string(what) + " arrived after its call ended");
+  }
+  return kj::mv(paf.promise);
+}
+
+kj::Promise<void> DebuggerService::findFunction(FindFunctionContext context) {
+  auto p = context.getParams();
+  uint64_t image = p.getImage();
+  std::string name = p.getName();
+  int lang = p.getLang();
+  bool want = p.getWantAddress();
+  return onCallingThread<DebuggerSide::Address>(
+             "find_function",
+             [=](DebuggerSide& d) { return d.findFunction(image, name.c_str(), lang, want); })
+      .then([context](DebuggerSide::Address a) mutable {
+        auto r = context.getResults();
+        r.setRc(a.rc);
+        if (a.written) {
+          r.initAddress().setValue(a.value);
+        } else {
+          r.initAddress().setUntouched();
+        }
+      });
+}
+
+kj::Promise<void> DebuggerService::findSymbol(FindSymbolContext context) {
+  auto p = context.getParams();
+  uint64_t image = p.getImage();
+  std::string name = p.getName();
+  bool want = p.getWantAddress();
+  return onCallingThread<DebuggerSide::Address>(
+             "find_symbol",
+             [=](DebuggerSide& d) { return d.findSymbol(image, name.c_str(), want); })
+      .then([context](DebuggerSide::Address a) mutable {
+        auto r = context.getResults();
+        r.setRc(a.rc);
+        if (a.written) {
+          r.initAddress().setValue(a.value);
+        } else {
+          r.initAddress().setUntouched();
+        }
+      });
+}
+
+kj::Promise<void> DebuggerService::findType(FindTypeContext context) {
+  auto p = context.getParams();
+  uint64_t image = p.getImage();
+  std::string name = p.getName();
+  int lang = p.getLang();
+  return onCallingThread<uint64_t>(
+             "find_type", [=](DebuggerSide& d) { return d.findType(image, name.c_str(), lang); })
+      .then([context](uint64_t type) mutable { context.getResults().setType(type); });
+}
+
+kj::Promise<void> DebuggerService::fieldOffset(FieldOffsetContext context) {
+  auto p = context.getParams();
+  uint64_t type = p.getType();
+  std::string field = p.getField();
+  return onCallingThread<int>("field_offset",
+                              [=](DebuggerSide& d) { return d.fieldOffset(type, field.c_str()); })
+      .then([context](int offset) mutable { context.getResults().setOffset(offset); });
+}
+
+kj::Promise<void> DebuggerService::sizeOf(SizeOfContext context) {
+  uint64_t type = context.getParams().getType();
+  return onCallingThread<int>("sizeof", [=](DebuggerSide& d) { return d.sizeOf(type); })
+      .then([context](int size) mutable { context.getResults().setSize(size); });
+}
+
+kj::Promise<void> DebuggerService::getTypeSizes(GetTypeSizesContext context) {
+  uint64_t process = context.getParams().getProcess();
+  using Sizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
+  return onCallingThread<Sizes>("get_type_sizes",
+                                [=](DebuggerSide& d) { return d.getTypeSizes(process); })
+      .then([context](Sizes sizes) mutable {
+        auto list = context.getResults().initSizes(static_cast<unsigned>(sizes.size()));
+        for (unsigned i = 0; i < sizes.size(); ++i) {
+          if (sizes[i]) {
+            list[i].setValue(*sizes[i]);
+          } else {
+            list[i].setUntouched();
+          }
+        }
+      });
+}
+
+kj::Promise<void> DebuggerService::fetchData(FetchDataContext context) {
+  auto p = context.getParams();
+  uint64_t process = p.getProcess();
+  uint64_t address = p.getAddress();
+  int32_t size = p.getSize();
+  if (size < 0 || size > kMaxFetchBytes) {
+    throw toWireException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
+                          "fetch_data of " + std::to_string(size) + " bytes refused");
+  }
+  struct Fetched {
+    int rc;
+    std::vector<unsigned char> bytes;
+  };
+  return onCallingThread<Fetched>("fetch_data",
+                                  [=](DebuggerSide& d) {
+                                    Fetched f;
+                                    f.rc = d.fetchData(process, address, size, &f.bytes);
+                                    return f;
+                                  })
+      .then([context](Fetched f) mutable {
+        auto r = context.getResults();
+        r.setRc(f.rc);
+        if (f.rc == mqs_ok) r.setData(kj::arrayPtr(f.bytes.data(), f.bytes.size()));
+      });
+}
+
+kj::Promise<void> DebuggerService::getGlobalRank(GetGlobalRankContext context) {
+  uint64_t process = context.getParams().getProcess();
+  return onCallingThread<int>("get_global_rank",
+                              [=](DebuggerSide& d) { return d.getGlobalRank(process); })
+      .then([context](int rank) mutable { context.getResults().setRank(rank); });
+}
+
+kj::Promise<void> DebuggerService::getImage(GetImageContext context) {
+  uint64_t process = context.getParams().getProcess();
+  return onCallingThread<uint64_t>("get_image",
+                                   [=](DebuggerSide& d) { return d.getImage(process); })
+      .then([context](uint64_t image) mutable { context.getResults().setImage(image); });
+}
+
+kj::Promise<void> DebuggerService::getProcessJob(GetProcessJobContext context) {
+  uint64_t process = context.getParams().getProcess();
+  return onCallingThread<uint64_t>("get_process_job",
+                                   [=](DebuggerSide& d) { return d.getProcessJob(process); })
+      .then([context](uint64_t job) mutable { context.getResults().setJob(job); });
+}
+
+kj::Promise<void> DebuggerService::getProcessIdentity(GetProcessIdentityContext context) {
+  uint64_t process = context.getParams().getProcess();
+  return onCallingThread<int>("get_process_identity",
+                              [=](DebuggerSide& d) { return d.getProcessIdentity(process); })
+      .then([context](int identity) mutable { context.getResults().setIdentity(identity); });
+}
+
+kj::Promise<void> DebuggerService::getProcess(GetProcessContext context) {
+  uint64_t job = context.getParams().getJob();
+  int index = context.getParams().getIndex();
+  return onCallingThread<uint64_t>("get_process",
+                                   [=](DebuggerSide& d) { return d.getProcess(job, index); })
+      .then([context](uint64_t process) mutable { context.getResults().setProcess(process); });
+}
+
+kj::Promise<void> DebuggerService::errorString(ErrorStringContext context) {
+  int code = context.getParams().getCode();
+  return onCallingThread<std::optional<std::string>>(
+             "errorstring", [=](DebuggerSide& d) { return d.errorString(code); })
+      .then([context](std::optional<std::string> text) mutable {
+        auto out = context.getResults().initText();
+        if (text) {
+          out.setText(*text);
+        } else {
+          out.setNull();
+        }
+      });
+}
+
+kj::Promise<void> DebuggerService::dprints(DprintsContext context) {
+  std::string text = context.getParams().getText();
+  std::shared_ptr<PendingCall> call = connection_.current;
+  DebuggerSide* side = &side_;
+  // Not awaited by the server. Delivered in order with the call's other callbacks.
+  if (call) call->post([side, text]() { side->dprints(text.c_str()); });
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> DebuggerService::dllOutput(DllOutputContext context) {
+  auto bytes = context.getParams().getText();
+  const kj::byte* p = bytes.begin();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(STDERR_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return kj::READY_NOW;
+}
+
+}  // namespace mqd::client

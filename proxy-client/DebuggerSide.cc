@@ -1,0 +1,211 @@
+#include "DebuggerSide.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "OutputApply.h"
+#include "WriteTracking.h"
+
+namespace mqd::client {
+
+void DebuggerSide::setImageCallbacks(uint64_t image, const mqs_image_callbacks* table) {
+  imageTables_[image] = table;
+}
+
+void DebuggerSide::setProcessCallbacks(uint64_t process, const mqs_process_callbacks* table) {
+  processTables_[process] = table;
+}
+
+void DebuggerSide::setJobCallbacks(uint64_t job, const mqs_job_callbacks* table) {
+  jobTables_[job] = table;
+}
+
+const mqs_image_callbacks* DebuggerSide::imageTable(uint64_t image) const {
+  auto it = imageTables_.find(image);
+  return it == imageTables_.end() ? nullptr : it->second;
+}
+
+const mqs_process_callbacks* DebuggerSide::processTable(uint64_t process) const {
+  auto it = processTables_.find(process);
+  return it == processTables_.end() ? nullptr : it->second;
+}
+
+bool DebuggerSide::probeTargetBigEndian(mqs_process* process,
+                                        const mqs_process_callbacks* table) const {
+  constexpr bool hostBig = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+  if (table == nullptr || table->mqs_target_to_host_fp == nullptr) return hostBig;
+  const unsigned char in[4] = {1, 2, 3, 4};
+  unsigned char out[4] = {0, 0, 0, 0};
+  table->mqs_target_to_host_fp(process, in, out, 4);
+  if (std::memcmp(in, out, 4) == 0) return hostBig;
+  return !hostBig;  // reversed (anything else is treated as reversed too)
+}
+
+DebuggerSide::Address DebuggerSide::findFunction(uint64_t image, const char* name, int lang,
+                                                 bool wantAddress) {
+  const mqs_image_callbacks* t = imageTable(image);
+  if (t == nullptr || t->mqs_find_function_fp == nullptr) {
+    return {MQD_PROXY_ERR_NOT_SET_UP, false, 0};
+  }
+  mqs_taddr_t address;
+  fillScalar(address);
+  int rc = t->mqs_find_function_fp(images.handleOf(image), const_cast<char*>(name),
+                                   static_cast<mqs_lang_code>(lang),
+                                   wantAddress ? &address : nullptr);
+  bool written = wantAddress && scalarWritten(address);
+  return {rc, written, written ? static_cast<uint64_t>(address) : 0};
+}
+
+DebuggerSide::Address DebuggerSide::findSymbol(uint64_t image, const char* name,
+                                               bool wantAddress) {
+  const mqs_image_callbacks* t = imageTable(image);
+  if (t == nullptr || t->mqs_find_symbol_fp == nullptr) {
+    return {MQD_PROXY_ERR_NOT_SET_UP, false, 0};
+  }
+  mqs_taddr_t address;
+  fillScalar(address);
+  int rc = t->mqs_find_symbol_fp(images.handleOf(image), const_cast<char*>(name),
+                                 wantAddress ? &address : nullptr);
+  bool written = wantAddress && scalarWritten(address);
+  return {rc, written, written ? static_cast<uint64_t>(address) : 0};
+}
+
+uint64_t DebuggerSide::findType(uint64_t image, const char* name, int lang) {
+  const mqs_image_callbacks* t = imageTable(image);
+  if (t == nullptr || t->mqs_find_type_fp == nullptr) return 0;
+  mqs_type* type = t->mqs_find_type_fp(images.handleOf(image), const_cast<char*>(name),
+                                       static_cast<mqs_lang_code>(lang));
+  return types.tokenOf(type);
+}
+
+// Types belong to an image, but the type callbacks do not name it: any image's table serves.
+// The tables of one debugger are the same functions, so the first one is used.
+int DebuggerSide::fieldOffset(uint64_t type, const char* field) {
+  mqs_type* handle = types.handleOf(type);
+  for (auto& [image, t] : imageTables_) {
+    if (t != nullptr && t->mqs_field_offset_fp != nullptr) {
+      return t->mqs_field_offset_fp(handle, const_cast<char*>(field));
+    }
+  }
+  return -1;
+}
+
+int DebuggerSide::sizeOf(uint64_t type) {
+  mqs_type* handle = types.handleOf(type);
+  for (auto& [image, t] : imageTables_) {
+    if (t != nullptr && t->mqs_sizeof_fp != nullptr) return t->mqs_sizeof_fp(handle);
+  }
+  return 0;
+}
+
+std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> DebuggerSide::getTypeSizes(
+    uint64_t process) {
+  std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> answer;
+  mqs_process* handle = processes.handleOf(process);
+  // The image callbacks hold get_type_sizes; use the table of the process's own image if the
+  // shim knows it, else any image's.
+  const mqs_image_callbacks* t = nullptr;
+  const mqs_process_callbacks* pt = processTable(process);
+  if (pt != nullptr && pt->mqs_get_image_fp != nullptr) {
+    t = imageTable(images.existingToken(pt->mqs_get_image_fp(handle)));
+  }
+  if (t == nullptr) {
+    for (auto& [image, table] : imageTables_) {
+      if (table != nullptr) {
+        t = table;
+        break;
+      }
+    }
+  }
+  if (t == nullptr || t->mqs_get_type_sizes_fp == nullptr) return answer;
+  // Room for a debugger whose struct is larger than ours; marked so that untouched members
+  // (a five-member debugger leaves two) are reported as such.
+  int buffer[16];
+  for (int& v : buffer) fillScalar(v);
+  t->mqs_get_type_sizes_fp(handle, reinterpret_cast<mqs_target_type_sizes*>(buffer));
+  for (size_t i = 0; i < answer.size(); ++i) {
+    if (scalarWritten(buffer[i])) answer[i] = buffer[i];
+  }
+  return answer;
+}
+
+int DebuggerSide::fetchData(uint64_t process, uint64_t address, int size,
+                            std::vector<unsigned char>* out) {
+  const mqs_process_callbacks* t = processTable(process);
+  if (t == nullptr || t->mqs_fetch_data_fp == nullptr) return MQD_PROXY_ERR_NOT_SET_UP;
+  mqs_taddr_t narrowed = narrowAddress(address, "fetch_data address");
+  out->assign(static_cast<size_t>(size), 0);
+  return t->mqs_fetch_data_fp(processes.handleOf(process), narrowed, size, out->data());
+}
+
+int DebuggerSide::getGlobalRank(uint64_t process) {
+  const mqs_process_callbacks* t = processTable(process);
+  if (t == nullptr || t->mqs_get_global_rank_fp == nullptr) return MQS_INVALID_PROCESS;
+  return t->mqs_get_global_rank_fp(processes.handleOf(process));
+}
+
+uint64_t DebuggerSide::getImage(uint64_t process) {
+  const mqs_process_callbacks* t = processTable(process);
+  if (t == nullptr || t->mqs_get_image_fp == nullptr) return 0;
+  return images.tokenOf(t->mqs_get_image_fp(processes.handleOf(process)));
+}
+
+uint64_t DebuggerSide::getProcessJob(uint64_t process) {
+  const mqs_process_callbacks* t = processTable(process);
+  if (!level3_ || t == nullptr || t->mqs_get_process_job_fp == nullptr) return 0;
+  return jobs.tokenOf(t->mqs_get_process_job_fp(processes.handleOf(process)));
+}
+
+int DebuggerSide::getProcessIdentity(uint64_t process) {
+  const mqs_process_callbacks* t = processTable(process);
+  if (!level3_ || t == nullptr || t->mqs_get_process_identity_fp == nullptr) {
+    return MQS_INVALID_PROCESS;
+  }
+  return t->mqs_get_process_identity_fp(processes.handleOf(process));
+}
+
+uint64_t DebuggerSide::getProcess(uint64_t job, int index) {
+  auto it = jobTables_.find(job);
+  if (it == jobTables_.end() || it->second == nullptr || it->second->mqs_get_process_fp == nullptr) {
+    return 0;
+  }
+  return processes.tokenOf(it->second->mqs_get_process_fp(jobs.handleOf(job), index));
+}
+
+std::optional<std::string> DebuggerSide::errorString(int code) {
+  if (basic_ == nullptr || basic_->mqs_errorstring_fp == nullptr) return std::nullopt;
+  const char* text = basic_->mqs_errorstring_fp(code);
+  if (text == nullptr) return std::nullopt;
+  return std::string(text);
+}
+
+void DebuggerSide::dprints(const char* text) {
+  if (basic_ != nullptr && basic_->mqs_dprints_fp != nullptr) basic_->mqs_dprints_fp(text);
+}
+
+void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) {
+  if (basic_ == nullptr) return;
+  if (info > UINTPTR_MAX) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "info token too large");
+  void* value = reinterpret_cast<void*>(static_cast<uintptr_t>(info));
+  switch (kind) {
+    case wire::InfoKind::IMAGE:
+      if (basic_->mqs_put_image_info_fp != nullptr) {
+        basic_->mqs_put_image_info_fp(images.handleOf(handle),
+                                      static_cast<mqs_image_info*>(value));
+      }
+      break;
+    case wire::InfoKind::PROCESS:
+      if (basic_->mqs_put_process_info_fp != nullptr) {
+        basic_->mqs_put_process_info_fp(processes.handleOf(handle),
+                                        static_cast<mqs_process_info*>(value));
+      }
+      break;
+    case wire::InfoKind::JOB:
+      if (level3_ && basic_->mqs_put_job_info_fp != nullptr) {
+        basic_->mqs_put_job_info_fp(jobs.handleOf(handle), static_cast<mqs_job_info*>(value));
+      }
+      break;
+  }
+}
+
+}  // namespace mqd::client

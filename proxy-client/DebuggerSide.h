@@ -1,0 +1,81 @@
+// DebuggerSide: the debugger as the shim sees it: the callback tables it handed over, the
+// tokens that name its objects on the wire, and one method per callback the server may ask
+// for. Everything here runs on the debugger thread that made the current mqs_* call.
+//
+// A table member the debugger left NULL, or a table the shim never received (a process that
+// was never set up), answers like an unavailable callback: the value documented per method.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "HandleTokens.h"
+#include "mqd.capnp.h"
+#include "mqs_interface.h"
+
+namespace mqd::client {
+
+class DebuggerSide {
+ public:
+  HandleTokens<mqs_image> images{"image"};
+  HandleTokens<mqs_process> processes{"process"};
+  HandleTokens<mqs_job> jobs{"job"};
+  HandleTokens<mqs_type> types{"type"};
+
+  // Tables, as received from mqs_setup_* (the debugger keeps them valid).
+  void setBasicCallbacks(const mqs_basic_callbacks* table) { basic_ = table; }
+  const mqs_basic_callbacks* basicCallbacks() const { return basic_; }
+  void setImageCallbacks(uint64_t image, const mqs_image_callbacks* table);
+  void setProcessCallbacks(uint64_t process, const mqs_process_callbacks* table);
+  void setJobCallbacks(uint64_t job, const mqs_job_callbacks* table);
+  bool processSetUp(uint64_t process) const { return processTables_.count(process) != 0; }
+  // Whether the debugger's tables have the level-3 members: true when the vendor DLL is level 3,
+  // since a debugger that accepted a level-3 DLL must supply level-3 tables.
+  void setLevel3(bool level3) { level3_ = level3; }
+
+  // The target's byte order, probed once through the debugger's own target_to_host.
+  bool probeTargetBigEndian(mqs_process* process, const mqs_process_callbacks* table) const;
+
+  // ---- callbacks (each documents its "unavailable" answer) ----
+  struct Address {
+    int rc;
+    bool written;
+    uint64_t value;
+  };
+  // rc MQD_PROXY_ERR_NOT_SET_UP if the image has no table.
+  Address findFunction(uint64_t image, const char* name, int lang, bool wantAddress);
+  Address findSymbol(uint64_t image, const char* name, bool wantAddress);
+  uint64_t findType(uint64_t image, const char* name, int lang);  // 0 (NULL)
+  int fieldOffset(uint64_t type, const char* field);                // -1
+  int sizeOf(uint64_t type);                                        // 0
+  std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> getTypeSizes(
+      uint64_t process);                                            // all untouched
+  int fetchData(uint64_t process, uint64_t address, int size, std::vector<unsigned char>* out);
+  int getGlobalRank(uint64_t process);                              // MQS_INVALID_PROCESS
+  uint64_t getImage(uint64_t process);                              // 0
+  uint64_t getProcessJob(uint64_t process);                         // 0
+  int getProcessIdentity(uint64_t process);                         // MQS_INVALID_PROCESS
+  uint64_t getProcess(uint64_t job, int index);                     // 0
+  // nullopt when the debugger returned NULL or has no errorstring callback.
+  std::optional<std::string> errorString(int code);
+  void dprints(const char* text);
+
+  // Replays a put_*_info the DLL made on the server, with the server's token as the pointer.
+  void putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info);
+
+ private:
+  const mqs_image_callbacks* imageTable(uint64_t image) const;
+  const mqs_process_callbacks* processTable(uint64_t process) const;
+
+  const mqs_basic_callbacks* basic_ = nullptr;
+  std::unordered_map<uint64_t, const mqs_image_callbacks*> imageTables_;
+  std::unordered_map<uint64_t, const mqs_process_callbacks*> processTables_;
+  std::unordered_map<uint64_t, const mqs_job_callbacks*> jobTables_;
+  bool level3_ = false;
+};
+
+}  // namespace mqd::client

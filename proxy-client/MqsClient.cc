@@ -1,0 +1,628 @@
+#include "MqsClient.h"
+
+#include <climits>
+#include <cstdint>
+
+#include "EventLoopThread.h"
+#include "Log.h"
+#include "OutputApply.h"
+#include "ProxyErrors.h"
+
+#ifndef MQD_VERSION
+#define MQD_VERSION "unknown"
+#endif
+
+namespace mqd::client {
+namespace {
+
+// True on a thread while it executes an mqs_* call of this client, callbacks included.
+thread_local bool tInCall = false;
+
+std::mutex gErrorTextMutex;  // guards proxyErrorText_, which report() may touch without lock_
+
+// has_queues messages are printf formats the debugger fills with one image or process name.
+// Anything else that looks like a conversion is escaped, so text from the network can never
+// make the debugger's printf read or write memory.
+std::string safePrintfFormat(const std::string& text) {
+  std::string out;
+  bool usedString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c != '%') {
+      out += c;
+      continue;
+    }
+    char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (next == '%') {
+      out += "%%";
+      ++i;
+    } else if (next == 's' && !usedString) {
+      out += "%s";
+      usedString = true;
+      ++i;
+    } else {
+      out += "%%";
+    }
+  }
+  return out;
+}
+
+void applyMessage(wire::OutString::Reader in, char** message, StringPool& strings) {
+  if (message == nullptr || in.isUntouched()) return;
+  if (in.isNull()) {
+    *message = nullptr;
+  } else {
+    *message = strings.intern(safePrintfFormat(in.getText()));
+  }
+}
+
+}  // namespace
+
+template <typename Results>
+class MqsClient::Reply {
+ public:
+  explicit Reply(std::shared_ptr<PendingCall> call) : call_(std::move(call)) {}
+  typename Results::Reader get() const {
+    return call_->reply().getRoot<Results>().asReader();
+  }
+  PendingCall& call() const { return *call_; }
+
+ private:
+  std::shared_ptr<PendingCall> call_;
+};
+
+MqsClient::MqsClient() = default;
+
+MqsClient::~MqsClient() {
+  // The connection belongs to the loop thread: destroy it there, then stop the thread.
+  if (loop_) {
+    try {
+      loop_->run([this]() { connection_ = nullptr; });
+    } catch (...) {
+    }
+    loop_.reset();
+  }
+}
+
+// ---- machinery ----
+
+int MqsClient::report(int code, const std::string& detail, const char* entryPoint) {
+  std::string sentence = std::string("mqd-proxy: ") +
+                         (proxyErrorText(code) != nullptr ? proxyErrorText(code) : "error") +
+                         ": " + detail + " (in " + entryPoint + ")";
+  MQD_LOG(Warn, "%s", sentence.c_str());
+  std::lock_guard<std::mutex> guard(gErrorTextMutex);
+  proxyErrorText_[code] = strings_.intern(sentence);
+  return code;
+}
+
+template <typename Body>
+int MqsClient::call(const char* entryPoint, Body&& body) {
+  if (tInCall) {
+    return report(MQD_PROXY_ERR_REENTRANT, "called from inside a debugger callback", entryPoint);
+  }
+  std::unique_lock<std::timed_mutex> lock(lock_, std::defer_lock);
+  if (!lock.try_lock_for(config_.timeout)) {
+    return report(MQD_PROXY_ERR_TIMEOUT, "another thread's mqs_* call did not finish",
+                  entryPoint);
+  }
+  tInCall = true;
+  struct Reset {
+    ~Reset() { tInCall = false; }
+  } reset;
+  try {
+    return body();
+  } catch (const ProxyError& e) {
+    return report(e.code(), e.what(), entryPoint);
+  } catch (const kj::Exception& e) {
+    std::string detail;
+    int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+    return report(code, detail, entryPoint);
+  } catch (const std::exception& e) {
+    return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
+  } catch (...) {
+    return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
+  }
+}
+
+void MqsClient::openSession() {
+  std::vector<std::string> problems;
+  config_ = ClientConfig::fromEnvironment(&problems);
+  logSetComponent("libmqdproxy");
+  logSetLevel(config_.logLevel);
+  if (!config_.logFile.empty()) {
+    try {
+      logSetFile(config_.logFile);
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("MQD_PROXY_LOG_FILE: ") + e.what());
+    }
+  }
+  for (const std::string& p : problems) MQD_LOG(Warn, "%s", p.c_str());
+  if (!loop_) loop_ = std::make_unique<EventLoopThread>();
+  try {
+    loop_->run([this]() {
+      return Connection::open(loop_->io(), config_, side_).then([this](kj::Own<Connection> c) {
+        connection_ = kj::mv(c);
+      });
+    });
+  } catch (const kj::Exception& e) {
+    std::string detail;
+    int code = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
+    throw ProxyError(code, detail);
+  }
+  dll_ = loop_->run([this]() { return connection_->dll(); });
+  side_.setLevel3(dll_.compatibility >= MQS_INTERFACE_COMPATIBILITY_MPI2);
+  sessionOpened_ = true;
+  MQD_LOG(Info, "session open with %s: %s", config_.server.c_str(), dll_.path.c_str());
+}
+
+void MqsClient::ensureSession() {
+  if (!sessionOpened_) openSession();
+  if (basicCallbacksPending_) {
+    auto reply = roundTrip<wire::Session::SetupBasicCallbacksResults>(
+        "mqs_setup_basic_callbacks",
+        [](wire::Session::Client& s) { return s.setupBasicCallbacksRequest().send(); });
+    basicCallbacksPending_ = false;
+    replay(reply.get().getEffects());
+  }
+}
+
+template <typename Results, typename Send>
+MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& send) {
+  auto pending = std::make_shared<PendingCall>(entryPoint);
+  loop_->run([&]() {
+    Connection& c = *connection_;
+    if (c.broken()) {
+      pending->fail(MQD_PROXY_ERR_SESSION_LOST, c.brokenReason());
+      return;
+    }
+    c.current = pending;
+    c.track(pending, send(c.session()));
+  });
+  if (!pending->serve(config_.timeout)) {
+    int code = pending->errorCode();
+    std::string detail = pending->errorDetail();
+    if (code == MQD_PROXY_ERR_TIMEOUT) {
+      // A late reply must never be taken for a later call's: give up the connection.
+      loop_->run([&]() {
+        connection_->markBroken(MQD_PROXY_ERR_SESSION_LOST,
+                                std::string("abandoned after ") + entryPoint + " timed out");
+        if (connection_->current == pending) connection_->current = nullptr;
+      });
+    }
+    throw ProxyError(code, detail);
+  }
+  return Reply<Results>(pending);
+}
+
+void MqsClient::replay(wire::CallEffects::Reader effects) {
+  for (auto update : effects.getInfoUpdates()) {
+    side_.putInfo(update.getKind(), update.getHandle(), update.getInfo());
+  }
+}
+
+template <typename Results>
+int MqsClient::resultOf(const Reply<Results>& reply, int dllRc) {
+  PendingCall& c = reply.call();
+  if (c.callbackErrorCode() != 0) throw ProxyError(c.callbackErrorCode(), c.callbackErrorDetail());
+  return dllRc;
+}
+
+uint64_t MqsClient::setUpProcess(mqs_process* process, const char* entryPoint) {
+  uint64_t token = side_.processes.existingToken(process);
+  if (token == 0 || !side_.processSetUp(token)) {
+    throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
+                     std::string(entryPoint) +
+                         " on a process that was never given to mqs_setup_process");
+  }
+  return token;
+}
+
+uint64_t MqsClient::setUpImage(mqs_image* image, const char* entryPoint) {
+  uint64_t token = side_.images.existingToken(image);
+  if (token == 0) {
+    throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
+                     std::string(entryPoint) + " on an image that was never given to "
+                                               "mqs_setup_image");
+  }
+  return token;
+}
+
+void MqsClient::requireEntryPoint(const char* entryPoint) {
+  if (!dll_.has(entryPoint)) {
+    throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT,
+                     std::string(entryPoint) + " is not provided by vendor DLL " + dll_.path);
+  }
+}
+
+// ---- version and errors ----
+
+void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
+  call("mqs_setup_basic_callbacks", [&]() {
+    side_.setBasicCallbacks(callbacks);
+    // Sent with the next call that needs the server (the DLL only keeps the pointer).
+    basicCallbacksPending_ = true;
+    return mqs_ok;
+  });
+}
+
+char* MqsClient::versionString() {
+  char* result = nullptr;
+  int rc = call("mqs_version_string", [&]() {
+    ensureSession();
+    result = strings_.intern(dll_.versionString);
+    return mqs_ok;
+  });
+  if (rc != mqs_ok) {
+    result = strings_.intern(std::string("mqd-proxy ") + MQD_VERSION + " (no vendor DLL: " +
+                             dllErrorString(rc) + ")");
+  }
+  return result;
+}
+
+int MqsClient::versionCompatibility() {
+  int level = MQS_INTERFACE_COMPATIBILITY_MPI1;
+  call("mqs_version_compatibility", [&]() {
+    ensureSession();
+    level = dll_.compatibility;
+    return mqs_ok;
+  });
+  return level;
+}
+
+// The debugger talks to the shim's ABI, not the vendor DLL's: the shim's own width.
+int MqsClient::dllTaddrWidth() { return static_cast<int>(sizeof(mqs_taddr_t)); }
+
+char* MqsClient::dllErrorString(int code) {
+  if (MQD_PROXY_IS_PROXY_ERROR(code)) {
+    std::lock_guard<std::mutex> guard(gErrorTextMutex);
+    auto it = proxyErrorText_.find(code);
+    if (it != proxyErrorText_.end()) return it->second;
+    return strings_.intern(std::string("mqd-proxy: ") + proxyErrorText(code));
+  }
+  char* result = nullptr;
+  int rc = call("mqs_dll_error_string", [&]() {
+    ensureSession();
+    auto reply = roundTrip<wire::Session::DllErrorStringResults>(
+        "mqs_dll_error_string", [code](wire::Session::Client& s) {
+          auto r = s.dllErrorStringRequest();
+          r.setCode(code);
+          return r.send();
+        });
+    auto text = reply.get().getText();
+    result = text.isText() ? strings_.intern(text.getText()) : nullptr;
+    return mqs_ok;
+  });
+  if (rc != mqs_ok) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> guard(gErrorTextMutex);
+      why = proxyErrorText_.count(rc) ? proxyErrorText_[rc] : "";
+    }
+    result = strings_.intern("mqd-proxy: cannot ask the vendor DLL for the text of error " +
+                             std::to_string(code) + ": " + why);
+  }
+  return result;
+}
+
+// ---- images ----
+
+int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks) {
+  return call("mqs_setup_image", [&]() {
+    ensureSession();
+    uint64_t token = side_.images.tokenOf(image);
+    if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
+    side_.setImageCallbacks(token, callbacks);
+    auto reply = roundTrip<wire::Session::SetupImageResults>(
+        "mqs_setup_image", [token](wire::Session::Client& s) {
+          auto r = s.setupImageRequest();
+          r.setImage(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::imageHasQueues(mqs_image* image, char** message) {
+  return call("mqs_image_has_queues", [&]() {
+    ensureSession();
+    uint64_t token = setUpImage(image, "mqs_image_has_queues");
+    auto reply = roundTrip<wire::Session::ImageHasQueuesResults>(
+        "mqs_image_has_queues", [token](wire::Session::Client& s) {
+          auto r = s.imageHasQueuesRequest();
+          r.setImage(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    int rc = resultOf(reply, reply.get().getRc());
+    applyMessage(reply.get().getMessage(), message, strings_);
+    return rc;
+  });
+}
+
+void MqsClient::destroyImageInfo(mqs_image_info* info) {
+  call("mqs_destroy_image_info", [&]() {
+    ensureSession();
+    uint64_t token = reinterpret_cast<uintptr_t>(info);
+    auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
+        "mqs_destroy_image_info", [token](wire::Session::Client& s) {
+          auto r = s.destroyImageInfoRequest();
+          r.setInfo(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return mqs_ok;
+  });
+}
+
+// ---- processes ----
+
+int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks) {
+  return call("mqs_setup_process", [&]() {
+    ensureSession();
+    uint64_t token = side_.processes.tokenOf(process);
+    if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
+    side_.setProcessCallbacks(token, callbacks);
+    bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
+    auto reply = roundTrip<wire::Session::SetupProcessResults>(
+        "mqs_setup_process", [token, bigEndian](wire::Session::Client& s) {
+          auto r = s.setupProcessRequest();
+          r.setProcess(token);
+          r.setTargetBigEndian(bigEndian);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::processHasQueues(mqs_process* process, char** message) {
+  return call("mqs_process_has_queues", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_process_has_queues");
+    auto reply = roundTrip<wire::Session::ProcessHasQueuesResults>(
+        "mqs_process_has_queues", [token](wire::Session::Client& s) {
+          auto r = s.processHasQueuesRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    int rc = resultOf(reply, reply.get().getRc());
+    applyMessage(reply.get().getMessage(), message, strings_);
+    return rc;
+  });
+}
+
+void MqsClient::destroyProcessInfo(mqs_process_info* info) {
+  call("mqs_destroy_process_info", [&]() {
+    ensureSession();
+    uint64_t token = reinterpret_cast<uintptr_t>(info);
+    auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
+        "mqs_destroy_process_info", [token](wire::Session::Client& s) {
+          auto r = s.destroyProcessInfoRequest();
+          r.setInfo(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return mqs_ok;
+  });
+}
+
+// ---- communicators ----
+
+// A process-level call whose only result is rc: Request is the Session method's request type.
+#define MQD_PROCESS_RC_METHOD(Method, RequestMethod, Results, entry)                        \
+  int MqsClient::Method(mqs_process* process) {                                             \
+    return call(entry, [&]() {                                                              \
+      ensureSession();                                                                      \
+      uint64_t token = setUpProcess(process, entry);                                        \
+      auto reply = roundTrip<wire::Session::Results>(entry, [token](wire::Session::Client& s) { \
+        auto r = s.RequestMethod();                                                         \
+        r.setProcess(token);                                                                \
+        return r.send();                                                                    \
+      });                                                                                   \
+      replay(reply.get().getEffects());                                                     \
+      return resultOf(reply, reply.get().getRc());                                          \
+    });                                                                                     \
+  }
+
+MQD_PROCESS_RC_METHOD(updateCommunicatorList, updateCommunicatorListRequest,
+                      UpdateCommunicatorListResults, "mqs_update_communicator_list")
+MQD_PROCESS_RC_METHOD(setupCommunicatorIterator, setupCommunicatorIteratorRequest,
+                      SetupCommunicatorIteratorResults, "mqs_setup_communicator_iterator")
+MQD_PROCESS_RC_METHOD(nextCommunicator, nextCommunicatorRequest, NextCommunicatorResults,
+                      "mqs_next_communicator")
+
+int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communicator) {
+  return call("mqs_get_communicator", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_get_communicator");
+    auto reply = roundTrip<wire::Session::GetCommunicatorResults>(
+        "mqs_get_communicator", [token](wire::Session::Client& s) {
+          auto r = s.getCommunicatorRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    auto results = reply.get();
+    replay(results.getEffects());
+    int rc = resultOf(reply, results.getRc());
+    if (communicator != nullptr) {
+      apply(results.getCommunicator(), *communicator);
+      if (results.getCommunicator().getWritten() & 4) {
+        communicatorSize_[token] = communicator->size < 0 ? 0 : static_cast<size_t>(communicator->size);
+      }
+    }
+    return rc;
+  });
+}
+
+int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
+  return call("mqs_get_comm_group", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_get_comm_group");
+    uint64_t token = setUpProcess(process, "mqs_get_comm_group");
+    auto reply = roundTrip<wire::Session::GetCommGroupResults>(
+        "mqs_get_comm_group", [token](wire::Session::Client& s) {
+          auto r = s.getCommGroupRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    auto results = reply.get();
+    replay(results.getEffects());
+    int rc = resultOf(reply, results.getRc());
+    auto known = communicatorSize_.find(token);
+    size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
+    applyGroup(results.getRanks(), results.getWritten(), ranks, limit);
+    return rc;
+  });
+}
+
+// ---- operations ----
+
+int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
+  return call("mqs_setup_operation_iterator", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_setup_operation_iterator");
+    auto reply = roundTrip<wire::Session::SetupOperationIteratorResults>(
+        "mqs_setup_operation_iterator", [token, opClass](wire::Session::Client& s) {
+          auto r = s.setupOperationIteratorRequest();
+          r.setProcess(token);
+          r.setOpClass(opClass);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operation) {
+  return call("mqs_next_operation", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_next_operation");
+    auto reply = roundTrip<wire::Session::NextOperationResults>(
+        "mqs_next_operation", [token](wire::Session::Client& s) {
+          auto r = s.nextOperationRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    auto results = reply.get();
+    replay(results.getEffects());
+    int rc = resultOf(reply, results.getRc());
+    if (operation != nullptr) apply(results.getOperation(), *operation);
+    return rc;
+  });
+}
+
+// ---- level 3 and extensions ----
+
+int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
+  return call("mqs_setup_job", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_setup_job");
+    uint64_t token = side_.jobs.tokenOf(job);
+    if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL job");
+    side_.setJobCallbacks(token, callbacks);
+    auto reply = roundTrip<wire::Session::SetupJobResults>(
+        "mqs_setup_job", [token](wire::Session::Client& s) {
+          auto r = s.setupJobRequest();
+          r.setJob(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::destroyJobInfo(mqs_job_info* info) {
+  return call("mqs_destroy_job_info", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_destroy_job_info");
+    uint64_t token = reinterpret_cast<uintptr_t>(info);
+    auto reply = roundTrip<wire::Session::DestroyJobInfoResults>(
+        "mqs_destroy_job_info", [token](wire::Session::Client& s) {
+          auto r = s.destroyJobInfoRequest();
+          r.setInfo(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::setupNewProcessIterator(mqs_process* process) {
+  return call("mqs_setup_new_process_iterator", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_setup_new_process_iterator");
+    uint64_t token = setUpProcess(process, "mqs_setup_new_process_iterator");
+    auto reply = roundTrip<wire::Session::SetupNewProcessIteratorResults>(
+        "mqs_setup_new_process_iterator", [token](wire::Session::Client& s) {
+          auto r = s.setupNewProcessIteratorRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* location) {
+  return call("mqs_next_new_process", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_next_new_process");
+    uint64_t token = setUpProcess(process, "mqs_next_new_process");
+    auto reply = roundTrip<wire::Session::NextNewProcessResults>(
+        "mqs_next_new_process", [token](wire::Session::Client& s) {
+          auto r = s.nextNewProcessRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    auto results = reply.get();
+    replay(results.getEffects());
+    int rc = resultOf(reply, results.getRc());
+    if (location != nullptr) apply(results.getLocation(), *location);
+    return rc;
+  });
+}
+
+int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
+  return call("mqs_set_process_identity", [&]() {
+    ensureSession();
+    requireEntryPoint("mqs_set_process_identity");
+    uint64_t token = setUpProcess(process, "mqs_set_process_identity");
+    auto reply = roundTrip<wire::Session::SetProcessIdentityResults>(
+        "mqs_set_process_identity", [token, identity](wire::Session::Client& s) {
+          auto r = s.setProcessIdentityRequest();
+          r.setProcess(token);
+          r.setIdentity(identity);
+          return r.send();
+        });
+    replay(reply.get().getEffects());
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::getCommCollState(mqs_process* process, int collective, int* sequence,
+                                int* active) {
+  return call("mqs_get_comm_coll_state", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_get_comm_coll_state");
+    // A DLL without the extension answers like one that cannot tell (see README).
+    if (!dll_.has("mqs_get_comm_coll_state")) return static_cast<int>(mqs_no_information);
+    auto reply = roundTrip<wire::Session::GetCommCollStateResults>(
+        "mqs_get_comm_coll_state", [token, collective](wire::Session::Client& s) {
+          auto r = s.getCommCollStateRequest();
+          r.setProcess(token);
+          r.setCollective(collective);
+          return r.send();
+        });
+    auto results = reply.get();
+    replay(results.getEffects());
+    int rc = resultOf(reply, results.getRc());
+    apply(results.getSequence(), sequence);
+    apply(results.getActive(), active);
+    return rc;
+  });
+}
+
+}  // namespace mqd::client

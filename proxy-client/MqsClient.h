@@ -1,0 +1,115 @@
+// MqsClient: the MQD entry points, implemented by a session with an mqd-proxy-server.
+//
+// One method per mqs_* entry point, with the C ABI's types and results; libmqdproxy.so is a
+// thin veneer over one instance, and tests drive it directly. A call:
+//   1. takes the call lock (calls are serialised; a call from inside a debugger callback is
+//      refused with MQD_PROXY_ERR_REENTRANT);
+//   2. opens the session on first need (connect, openSession, the deferred
+//      setup_basic_callbacks);
+//   3. sends one Session request and serves the server's callbacks on this thread until the
+//      reply arrives (PendingCall);
+//   4. replays the DLL's put_*_info on the debugger, applies the captured outputs, and returns
+//      the DLL's result.
+// Failures of the proxy itself return the codes of mqd_proxy.h; mqs_dll_error_string() then
+// explains them. Nothing here throws to the caller.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "ClientConfig.h"
+#include "Connection.h"
+#include "DebuggerSide.h"
+#include "StringPool.h"
+#include "mqs_interface.h"
+
+namespace mqd::client {
+
+class EventLoopThread;
+
+class MqsClient {
+ public:
+  MqsClient();
+  ~MqsClient();
+  MqsClient(const MqsClient&) = delete;
+  MqsClient& operator=(const MqsClient&) = delete;
+
+  void setupBasicCallbacks(const mqs_basic_callbacks* callbacks);
+  char* versionString();
+  int versionCompatibility();
+  int dllTaddrWidth();
+  char* dllErrorString(int code);
+
+  int setupImage(mqs_image* image, const mqs_image_callbacks* callbacks);
+  int imageHasQueues(mqs_image* image, char** message);
+  void destroyImageInfo(mqs_image_info* info);
+
+  int setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks);
+  int processHasQueues(mqs_process* process, char** message);
+  void destroyProcessInfo(mqs_process_info* info);
+
+  int updateCommunicatorList(mqs_process* process);
+  int setupCommunicatorIterator(mqs_process* process);
+  int getCommunicator(mqs_process* process, mqs_communicator* communicator);
+  int getCommGroup(mqs_process* process, int* ranks);
+  int nextCommunicator(mqs_process* process);
+  int setupOperationIterator(mqs_process* process, int opClass);
+  int nextOperation(mqs_process* process, mqs_pending_operation* operation);
+
+  int setupJob(mqs_job* job, const mqs_job_callbacks* callbacks);
+  int destroyJobInfo(mqs_job_info* info);
+  int setupNewProcessIterator(mqs_process* process);
+  int nextNewProcess(mqs_process* process, mqs_process_location* location);
+  int setProcessIdentity(mqs_process* process, int identity);
+  int getCommCollState(mqs_process* process, int collective, int* sequence, int* active);
+
+ private:
+  template <typename Results>
+  class Reply;
+
+  // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
+  template <typename Body>
+  int call(const char* entryPoint, Body&& body);
+
+  // Opens the session if needed, and sends a deferred mqs_setup_basic_callbacks.
+  void ensureSession();
+  void openSession();
+
+  // Sends one request (built by `send` on the loop thread) and serves callbacks until its
+  // reply arrives. Throws ProxyError on failure.
+  template <typename Results, typename Send>
+  Reply<Results> roundTrip(const char* entryPoint, Send&& send);
+
+  // Replays the DLL's put_*_info calls on the debugger.
+  void replay(wire::CallEffects::Reader effects);
+
+  // The DLL's rc, unless a callback hit an error the debugger must see instead.
+  template <typename Results>
+  int resultOf(const Reply<Results>& reply, int dllRc);
+
+  // Process / image tokens of objects the debugger set up; ProxyError(BAD_HANDLE) otherwise.
+  uint64_t setUpProcess(mqs_process* process, const char* entryPoint);
+  uint64_t setUpImage(mqs_image* image, const char* entryPoint);
+
+  // Missing optional entry point: ProxyError(NO_ENTRY_POINT) naming it and the DLL.
+  void requireEntryPoint(const char* entryPoint);
+
+  // Records the sentence for a proxy error and returns its code.
+  int report(int code, const std::string& detail, const char* entryPoint);
+
+  std::timed_mutex lock_;
+  ClientConfig config_;
+  std::unique_ptr<EventLoopThread> loop_;
+  kj::Own<Connection> connection_;  // created, used and destroyed on the loop thread
+  DebuggerSide side_;
+  DllInfo dll_;
+  bool sessionOpened_ = false;
+  bool basicCallbacksPending_ = false;
+  std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
+  std::unordered_map<int, char*> proxyErrorText_;
+  StringPool strings_;
+};
+
+}  // namespace mqd::client

@@ -1,0 +1,95 @@
+#include "OutputApply.h"
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "ProxyErrors.h"
+#include "WriteTracking.h"
+
+namespace mqd::client {
+
+mqs_taddr_t narrowAddress(uint64_t value, const char* what) {
+  if (value > std::numeric_limits<mqs_taddr_t>::max()) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(value));
+    throw ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH,
+                     std::string(what) + " " + hex + " does not fit in this debugger's " +
+                         std::to_string(sizeof(mqs_taddr_t) * 8) +
+                         "-bit mqs_taddr_t; use a shim built with MQD_TADDR64=ON");
+  }
+  return static_cast<mqs_taddr_t>(value);
+}
+
+mqs_tword_t narrowWord(int64_t value) {
+  // Two's-complement wrap-around, spelled out so it is defined behaviour everywhere.
+  using Unsigned = std::make_unsigned_t<mqs_tword_t>;
+  Unsigned bits = static_cast<Unsigned>(static_cast<uint64_t>(value));
+  mqs_tword_t out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+void apply(wire::Communicator::Reader in, mqs_communicator& out) {
+  mqs_communicator next = out;
+  uint8_t w = in.getWritten();
+  if (w & 1) next.unique_id = narrowAddress(in.getUniqueId(), "communicator id");
+  if (w & 2) next.local_rank = narrowWord(in.getLocalRank());
+  if (w & 4) next.size = narrowWord(in.getSize());
+  applyChars(in.getName(), next.name, sizeof next.name);
+  out = next;
+}
+
+void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
+  // Built on the heap: the struct is 400+ bytes and debugger threads may have small stacks.
+  auto next = std::make_unique<mqs_pending_operation>(out);
+  uint16_t w = in.getWritten();
+  auto has = [w](int bit) { return (w >> bit) & 1u; };
+  if (has(0)) next->status = in.getStatus();
+  if (has(1)) next->desired_local_rank = narrowWord(in.getDesiredLocalRank());
+  if (has(2)) next->desired_global_rank = narrowWord(in.getDesiredGlobalRank());
+  if (has(3)) next->tag_wild = in.getTagWild();
+  if (has(4)) next->desired_tag = narrowWord(in.getDesiredTag());
+  if (has(5)) next->desired_length = narrowWord(in.getDesiredLength());
+  if (has(6)) next->system_buffer = in.getSystemBuffer();
+  if (has(7)) next->buffer = narrowAddress(in.getBuffer(), "buffer address");
+  if (has(8)) next->actual_local_rank = narrowWord(in.getActualLocalRank());
+  if (has(9)) next->actual_global_rank = narrowWord(in.getActualGlobalRank());
+  if (has(10)) next->actual_tag = narrowWord(in.getActualTag());
+  if (has(11)) next->actual_length = narrowWord(in.getActualLength());
+  auto lines = in.getExtraText();
+  if (lines.size() > 5) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "more than 5 extra_text lines");
+  for (unsigned i = 0; i < lines.size(); ++i) {
+    applyChars(lines[i], next->extra_text[i], sizeof next->extra_text[i]);
+  }
+  out = *next;
+}
+
+void apply(wire::ProcessLocation::Reader in, mqs_process_location& out) {
+  auto next = std::make_unique<mqs_process_location>(out);
+  if (in.getWritten() & 1) next->pid = static_cast<long>(narrowWord(in.getPid()));
+  applyChars(in.getImageName(), next->image_name, sizeof next->image_name);
+  applyChars(in.getHostName(), next->host_name, sizeof next->host_name);
+  out = *next;
+}
+
+void apply(wire::OutInt::Reader in, int* out) {
+  if (out != nullptr && in.isValue()) *out = in.getValue();
+}
+
+void applyGroup(capnp::List<int32_t>::Reader ranks, capnp::Data::Reader written, int* out,
+                size_t limit) {
+  if (written.size() * 8 < ranks.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "comm group reply without written marks");
+  }
+  if (out == nullptr) return;
+  size_t n = ranks.size() < limit ? ranks.size() : limit;
+  for (size_t i = 0; i < n; ++i) {
+    if ((written[i / 8] >> (i % 8)) & 1u) out[i] = ranks[static_cast<unsigned>(i)];
+  }
+}
+
+}  // namespace mqd::client

@@ -1,0 +1,35 @@
+// OutputApply: write what the vendor DLL wrote (as captured by the server's OutputCapture) into
+// the debugger's own output buffers, and nothing else.
+//
+// Fields the DLL left alone keep the debugger's bytes, exactly as with a native load. Values are
+// narrowed to this build's mqs_taddr_t / mqs_tword_t:
+//   - an address (mqs_taddr_t) that does not fit fails the whole call with
+//     ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH); it is never truncated;
+//   - a word (mqs_tword_t) that does not fit is reduced modulo 2^N, as a C conversion of the
+//     64-bit value to an N-bit long does on every supported compiler (so Open MPI's
+//     4294967295 "any source" reads as -1 in a 32-bit debugger).
+// Each apply() checks everything before it writes, so a failed call leaves the buffer as it was.
+#pragma once
+
+#include <cstddef>
+
+#include "mqd.capnp.h"
+#include "mqs_interface.h"
+
+namespace mqd::client {
+
+void apply(wire::Communicator::Reader in, mqs_communicator& out);
+void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out);
+void apply(wire::ProcessLocation::Reader in, mqs_process_location& out);
+// `out` may be NULL (the debugger passed no buffer): then nothing is written.
+void apply(wire::OutInt::Reader in, int* out);
+// Writes the elements marked written, at most `limit` of them (the communicator size the
+// debugger was told, so the shim never writes past the buffer the spec asks it to allocate).
+void applyGroup(capnp::List<int32_t>::Reader ranks, capnp::Data::Reader written, int* out,
+                size_t limit);
+
+// The narrowing rules above, for single values.
+mqs_taddr_t narrowAddress(uint64_t value, const char* what);
+mqs_tword_t narrowWord(int64_t value);
+
+}  // namespace mqd::client

@@ -1,0 +1,359 @@
+#include "CallbackTables.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "DllCall.h"
+#include "Log.h"
+#include "ProxyErrors.h"
+#include "SessionService.h"
+
+namespace mqd::server {
+namespace {
+
+// The largest single fetch_data the DLL may ask for (Open MPI's largest is a few KiB).
+constexpr int kMaxFetchBytes = 64 << 20;
+
+// Runs `body(call)` for callback `name`; returns `failure` when there is no call in progress
+// or when anything throws. Nothing escapes into the DLL's C frames.
+template <typename R, typename Body>
+R guarded(const char* name, R failure, Body&& body) {
+  DllCall* call = DllCall::current();
+  if (call == nullptr) {
+    MQD_LOG(Warn, "vendor DLL called %s outside of any mqs_* call; refused", name);
+    return failure;
+  }
+  try {
+    return body(*call);
+  } catch (const kj::Exception& e) {
+    call->recordCallbackFailure(std::string(name) + ": " + e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    call->recordCallbackFailure(std::string(name) + ": " + e.what());
+  } catch (...) {
+    call->recordCallbackFailure(std::string(name) + ": unknown exception");
+  }
+  return failure;
+}
+
+// Before asking the debugger anything, relay what the DLL printed so far, so that its output
+// and its callbacks reach the debugger in the order they happened.
+wire::Debugger::Client& debuggerFor(DllCall& call) {
+  call.session().relayDllOutput();
+  return call.session().debugger();
+}
+
+RemoteImage& imageOf(DllCall& call, mqs_image* image) {
+  RemoteImage* r = call.session().objects().fromDll(image);
+  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown image");
+  return *r;
+}
+
+RemoteProcess& processOf(DllCall& call, mqs_process* process) {
+  RemoteProcess* r = call.session().objects().fromDll(process);
+  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown process");
+  return *r;
+}
+
+RemoteJob& jobOf(DllCall& call, mqs_job* job) {
+  RemoteJob* r = call.session().objects().fromDll(job);
+  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown job");
+  return *r;
+}
+
+mqs_taddr_t toTaddr(uint64_t value) {
+  if (value > std::numeric_limits<mqs_taddr_t>::max()) {
+    throw ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH, "address does not fit this server's taddr");
+  }
+  return static_cast<mqs_taddr_t>(value);
+}
+
+// ---- basic callbacks: all local except dprints and errorstring ----
+
+// Zeroed memory, and a distinct non-NULL block for size 0 (Open MPI asks for 0 bytes for empty
+// groups and frees NULL). Zeroing keeps uninitialised fields the DLL forgets to set stable.
+void* cbMalloc(size_t size) { return std::calloc(1, size == 0 ? 1 : size); }
+
+void cbFree(void* p) { std::free(p); }
+
+void cbDprints(const char* text) {
+  if (text == nullptr) return;
+  DllCall* call = DllCall::current();
+  if (call == nullptr) {
+    MQD_LOG(Info, "vendor DLL dprints outside a call: %s", text);
+    return;
+  }
+  guarded("dprints", 0, [&](DllCall& c) {
+    auto request = debuggerFor(c).dprintsRequest();
+    request.setText(text);
+    // Not waited for: E-order keeps it ahead of everything the call sends afterwards.
+    request.send().detach([](kj::Exception&&) {});
+    return 0;
+  });
+}
+
+// NULL when the debugger cannot be asked.
+char* cbErrorString(int code) {
+  if (MQD_PROXY_IS_PROXY_ERROR(code)) return const_cast<char*>(proxyErrorText(code));
+  return guarded<char*>("errorstring", nullptr, [&](DllCall& call) -> char* {
+    auto request = debuggerFor(call).errorStringRequest();
+    request.setCode(code);
+    auto response = request.send().wait(call.waitScope());
+    auto text = response.getText();
+    if (!text.isText()) return nullptr;
+    return call.session().intern(text.getText());
+  });
+}
+
+void cbPutImageInfo(mqs_image* image, mqs_image_info* info) {
+  guarded("put_image_info", 0, [&](DllCall& call) {
+    RemoteImage& r = imageOf(call, image);
+    r.info = info;
+    uint64_t token = call.session().objects().infoToken(wire::InfoKind::IMAGE, info);
+    call.recordInfoUpdate(wire::InfoKind::IMAGE, r.token, token);
+    return 0;
+  });
+}
+
+mqs_image_info* cbGetImageInfo(mqs_image* image) {
+  return guarded<mqs_image_info*>("get_image_info", nullptr,
+                                  [&](DllCall& call) { return imageOf(call, image).info; });
+}
+
+void cbPutProcessInfo(mqs_process* process, mqs_process_info* info) {
+  guarded("put_process_info", 0, [&](DllCall& call) {
+    RemoteProcess& r = processOf(call, process);
+    r.info = info;
+    uint64_t token = call.session().objects().infoToken(wire::InfoKind::PROCESS, info);
+    call.recordInfoUpdate(wire::InfoKind::PROCESS, r.token, token);
+    return 0;
+  });
+}
+
+mqs_process_info* cbGetProcessInfo(mqs_process* process) {
+  return guarded<mqs_process_info*>("get_process_info", nullptr,
+                                    [&](DllCall& call) { return processOf(call, process).info; });
+}
+
+void cbPutJobInfo(mqs_job* job, mqs_job_info* info) {
+  guarded("put_job_info", 0, [&](DllCall& call) {
+    RemoteJob& r = jobOf(call, job);
+    r.info = info;
+    uint64_t token = call.session().objects().infoToken(wire::InfoKind::JOB, info);
+    call.recordInfoUpdate(wire::InfoKind::JOB, r.token, token);
+    return 0;
+  });
+}
+
+mqs_job_info* cbGetJobInfo(mqs_job* job) {
+  return guarded<mqs_job_info*>("get_job_info", nullptr,
+                                [&](DllCall& call) { return jobOf(call, job).info; });
+}
+
+// ---- image callbacks: the debugger's symbol and type information ----
+
+// Leaves every size untouched when the debugger cannot be asked.
+void cbGetTypeSizes(mqs_process* process, mqs_target_type_sizes* sizes) {
+  guarded("get_type_sizes", 0, [&](DllCall& call) {
+    RemoteProcess& r = processOf(call, process);
+    auto request = debuggerFor(call).getTypeSizesRequest();
+    request.setProcess(r.token);
+    auto response = request.send().wait(call.waitScope());
+    if (sizes == nullptr) return 0;
+    int* fields = &sizes->short_size;
+    auto list = response.getSizes();
+    unsigned n = std::min<unsigned>(list.size(), MQS_TARGET_TYPE_SIZES_OPENMPI_INTS);
+    for (unsigned i = 0; i < n; ++i) {
+      if (list[i].isValue()) fields[i] = list[i].getValue();
+    }
+    return 0;
+  });
+}
+
+// MQD_PROXY_ERR_CALLBACK_FAILED when the debugger cannot be asked. *addr is written only if
+// the debugger wrote its own copy, and never when the DLL passed NULL.
+int cbFindFunction(mqs_image* image, char* name, mqs_lang_code lang, mqs_taddr_t* addr) {
+  if (name == nullptr) return mqs_no_information;
+  return guarded("find_function", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
+                 [&](DllCall& call) {
+                   auto request = debuggerFor(call).findFunctionRequest();
+                   request.setImage(imageOf(call, image).token);
+                   request.setName(name);
+                   request.setLang(static_cast<int32_t>(lang));
+                   request.setWantAddress(addr != nullptr);
+                   auto response = request.send().wait(call.waitScope());
+                   auto out = response.getAddress();
+                   if (addr != nullptr && out.isValue()) *addr = toTaddr(out.getValue());
+                   return response.getRc();
+                 });
+}
+
+int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
+  if (name == nullptr) return mqs_no_information;
+  return guarded("find_symbol", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
+                 [&](DllCall& call) {
+                   auto request = debuggerFor(call).findSymbolRequest();
+                   request.setImage(imageOf(call, image).token);
+                   request.setName(name);
+                   request.setWantAddress(addr != nullptr);
+                   auto response = request.send().wait(call.waitScope());
+                   auto out = response.getAddress();
+                   if (addr != nullptr && out.isValue()) *addr = toTaddr(out.getValue());
+                   return response.getRc();
+                 });
+}
+
+// Type handles are the debugger's tokens, cast to mqs_type*: they are only ever handed back
+// to field_offset and sizeof, which send them back to the debugger. NULL when unavailable.
+mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
+  if (name == nullptr) return nullptr;
+  return guarded<mqs_type*>("find_type", nullptr, [&](DllCall& call) -> mqs_type* {
+    auto request = debuggerFor(call).findTypeRequest();
+    request.setImage(imageOf(call, image).token);
+    request.setName(name);
+    request.setLang(static_cast<int32_t>(lang));
+    uint64_t token = request.send().wait(call.waitScope()).getType();
+    if (token > std::numeric_limits<uintptr_t>::max()) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "type token does not fit a pointer");
+    }
+    return reinterpret_cast<mqs_type*>(static_cast<uintptr_t>(token));
+  });
+}
+
+// -1 (no such field) when unavailable.
+int cbFieldOffset(mqs_type* type, char* field) {
+  if (field == nullptr) return -1;
+  return guarded("field_offset", -1, [&](DllCall& call) {
+    auto request = debuggerFor(call).fieldOffsetRequest();
+    request.setType(reinterpret_cast<uintptr_t>(type));
+    request.setField(field);
+    return request.send().wait(call.waitScope()).getOffset();
+  });
+}
+
+// 0 when unavailable.
+int cbSizeof(mqs_type* type) {
+  return guarded("sizeof", 0, [&](DllCall& call) {
+    auto request = debuggerFor(call).sizeOfRequest();
+    request.setType(reinterpret_cast<uintptr_t>(type));
+    return request.send().wait(call.waitScope()).getSize();
+  });
+}
+
+// ---- process callbacks ----
+
+// MQS_INVALID_PROCESS when unavailable.
+int cbGetGlobalRank(mqs_process* process) {
+  return guarded("get_global_rank", static_cast<int>(MQS_INVALID_PROCESS), [&](DllCall& call) {
+    auto request = debuggerFor(call).getGlobalRankRequest();
+    request.setProcess(processOf(call, process).token);
+    return request.send().wait(call.waitScope()).getRank();
+  });
+}
+
+// NULL when unavailable.
+mqs_image* cbGetImage(mqs_process* process) {
+  return guarded<mqs_image*>("get_image", nullptr, [&](DllCall& call) -> mqs_image* {
+    auto request = debuggerFor(call).getImageRequest();
+    request.setProcess(processOf(call, process).token);
+    uint64_t token = request.send().wait(call.waitScope()).getImage();
+    if (token == 0) return nullptr;
+    return reinterpret_cast<mqs_image*>(&call.session().objects().image(token));
+  });
+}
+
+// The buffer is written only when the debugger returns mqs_ok, with exactly `size` bytes.
+int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
+  if (size < 0 || size > kMaxFetchBytes || (buf == nullptr && size > 0)) {
+    return MQD_PROXY_ERR_FETCH_TOO_LARGE;
+  }
+  return guarded("fetch_data", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
+                 [&](DllCall& call) {
+                   auto request = debuggerFor(call).fetchDataRequest();
+                   request.setProcess(processOf(call, process).token);
+                   request.setAddress(addr);
+                   request.setSize(size);
+                   auto response = request.send().wait(call.waitScope());
+                   int rc = response.getRc();
+                   if (rc != mqs_ok) return rc;
+                   auto data = response.getData();
+                   if (data.size() != static_cast<size_t>(size)) {
+                     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetch_data reply of wrong size");
+                   }
+                   if (size > 0) std::memcpy(buf, data.begin(), data.size());
+                   return rc;
+                 });
+}
+
+// Runs here, never on the debugger: the DLL's "host" is this server. Byte order comes from
+// the target's, learned once when the process was set up.
+void cbTargetToHost(mqs_process* process, const void* in, void* out, int size) {
+  if (in == nullptr || out == nullptr || size <= 0) return;
+  guarded("target_to_host", 0, [&](DllCall& call) {
+    bool swap = processOf(call, process).targetBigEndian != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    if (!swap) {
+      std::memmove(dst, src, static_cast<size_t>(size));
+    } else if (src == dst) {
+      for (int i = 0, j = size - 1; i < j; ++i, --j) std::swap(dst[i], dst[j]);
+    } else {
+      for (int i = 0; i < size; ++i) dst[i] = src[size - 1 - i];
+    }
+    return 0;
+  });
+}
+
+// NULL / MQS_INVALID_PROCESS when unavailable.
+mqs_job* cbGetProcessJob(mqs_process* process) {
+  return guarded<mqs_job*>("get_process_job", nullptr, [&](DllCall& call) -> mqs_job* {
+    auto request = debuggerFor(call).getProcessJobRequest();
+    request.setProcess(processOf(call, process).token);
+    uint64_t token = request.send().wait(call.waitScope()).getJob();
+    if (token == 0) return nullptr;
+    return reinterpret_cast<mqs_job*>(&call.session().objects().job(token));
+  });
+}
+
+int cbGetProcessIdentity(mqs_process* process) {
+  return guarded("get_process_identity", static_cast<int>(MQS_INVALID_PROCESS),
+                 [&](DllCall& call) {
+                   auto request = debuggerFor(call).getProcessIdentityRequest();
+                   request.setProcess(processOf(call, process).token);
+                   return request.send().wait(call.waitScope()).getIdentity();
+                 });
+}
+
+// ---- job callbacks ----
+
+mqs_process* cbGetProcess(mqs_job* job, int index) {
+  return guarded<mqs_process*>("get_process", nullptr, [&](DllCall& call) -> mqs_process* {
+    auto request = debuggerFor(call).getProcessRequest();
+    request.setJob(jobOf(call, job).token);
+    request.setIndex(index);
+    uint64_t token = request.send().wait(call.waitScope()).getProcess();
+    if (token == 0) return nullptr;
+    return reinterpret_cast<mqs_process*>(&call.session().objects().process(token));
+  });
+}
+
+const mqs_basic_callbacks kBasic = {cbMalloc,        cbFree,         cbDprints,
+                                    cbErrorString,   cbPutImageInfo, cbGetImageInfo,
+                                    cbPutProcessInfo, cbGetProcessInfo, cbPutJobInfo,
+                                    cbGetJobInfo};
+const mqs_image_callbacks kImage = {cbGetTypeSizes, cbFindFunction, cbFindSymbol,
+                                    cbFindType,     cbFieldOffset,  cbSizeof};
+const mqs_process_callbacks kProcess = {cbGetGlobalRank, cbGetImage,      cbFetchData,
+                                        cbTargetToHost,  cbGetProcessJob, cbGetProcessIdentity};
+const mqs_job_callbacks kJob = {cbGetProcess};
+
+}  // namespace
+
+const mqs_basic_callbacks* basicCallbackTable() { return &kBasic; }
+const mqs_image_callbacks* imageCallbackTable() { return &kImage; }
+const mqs_process_callbacks* processCallbackTable() { return &kProcess; }
+const mqs_job_callbacks* jobCallbackTable() { return &kJob; }
+
+}  // namespace mqd::server

@@ -1,0 +1,90 @@
+// DebuggerObjects: the server's stand-ins for the debugger's images, processes and jobs, and
+// the tokens that name the DLL's info objects on the wire.
+//
+// The vendor DLL is handed pointers to RemoteImage / RemoteProcess / RemoteJob as its
+// mqs_image* / mqs_process* / mqs_job*. Whatever it hangs on them with put_*_info stays here:
+// get_*_info is answered locally, never by a round trip. Each stand-in carries the token the
+// shim chose for the debugger's object, so callbacks that need the debugger name it correctly.
+//
+// Info objects are named on the wire by tokens this class issues (1, 2, ...), never by address;
+// the shim hands those tokens to the debugger's put_*_info, and mqs_destroy_*_info brings them
+// back here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "mqd.capnp.h"
+#include "mqs_interface.h"
+
+namespace mqd::server {
+
+struct RemoteImage {
+  uint64_t token = 0;
+  mqs_image_info* info = nullptr;
+  bool setUp = false;  // mqs_setup_image was called for it in this session
+};
+
+struct RemoteProcess {
+  uint64_t token = 0;
+  mqs_process_info* info = nullptr;
+  bool setUp = false;           // mqs_setup_process was called for it in this session
+  bool targetBigEndian = false; // learned once, at set-up
+  int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
+};
+
+struct RemoteJob {
+  uint64_t token = 0;
+  mqs_job_info* info = nullptr;
+  bool setUp = false;
+};
+
+class DebuggerObjects {
+ public:
+  // The stand-in for a debugger token, created on first use. Token 0 (NULL) and tokens above
+  // the session's limit of distinct objects are refused with ProxyError(BAD_HANDLE).
+  RemoteImage& image(uint64_t token);
+  RemoteProcess& process(uint64_t token);
+  RemoteJob& job(uint64_t token);
+
+  // The same, but only for objects the debugger already set up in this session; throws
+  // ProxyError(BAD_HANDLE) naming the entry point otherwise.
+  RemoteImage& setUpImage(uint64_t token, const char* entryPoint);
+  RemoteProcess& setUpProcess(uint64_t token, const char* entryPoint);
+
+  // Map a pointer the DLL passed back to its stand-in; nullptr if it is not one of ours.
+  RemoteImage* fromDll(mqs_image* image);
+  RemoteProcess* fromDll(mqs_process* process);
+  RemoteJob* fromDll(mqs_job* job);
+
+  // The wire token of an info pointer (issued on first sight); 0 for nullptr.
+  uint64_t infoToken(wire::InfoKind kind, void* info);
+  // The info pointer behind a token of the given kind; throws ProxyError(BAD_HANDLE) if the
+  // token was never issued or was already destroyed.
+  void* infoFromToken(wire::InfoKind kind, uint64_t token, const char* entryPoint);
+  // Forget a destroyed info (a later destroy of the same token is refused).
+  void forgetInfo(uint64_t token);
+
+ private:
+  template <typename T>
+  T& lookup(std::unordered_map<uint64_t, std::unique_ptr<T>>& table, uint64_t token,
+            const char* what);
+
+  std::unordered_map<uint64_t, std::unique_ptr<RemoteImage>> images_;
+  std::unordered_map<uint64_t, std::unique_ptr<RemoteProcess>> processes_;
+  std::unordered_map<uint64_t, std::unique_ptr<RemoteJob>> jobs_;
+  std::unordered_map<const void*, RemoteImage*> imageByAddress_;
+  std::unordered_map<const void*, RemoteProcess*> processByAddress_;
+  std::unordered_map<const void*, RemoteJob*> jobByAddress_;
+
+  struct InfoEntry {
+    wire::InfoKind kind;
+    void* info;
+  };
+  std::unordered_map<uint64_t, InfoEntry> infoByToken_;
+  std::unordered_map<const void*, uint64_t> tokenByInfo_;
+  uint64_t nextInfoToken_ = 1;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,61 @@
+#include "DllAllowList.h"
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace mqd::server {
+namespace {
+
+std::string baseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+DllAllowList::DllAllowList(const std::vector<std::string>& paths) {
+  for (const std::string& given : paths) {
+    char resolved[PATH_MAX];
+    if (::realpath(given.c_str(), resolved) == nullptr) {
+      throw std::runtime_error("--dll " + given + ": " + std::strerror(errno));
+    }
+    entries_.push_back({given, resolved, baseName(resolved)});
+  }
+}
+
+const std::string& DllAllowList::select(const std::string& requested) const {
+  if (entries_.empty()) {
+    throw std::runtime_error("this server allows no vendor DLL (start it with --dll PATH)");
+  }
+  if (requested.empty()) return entries_.front().given;
+  for (const Entry& e : entries_) {
+    if (requested == e.given || requested == e.canonical) return e.given;
+  }
+  const Entry* match = nullptr;
+  int matches = 0;
+  for (const Entry& e : entries_) {
+    if (baseName(requested) == e.baseName) {
+      match = &e;
+      ++matches;
+    }
+  }
+  if (matches == 1) return match->given;
+  std::string allowed;
+  for (const Entry& e : entries_) allowed += (allowed.empty() ? "" : ", ") + e.given;
+  if (matches > 1) {
+    throw std::runtime_error("vendor DLL \"" + requested +
+                             "\" is ambiguous on this server; name one of: " + allowed);
+  }
+  throw std::runtime_error("vendor DLL \"" + requested +
+                           "\" is not on this server's allow-list (allowed: " + allowed + ")");
+}
+
+std::vector<std::string> DllAllowList::paths() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) out.push_back(e.given);
+  return out;
+}
+
+}  // namespace mqd::server

@@ -1,0 +1,36 @@
+// DllAllowList: the vendor DLLs this server may load, and how a client's choice maps to one.
+//
+// Built once at start-up from --dll options. A client names a DLL by the exact path given on
+// the command line, by its canonical path, or by anything with the same base name when exactly
+// one allowed DLL has it (so a target's MPIR_dll_name selects the server's copy of that DLL);
+// an empty name selects the first (default) DLL. Client input never reaches the file
+// system: it is only compared against this list.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mqd::server {
+
+class DllAllowList {
+ public:
+  // Canonicalises every path; throws std::runtime_error naming a path that does not exist.
+  // An empty list is allowed (the server then refuses every session, saying why).
+  explicit DllAllowList(const std::vector<std::string>& paths);
+
+  // The path to load for a client's request; throws std::runtime_error explaining the refusal.
+  const std::string& select(const std::string& requested) const;
+
+  // The paths as given on the command line, default first.
+  std::vector<std::string> paths() const;
+
+ private:
+  struct Entry {
+    std::string given;
+    std::string canonical;
+    std::string baseName;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,60 @@
+// DllCall: the context of one vendor-DLL entry point while it runs.
+//
+// A DllCall exists exactly while the worker executes DLL code for one Session method. It runs
+// on a kj fiber, so a callback that needs the debugger can wait for the RPC reply on the
+// fiber's WaitScope (waiting on the event loop from a plain event callback is not allowed).
+// The C callback trampolines find it through current(); outside a call current() is null and
+// the trampolines refuse politely.
+#pragma once
+
+#include <kj/async.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mqd.capnp.h"
+
+namespace mqd::server {
+
+class SessionService;
+
+class DllCall {
+ public:
+  DllCall(SessionService& session, kj::WaitScope& waitScope, const char* entryPoint);
+  ~DllCall();
+  DllCall(const DllCall&) = delete;
+  DllCall& operator=(const DllCall&) = delete;
+
+  // The call in progress on this thread, or nullptr.
+  static DllCall* current();
+
+  SessionService& session() { return session_; }
+  kj::WaitScope& waitScope() { return waitScope_; }
+  const char* entryPoint() const { return entryPoint_; }
+
+  // The DLL called put_*_info: remember it for the shim to replay on the debugger.
+  void recordInfoUpdate(wire::InfoKind kind, uint64_t handle, uint64_t info);
+
+  // A callback could not be completed (peer gone, bad token). The DLL got an error value; the
+  // first such failure is logged when the call ends.
+  void recordCallbackFailure(const std::string& what);
+
+  // Writes what the shim must replay (info updates) into a reply.
+  void writeEffects(wire::CallEffects::Builder out) const;
+
+ private:
+  struct InfoUpdate {
+    wire::InfoKind kind;
+    uint64_t handle;
+    uint64_t info;
+  };
+  SessionService& session_;
+  kj::WaitScope& waitScope_;
+  const char* entryPoint_;
+  DllCall* outer_;
+  std::vector<InfoUpdate> infoUpdates_;
+  std::string firstFailure_;
+};
+
+}  // namespace mqd::server

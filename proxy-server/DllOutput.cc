@@ -1,0 +1,65 @@
+#include "DllOutput.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace mqd::server {
+namespace {
+
+// Room for what a DLL prints between two drains; a DLL that prints more loses the excess
+// instead of blocking the worker (the write end is non-blocking).
+constexpr int kPipeBytes = 1 << 20;
+
+[[noreturn]] void fail(const char* what) {
+  throw std::runtime_error(std::string("capturing DLL output: ") + what + ": " +
+                           std::strerror(errno));
+}
+
+}  // namespace
+
+DllOutput::DllOutput() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  originalStderr_ = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (originalStderr_ < 0) fail("dup stderr");
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) fail("pipe");
+  ::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // best effort
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  if (::dup2(fds[1], STDOUT_FILENO) < 0 || ::dup2(fds[1], STDERR_FILENO) < 0) fail("dup2");
+  ::close(fds[1]);
+  readFd_ = fds[0];
+}
+
+DllOutput::~DllOutput() {
+  if (readFd_ >= 0) ::close(readFd_);
+  if (originalStderr_ >= 0) {
+    ::dup2(originalStderr_, STDERR_FILENO);
+    ::close(originalStderr_);
+  }
+}
+
+std::string DllOutput::drain() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(readFd_, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;  // EAGAIN: nothing more for now
+  }
+  return text;
+}
+
+}  // namespace mqd::server

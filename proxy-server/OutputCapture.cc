@@ -1,0 +1,135 @@
+#include "OutputCapture.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+
+#include "WriteTracking.h"
+
+namespace mqd::server {
+
+void prepare(mqs_communicator& out) {
+  fillScalar(out.unique_id);
+  fillScalar(out.local_rank);
+  fillScalar(out.size);
+  fillChars(out.name, sizeof out.name);
+}
+
+void capture(const mqs_communicator& in, wire::Communicator::Builder out) {
+  uint8_t written = 0;
+  if (scalarWritten(in.unique_id)) {
+    written |= 1u << 0;
+    out.setUniqueId(in.unique_id);
+  }
+  if (scalarWritten(in.local_rank)) {
+    written |= 1u << 1;
+    out.setLocalRank(in.local_rank);
+  }
+  if (scalarWritten(in.size)) {
+    written |= 1u << 2;
+    out.setSize(in.size);
+  }
+  out.setWritten(written);
+  captureChars(in.name, sizeof in.name, out.initName());
+}
+
+void prepare(mqs_pending_operation& out) {
+  fillScalar(out.status);
+  fillScalar(out.desired_local_rank);
+  fillScalar(out.desired_global_rank);
+  fillScalar(out.tag_wild);
+  fillScalar(out.desired_tag);
+  fillScalar(out.desired_length);
+  fillScalar(out.system_buffer);
+  fillScalar(out.buffer);
+  fillScalar(out.actual_local_rank);
+  fillScalar(out.actual_global_rank);
+  fillScalar(out.actual_tag);
+  fillScalar(out.actual_length);
+  for (auto& line : out.extra_text) fillChars(line, sizeof line);
+}
+
+void capture(const mqs_pending_operation& in, wire::PendingOperation::Builder out) {
+  uint16_t written = 0;
+  auto mark = [&written](int bit, bool was) {
+    if (was) written = static_cast<uint16_t>(written | (1u << bit));
+    return was;
+  };
+  if (mark(0, scalarWritten(in.status))) out.setStatus(in.status);
+  if (mark(1, scalarWritten(in.desired_local_rank))) out.setDesiredLocalRank(in.desired_local_rank);
+  if (mark(2, scalarWritten(in.desired_global_rank)))
+    out.setDesiredGlobalRank(in.desired_global_rank);
+  if (mark(3, scalarWritten(in.tag_wild))) out.setTagWild(in.tag_wild);
+  if (mark(4, scalarWritten(in.desired_tag))) out.setDesiredTag(in.desired_tag);
+  if (mark(5, scalarWritten(in.desired_length))) out.setDesiredLength(in.desired_length);
+  if (mark(6, scalarWritten(in.system_buffer))) out.setSystemBuffer(in.system_buffer);
+  if (mark(7, scalarWritten(in.buffer))) out.setBuffer(in.buffer);
+  if (mark(8, scalarWritten(in.actual_local_rank))) out.setActualLocalRank(in.actual_local_rank);
+  if (mark(9, scalarWritten(in.actual_global_rank)))
+    out.setActualGlobalRank(in.actual_global_rank);
+  if (mark(10, scalarWritten(in.actual_tag))) out.setActualTag(in.actual_tag);
+  if (mark(11, scalarWritten(in.actual_length))) out.setActualLength(in.actual_length);
+  out.setWritten(written);
+  auto lines = out.initExtraText(5);
+  for (unsigned i = 0; i < 5; ++i) {
+    captureChars(in.extra_text[i], sizeof in.extra_text[i], lines[i]);
+  }
+}
+
+void prepare(mqs_process_location& out) {
+  fillScalar(out.pid);
+  fillChars(out.image_name, sizeof out.image_name);
+  fillChars(out.host_name, sizeof out.host_name);
+}
+
+void capture(const mqs_process_location& in, wire::ProcessLocation::Builder out) {
+  if (scalarWritten(in.pid)) {
+    out.setWritten(1);
+    out.setPid(in.pid);
+  }
+  captureChars(in.image_name, sizeof in.image_name, out.initImageName());
+  captureChars(in.host_name, sizeof in.host_name, out.initHostName());
+}
+
+void prepare(int& out) { fillScalar(out); }
+
+void capture(const int& in, wire::OutInt::Builder out) {
+  if (scalarWritten(in)) {
+    out.setValue(in);
+  } else {
+    out.setUntouched();
+  }
+}
+
+GroupBuffer::GroupBuffer(size_t capacity) : capacity_(capacity) {
+  size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t bytes = (capacity * sizeof(int) + page - 1) / page * page;
+  if (bytes == 0) bytes = page;
+  mappingSize_ = bytes + page;
+  mapping_ = ::mmap(nullptr, mappingSize_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+  if (mapping_ == MAP_FAILED) throw std::bad_alloc();
+  ::mprotect(static_cast<char*>(mapping_) + bytes, page, PROT_NONE);
+  // Place the array so that it ends exactly at the guard page.
+  data_ = reinterpret_cast<int*>(static_cast<char*>(mapping_) + bytes - capacity * sizeof(int));
+  for (size_t i = 0; i < capacity_; ++i) fillScalar(data_[i]);
+}
+
+GroupBuffer::~GroupBuffer() { ::munmap(mapping_, mappingSize_); }
+
+void GroupBuffer::capture(wire::Session::GetCommGroupResults::Builder results) const {
+  size_t used = capacity_;
+  while (used > 0 && !scalarWritten(data_[used - 1])) --used;
+  auto ranks = results.initRanks(static_cast<unsigned>(used));
+  auto bits = results.initWritten(static_cast<unsigned>((used + 7) / 8));
+  for (size_t i = 0; i < used; ++i) {
+    if (scalarWritten(data_[i])) {
+      ranks.set(static_cast<unsigned>(i), data_[i]);
+      bits[i / 8] = static_cast<uint8_t>(bits[i / 8] | (1u << (i % 8)));
+    }
+  }
+}
+
+}  // namespace mqd::server

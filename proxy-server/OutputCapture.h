@@ -1,0 +1,51 @@
+// OutputCapture: run a DLL entry point on marked output buffers and report what it wrote.
+//
+// Before the call, prepare() fills an output struct with the WriteTracking markers; after it,
+// capture() encodes the fields (and character runs) that no longer hold them. The shim applies
+// exactly those to the debugger's own buffer (proxy-client/OutputApply), which reproduces a
+// native load byte for byte: a field the DLL leaves alone keeps the debugger's contents.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mqd.capnp.h"
+#include "mqs_interface.h"
+
+namespace mqd::server {
+
+void prepare(mqs_communicator& out);
+void capture(const mqs_communicator& in, wire::Communicator::Builder out);
+
+void prepare(mqs_pending_operation& out);
+void capture(const mqs_pending_operation& in, wire::PendingOperation::Builder out);
+
+void prepare(mqs_process_location& out);
+void capture(const mqs_process_location& in, wire::ProcessLocation::Builder out);
+
+void prepare(int& out);
+void capture(const int& in, wire::OutInt::Builder out);
+
+// An int array for mqs_get_comm_group, sized for the communicator the DLL last reported and
+// followed by an inaccessible guard page: a DLL that writes past the size it reported faults
+// in this worker instead of corrupting it silently.
+class GroupBuffer {
+ public:
+  explicit GroupBuffer(size_t capacity);  // marks every element
+  ~GroupBuffer();
+  GroupBuffer(const GroupBuffer&) = delete;
+  GroupBuffer& operator=(const GroupBuffer&) = delete;
+
+  int* data() { return data_; }
+  // Encodes the elements up to the last one written, with one bit per element saying which
+  // were written.
+  void capture(wire::Session::GetCommGroupResults::Builder results) const;
+
+ private:
+  void* mapping_ = nullptr;
+  size_t mappingSize_ = 0;
+  int* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+}  // namespace mqd::server

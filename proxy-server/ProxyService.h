@@ -1,0 +1,33 @@
+// ProxyService: the bootstrap capability of one connection (wire Proxy).
+//
+// describe() tells a client what this server is and which DLLs it allows; openSession() loads
+// the chosen DLL into this worker and returns the Session. One session per connection: the
+// vendor DLL keeps process-global state (its basic-callbacks pointer), so a worker serves one
+// debugger with one DLL.
+#pragma once
+
+#include "DllAllowList.h"
+#include "mqd.capnp.h"
+
+namespace mqd::server {
+
+class DllOutput;
+
+class ProxyService final : public wire::Proxy::Server {
+ public:
+  ProxyService(const DllAllowList& dlls, DllOutput* output) : dlls_(dlls), output_(output) {}
+
+  // The machine name this server was built for ("x86_64", "aarch64", "s390x", ...).
+  static const char* architecture();
+
+ protected:
+  kj::Promise<void> describe(DescribeContext context) override;
+  kj::Promise<void> openSession(OpenSessionContext context) override;
+
+ private:
+  const DllAllowList& dlls_;
+  DllOutput* output_;
+  bool sessionOpened_ = false;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,35 @@
+// ServerOptions: mqd-proxy-server's command line. Every tunable of the server has exactly one
+// home here, with its default and its --help text.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "Log.h"
+
+namespace mqd::server {
+
+struct ServerOptions {
+  std::string listen;              // --listen, endpoint syntax; default unix:<defaultSocketPath>
+  std::vector<std::string> dlls;   // --dll, repeatable: the allow-list, first is the default
+  LogLevel logLevel = LogLevel::Info;  // --log-level
+  std::string logFile;             // --log-file; default stderr
+  std::string readyFile;           // --ready-file: write the bound address here once listening
+  int shutdownGraceMs = 3000;      // --shutdown-grace-ms: SIGTERM to SIGKILL for workers
+  bool help = false;
+  bool version = false;
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv; throws UsageError with a one-line reason. Does not touch the file system.
+ServerOptions parseServerOptions(int argc, char** argv);
+
+// The complete --help text.
+std::string serverHelp();
+
+}  // namespace mqd::server

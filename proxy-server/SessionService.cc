@@ -1,0 +1,394 @@
+#include "SessionService.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "CallbackTables.h"
+#include "DllCall.h"
+#include "DllOutput.h"
+#include "Log.h"
+#include "OutputCapture.h"
+#include "ProxyErrors.h"
+
+namespace mqd::server {
+namespace {
+
+// Fiber stack for vendor code: as large as a default thread stack; pages are committed lazily.
+constexpr size_t kFiberStackBytes = 8u << 20;
+
+// get_comm_group: the DLL writes as many ints as the size it reported for the communicator.
+// The buffer holds at least this many, so a debugger that skips mqs_get_communicator still
+// gets an answer; beyond it a guard page stops the DLL.
+constexpr size_t kMinGroupCapacity = 4096;
+constexpr size_t kMaxGroupCapacity = 1u << 24;
+
+// The longest has_queues / error string accepted from the DLL.
+constexpr size_t kMaxDllString = 64 << 10;
+
+// Marker for "the DLL did not store into this char** output".
+char kUntouched;
+
+// Sends a ProxyError to the client as an exception whose description starts with the code's
+// name; proxy-client maps it back to the code.
+[[noreturn]] void rethrowForWire(const ProxyError& e) { throw toWireException(e.code(), e.what()); }
+
+void captureMessage(char* message, wire::OutString::Builder out) {
+  if (message == &kUntouched) {
+    out.setUntouched();
+  } else if (message == nullptr) {
+    out.setNull();
+  } else {
+    out.setText(std::string(message, strnlen(message, kMaxDllString)));
+  }
+}
+
+}  // namespace
+
+SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
+                               DllOutput* output)
+    : dll_(std::move(dll)),
+      debugger_(kj::mv(debugger)),
+      output_(output),
+      fibers_(kFiberStackBytes),
+      queue_(kj::Promise<void>(kj::READY_NOW).fork()) {}
+
+SessionService::~SessionService() noexcept(false) {
+  MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
+}
+
+char* SessionService::intern(const std::string& text) { return interned_.intern(text); }
+
+void SessionService::relayDllOutput() {
+  if (output_ == nullptr) return;
+  std::string text = output_->drain();
+  if (text.empty()) return;
+  auto request = debugger_.dllOutputRequest();
+  request.setText(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+  request.send().detach([](kj::Exception&&) {});
+}
+
+void SessionService::requireBasicCallbacks(const char* entryPoint) const {
+  if (!basicCallbacksSet_) {
+    throw ProxyError(MQD_PROXY_ERR_NOT_SET_UP,
+                     std::string(entryPoint) + " before mqs_setup_basic_callbacks");
+  }
+}
+
+template <typename Body>
+kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body) {
+  auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
+    return fibers_.startFiber(
+        [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
+          try {
+            DllCall call(*this, waitScope, entryPoint);
+            body(call);
+            relayDllOutput();
+          } catch (const ProxyError& e) {
+            relayDllOutput();
+            rethrowForWire(e);
+          }
+        });
+  };
+  auto result = queue_.addBranch().then(kj::mv(run)).fork();
+  queue_ = result.addBranch().catch_([](kj::Exception&&) {}).fork();
+  return result.addBranch();
+}
+
+// ---- global ----
+
+kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
+  return runDll("mqs_setup_basic_callbacks", [this, context](DllCall& call) mutable {
+    dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
+    basicCallbacksSet_ = true;
+    call.writeEffects(context.getResults().initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) {
+  return runDll("mqs_dll_error_string", [this, context](DllCall&) mutable {
+    char* text = dll_->entry().mqs_dll_error_string(context.getParams().getCode());
+    auto out = context.getResults().initText();
+    if (text == nullptr) {
+      out.setNull();
+    } else {
+      out.setText(std::string(text, strnlen(text, kMaxDllString)));
+    }
+  });
+}
+
+// ---- images ----
+
+kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
+  return runDll("mqs_setup_image", [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.entryPoint());
+    RemoteImage& image = objects_.image(context.getParams().getImage());
+    image.setUp = true;
+    int rc = dll_->entry().mqs_setup_image(reinterpret_cast<mqs_image*>(&image),
+                                           imageCallbackTable());
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {
+  return runDll("mqs_image_has_queues", [this, context](DllCall& call) mutable {
+    RemoteImage& image = objects_.setUpImage(context.getParams().getImage(), call.entryPoint());
+    char* message = &kUntouched;
+    int rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
+    auto results = context.getResults();
+    results.setRc(rc);
+    captureMessage(message, results.initMessage());
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
+  return runDll("mqs_destroy_image_info", [this, context](DllCall& call) mutable {
+    uint64_t token = context.getParams().getInfo();
+    auto* info = token == 0 ? nullptr
+                            : static_cast<mqs_image_info*>(objects_.infoFromToken(
+                                  wire::InfoKind::IMAGE, token, call.entryPoint()));
+    dll_->entry().mqs_destroy_image_info(info);
+    objects_.forgetInfo(token);
+    call.writeEffects(context.getResults().initEffects());
+  });
+}
+
+// ---- processes ----
+
+kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
+  return runDll("mqs_setup_process", [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.entryPoint());
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.process(params.getProcess());
+    process.targetBigEndian = params.getTargetBigEndian();
+    process.setUp = true;
+    int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
+                                             processCallbackTable());
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext context) {
+  return runDll("mqs_process_has_queues", [this, context](DllCall& call) mutable {
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    char* message = &kUntouched;
+    int rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
+                                                  &message);
+    auto results = context.getResults();
+    results.setRc(rc);
+    captureMessage(message, results.initMessage());
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
+  return runDll("mqs_destroy_process_info", [this, context](DllCall& call) mutable {
+    uint64_t token = context.getParams().getInfo();
+    auto* info = token == 0 ? nullptr
+                            : static_cast<mqs_process_info*>(objects_.infoFromToken(
+                                  wire::InfoKind::PROCESS, token, call.entryPoint()));
+    dll_->entry().mqs_destroy_process_info(info);
+    objects_.forgetInfo(token);
+    call.writeEffects(context.getResults().initEffects());
+  });
+}
+
+// ---- communicators ----
+
+// The shape of every process-level call that returns only a result code.
+#define MQD_PROCESS_RC_CALL(method, Context, fn)                                             \
+  kj::Promise<void> SessionService::method(Context context) {                                \
+    return runDll(#fn, [this, context](DllCall& call) mutable {                              \
+      RemoteProcess& process =                                                               \
+          objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());        \
+      int rc = dll_->entry().fn(reinterpret_cast<mqs_process*>(&process));                   \
+      auto results = context.getResults();                                                   \
+      results.setRc(rc);                                                                     \
+      call.writeEffects(results.initEffects());                                              \
+    });                                                                                      \
+  }
+
+MQD_PROCESS_RC_CALL(updateCommunicatorList, UpdateCommunicatorListContext,
+                    mqs_update_communicator_list)
+MQD_PROCESS_RC_CALL(setupCommunicatorIterator, SetupCommunicatorIteratorContext,
+                    mqs_setup_communicator_iterator)
+MQD_PROCESS_RC_CALL(nextCommunicator, NextCommunicatorContext, mqs_next_communicator)
+
+kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context) {
+  return runDll("mqs_get_communicator", [this, context](DllCall& call) mutable {
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    mqs_communicator communicator;
+    prepare(communicator);
+    int rc = dll_->entry().mqs_get_communicator(reinterpret_cast<mqs_process*>(&process),
+                                                &communicator);
+    auto results = context.getResults();
+    results.setRc(rc);
+    capture(communicator, results.initCommunicator());
+    if (results.getCommunicator().getWritten() & 4) {
+      process.communicatorSize = communicator.size;
+    }
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
+  return runDll("mqs_get_comm_group", [this, context](DllCall& call) mutable {
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    if (dll_->entry().mqs_get_comm_group == nullptr) {
+      throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, "mqs_get_comm_group");
+    }
+    size_t capacity = kMinGroupCapacity;
+    if (process.communicatorSize > 0) {
+      capacity = std::max(capacity, static_cast<size_t>(process.communicatorSize));
+    }
+    capacity = std::min(capacity, kMaxGroupCapacity);
+    GroupBuffer ranks(capacity);
+    int rc = dll_->entry().mqs_get_comm_group(reinterpret_cast<mqs_process*>(&process),
+                                              ranks.data());
+    auto results = context.getResults();
+    results.setRc(rc);
+    ranks.capture(results);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+// ---- operations ----
+
+kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorContext context) {
+  return runDll("mqs_setup_operation_iterator", [this, context](DllCall& call) mutable {
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    int rc = dll_->entry().mqs_setup_operation_iterator(reinterpret_cast<mqs_process*>(&process),
+                                                        params.getOpClass());
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::nextOperation(NextOperationContext context) {
+  return runDll("mqs_next_operation", [this, context](DllCall& call) mutable {
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    mqs_pending_operation operation;
+    prepare(operation);
+    int rc = dll_->entry().mqs_next_operation(reinterpret_cast<mqs_process*>(&process),
+                                              &operation);
+    auto results = context.getResults();
+    results.setRc(rc);
+    capture(operation, results.initOperation());
+    call.writeEffects(results.initEffects());
+  });
+}
+
+// ---- level 3 and extensions ----
+
+namespace {
+template <typename Fn>
+Fn require(Fn fn, const char* entryPoint) {
+  if (fn == nullptr) throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, entryPoint);
+  return fn;
+}
+}  // namespace
+
+kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
+  return runDll("mqs_setup_job", [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.entryPoint());
+    auto fn = require(dll_->entry().mqs_setup_job, call.entryPoint());
+    RemoteJob& job = objects_.job(context.getParams().getJob());
+    job.setUp = true;
+    int rc = fn(reinterpret_cast<mqs_job*>(&job), jobCallbackTable());
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) {
+  return runDll("mqs_destroy_job_info", [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_destroy_job_info, call.entryPoint());
+    uint64_t token = context.getParams().getInfo();
+    auto* info = token == 0 ? nullptr
+                            : static_cast<mqs_job_info*>(objects_.infoFromToken(
+                                  wire::InfoKind::JOB, token, call.entryPoint()));
+    int rc = fn(info);
+    objects_.forgetInfo(token);
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::setupNewProcessIterator(
+    SetupNewProcessIteratorContext context) {
+  return runDll("mqs_setup_new_process_iterator", [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_setup_new_process_iterator, call.entryPoint());
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    int rc = fn(reinterpret_cast<mqs_process*>(&process));
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) {
+  return runDll("mqs_next_new_process", [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_next_new_process, call.entryPoint());
+    RemoteProcess& process =
+        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    auto location = std::make_unique<mqs_process_location>();
+    prepare(*location);
+    int rc = fn(reinterpret_cast<mqs_process*>(&process), location.get());
+    auto results = context.getResults();
+    results.setRc(rc);
+    capture(*location, results.initLocation());
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext context) {
+  return runDll("mqs_set_process_identity", [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_set_process_identity, call.entryPoint());
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
+    auto results = context.getResults();
+    results.setRc(rc);
+    call.writeEffects(results.initEffects());
+  });
+}
+
+kj::Promise<void> SessionService::getCommCollState(GetCommCollStateContext context) {
+  return runDll("mqs_get_comm_coll_state", [this, context](DllCall& call) mutable {
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    auto results = context.getResults();
+    auto fn = dll_->entry().mqs_get_comm_coll_state;
+    if (fn == nullptr) {
+      // Like a DLL that cannot tell: padb treats this as "no collective information".
+      results.setRc(mqs_no_information);
+      results.initSequence().setUntouched();
+      results.initActive().setUntouched();
+    } else {
+      int sequence, active;
+      prepare(sequence);
+      prepare(active);
+      int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getCollective(), &sequence,
+                  &active);
+      results.setRc(rc);
+      capture(sequence, results.initSequence());
+      capture(active, results.initActive());
+    }
+    call.writeEffects(results.initEffects());
+  });
+}
+
+}  // namespace mqd::server

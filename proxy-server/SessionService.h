@@ -1,0 +1,82 @@
+// SessionService: one debugger's session with one vendor DLL (the wire Session capability).
+//
+// Each method runs the corresponding vendor entry point on a kj fiber (see DllCall), strictly
+// one at a time in arrival order, with output buffers marked so the reply carries exactly what
+// the DLL wrote (OutputCapture). Everything the DLL can be answered locally stays local:
+// malloc/free, put/get of infos, target_to_host. The rest goes to the Debugger capability the
+// shim passed in.
+#pragma once
+
+#include <kj/async.h>
+
+#include <memory>
+#include <string>
+
+#include "DebuggerObjects.h"
+#include "StringPool.h"
+#include "VendorDll.h"
+#include "mqd.capnp.h"
+
+namespace mqd::server {
+
+class DllOutput;
+
+class SessionService final : public wire::Session::Server {
+ public:
+  // `output` (may be null) captures what the DLL writes to stdout/stderr; it is relayed to the
+  // debugger after every callback and at the end of every call.
+  SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
+                 DllOutput* output);
+  ~SessionService() noexcept(false);
+
+  // For the callback trampolines (only valid inside a DllCall).
+  VendorDll& dll() { return *dll_; }
+  wire::Debugger::Client& debugger() { return debugger_; }
+  DebuggerObjects& objects() { return objects_; }
+  // A copy of `text` that stays valid for the session's lifetime (strings handed to the DLL).
+  char* intern(const std::string& text);
+  // Relays what the DLL printed since the last call of this.
+  void relayDllOutput();
+
+ protected:
+  kj::Promise<void> setupBasicCallbacks(SetupBasicCallbacksContext context) override;
+  kj::Promise<void> dllErrorString(DllErrorStringContext context) override;
+  kj::Promise<void> setupImage(SetupImageContext context) override;
+  kj::Promise<void> imageHasQueues(ImageHasQueuesContext context) override;
+  kj::Promise<void> destroyImageInfo(DestroyImageInfoContext context) override;
+  kj::Promise<void> setupProcess(SetupProcessContext context) override;
+  kj::Promise<void> processHasQueues(ProcessHasQueuesContext context) override;
+  kj::Promise<void> destroyProcessInfo(DestroyProcessInfoContext context) override;
+  kj::Promise<void> updateCommunicatorList(UpdateCommunicatorListContext context) override;
+  kj::Promise<void> setupCommunicatorIterator(SetupCommunicatorIteratorContext context) override;
+  kj::Promise<void> getCommunicator(GetCommunicatorContext context) override;
+  kj::Promise<void> getCommGroup(GetCommGroupContext context) override;
+  kj::Promise<void> nextCommunicator(NextCommunicatorContext context) override;
+  kj::Promise<void> setupOperationIterator(SetupOperationIteratorContext context) override;
+  kj::Promise<void> nextOperation(NextOperationContext context) override;
+  kj::Promise<void> setupJob(SetupJobContext context) override;
+  kj::Promise<void> destroyJobInfo(DestroyJobInfoContext context) override;
+  kj::Promise<void> setupNewProcessIterator(SetupNewProcessIteratorContext context) override;
+  kj::Promise<void> nextNewProcess(NextNewProcessContext context) override;
+  kj::Promise<void> setProcessIdentity(SetProcessIdentityContext context) override;
+  kj::Promise<void> getCommCollState(GetCommCollStateContext context) override;
+
+ private:
+  // Runs `body(DllCall&)` on a fiber after every earlier call has finished.
+  template <typename Body>
+  kj::Promise<void> runDll(const char* entryPoint, Body&& body);
+
+  // Refuses calls that need mqs_setup_basic_callbacks first.
+  void requireBasicCallbacks(const char* entryPoint) const;
+
+  std::unique_ptr<VendorDll> dll_;
+  wire::Debugger::Client debugger_;
+  DllOutput* output_;
+  DebuggerObjects objects_;
+  kj::FiberPool fibers_;
+  kj::ForkedPromise<void> queue_;
+  bool basicCallbacksSet_ = false;
+  StringPool interned_;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,300 @@
+#include "Supervisor.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "Log.h"
+#include "Worker.h"
+
+namespace mqd::server {
+namespace {
+
+constexpr int kBacklog = 64;
+
+[[noreturn]] void uvFail(const std::string& what, int err) {
+  throw std::runtime_error(what + ": " + uv_strerror(err));
+}
+
+std::string signalName(int signum) {
+  const char* abbrev = sigabbrev_np(signum);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signum);
+}
+
+// A socket file left by a server that died: connectable means another server owns it.
+void removeStaleSocket(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (!S_ISSOCK(st.st_mode)) {
+    throw std::runtime_error("--listen unix:" + path + ": exists and is not a socket");
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  bool alive = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  if (alive) {
+    throw std::runtime_error("--listen unix:" + path + ": another server is listening there");
+  }
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+
+Supervisor::Supervisor(const ServerOptions& options, const DllAllowList& dlls)
+    : options_(options), dlls_(dlls), endpoint_(Endpoint::parse(options.listen)) {
+  int err = uv_loop_init(&loop_);
+  if (err != 0) uvFail("uv_loop_init", err);
+}
+
+Supervisor::~Supervisor() {
+  // run() leaves no handle open; a failed bind may leave the listener to close here.
+  if (listenerOpen_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+    listenerOpen_ = false;
+  }
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+}
+
+void Supervisor::bindListener() {
+  int err;
+  std::string bound;
+  if (endpoint_.kind == Endpoint::Kind::Unix) {
+    if (endpoint_.path.size() >= sizeof(sockaddr_un::sun_path)) {
+      throw std::runtime_error("--listen unix:" + endpoint_.path + ": path too long");
+    }
+    removeStaleSocket(endpoint_.path);
+    uv_pipe_init(&loop_, &listener_.pipe, 0);
+    listenerOpen_ = true;
+    mode_t old = ::umask(0177);  // the socket is created 0600: only this user may connect
+    err = uv_pipe_bind(&listener_.pipe, endpoint_.path.c_str());
+    ::umask(old);
+    if (err != 0) uvFail("--listen " + endpoint_.toString(), err);
+    ::chmod(endpoint_.path.c_str(), 0600);
+    bound = endpoint_.toString();
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    std::string port = std::to_string(endpoint_.port);
+    int gai = ::getaddrinfo(endpoint_.host.c_str(), port.c_str(), &hints, &found);
+    if (gai != 0) {
+      throw std::runtime_error("--listen " + endpoint_.toString() + ": " + gai_strerror(gai));
+    }
+    uv_tcp_init(&loop_, &listener_.tcp);
+    listenerOpen_ = true;
+    err = uv_tcp_bind(&listener_.tcp, found->ai_addr, 0);
+    ::freeaddrinfo(found);
+    if (err != 0) uvFail("--listen " + endpoint_.toString(), err);
+    sockaddr_storage name{};
+    int len = sizeof name;
+    uv_tcp_getsockname(&listener_.tcp, reinterpret_cast<sockaddr*>(&name), &len);
+    char host[INET6_ADDRSTRLEN] = "";
+    uint16_t realPort = 0;
+    if (name.ss_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(&name);
+      uv_ip6_name(in6, host, sizeof host);
+      realPort = ntohs(in6->sin6_port);
+    } else {
+      auto* in4 = reinterpret_cast<sockaddr_in*>(&name);
+      uv_ip4_name(in4, host, sizeof host);
+      realPort = ntohs(in4->sin_port);
+    }
+    Endpoint actual = endpoint_;
+    actual.host = host;
+    actual.port = realPort;
+    bound = actual.toString();
+  }
+  listener_.pipe.data = this;  // same offset for both members
+  err = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), kBacklog, connectionCallback);
+  if (err != 0) uvFail("listen on " + bound, err);
+  MQD_LOG(Info, "listening on %s", bound.c_str());
+  if (!options_.readyFile.empty()) writeReadyFile(bound);
+}
+
+void Supervisor::writeReadyFile(const std::string& bound) {
+  std::string tmp = options_.readyFile + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << bound << "\n";
+    if (!out) throw std::runtime_error("cannot write --ready-file " + options_.readyFile);
+  }
+  if (::rename(tmp.c_str(), options_.readyFile.c_str()) != 0) {
+    throw std::runtime_error("cannot write --ready-file " + options_.readyFile + ": " +
+                             std::strerror(errno));
+  }
+}
+
+int Supervisor::run() {
+  uv_signal_init(&loop_, &sigint_);
+  uv_signal_init(&loop_, &sigterm_);
+  uv_signal_init(&loop_, &sigchld_);
+  uv_timer_init(&loop_, &killTimer_);
+  sigint_.data = sigterm_.data = sigchld_.data = killTimer_.data = this;
+  uv_signal_start(&sigint_, signalCallback, SIGINT);
+  uv_signal_start(&sigterm_, signalCallback, SIGTERM);
+  uv_signal_start(&sigchld_, signalCallback, SIGCHLD);
+  try {
+    bindListener();
+  } catch (...) {
+    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigint_),
+                           reinterpret_cast<uv_handle_t*>(&sigterm_),
+                           reinterpret_cast<uv_handle_t*>(&sigchld_),
+                           reinterpret_cast<uv_handle_t*>(&killTimer_)}) {
+      uv_close(h, nullptr);
+    }
+    throw;
+  }
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  MQD_LOG(Info, "stopped after %llu connection(s)", static_cast<unsigned long long>(connections_));
+  return 0;
+}
+
+void Supervisor::connectionCallback(uv_stream_t* server, int status) {
+  static_cast<Supervisor*>(server->data)->onConnection(status);
+}
+
+void Supervisor::onConnection(int status) {
+  if (status != 0) {
+    MQD_LOG(Warn, "accept failed: %s", uv_strerror(status));
+    return;
+  }
+  uv_stream_t* client;
+  if (endpoint_.kind == Endpoint::Kind::Unix) {
+    auto* pipe = new uv_pipe_t;
+    uv_pipe_init(&loop_, pipe, 0);
+    client = reinterpret_cast<uv_stream_t*>(pipe);
+  } else {
+    auto* tcp = new uv_tcp_t;
+    uv_tcp_init(&loop_, tcp);
+    client = reinterpret_cast<uv_stream_t*>(tcp);
+  }
+  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), client) == 0 && !stopping_) {
+    forkWorker(client);
+  }
+  // The worker owns its duplicate of the connection; the supervisor keeps none.
+  uv_close(reinterpret_cast<uv_handle_t*>(client), [](uv_handle_t* h) {
+    if (h->type == UV_NAMED_PIPE) {
+      delete reinterpret_cast<uv_pipe_t*>(h);
+    } else {
+      delete reinterpret_cast<uv_tcp_t*>(h);
+    }
+  });
+}
+
+void Supervisor::forkWorker(uv_stream_t* client) {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(client), &fd) != 0) return;
+  uint64_t connection = ++connections_;
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    MQD_LOG(Error, "cannot fork a worker: %s", std::strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    // Child. Drop everything that belongs to the supervisor's event loop: its signal
+    // handlers would feed the parent's signal pipe, and its descriptors are not ours.
+    for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP}) ::signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    uv_os_fd_t listenerFd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&listener_), &listenerFd) == 0) {
+      ::close(listenerFd);
+    }
+    ::close(uv_backend_fd(&loop_));
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    int worker = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    ::close(fd);
+    logSetComponent("mqd-proxy-worker");
+    ::_exit(runWorker(worker, dlls_));
+  }
+  workers_[pid] = Worker{pid, connection};
+  MQD_LOG(Info, "connection %llu: worker %d", static_cast<unsigned long long>(connection),
+          static_cast<int>(pid));
+}
+
+void Supervisor::signalCallback(uv_signal_t* handle, int signum) {
+  auto* self = static_cast<Supervisor*>(handle->data);
+  if (signum == SIGCHLD) {
+    self->reapWorkers();
+  } else {
+    self->beginShutdown(signum);
+  }
+}
+
+void Supervisor::reapWorkers() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    auto it = workers_.find(pid);
+    if (it == workers_.end()) continue;
+    unsigned long long connection = it->second.connection;
+    if (WIFSIGNALED(status)) {
+      int sig = WTERMSIG(status);
+      bool expected = stopping_ && (sig == SIGTERM || sig == SIGKILL);
+      logf(expected ? LogLevel::Info : LogLevel::Warn, "connection %llu: worker %d killed by %s",
+           connection, static_cast<int>(pid), signalName(sig).c_str());
+    } else {
+      MQD_LOG(Info, "connection %llu: worker %d exited with status %d", connection,
+              static_cast<int>(pid), WEXITSTATUS(status));
+    }
+    workers_.erase(it);
+  }
+  finishIfIdle();
+}
+
+void Supervisor::beginShutdown(int signum) {
+  if (stopping_) return;
+  stopping_ = true;
+  MQD_LOG(Info, "%s: shutting down (%zu worker(s))", signalName(signum).c_str(), workers_.size());
+  if (listenerOpen_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+    listenerOpen_ = false;
+    if (endpoint_.kind == Endpoint::Kind::Unix) ::unlink(endpoint_.path.c_str());
+  }
+  if (!options_.readyFile.empty()) ::unlink(options_.readyFile.c_str());
+  for (auto& [pid, worker] : workers_) ::kill(pid, SIGTERM);
+  uv_timer_start(&killTimer_, killTimerCallback, static_cast<uint64_t>(options_.shutdownGraceMs),
+                 0);
+  finishIfIdle();
+}
+
+void Supervisor::killTimerCallback(uv_timer_t* timer) {
+  auto* self = static_cast<Supervisor*>(timer->data);
+  for (auto& [pid, worker] : self->workers_) {
+    MQD_LOG(Warn, "worker %d ignored SIGTERM; sending SIGKILL", static_cast<int>(pid));
+    ::kill(pid, SIGKILL);
+  }
+}
+
+void Supervisor::finishIfIdle() {
+  if (!stopping_ || !workers_.empty() || finished_) return;
+  finished_ = true;
+  for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigint_),
+                         reinterpret_cast<uv_handle_t*>(&sigterm_),
+                         reinterpret_cast<uv_handle_t*>(&sigchld_),
+                         reinterpret_cast<uv_handle_t*>(&killTimer_)}) {
+    uv_close(h, nullptr);
+  }
+}
+
+}  // namespace mqd::server

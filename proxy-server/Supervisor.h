@@ -1,0 +1,73 @@
+// Supervisor: the listening half of mqd-proxy-server, on libuv.
+//
+// It accepts connections and forks one Worker per connection, so that each debugger gets its
+// own copy of the vendor DLL's global state and a crash takes down one session only. It never
+// loads vendor code itself. Handles and their lives:
+//
+//   listener_   open at run() -> accepting -> closed at shutdown (unix socket file removed)
+//   signals_    SIGINT/SIGTERM start shutdown; SIGCHLD reaps workers; closed when done
+//   killTimer_  armed at shutdown; escalates to SIGKILL after --shutdown-grace-ms
+//
+// A worker's exit is logged with its status or signal.
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "DllAllowList.h"
+#include "Endpoint.h"
+#include "ServerOptions.h"
+
+namespace mqd::server {
+
+class Supervisor {
+ public:
+  Supervisor(const ServerOptions& options, const DllAllowList& dlls);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Binds, listens and serves until SIGINT or SIGTERM. Returns the exit status. Throws
+  // std::runtime_error when the endpoint cannot be bound.
+  int run();
+
+ private:
+  struct Worker {
+    pid_t pid;
+    uint64_t connection;
+  };
+
+  void bindListener();
+  void writeReadyFile(const std::string& bound);
+  void onConnection(int status);
+  void forkWorker(uv_stream_t* client);
+  void reapWorkers();
+  void beginShutdown(int signum);
+  void finishIfIdle();
+
+  static void connectionCallback(uv_stream_t* server, int status);
+  static void signalCallback(uv_signal_t* handle, int signum);
+  static void killTimerCallback(uv_timer_t* timer);
+
+  const ServerOptions& options_;
+  const DllAllowList& dlls_;
+  Endpoint endpoint_;
+  uv_loop_t loop_;
+  union {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  } listener_;
+  bool listenerOpen_ = false;
+  uv_signal_t sigint_, sigterm_, sigchld_;
+  uv_timer_t killTimer_;
+  std::map<pid_t, Worker> workers_;
+  uint64_t connections_ = 0;
+  bool stopping_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,119 @@
+#include "VendorDll.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace mqd::server {
+namespace {
+
+// Finds the GNU build-id note of the loaded object containing `address`.
+struct BuildIdSearch {
+  const void* address;
+  std::string hex;
+};
+
+int findBuildId(struct dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<BuildIdSearch*>(data);
+  auto target = reinterpret_cast<ElfW(Addr)>(search->address);
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    ElfW(Addr) start = info->dlpi_addr + ph.p_vaddr;
+    if (target >= start && target < start + ph.p_memsz) contains = true;
+  }
+  if (!contains) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+    const auto* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const unsigned char* name = p + sizeof(ElfW(Nhdr));
+      const unsigned char* desc = name + ((note->n_namesz + 3) & ~3u);
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0 && desc + note->n_descsz <= end) {
+        char buf[3];
+        for (unsigned k = 0; k < note->n_descsz; ++k) {
+          std::snprintf(buf, sizeof buf, "%02x", desc[k]);
+          search->hex += buf;
+        }
+        return 1;
+      }
+      p = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
+  dlerror();
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw std::runtime_error("cannot load vendor DLL " + path + ": " +
+                             (why != nullptr ? why : "unknown dlopen error"));
+  }
+  std::unique_ptr<VendorDll> dll(new VendorDll(path, handle));
+  EntryPoints& e = dll->entry_;
+#define MQD_RESOLVE_REQUIRED(name)                                                  \
+  e.name = reinterpret_cast<decltype(e.name)>(::dlsym(handle, #name));                     \
+  if (e.name == nullptr) {                                                                \
+    throw std::runtime_error("vendor DLL " + path + " does not export required entry point " \
+                             #name);                                                      \
+  }
+  MQD_REQUIRED_ENTRY_POINTS(MQD_RESOLVE_REQUIRED)
+#undef MQD_RESOLVE_REQUIRED
+#define MQD_RESOLVE_OPTIONAL(name) \
+  e.name = reinterpret_cast<decltype(e.name)>(::dlsym(handle, #name));
+  MQD_OPTIONAL_ENTRY_POINTS(MQD_RESOLVE_OPTIONAL)
+#undef MQD_RESOLVE_OPTIONAL
+
+  if (e.mqs_dll_taddr_width != nullptr) {
+    int width = e.mqs_dll_taddr_width();
+    if (width != static_cast<int>(sizeof(mqs_taddr_t))) {
+      throw std::runtime_error("vendor DLL " + path + " uses a " + std::to_string(width) +
+                               "-byte mqs_taddr_t but this server was built with " +
+                               std::to_string(sizeof(mqs_taddr_t)) +
+                               " bytes; use a server built for the DLL's ABI");
+    }
+  }
+
+  BuildIdSearch search{reinterpret_cast<const void*>(e.mqs_setup_image), {}};
+  dl_iterate_phdr(findBuildId, &search);
+  dll->buildId_ = search.hex;
+  return dll;
+}
+
+VendorDll::~VendorDll() { ::dlclose(handle_); }
+
+std::vector<std::string> VendorDll::optionalEntryPoints() const {
+  std::vector<std::string> names;
+#define MQD_LIST_OPTIONAL(name) \
+  if (entry_.name != nullptr) names.emplace_back(#name);
+  MQD_OPTIONAL_ENTRY_POINTS(MQD_LIST_OPTIONAL)
+#undef MQD_LIST_OPTIONAL
+  return names;
+}
+
+void VendorDll::describe(wire::DllDescription::Builder out) const {
+  out.setPath(path_);
+  const char* version = entry_.mqs_version_string();
+  out.setVersionString(version != nullptr ? version : "");
+  out.setCompatibility(entry_.mqs_version_compatibility());
+  out.setTaddrWidth(entry_.mqs_dll_taddr_width != nullptr ? entry_.mqs_dll_taddr_width() : 0);
+  auto names = optionalEntryPoints();
+  auto list = out.initEntryPoints(static_cast<unsigned>(names.size()));
+  for (size_t i = 0; i < names.size(); ++i) list.set(static_cast<unsigned>(i), names[i]);
+  out.setBuildId(buildId_);
+}
+
+}  // namespace mqd::server

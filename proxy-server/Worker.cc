@@ -1,0 +1,42 @@
+#include "Worker.h"
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <unistd.h>
+
+#include "DllOutput.h"
+#include "Log.h"
+#include "ProxyService.h"
+
+namespace mqd::server {
+namespace {
+
+// Replies are small except fetched memory; 64 Mi words bounds what a peer can make us parse.
+constexpr uint64_t kTraversalLimitWords = 64ull << 20;
+
+}  // namespace
+
+int runWorker(int fd, const DllAllowList& dlls) {
+  try {
+    DllOutput output;
+    logSetFd(output.originalStderr());
+    auto io = kj::setupAsyncIo();
+    auto stream =
+        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
+    capnp::ReaderOptions readerOptions;
+    readerOptions.traversalLimitInWords = kTraversalLimitWords;
+    capnp::TwoPartyVatNetwork network(*stream, capnp::rpc::twoparty::Side::SERVER,
+                                      readerOptions);
+    auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(dlls, &output));
+    network.onDisconnect().wait(io.waitScope);
+    MQD_LOG(Debug, "client disconnected");
+    return 0;
+  } catch (const kj::Exception& e) {
+    MQD_LOG(Error, "worker failed: %s", e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    MQD_LOG(Error, "worker failed: %s", e.what());
+  }
+  return 1;
+}
+
+}  // namespace mqd::server

@@ -1,0 +1,76 @@
+#include "Endpoint.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace mqd {
+namespace {
+
+[[noreturn]] void bad(const std::string& text, const std::string& why) {
+  throw std::invalid_argument("invalid endpoint \"" + text + "\": " + why +
+                              " (expected unix:PATH or tcp:HOST:PORT)");
+}
+
+}  // namespace
+
+Endpoint Endpoint::parse(const std::string& text) {
+  Endpoint e;
+  if (text.rfind("unix:", 0) == 0) {
+    e.kind = Kind::Unix;
+    e.path = text.substr(5);
+    if (e.path.empty()) bad(text, "empty socket path");
+    return e;
+  }
+  if (text.rfind("tcp:", 0) != 0) bad(text, "unknown scheme");
+  std::string rest = text.substr(4);
+  std::string portText;
+  if (!rest.empty() && rest[0] == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string::npos) bad(text, "unterminated [IPv6] host");
+    e.host = rest.substr(1, close - 1);
+    if (close + 1 >= rest.size() || rest[close + 1] != ':') bad(text, "missing :PORT");
+    portText = rest.substr(close + 2);
+  } else {
+    size_t colon = rest.rfind(':');
+    if (colon == std::string::npos) bad(text, "missing :PORT");
+    e.host = rest.substr(0, colon);
+    if (e.host.find(':') != std::string::npos) bad(text, "write IPv6 hosts as [ADDR]");
+    portText = rest.substr(colon + 1);
+  }
+  if (e.host.empty()) bad(text, "empty host");
+  if (portText.empty() || portText.size() > 5 ||
+      portText.find_first_not_of("0123456789") != std::string::npos) {
+    bad(text, "port must be a number");
+  }
+  unsigned long port = std::strtoul(portText.c_str(), nullptr, 10);
+  if (port > 65535) bad(text, "port out of range");
+  e.port = static_cast<uint16_t>(port);
+  return e;
+}
+
+std::string Endpoint::toString() const {
+  if (kind == Kind::Unix) return "unix:" + path;
+  bool v6 = host.find(':') != std::string::npos;
+  return "tcp:" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string Endpoint::toKjAddress() const {
+  if (kind == Kind::Unix) return "unix:" + path;
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool Endpoint::isLoopback() const {
+  if (kind == Kind::Unix) return true;
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string defaultSocketPath() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && runtime[0] == '/') return std::string(runtime) + "/mqd-proxy.sock";
+  return "/tmp/mqd-proxy-" + std::to_string(getuid()) + ".sock";
+}
+
+}  // namespace mqd

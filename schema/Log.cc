@@ -1,0 +1,92 @@
+#include "Log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+namespace mqd {
+namespace {
+
+std::mutex gMutex;
+std::string gComponent = "mqd-proxy";
+std::atomic<int> gLevel{static_cast<int>(LogLevel::Warn)};
+int gFd = STDERR_FILENO;
+bool gOwnFd = false;
+
+constexpr const char* kNames[] = {"error", "warn", "info", "debug", "trace"};
+
+}  // namespace
+
+LogLevel parseLogLevel(const std::string& text) {
+  for (int i = 0; i <= static_cast<int>(LogLevel::Trace); ++i) {
+    if (text == kNames[i]) return static_cast<LogLevel>(i);
+  }
+  throw std::invalid_argument("unknown log level \"" + text +
+                              "\" (expected error, warn, info, debug or trace)");
+}
+
+const char* logLevelName(LogLevel level) { return kNames[static_cast<int>(level)]; }
+
+void logSetComponent(const std::string& component) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gComponent = component;
+}
+
+void logSetLevel(LogLevel level) { gLevel.store(static_cast<int>(level)); }
+
+LogLevel logLevel() { return static_cast<LogLevel>(gLevel.load()); }
+
+void logSetFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+  }
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gOwnFd) ::close(gFd);
+  gFd = fd;
+  gOwnFd = true;
+}
+
+void logSetFd(int fd) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gOwnFd) ::close(gFd);
+  gFd = fd;
+  gOwnFd = false;
+}
+
+bool logEnabled(LogLevel level) { return static_cast<int>(level) <= gLevel.load(); }
+
+void vlogf(LogLevel level, const char* format, va_list args) {
+  char body[2048];
+  std::vsnprintf(body, sizeof body, format, args);
+  std::lock_guard<std::mutex> lock(gMutex);
+  char line[2300];
+  int n = std::snprintf(line, sizeof line, "%s[%d] %s: %s\n", gComponent.c_str(),
+                        static_cast<int>(::getpid()), logLevelName(level), body);
+  if (n < 0) return;
+  size_t len = static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1;
+  line[len - 1] = '\n';  // keep one event per line even when truncated
+  const char* p = line;
+  while (len > 0) {
+    ssize_t w = ::write(gFd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;  // nowhere left to report a logging failure
+    p += w;
+    len -= static_cast<size_t>(w);
+  }
+}
+
+void logf(LogLevel level, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vlogf(level, format, args);
+  va_end(args);
+}
+
+}  // namespace mqd

@@ -1,0 +1,39 @@
+// Log: one line per event, to stderr or a file, filtered by level. Thread-safe.
+//
+// Both the server and the shim use it. The shim defaults to warnings only (it lives inside the
+// debugger and must stay quiet); the server defaults to info. Lines look like
+//   mqd-proxy-server[1234] warn: worker 1236 killed by SIGSEGV during mqs_next_operation
+#pragma once
+
+#include <cstdarg>
+#include <string>
+
+namespace mqd {
+
+enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3, Trace = 4 };
+
+// Parses "error|warn|info|debug|trace"; throws std::invalid_argument otherwise.
+LogLevel parseLogLevel(const std::string& text);
+const char* logLevelName(LogLevel level);
+
+// Process-wide configuration. `component` names the program in each line.
+void logSetComponent(const std::string& component);
+void logSetLevel(LogLevel level);
+LogLevel logLevel();
+// Appends to `path` instead of stderr; throws std::runtime_error if it cannot be opened.
+void logSetFile(const std::string& path);
+// Writes to an already open fd instead of stderr (the fd is not closed).
+void logSetFd(int fd);
+
+bool logEnabled(LogLevel level);
+void logf(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void vlogf(LogLevel level, const char* format, va_list args);
+
+}  // namespace mqd
+
+#define MQD_LOG(level, ...)                                      \
+  do {                                                           \
+    if (::mqd::logEnabled(::mqd::LogLevel::level)) {             \
+      ::mqd::logf(::mqd::LogLevel::level, __VA_ARGS__);          \
+    }                                                            \
+  } while (0)

@@ -1,0 +1,92 @@
+#include "ProxyErrors.h"
+
+#include <kj/string.h>
+
+namespace mqd {
+namespace detail {
+
+struct Entry {
+  int code;
+  const char* name;
+  const char* text;
+};
+
+constexpr Entry kEntries[] = {
+    {MQD_PROXY_ERR_UNREACHABLE, "MQD_PROXY_ERR_UNREACHABLE", "cannot reach the mqd-proxy server"},
+    {MQD_PROXY_ERR_SESSION_REFUSED, "MQD_PROXY_ERR_SESSION_REFUSED",
+     "the mqd-proxy server refused the session"},
+    {MQD_PROXY_ERR_SESSION_LOST, "MQD_PROXY_ERR_SESSION_LOST",
+     "the connection to the mqd-proxy server was lost"},
+    {MQD_PROXY_ERR_TIMEOUT, "MQD_PROXY_ERR_TIMEOUT",
+     "the mqd-proxy server did not answer in time"},
+    {MQD_PROXY_ERR_WORKER_DIED, "MQD_PROXY_ERR_WORKER_DIED",
+     "the server process running the vendor DLL died"},
+    {MQD_PROXY_ERR_NO_ENTRY_POINT, "MQD_PROXY_ERR_NO_ENTRY_POINT",
+     "the vendor DLL does not provide this entry point"},
+    {MQD_PROXY_ERR_BAD_HANDLE, "MQD_PROXY_ERR_BAD_HANDLE",
+     "unknown or already destroyed handle"},
+    {MQD_PROXY_ERR_ADDRESS_WIDTH, "MQD_PROXY_ERR_ADDRESS_WIDTH",
+     "a target address does not fit in this debugger's mqs_taddr_t"},
+    {MQD_PROXY_ERR_PROTOCOL, "MQD_PROXY_ERR_PROTOCOL", "malformed message from the peer"},
+    {MQD_PROXY_ERR_REENTRANT, "MQD_PROXY_ERR_REENTRANT",
+     "an mqs_* entry point was called from inside a debugger callback"},
+    {MQD_PROXY_ERR_CALLBACK_FAILED, "MQD_PROXY_ERR_CALLBACK_FAILED",
+     "a debugger callback could not be delivered"},
+    {MQD_PROXY_ERR_FETCH_TOO_LARGE, "MQD_PROXY_ERR_FETCH_TOO_LARGE",
+     "the DLL asked for more target memory at once than the proxy allows"},
+    {MQD_PROXY_ERR_NOT_SET_UP, "MQD_PROXY_ERR_NOT_SET_UP",
+     "called before the set-up it depends on"},
+};
+
+}  // namespace detail
+namespace {
+using detail::Entry;
+using detail::kEntries;
+
+const Entry* find(int code) {
+  for (const Entry& e : kEntries) {
+    if (e.code == code) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* proxyErrorText(int code) {
+  const Entry* e = find(code);
+  return e ? e->text : nullptr;
+}
+
+const char* proxyErrorName(int code) {
+  const Entry* e = find(code);
+  return e ? e->name : nullptr;
+}
+
+}  // namespace mqd
+
+namespace mqd {
+
+kj::Exception toWireException(int code, const std::string& detail) {
+  const char* name = proxyErrorName(code);
+  return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                       kj::str(name != nullptr ? name : "MQD_PROXY_ERR_PROTOCOL", ": ",
+                               detail.c_str()));
+}
+
+int fromWireException(const kj::Exception& e, int fallbackCode, std::string* detail) {
+  using detail::Entry;
+  using detail::kEntries;
+  std::string description = e.getDescription().cStr();
+  for (const Entry& entry : kEntries) {
+    std::string prefix = std::string(entry.name) + ": ";
+    size_t at = description.find(prefix);
+    if (at != std::string::npos) {
+      if (detail != nullptr) *detail = description.substr(at + prefix.size());
+      return entry.code;
+    }
+  }
+  if (detail != nullptr) *detail = description;
+  return fallbackCode;
+}
+
+}  // namespace mqd

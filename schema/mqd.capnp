@@ -1,0 +1,266 @@
+# mqd.capnp: the wire contract between libmqdproxy.so (the shim a debugger loads) and
+# mqd-proxy-server (which runs the vendor MQD DLL on the target platform).
+#
+# Shape:
+#   Proxy     the bootstrap capability of a connection: what the server offers, and a way in.
+#   Session   one per debugger connection: the mqs_* entry points of one loaded vendor DLL.
+#   Debugger  passed by the shim when it opens a session: the callbacks the DLL needs that only
+#             the debugger can answer (symbols, types, target memory, ...).
+#
+# Handles never cross the wire as pointers. Objects owned by the debugger (mqs_image,
+# mqs_process, mqs_job, mqs_type) are named by tokens the shim assigns; objects owned by the DLL
+# (mqs_image_info, mqs_process_info, mqs_job_info) by tokens the server assigns. Token 0 always
+# means NULL. A token the receiver did not issue is refused with an exception.
+#
+# Integers travel at 64 bits whatever either side's mqs_taddr_t / mqs_tword_t width is; the
+# receiving side narrows them under the rules in docs (an address that does not fit is an
+# error, never truncated).
+#
+# Output parameters: a DLL may leave parts of an output struct untouched, and a native debugger
+# then keeps whatever it had there. To reproduce that exactly, every output struct carries a
+# record of which fields (and for character arrays, which byte runs) the DLL actually wrote;
+# the shim applies only those to the debugger's buffer.
+
+@0xeaea5908420fcac6;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("mqd::wire");
+
+const protocolVersion :UInt32 = 1;
+# Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+struct ByteRun {
+  # A run of bytes the DLL wrote inside a character array, at `offset` from its start.
+  offset @0 :UInt32;
+  bytes @1 :Data;
+}
+
+struct WrittenChars {
+  # What the DLL wrote into one fixed-size character array: zero or more disjoint runs in
+  # ascending order. No runs means the DLL left the whole array untouched.
+  runs @0 :List(ByteRun);
+}
+
+struct Communicator {
+  # mqs_communicator. `written` has bit 0 for uniqueId, 1 for localRank, 2 for size.
+  written @0 :UInt8;
+  uniqueId @1 :UInt64;
+  localRank @2 :Int64;
+  size @3 :Int64;
+  name @4 :WrittenChars;  # 64 bytes on both sides
+}
+
+struct PendingOperation {
+  # mqs_pending_operation. `written` has one bit per scalar field, in declaration order:
+  #  0 status, 1 desiredLocalRank, 2 desiredGlobalRank, 3 tagWild, 4 desiredTag,
+  #  5 desiredLength, 6 systemBuffer, 7 buffer, 8 actualLocalRank, 9 actualGlobalRank,
+  # 10 actualTag, 11 actualLength.
+  written @0 :UInt16;
+  status @1 :Int32;
+  desiredLocalRank @2 :Int64;
+  desiredGlobalRank @3 :Int64;
+  tagWild @4 :Int32;
+  desiredTag @5 :Int64;
+  desiredLength @6 :Int64;
+  systemBuffer @7 :Int32;
+  buffer @8 :UInt64;
+  actualLocalRank @9 :Int64;
+  actualGlobalRank @10 :Int64;
+  actualTag @11 :Int64;
+  actualLength @12 :Int64;
+  extraText @13 :List(WrittenChars);  # exactly 5 entries of 64 bytes each
+}
+
+struct ProcessLocation {
+  # mqs_process_location (level 3). `written` bit 0: pid.
+  written @0 :UInt8;
+  pid @1 :Int64;
+  imageName @2 :WrittenChars;  # FILENAME_MAX bytes on the side that has the struct
+  hostName @3 :WrittenChars;   # 64 bytes
+}
+
+struct OutString {
+  # A `char **` output parameter as the DLL left it.
+  union {
+    untouched @0 :Void;  # the DLL did not store anything: the caller's pointer stays as it was
+    null @1 :Void;       # the DLL stored NULL
+    text @2 :Text;       # the DLL stored a pointer to this NUL-terminated string
+  }
+}
+
+struct OutInt {
+  # An `int *` output parameter as the DLL (or the debugger) left it.
+  union {
+    untouched @0 :Void;
+    value @1 :Int32;
+  }
+}
+
+struct OutAddress {
+  # An `mqs_taddr_t *` output parameter as the debugger left it.
+  union {
+    untouched @0 :Void;
+    value @1 :UInt64;
+  }
+}
+
+enum InfoKind {
+  image @0;
+  process @1;
+  job @2;
+}
+
+struct InfoUpdate {
+  # The DLL called put_{image,process,job}_info(handle, info) during the call. The shim
+  # replays it on the debugger's own callback, with `info` (a server token) as the pointer value.
+  kind @0 :InfoKind;
+  handle @1 :UInt64;  # shim token of the image / process / job
+  info @2 :UInt64;    # server token of the DLL's info object, 0 for NULL
+}
+
+struct CallEffects {
+  # Debugger-visible side effects of one DLL call that the server performed locally and the
+  # shim must replay on the debugger's thread before it returns.
+  infoUpdates @0 :List(InfoUpdate);
+}
+
+# ---------------------------------------------------------------------------------------------
+# What a server offers
+
+struct DllDescription {
+  path @0 :Text;           # as listed on the server's command line
+  versionString @1 :Text;  # mqs_version_string()
+  compatibility @2 :Int32; # mqs_version_compatibility()
+  taddrWidth @3 :Int32;    # mqs_dll_taddr_width(), 0 when the DLL lacks it
+  entryPoints @4 :List(Text);  # the optional mqs_* entry points the DLL exports
+  buildId @5 :Text;        # GNU build-id in hex, or a content hash when there is none
+}
+
+struct ServerDescription {
+  version @0 :Text;        # mqd-proxy version of the server
+  arch @1 :Text;           # machine the server (and so the DLL) runs on, e.g. "aarch64"
+  bigEndian @2 :Bool;
+  pointerSize @3 :UInt8;   # the server's sizeof(void *) and sizeof(mqs_taddr_t)
+  dlls @4 :List(Text);     # the allow-list, default first
+  protocolVersion @5 :UInt32;
+}
+
+struct SessionOptions {
+  protocolVersion @0 :UInt32;
+  dll @1 :Text;            # path or base name from the allow-list; empty = the server's default
+  clientArch @2 :Text;     # for logs and diagnostics only
+  clientTaddrWidth @3 :UInt8;
+}
+
+# ---------------------------------------------------------------------------------------------
+# Capabilities
+
+interface Proxy {
+  # Bootstrap capability of every connection.
+
+  describe @0 () -> (server :ServerDescription);
+
+  openSession @1 (options :SessionOptions, debugger :Debugger)
+      -> (session :Session, dll :DllDescription);
+  # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
+  # connection. Fails with a descriptive exception if the DLL is not allowed or cannot be
+  # loaded. One session per connection.
+}
+
+interface Session {
+  # One debugger's use of one vendor DLL. Calls are executed strictly one at a time, in the
+  # order received. Every call that runs DLL code returns `rc` (the DLL's result; absent for the
+  # void entry points) and `effects` to replay.
+
+  setupBasicCallbacks @0 () -> (effects :CallEffects);
+  # mqs_setup_basic_callbacks. The server installs its own (level-3) table in the DLL: every
+  # basic callback is answered on the server, and dprints is relayed through Debugger.
+
+  dllErrorString @1 (code :Int32) -> (text :OutString);
+  # mqs_dll_error_string(code): `null` when the DLL returned NULL.
+
+  setupImage @2 (image :UInt64) -> (rc :Int32, effects :CallEffects);
+  imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString, effects :CallEffects);
+  destroyImageInfo @4 (info :UInt64) -> (effects :CallEffects);
+
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool)
+      -> (rc :Int32, effects :CallEffects);
+  # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
+  # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
+
+  processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString, effects :CallEffects);
+  destroyProcessInfo @7 (info :UInt64) -> (effects :CallEffects);
+
+  updateCommunicatorList @8 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  getCommunicator @10 (process :UInt64)
+      -> (rc :Int32, communicator :Communicator, effects :CallEffects);
+  getCommGroup @11 (process :UInt64)
+      -> (rc :Int32, ranks :List(Int32), written :Data, effects :CallEffects);
+  # The server sizes the DLL's buffer from the communicator size the DLL last reported for this
+  # process. `written` has one bit per element of `ranks` (LSB first); unwritten elements are
+  # left untouched in the debugger's buffer.
+
+  nextCommunicator @12 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  setupOperationIterator @13 (process :UInt64, opClass :Int32)
+      -> (rc :Int32, effects :CallEffects);
+  nextOperation @14 (process :UInt64)
+      -> (rc :Int32, operation :PendingOperation, effects :CallEffects);
+
+  # Level 3 and extensions. Each fails with rc = MQD proxy "entry point missing" when the DLL
+  # does not export it (see mqd_proxy.h), except getCommCollState, which answers
+  # mqs_no_information like a DLL that cannot tell.
+  setupJob @15 (job :UInt64) -> (rc :Int32, effects :CallEffects);
+  destroyJobInfo @16 (info :UInt64) -> (rc :Int32, effects :CallEffects);
+  setupNewProcessIterator @17 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  nextNewProcess @18 (process :UInt64)
+      -> (rc :Int32, location :ProcessLocation, effects :CallEffects);
+  setProcessIdentity @19 (process :UInt64, identity :Int32) -> (rc :Int32, effects :CallEffects);
+  getCommCollState @20 (process :UInt64, collective :Int32)
+      -> (rc :Int32, sequence :OutInt, active :OutInt, effects :CallEffects);
+}
+
+interface Debugger {
+  # The debugger-side callbacks the server cannot answer itself. Implemented by the shim, which
+  # runs each one on the debugger thread that made the pending mqs_* call. Only valid while a
+  # Session call is in progress.
+
+  findFunction @0 (image :UInt64, name :Text, lang :Int32, wantAddress :Bool)
+      -> (rc :Int32, address :OutAddress);
+  findSymbol @1 (image :UInt64, name :Text, wantAddress :Bool)
+      -> (rc :Int32, address :OutAddress);
+  # wantAddress = false reproduces a DLL that passed a NULL out-pointer: the debugger gets NULL
+  # too.
+
+  findType @2 (image :UInt64, name :Text, lang :Int32) -> (type :UInt64);
+  fieldOffset @3 (type :UInt64, field :Text) -> (offset :Int32);
+  sizeOf @4 (type :UInt64) -> (size :Int32);
+
+  getTypeSizes @5 (process :UInt64) -> (sizes :List(OutInt));
+  # One entry per mqs_target_type_sizes member (7), each `untouched` if the debugger did not
+  # write it (a 5-member debugger leaves the last two untouched).
+
+  fetchData @6 (process :UInt64, address :UInt64, size :Int32) -> (rc :Int32, data :Data);
+  # data has exactly `size` bytes when rc = mqs_ok and is empty otherwise; on failure the DLL's
+  # buffer is left untouched.
+
+  getGlobalRank @7 (process :UInt64) -> (rank :Int32);
+  getImage @8 (process :UInt64) -> (image :UInt64);
+  getProcessJob @9 (process :UInt64) -> (job :UInt64);
+  getProcessIdentity @10 (process :UInt64) -> (identity :Int32);
+  getProcess @11 (job :UInt64, index :Int32) -> (process :UInt64);
+
+  errorString @12 (code :Int32) -> (text :OutString);
+  # The debugger's mqs_errorstring_fp(code); `null` if it returned NULL.
+
+  dprints @13 (text :Text) -> ();
+  # The DLL's mqs_dprints_fp(text). The server does not wait for the reply.
+
+  dllOutput @14 (text :Data) -> ();
+  # Bytes the DLL wrote to its stdout or stderr on the server. The shim writes them to the
+  # debugger process's stderr, where a natively loaded DLL's output would have gone. Not
+  # waited for.
+}
