@@ -34,7 +34,9 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
     try {
       (*fulfiller)->fulfill(run(*side));
     } catch (const ProxyError& e) {
-      if (e.code() == MQD_PROXY_ERR_ADDRESS_WIDTH) target->noteCallbackError(e.code(), e.what());
+      if (e.code() == MQD_PROXY_ERR_ADDRESS_WIDTH || e.code() == MQD_PROXY_ERR_PROTOCOL) {
+        target->noteCallbackError(e.code(), std::string(what) + ": " + e.what());
+      }
       (*fulfiller)->reject(toWireException(e.code(), std::string(what) + ": " + e.what()));
     } catch (const std::exception& e) {
       (*fulfiller)->reject(
@@ -211,6 +213,27 @@ kj::Promise<void> DebuggerService::dprints(DprintsContext context) {
   DebuggerSide* side = &side_;
   // Not awaited by the server. Delivered in order with the call's other callbacks.
   if (call) call->post([side, text]() { side->dprints(text.c_str()); });
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> DebuggerService::putInfo(PutInfoContext context) {
+  auto p = context.getParams();
+  wire::InfoKind kind = p.getKind();
+  uint64_t handle = p.getHandle();
+  uint64_t info = p.getInfo();
+  std::shared_ptr<PendingCall> call = connection_.current;
+  DebuggerSide* side = &side_;
+  // Not awaited by the server; runs on the calling thread in order with the other callbacks.
+  if (call) {
+    PendingCall* target = call.get();
+    call->post([side, kind, handle, info, target]() {
+      try {
+        side->putInfo(kind, handle, info);
+      } catch (const ProxyError& e) {
+        target->noteCallbackError(e.code(), std::string("put_info: ") + e.what());
+      }
+    });
+  }
   return kj::READY_NOW;
 }
 

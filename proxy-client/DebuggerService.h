@@ -36,6 +36,7 @@ class DebuggerService final : public wire::Debugger::Server {
   kj::Promise<void> errorString(ErrorStringContext context) override;
   kj::Promise<void> dprints(DprintsContext context) override;
   kj::Promise<void> dllOutput(DllOutputContext context) override;
+  kj::Promise<void> putInfo(PutInfoContext context) override;
 
  private:
   // Runs `run` on the calling thread of the current call; resolves to its result.

@@ -47,7 +47,6 @@ class EventLoopThread {
   kj::AsyncIoContext* io_ = nullptr;
   kj::Own<const kj::Executor> executor_;
   kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_;
-  std::string startError_;
 };
 
 }  // namespace mqd::client

@@ -162,8 +162,8 @@ void MqsClient::ensureSession() {
     auto reply = roundTrip<wire::Session::SetupBasicCallbacksResults>(
         "mqs_setup_basic_callbacks",
         [](wire::Session::Client& s) { return s.setupBasicCallbacksRequest().send(); });
+    (void)reply;
     basicCallbacksPending_ = false;
-    replay(reply.get().getEffects());
   }
 }
 
@@ -193,12 +193,6 @@ MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& se
     throw ProxyError(code, detail);
   }
   return Reply<Results>(pending);
-}
-
-void MqsClient::replay(wire::CallEffects::Reader effects) {
-  for (auto update : effects.getInfoUpdates()) {
-    side_.putInfo(update.getKind(), update.getHandle(), update.getInfo());
-  }
 }
 
 template <typename Results>
@@ -319,7 +313,6 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
           r.setImage(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -334,7 +327,6 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
           r.setImage(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
@@ -351,7 +343,6 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
           r.setInfo(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return mqs_ok;
   });
 }
@@ -372,7 +363,6 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
           r.setTargetBigEndian(bigEndian);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -387,7 +377,6 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
           r.setProcess(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
@@ -404,7 +393,6 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
           r.setInfo(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return mqs_ok;
   });
 }
@@ -422,7 +410,6 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
         r.setProcess(token);                                                                \
         return r.send();                                                                    \
       });                                                                                   \
-      replay(reply.get().getEffects());                                                     \
       return resultOf(reply, reply.get().getRc());                                          \
     });                                                                                     \
   }
@@ -445,7 +432,6 @@ int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communica
           return r.send();
         });
     auto results = reply.get();
-    replay(results.getEffects());
     int rc = resultOf(reply, results.getRc());
     if (communicator != nullptr) {
       apply(results.getCommunicator(), *communicator);
@@ -469,7 +455,6 @@ int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
           return r.send();
         });
     auto results = reply.get();
-    replay(results.getEffects());
     int rc = resultOf(reply, results.getRc());
     auto known = communicatorSize_.find(token);
     size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
@@ -491,7 +476,6 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
           r.setOpClass(opClass);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -507,7 +491,6 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
           return r.send();
         });
     auto results = reply.get();
-    replay(results.getEffects());
     int rc = resultOf(reply, results.getRc());
     if (operation != nullptr) apply(results.getOperation(), *operation);
     return rc;
@@ -529,7 +512,6 @@ int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
           r.setJob(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -545,7 +527,6 @@ int MqsClient::destroyJobInfo(mqs_job_info* info) {
           r.setInfo(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -561,7 +542,6 @@ int MqsClient::setupNewProcessIterator(mqs_process* process) {
           r.setProcess(token);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -578,7 +558,6 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
           return r.send();
         });
     auto results = reply.get();
-    replay(results.getEffects());
     int rc = resultOf(reply, results.getRc());
     if (location != nullptr) apply(results.getLocation(), *location);
     return rc;
@@ -597,7 +576,6 @@ int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
           r.setIdentity(identity);
           return r.send();
         });
-    replay(reply.get().getEffects());
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -617,7 +595,6 @@ int MqsClient::getCommCollState(mqs_process* process, int collective, int* seque
           return r.send();
         });
     auto results = reply.get();
-    replay(results.getEffects());
     int rc = resultOf(reply, results.getRc());
     apply(results.getSequence(), sequence);
     apply(results.getActive(), active);

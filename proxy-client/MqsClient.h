@@ -8,8 +8,7 @@
 //      setup_basic_callbacks);
 //   3. sends one Session request and serves the server's callbacks on this thread until the
 //      reply arrives (PendingCall);
-//   4. replays the DLL's put_*_info on the debugger, applies the captured outputs, and returns
-//      the DLL's result.
+//   4. applies the captured outputs and returns the DLL's result.
 // Failures of the proxy itself return the codes of mqd_proxy.h; mqs_dll_error_string() then
 // explains them. Nothing here throws to the caller.
 #pragma once
@@ -81,9 +80,6 @@ class MqsClient {
   // reply arrives. Throws ProxyError on failure.
   template <typename Results, typename Send>
   Reply<Results> roundTrip(const char* entryPoint, Send&& send);
-
-  // Replays the DLL's put_*_info calls on the debugger.
-  void replay(wire::CallEffects::Reader effects);
 
   // The DLL's rc, unless a callback hit an error the debugger must see instead.
   template <typename Results>

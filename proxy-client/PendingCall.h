@@ -44,7 +44,8 @@ class PendingCall {
   bool serve(std::chrono::milliseconds silence);
 
   // Calling thread. A callback hit a proxy error the debugger should see instead of the DLL's
-  // own result (a target address too wide for this debugger); the first one is kept.
+  // own result (a target address too wide for this debugger, a malformed request from the
+  // server); the first one is kept.
   void noteCallbackError(int code, const std::string& detail) {
     if (callbackErrorCode_ == 0) {
       callbackErrorCode_ = code;

@@ -45,6 +45,17 @@ wire::Debugger::Client& debuggerFor(DllCall& call) {
   return call.session().debugger();
 }
 
+// put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
+// token, in order with the call's other callbacks.
+void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
+  uint64_t token = call.session().objects().infoToken(kind, info);
+  auto request = debuggerFor(call).putInfoRequest();
+  request.setKind(kind);
+  request.setHandle(handle);
+  request.setInfo(token);
+  request.send().detach([](kj::Exception&&) {});
+}
+
 RemoteImage& imageOf(DllCall& call, mqs_image* image) {
   RemoteImage* r = call.session().objects().fromDll(image);
   if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown image");
@@ -111,8 +122,7 @@ void cbPutImageInfo(mqs_image* image, mqs_image_info* info) {
   guarded("put_image_info", 0, [&](DllCall& call) {
     RemoteImage& r = imageOf(call, image);
     r.info = info;
-    uint64_t token = call.session().objects().infoToken(wire::InfoKind::IMAGE, info);
-    call.recordInfoUpdate(wire::InfoKind::IMAGE, r.token, token);
+    relayPutInfo(call, wire::InfoKind::IMAGE, r.token, info);
     return 0;
   });
 }
@@ -126,8 +136,7 @@ void cbPutProcessInfo(mqs_process* process, mqs_process_info* info) {
   guarded("put_process_info", 0, [&](DllCall& call) {
     RemoteProcess& r = processOf(call, process);
     r.info = info;
-    uint64_t token = call.session().objects().infoToken(wire::InfoKind::PROCESS, info);
-    call.recordInfoUpdate(wire::InfoKind::PROCESS, r.token, token);
+    relayPutInfo(call, wire::InfoKind::PROCESS, r.token, info);
     return 0;
   });
 }
@@ -141,8 +150,7 @@ void cbPutJobInfo(mqs_job* job, mqs_job_info* info) {
   guarded("put_job_info", 0, [&](DllCall& call) {
     RemoteJob& r = jobOf(call, job);
     r.info = info;
-    uint64_t token = call.session().objects().infoToken(wire::InfoKind::JOB, info);
-    call.recordInfoUpdate(wire::InfoKind::JOB, r.token, token);
+    relayPutInfo(call, wire::InfoKind::JOB, r.token, info);
     return 0;
   });
 }

@@ -21,22 +21,8 @@ DllCall::~DllCall() {
 
 DllCall* DllCall::current() { return tCurrent; }
 
-void DllCall::recordInfoUpdate(wire::InfoKind kind, uint64_t handle, uint64_t info) {
-  infoUpdates_.push_back({kind, handle, info});
-}
-
 void DllCall::recordCallbackFailure(const std::string& what) {
   if (firstFailure_.empty()) firstFailure_ = what;
-}
-
-void DllCall::writeEffects(wire::CallEffects::Builder out) const {
-  auto list = out.initInfoUpdates(static_cast<unsigned>(infoUpdates_.size()));
-  for (size_t i = 0; i < infoUpdates_.size(); ++i) {
-    auto u = list[static_cast<unsigned>(i)];
-    u.setKind(infoUpdates_[i].kind);
-    u.setHandle(infoUpdates_[i].handle);
-    u.setInfo(infoUpdates_[i].info);
-  }
 }
 
 }  // namespace mqd::server

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "mqd.capnp.h"
 
@@ -33,27 +32,15 @@ class DllCall {
   kj::WaitScope& waitScope() { return waitScope_; }
   const char* entryPoint() const { return entryPoint_; }
 
-  // The DLL called put_*_info: remember it for the shim to replay on the debugger.
-  void recordInfoUpdate(wire::InfoKind kind, uint64_t handle, uint64_t info);
-
   // A callback could not be completed (peer gone, bad token). The DLL got an error value; the
   // first such failure is logged when the call ends.
   void recordCallbackFailure(const std::string& what);
 
-  // Writes what the shim must replay (info updates) into a reply.
-  void writeEffects(wire::CallEffects::Builder out) const;
-
  private:
-  struct InfoUpdate {
-    wire::InfoKind kind;
-    uint64_t handle;
-    uint64_t info;
-  };
   SessionService& session_;
   kj::WaitScope& waitScope_;
   const char* entryPoint_;
   DllCall* outer_;
-  std::vector<InfoUpdate> infoUpdates_;
   std::string firstFailure_;
 };
 

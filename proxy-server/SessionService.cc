@@ -97,10 +97,9 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body) {
 // ---- global ----
 
 kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
-  return runDll("mqs_setup_basic_callbacks", [this, context](DllCall& call) mutable {
+  return runDll("mqs_setup_basic_callbacks", [this, context](DllCall&) mutable {
     dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
     basicCallbacksSet_ = true;
-    call.writeEffects(context.getResults().initEffects());
   });
 }
 
@@ -127,7 +126,6 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
                                            imageCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -139,7 +137,6 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -151,7 +148,6 @@ kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext conte
                                   wire::InfoKind::IMAGE, token, call.entryPoint()));
     dll_->entry().mqs_destroy_image_info(info);
     objects_.forgetInfo(token);
-    call.writeEffects(context.getResults().initEffects());
   });
 }
 
@@ -168,7 +164,6 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
                                              processCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -182,7 +177,6 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -194,7 +188,6 @@ kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext c
                                   wire::InfoKind::PROCESS, token, call.entryPoint()));
     dll_->entry().mqs_destroy_process_info(info);
     objects_.forgetInfo(token);
-    call.writeEffects(context.getResults().initEffects());
   });
 }
 
@@ -209,7 +202,6 @@ kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext c
       int rc = dll_->entry().fn(reinterpret_cast<mqs_process*>(&process));                   \
       auto results = context.getResults();                                                   \
       results.setRc(rc);                                                                     \
-      call.writeEffects(results.initEffects());                                              \
     });                                                                                      \
   }
 
@@ -233,7 +225,6 @@ kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context
     if (results.getCommunicator().getWritten() & 4) {
       process.communicatorSize = communicator.size;
     }
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -255,7 +246,6 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
     auto results = context.getResults();
     results.setRc(rc);
     ranks.capture(results);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -269,7 +259,6 @@ kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorC
                                                         params.getOpClass());
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -284,7 +273,6 @@ kj::Promise<void> SessionService::nextOperation(NextOperationContext context) {
     auto results = context.getResults();
     results.setRc(rc);
     capture(operation, results.initOperation());
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -307,7 +295,6 @@ kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
     int rc = fn(reinterpret_cast<mqs_job*>(&job), jobCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -322,7 +309,6 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
     objects_.forgetInfo(token);
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -335,7 +321,6 @@ kj::Promise<void> SessionService::setupNewProcessIterator(
     int rc = fn(reinterpret_cast<mqs_process*>(&process));
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -350,7 +335,6 @@ kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) 
     auto results = context.getResults();
     results.setRc(rc);
     capture(*location, results.initLocation());
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -362,7 +346,6 @@ kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext c
     int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
     auto results = context.getResults();
     results.setRc(rc);
-    call.writeEffects(results.initEffects());
   });
 }
 
@@ -387,7 +370,6 @@ kj::Promise<void> SessionService::getCommCollState(GetCommCollStateContext conte
       capture(sequence, results.initSequence());
       capture(active, results.initActive());
     }
-    call.writeEffects(results.initEffects());
   });
 }
 

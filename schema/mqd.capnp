@@ -113,20 +113,6 @@ enum InfoKind {
   job @2;
 }
 
-struct InfoUpdate {
-  # The DLL called put_{image,process,job}_info(handle, info) during the call. The shim
-  # replays it on the debugger's own callback, with `info` (a server token) as the pointer value.
-  kind @0 :InfoKind;
-  handle @1 :UInt64;  # shim token of the image / process / job
-  info @2 :UInt64;    # server token of the DLL's info object, 0 for NULL
-}
-
-struct CallEffects {
-  # Debugger-visible side effects of one DLL call that the server performed locally and the
-  # shim must replay on the debugger's thread before it returns.
-  infoUpdates @0 :List(InfoUpdate);
-}
-
 # ---------------------------------------------------------------------------------------------
 # What a server offers
 
@@ -172,55 +158,55 @@ interface Proxy {
 
 interface Session {
   # One debugger's use of one vendor DLL. Calls are executed strictly one at a time, in the
-  # order received. Every call that runs DLL code returns `rc` (the DLL's result; absent for the
-  # void entry points) and `effects` to replay.
+  # order received. Every call that runs DLL code returns `rc`, the DLL's result (absent for the
+  # void entry points). The DLL's callbacks reach the Debugger during the call, in order.
 
-  setupBasicCallbacks @0 () -> (effects :CallEffects);
+  setupBasicCallbacks @0 () -> ();
   # mqs_setup_basic_callbacks. The server installs its own (level-3) table in the DLL: every
   # basic callback is answered on the server, and dprints is relayed through Debugger.
 
   dllErrorString @1 (code :Int32) -> (text :OutString);
   # mqs_dll_error_string(code): `null` when the DLL returned NULL.
 
-  setupImage @2 (image :UInt64) -> (rc :Int32, effects :CallEffects);
-  imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString, effects :CallEffects);
-  destroyImageInfo @4 (info :UInt64) -> (effects :CallEffects);
+  setupImage @2 (image :UInt64) -> (rc :Int32);
+  imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString);
+  destroyImageInfo @4 (info :UInt64) -> ();
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool)
-      -> (rc :Int32, effects :CallEffects);
+      -> (rc :Int32);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
 
-  processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString, effects :CallEffects);
-  destroyProcessInfo @7 (info :UInt64) -> (effects :CallEffects);
+  processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString);
+  destroyProcessInfo @7 (info :UInt64) -> ();
 
-  updateCommunicatorList @8 (process :UInt64) -> (rc :Int32, effects :CallEffects);
-  setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  updateCommunicatorList @8 (process :UInt64) -> (rc :Int32);
+  setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32);
   getCommunicator @10 (process :UInt64)
-      -> (rc :Int32, communicator :Communicator, effects :CallEffects);
+      -> (rc :Int32, communicator :Communicator);
   getCommGroup @11 (process :UInt64)
-      -> (rc :Int32, ranks :List(Int32), written :Data, effects :CallEffects);
+      -> (rc :Int32, ranks :List(Int32), written :Data);
   # The server sizes the DLL's buffer from the communicator size the DLL last reported for this
   # process. `written` has one bit per element of `ranks` (LSB first); unwritten elements are
   # left untouched in the debugger's buffer.
 
-  nextCommunicator @12 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  nextCommunicator @12 (process :UInt64) -> (rc :Int32);
   setupOperationIterator @13 (process :UInt64, opClass :Int32)
-      -> (rc :Int32, effects :CallEffects);
+      -> (rc :Int32);
   nextOperation @14 (process :UInt64)
-      -> (rc :Int32, operation :PendingOperation, effects :CallEffects);
+      -> (rc :Int32, operation :PendingOperation);
 
   # Level 3 and extensions. Each fails with rc = MQD proxy "entry point missing" when the DLL
   # does not export it (see mqd_proxy.h), except getCommCollState, which answers
   # mqs_no_information like a DLL that cannot tell.
-  setupJob @15 (job :UInt64) -> (rc :Int32, effects :CallEffects);
-  destroyJobInfo @16 (info :UInt64) -> (rc :Int32, effects :CallEffects);
-  setupNewProcessIterator @17 (process :UInt64) -> (rc :Int32, effects :CallEffects);
+  setupJob @15 (job :UInt64) -> (rc :Int32);
+  destroyJobInfo @16 (info :UInt64) -> (rc :Int32);
+  setupNewProcessIterator @17 (process :UInt64) -> (rc :Int32);
   nextNewProcess @18 (process :UInt64)
-      -> (rc :Int32, location :ProcessLocation, effects :CallEffects);
-  setProcessIdentity @19 (process :UInt64, identity :Int32) -> (rc :Int32, effects :CallEffects);
+      -> (rc :Int32, location :ProcessLocation);
+  setProcessIdentity @19 (process :UInt64, identity :Int32) -> (rc :Int32);
   getCommCollState @20 (process :UInt64, collective :Int32)
-      -> (rc :Int32, sequence :OutInt, active :OutInt, effects :CallEffects);
+      -> (rc :Int32, sequence :OutInt, active :OutInt);
 }
 
 interface Debugger {
@@ -263,4 +249,9 @@ interface Debugger {
   # Bytes the DLL wrote to its stdout or stderr on the server. The shim writes them to the
   # debugger process's stderr, where a natively loaded DLL's output would have gone. Not
   # waited for.
+
+  putInfo @15 (kind :InfoKind, handle :UInt64, info :UInt64) -> ();
+  # The DLL called put_{image,process,job}_info(handle, info). The server keeps the info itself
+  # (get_*_info never leaves the server); the debugger receives the server's token (`info`, 0 for
+  # NULL) as the pointer value, which mqs_destroy_*_info later brings back. Not waited for.
 }

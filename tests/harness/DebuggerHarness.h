@@ -1,0 +1,102 @@
+// DebuggerHarness: a debugger, as far as an MQD DLL can tell, over TargetModels.
+//
+// It owns the callback tables and the objects they name (images, processes, jobs), answers
+// every callback from the target model, and logs the callbacks whose effects a debugger keeps
+// (put_*_info, dprints, errorstring) in `effects`, with info pointers normalised to "info#N"
+// so that a native load and a proxied load can be compared. It also counts every callback.
+//
+// One harness is active per process at a time (the basic callbacks carry no handle to find
+// it by).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "MqsLibrary.h"
+#include "TargetModel.h"
+#include "mqs_interface.h"
+
+namespace mqd::harness {
+
+class DebuggerHarness {
+ public:
+  struct Options {
+    // Members of mqs_target_type_sizes this debugger writes: 5 (MPICH header) or 7 (Open MPI).
+    int typeSizeInts = 7;
+  };
+
+  struct Job;
+  struct Image {
+    DebuggerHarness* owner;
+    TargetModel* target;
+    mqs_image_info* info = nullptr;
+    std::string name;
+  };
+  struct Process {
+    DebuggerHarness* owner;
+    Image* image;
+    TargetModel* target;
+    int globalRank;
+    int identity = MQS_INVALID_PROCESS;
+    Job* job = nullptr;
+    mqs_process_info* info = nullptr;
+    std::string name;
+  };
+  struct Job {
+    DebuggerHarness* owner;
+    std::vector<Process*> processes;
+    mqs_job_info* info = nullptr;
+  };
+
+  // Loads the DLL (vendor or shim) at `dllPath`.
+  DebuggerHarness(const std::string& dllPath, Options options);
+  ~DebuggerHarness();
+  DebuggerHarness(const DebuggerHarness&) = delete;
+  DebuggerHarness& operator=(const DebuggerHarness&) = delete;
+
+  MqsLibrary& dll() { return *dll_; }
+  const Options& options() const { return options_; }
+
+  Image* addImage(TargetModel& target, const std::string& name);
+  Process* addProcess(Image* image, int globalRank, const std::string& name);
+  Job* addJob(const std::vector<Process*>& processes);
+
+  const mqs_basic_callbacks* basicCallbacks() const { return &basic_; }
+  const mqs_image_callbacks* imageCallbacks() const { return &image_; }
+  const mqs_process_callbacks* processCallbacks() const { return &process_; }
+  const mqs_job_callbacks* jobCallbacks() const { return &job_; }
+
+  // Logged effects, and the normalised name of an info pointer.
+  std::vector<std::string>& effects() { return effects_; }
+  std::string infoName(const void* info);
+  // After destroy_*_info: a later info at the same address is a new info.
+  void forgetInfo(const void* info) { infoNames_.erase(info); }
+
+  // How many times each callback ran ("fetch_data" -> 1234, ...).
+  std::map<std::string, long>& callbackCounts() { return counts_; }
+
+  static DebuggerHarness* active();
+
+  // Debugger error codes this harness returns, and their texts.
+  enum { kNoSymbol = 1001, kUnmapped = 1002, kBadHandle = 1003 };
+
+ private:
+  Options options_;
+  std::unique_ptr<MqsLibrary> dll_;
+  std::vector<std::unique_ptr<Image>> images_;
+  std::vector<std::unique_ptr<Process>> processes_;
+  std::vector<std::unique_ptr<Job>> jobs_;
+  std::vector<std::string> effects_;
+  std::map<const void*, int> infoNames_;
+  int nextInfoName_ = 1;
+  std::map<std::string, long> counts_;
+  mqs_basic_callbacks basic_;
+  mqs_image_callbacks image_;
+  mqs_process_callbacks process_;
+  mqs_job_callbacks job_;
+};
+
+}  // namespace mqd::harness

@@ -1,0 +1,122 @@
+#include "ServerProcess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace mqd::harness {
+
+ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::string>& args) {
+  char tmpl[] = "/tmp/mqd-ready-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  ::unlink(tmpl);
+  readyFile_ = tmpl;
+
+  std::vector<std::string> argv = {binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--ready-file");
+  argv.push_back(readyFile_);
+  std::vector<char*> cargs;
+  for (auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
+  cargs.push_back(nullptr);
+
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::execv(binary.c_str(), cargs.data());
+    std::perror("exec mqd-proxy-server");
+    ::_exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream ready(readyFile_);
+    std::string line;
+    if (ready && std::getline(ready, line) && !line.empty()) {
+      endpoint_ = line;
+      return;
+    }
+    int status;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("mqd-proxy-server exited before it was ready");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop(SIGKILL);
+  throw std::runtime_error("mqd-proxy-server did not become ready");
+}
+
+int ServerProcess::stop(int signal) {
+  if (pid_ <= 0) return 0;
+  ::kill(pid_, signal);
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  pid_ = -1;
+  ::unlink(readyFile_.c_str());
+  return status;
+}
+
+ServerProcess::~ServerProcess() { stop(SIGTERM); }
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/mqd-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::string cmd = "rm -rf '" + path_ + "'";
+  if (std::system(cmd.c_str()) != 0) {
+    // best effort
+  }
+}
+
+StderrCapture::StderrCapture() {
+  char tmpl[] = "/tmp/mqd-stderr-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  file_ = tmpl;
+  std::fflush(stderr);
+  saved_ = ::dup(2);
+  ::dup2(fd, 2);
+  ::close(fd);
+}
+
+StderrCapture::~StderrCapture() {
+  std::fflush(stderr);
+  ::dup2(saved_, 2);
+  ::close(saved_);
+  ::unlink(file_.c_str());
+}
+
+std::string StderrCapture::text() const {
+  std::fflush(stderr);
+  std::ifstream in(file_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace mqd::harness

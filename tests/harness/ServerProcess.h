@@ -1,0 +1,59 @@
+// ServerProcess: a real mqd-proxy-server started for a test, stopped (SIGTERM, then SIGKILL)
+// when the object goes away.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mqd::harness {
+
+class ServerProcess {
+ public:
+  // Starts `binary` with `args` plus --ready-file, waits (up to 20 s) until it listens, and
+  // returns. Throws std::runtime_error if it exits or does not become ready. `endpoint()`
+  // is the address it bound (with the real port for tcp:...:0).
+  ServerProcess(const std::string& binary, const std::vector<std::string>& args);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  pid_t pid() const { return pid_; }
+
+  // Sends `signal` and waits for the exit; returns the wait status.
+  int stop(int signal);
+
+ private:
+  pid_t pid_ = -1;
+  std::string readyFile_;
+  std::string endpoint_;
+};
+
+// A fresh private directory under $TMPDIR (or /tmp), removed recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Redirects this process's stderr (fd 2) into a file while alive; text() returns what was
+// written so far.
+class StderrCapture {
+ public:
+  StderrCapture();
+  ~StderrCapture();
+  std::string text() const;
+
+ private:
+  int saved_ = -1;
+  std::string file_;
+};
+
+}  // namespace mqd::harness
