@@ -20,33 +20,6 @@ thread_local bool tInCall = false;
 
 std::mutex gErrorTextMutex;  // guards proxyErrorText_, which report() may touch without lock_
 
-// has_queues messages are printf formats the debugger fills with one image or process name.
-// Anything else that looks like a conversion is escaped, so text from the network can never
-// make the debugger's printf read or write memory.
-std::string safePrintfFormat(const std::string& text) {
-  std::string out;
-  bool usedString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c != '%') {
-      out += c;
-      continue;
-    }
-    char next = i + 1 < text.size() ? text[i + 1] : '\0';
-    if (next == '%') {
-      out += "%%";
-      ++i;
-    } else if (next == 's' && !usedString) {
-      out += "%s";
-      usedString = true;
-      ++i;
-    } else {
-      out += "%%";
-    }
-  }
-  return out;
-}
-
 void applyMessage(wire::OutString::Reader in, char** message, StringPool& strings) {
   if (message == nullptr || in.isUntouched()) return;
   if (in.isNull()) {

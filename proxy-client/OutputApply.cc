@@ -12,24 +12,57 @@
 
 namespace mqd::client {
 
-mqs_taddr_t narrowAddress(uint64_t value, const char* what) {
-  if (value > std::numeric_limits<mqs_taddr_t>::max()) {
+template <typename Address>
+Address narrowAddressAs(uint64_t value, const char* what) {
+  if (value > std::numeric_limits<Address>::max()) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(value));
     throw ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH,
                      std::string(what) + " " + hex + " does not fit in this debugger's " +
-                         std::to_string(sizeof(mqs_taddr_t) * 8) +
+                         std::to_string(sizeof(Address) * 8) +
                          "-bit mqs_taddr_t; use a shim built with MQD_TADDR64=ON");
   }
-  return static_cast<mqs_taddr_t>(value);
+  return static_cast<Address>(value);
 }
 
-mqs_tword_t narrowWord(int64_t value) {
+template <typename Word>
+Word narrowWordAs(int64_t value) {
   // Two's-complement wrap-around, spelled out so it is defined behaviour everywhere.
-  using Unsigned = std::make_unsigned_t<mqs_tword_t>;
+  using Unsigned = std::make_unsigned_t<Word>;
   Unsigned bits = static_cast<Unsigned>(static_cast<uint64_t>(value));
-  mqs_tword_t out;
+  Word out;
   std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+template uint32_t narrowAddressAs<uint32_t>(uint64_t, const char*);
+template unsigned long narrowAddressAs<unsigned long>(uint64_t, const char*);
+template unsigned long long narrowAddressAs<unsigned long long>(uint64_t, const char*);
+template int32_t narrowWordAs<int32_t>(int64_t);
+template long narrowWordAs<long>(int64_t);
+template long long narrowWordAs<long long>(int64_t);
+
+std::string safePrintfFormat(const std::string& text) {
+  std::string out;
+  bool usedString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c != '%') {
+      out += c;
+      continue;
+    }
+    char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (next == '%') {
+      out += "%%";
+      ++i;
+    } else if (next == 's' && !usedString) {
+      out += "%s";
+      usedString = true;
+      ++i;
+    } else {
+      out += "%%";
+    }
+  }
   return out;
 }
 

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
@@ -28,8 +30,20 @@ void apply(wire::OutInt::Reader in, int* out);
 void applyGroup(capnp::List<int32_t>::Reader ranks, capnp::Data::Reader written, int* out,
                 size_t limit);
 
-// The narrowing rules above, for single values.
-mqs_taddr_t narrowAddress(uint64_t value, const char* what);
-mqs_tword_t narrowWord(int64_t value);
+// The narrowing rules above, for single values, to any width (tests use 32 bits on any host).
+template <typename Address>
+Address narrowAddressAs(uint64_t value, const char* what);
+template <typename Word>
+Word narrowWordAs(int64_t value);
+
+inline mqs_taddr_t narrowAddress(uint64_t value, const char* what) {
+  return narrowAddressAs<mqs_taddr_t>(value, what);
+}
+inline mqs_tword_t narrowWord(int64_t value) { return narrowWordAs<mqs_tword_t>(value); }
+
+// has_queues messages are printf formats with at most one "%s" (the image or process name).
+// Every other '%' is escaped, so text from the network can never make the debugger's printf
+// read or write memory it should not.
+std::string safePrintfFormat(const std::string& text);
 
 }  // namespace mqd::client

@@ -19,7 +19,7 @@ constexpr uint64_t kTraversalLimitWords = 64ull << 20;
 int runWorker(int fd, const DllAllowList& dlls) {
   try {
     DllOutput output;
-    logSetFd(output.originalStderr());
+    logMoveOffStderr(output.originalStderr());
     auto io = kj::setupAsyncIo();
     auto stream =
         io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);

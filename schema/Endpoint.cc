@@ -24,6 +24,7 @@ Endpoint Endpoint::parse(const std::string& text) {
     return e;
   }
   if (text.rfind("tcp:", 0) != 0) bad(text, "unknown scheme");
+  e.kind = Kind::Tcp;
   std::string rest = text.substr(4);
   std::string portText;
   if (!rest.empty() && rest[0] == '[') {

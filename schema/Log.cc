@@ -60,6 +60,11 @@ void logSetFd(int fd) {
   gOwnFd = false;
 }
 
+void logMoveOffStderr(int fd) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gOwnFd && gFd == STDERR_FILENO) gFd = fd;
+}
+
 bool logEnabled(LogLevel level) { return static_cast<int>(level) <= gLevel.load(); }
 
 void vlogf(LogLevel level, const char* format, va_list args) {

@@ -24,6 +24,9 @@ LogLevel logLevel();
 void logSetFile(const std::string& path);
 // Writes to an already open fd instead of stderr (the fd is not closed).
 void logSetFd(int fd);
+// If the log currently goes to stderr, sends it to `fd` instead (used when stderr itself is
+// about to be redirected); a log file stays where it is.
+void logMoveOffStderr(int fd);
 
 bool logEnabled(LogLevel level);
 void logf(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));

@@ -14,7 +14,10 @@ DebuggerHarness& h() {
   return *gActive;
 }
 
-void count(const char* name) { ++h().callbackCounts()[name]; }
+void count(const char* name) {
+  ++h().callbackCounts()[name];
+  h().callbackThreads().insert(std::this_thread::get_id());
+}
 
 using Image = DebuggerHarness::Image;
 using Process = DebuggerHarness::Process;

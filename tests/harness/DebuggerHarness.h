@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "MqsLibrary.h"
@@ -77,6 +79,8 @@ class DebuggerHarness {
 
   // How many times each callback ran ("fetch_data" -> 1234, ...).
   std::map<std::string, long>& callbackCounts() { return counts_; }
+  // The threads callbacks ran on (tests clear it between phases).
+  std::set<std::thread::id>& callbackThreads() { return threads_; }
 
   static DebuggerHarness* active();
 
@@ -93,6 +97,7 @@ class DebuggerHarness {
   std::map<const void*, int> infoNames_;
   int nextInfoName_ = 1;
   std::map<std::string, long> counts_;
+  std::set<std::thread::id> threads_;
   mqs_basic_callbacks basic_;
   mqs_image_callbacks image_;
   mqs_process_callbacks process_;

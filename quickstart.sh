@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# mqd-proxy on a fresh Debian 12 machine, in one command:
+#   ./quickstart.sh         install what is missing, build, run the main job (the demo)
+#   ./quickstart.sh test    install what is missing, build, run the whole test suite
+# BUILD_DIR (default: build) and JOBS (default: 2) can be set in the environment.
+set -euo pipefail
+cd "$(dirname "$0")"
+mode=${1:-main}
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-2}
+
+case "$mode" in
+  main|test) ;;
+  *) echo "usage: ./quickstart.sh [test]"; exit 2 ;;
+esac
+
+tools/install-deps.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON
+cmake --build "$build" -j"$jobs"
+
+if [ "$mode" = test ]; then
+  ctest --test-dir "$build" --output-on-failure --timeout 1800
+else
+  tools/demo.sh "$build"
+fi

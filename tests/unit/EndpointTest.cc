@@ -1,0 +1,45 @@
+#include <doctest/doctest.h>
+
+#include "Endpoint.h"
+
+using mqd::Endpoint;
+
+TEST_CASE("Endpoint: unix sockets") {
+  Endpoint e = Endpoint::parse("unix:/run/x.sock");
+  CHECK(e.kind == Endpoint::Kind::Unix);
+  CHECK(e.path == "/run/x.sock");
+  CHECK(e.toString() == "unix:/run/x.sock");
+  CHECK(e.toKjAddress() == "unix:/run/x.sock");
+  CHECK(e.isLoopback());
+}
+
+TEST_CASE("Endpoint: tcp with names, IPv4 and bracketed IPv6") {
+  Endpoint a = Endpoint::parse("tcp:localhost:4000");
+  CHECK(a.kind == Endpoint::Kind::Tcp);
+  CHECK(a.host == "localhost");
+  CHECK(a.port == 4000);
+  CHECK(a.isLoopback());
+  Endpoint b = Endpoint::parse("tcp:10.1.2.3:0");
+  CHECK(b.port == 0);
+  CHECK_FALSE(b.isLoopback());
+  Endpoint c = Endpoint::parse("tcp:[::1]:65535");
+  CHECK(c.host == "::1");
+  CHECK(c.port == 65535);
+  CHECK(c.toString() == "tcp:[::1]:65535");
+  CHECK(c.toKjAddress() == "[::1]:65535");
+  CHECK(c.isLoopback());
+}
+
+TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") {
+  for (const char* bad : {"", "unix:", "tcp:", "tcp:host", "tcp::80", "tcp:h:99999", "tcp:h:8x",
+                          "tcp:::1:80", "tcp:[::1]80", "tcp:[::1", "udp:h:1", "/tmp/x.sock"}) {
+    INFO(bad);
+    try {
+      Endpoint::parse(bad);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).find(std::string("\"") + bad + "\"") != std::string::npos);
+      CHECK(std::string(e.what()).find("unix:PATH or tcp:HOST:PORT") != std::string::npos);
+    }
+  }
+}

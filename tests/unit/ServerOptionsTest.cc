@@ -1,0 +1,45 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "Endpoint.h"
+#include "ServerOptions.h"
+
+using namespace mqd::server;
+
+namespace {
+ServerOptions parse(std::vector<std::string> args) {
+  std::vector<char*> argv = {const_cast<char*>("mqd-proxy-server")};
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  return parseServerOptions(static_cast<int>(argv.size()), argv.data());
+}
+}  // namespace
+
+TEST_CASE("ServerOptions: defaults and repeatable --dll") {
+  ServerOptions o = parse({"--dll", "/a.so", "--dll=/b.so"});
+  CHECK(o.dlls == std::vector<std::string>{"/a.so", "/b.so"});
+  CHECK(o.listen == "unix:" + mqd::defaultSocketPath());
+  CHECK(o.logLevel == mqd::LogLevel::Info);
+  o = parse({"--listen", "tcp:127.0.0.1:0", "--log-level", "trace", "--shutdown-grace-ms", "5"});
+  CHECK(o.listen == "tcp:127.0.0.1:0");
+  CHECK(o.logLevel == mqd::LogLevel::Trace);
+  CHECK(o.shutdownGraceMs == 5);
+}
+
+TEST_CASE("ServerOptions: usage errors name the problem") {
+  CHECK_THROWS_WITH_AS(parse({"--frobnicate"}), doctest::Contains("--frobnicate"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--dll"}), doctest::Contains("needs a value"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--listen", "tcp:x"}), doctest::Contains("--listen"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--log-level", "loud"}), doctest::Contains("loud"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--shutdown-grace-ms", "-1"}), doctest::Contains("between"),
+                       UsageError);
+}
+
+TEST_CASE("ServerOptions: --help documents every option") {
+  std::string help = serverHelp();
+  for (const char* option : {"--dll", "--listen", "--log-level", "--log-file", "--ready-file",
+                             "--shutdown-grace-ms", "--version", "--help", "SIGTERM", "0600"}) {
+    INFO(option);
+    CHECK(help.find(option) != std::string::npos);
+  }
+}
