@@ -15,6 +15,17 @@ namespace {
 // The largest single fetch the shim performs for the server (the server enforces its own).
 constexpr int32_t kMaxFetchBytes = 64 << 20;
 
+// find_function / find_symbol results: rc, and the address only if the debugger stored one.
+template <typename Results>
+void fillAddress(const DebuggerSide::Address& a, Results results) {
+  results.setRc(a.rc);
+  if (a.written) {
+    results.initAddress().setValue(a.value);
+  } else {
+    results.initAddress().setUntouched();
+  }
+}
+
 }  // namespace
 
 template <typename Value>
@@ -59,15 +70,7 @@ kj::Promise<void> DebuggerService::findFunction(FindFunctionContext context) {
   return onCallingThread<DebuggerSide::Address>(
              "find_function",
              [=](DebuggerSide& d) { return d.findFunction(image, name.c_str(), lang, want); })
-      .then([context](DebuggerSide::Address a) mutable {
-        auto r = context.getResults();
-        r.setRc(a.rc);
-        if (a.written) {
-          r.initAddress().setValue(a.value);
-        } else {
-          r.initAddress().setUntouched();
-        }
-      });
+      .then([context](DebuggerSide::Address a) mutable { fillAddress(a, context.getResults()); });
 }
 
 kj::Promise<void> DebuggerService::findSymbol(FindSymbolContext context) {
@@ -78,15 +81,7 @@ kj::Promise<void> DebuggerService::findSymbol(FindSymbolContext context) {
   return onCallingThread<DebuggerSide::Address>(
              "find_symbol",
              [=](DebuggerSide& d) { return d.findSymbol(image, name.c_str(), want); })
-      .then([context](DebuggerSide::Address a) mutable {
-        auto r = context.getResults();
-        r.setRc(a.rc);
-        if (a.written) {
-          r.initAddress().setValue(a.value);
-        } else {
-          r.initAddress().setUntouched();
-        }
-      });
+      .then([context](DebuggerSide::Address a) mutable { fillAddress(a, context.getResults()); });
 }
 
 kj::Promise<void> DebuggerService::findType(FindTypeContext context) {

@@ -41,19 +41,31 @@ bool DebuggerSide::probeTargetBigEndian(mqs_process* process,
   return !hostBig;  // reversed (anything else is treated as reversed too)
 }
 
+namespace {
+
+// Runs a find_function / find_symbol lookup with a marked address variable (or NULL when the
+// DLL passed NULL), so that an address the debugger did not store is reported as such.
+template <typename Lookup>
+DebuggerSide::Address lookUpAddress(bool wantAddress, Lookup&& lookup) {
+  mqs_taddr_t address;
+  fillScalar(address);
+  int rc = lookup(wantAddress ? &address : nullptr);
+  bool written = wantAddress && scalarWritten(address);
+  return {rc, written, written ? static_cast<uint64_t>(address) : 0};
+}
+
+}  // namespace
+
 DebuggerSide::Address DebuggerSide::findFunction(uint64_t image, const char* name, int lang,
                                                  bool wantAddress) {
   const mqs_image_callbacks* t = imageTable(image);
   if (t == nullptr || t->mqs_find_function_fp == nullptr) {
     return {MQD_PROXY_ERR_NOT_SET_UP, false, 0};
   }
-  mqs_taddr_t address;
-  fillScalar(address);
-  int rc = t->mqs_find_function_fp(images.handleOf(image), const_cast<char*>(name),
-                                   static_cast<mqs_lang_code>(lang),
-                                   wantAddress ? &address : nullptr);
-  bool written = wantAddress && scalarWritten(address);
-  return {rc, written, written ? static_cast<uint64_t>(address) : 0};
+  return lookUpAddress(wantAddress, [&](mqs_taddr_t* out) {
+    return t->mqs_find_function_fp(images.handleOf(image), const_cast<char*>(name),
+                                   static_cast<mqs_lang_code>(lang), out);
+  });
 }
 
 DebuggerSide::Address DebuggerSide::findSymbol(uint64_t image, const char* name,
@@ -62,12 +74,9 @@ DebuggerSide::Address DebuggerSide::findSymbol(uint64_t image, const char* name,
   if (t == nullptr || t->mqs_find_symbol_fp == nullptr) {
     return {MQD_PROXY_ERR_NOT_SET_UP, false, 0};
   }
-  mqs_taddr_t address;
-  fillScalar(address);
-  int rc = t->mqs_find_symbol_fp(images.handleOf(image), const_cast<char*>(name),
-                                 wantAddress ? &address : nullptr);
-  bool written = wantAddress && scalarWritten(address);
-  return {rc, written, written ? static_cast<uint64_t>(address) : 0};
+  return lookUpAddress(wantAddress, [&](mqs_taddr_t* out) {
+    return t->mqs_find_symbol_fp(images.handleOf(image), const_cast<char*>(name), out);
+  });
 }
 
 uint64_t DebuggerSide::findType(uint64_t image, const char* name, int lang) {
