@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mqd-proxy on a fresh Debian 12 machine, in one command:
-#   ./quickstart.sh         install what is missing, build, run the main job (the demo)
+#   ./quickstart.sh         install what is missing, build, run the main job: a live 4-rank
+#                           Open MPI job, gdb attached to every rank, queues through the proxy
 #   ./quickstart.sh test    install what is missing, build, run the whole test suite
 # BUILD_DIR (default: build) and JOBS (default: 2) can be set in the environment.
 set -euo pipefail
@@ -21,5 +22,5 @@ cmake --build "$build" -j"$jobs"
 if [ "$mode" = test ]; then
   ctest --test-dir "$build" --output-on-failure --timeout 1800
 else
-  tools/demo.sh "$build"
+  tools/mpi-demo.sh "$build"
 fi

@@ -1,5 +1,7 @@
 #include "Connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/utsname.h>
 
 #include "DebuggerService.h"
@@ -81,7 +83,14 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
             return address->connect().attach(kj::mv(address));
           })
           .then(
-              [where](kj::Own<kj::AsyncIoStream> stream) {
+              [where, tcp = endpoint.kind == Endpoint::Kind::Tcp](
+                  kj::Own<kj::AsyncIoStream> stream) {
+                if (tcp) {
+                  // Small request, small reply, over and over: Nagle's algorithm would hold
+                  // each one back for the peer's delayed ACK.
+                  int one = 1;
+                  stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                }
                 return kj::heap<Connection>(kj::mv(stream), where);
               },
               [where](kj::Exception&& e) -> kj::Own<Connection> {

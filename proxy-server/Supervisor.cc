@@ -185,6 +185,9 @@ void Supervisor::onConnection(int status) {
     client = reinterpret_cast<uv_stream_t*>(tcp);
   }
   if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), client) == 0 && !stopping_) {
+    // Every MQD call is a small request and a small reply: Nagle's algorithm would hold each
+    // one back for the peer's delayed ACK.
+    if (client->type == UV_TCP) uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(client), 1);
     forkWorker(client);
   }
   // The worker owns its duplicate of the connection; the supervisor keeps none.

@@ -8,6 +8,9 @@ packages=(
   g++ cmake make pkg-config binutils
   # libraries
   capnproto libcapnp-dev libuv1-dev libzstd-dev doctest-dev
+  # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
+  # headers (for the debug-type object of the stripped libmpi)
+  gdb python3 openmpi-bin libopenmpi-dev
 )
 
 missing=()
