@@ -47,6 +47,30 @@ ClientConfig ClientConfig::fromEnvironment(std::vector<std::string>* problems) {
     }
   }
   if (const char* v = env("MQD_PROXY_LOG_FILE")) c.logFile = v;
+  if (const char* v = env("MQD_PROXY_CACHE")) {
+    std::string p = v;
+    if (p == "off") {
+      c.cache = wire::CachePolicy::OFF;
+    } else if (p == "call") {
+      c.cache = wire::CachePolicy::CALL;
+    } else if (p == "epoch") {
+      c.cache = wire::CachePolicy::EPOCH;
+    } else {
+      problems->push_back("MQD_PROXY_CACHE: \"" + p + "\" is not off, call or epoch; using epoch");
+    }
+  }
+  if (const char* v = env("MQD_PROXY_COMPRESS")) {
+    std::string p = v;
+    if (p == "auto") {
+      c.compress = Compress::Auto;
+    } else if (p == "on") {
+      c.compress = Compress::On;
+    } else if (p == "off") {
+      c.compress = Compress::Off;
+    } else {
+      problems->push_back("MQD_PROXY_COMPRESS: \"" + p + "\" is not auto, on or off; using auto");
+    }
+  }
   return c;
 }
 

@@ -100,13 +100,20 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
                                           "MQD_PROXY_SERVER)");
               });
   std::string dll = config.dll;
-  auto opened = connected.then([&side, dll, where](kj::Own<Connection> c) {
+  wire::CachePolicy cache = config.cache;
+  bool compress = config.compress == ClientConfig::Compress::On ||
+                  (config.compress == ClientConfig::Compress::Auto &&
+                   endpoint.kind == Endpoint::Kind::Tcp);
+  auto opened = connected.then([&side, dll, where, cache, compress](kj::Own<Connection> c) {
+    c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
     options.setProtocolVersion(wire::PROTOCOL_VERSION);
     options.setDll(dll);
     options.setClientArch(machine());
     options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
+    options.setCachePolicy(cache);
+    options.setCompress(compress);
     request.setDebugger(kj::heap<DebuggerService>(*c, side));
     return request.send().then(
         [c = kj::mv(c)](capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {

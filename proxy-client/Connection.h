@@ -45,6 +45,8 @@ class Connection {
 
   wire::Session::Client& session() { return session_; }
   const DllInfo& dll() const { return dll_; }
+  // Whether bulk payloads travel zstd-compressed on this connection.
+  bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
 
   // Starts `promise` (an RPC reply) and routes its outcome to `call`.
@@ -74,6 +76,7 @@ class Connection {
   wire::Proxy::Client proxy_;
   wire::Session::Client session_{nullptr};
   DllInfo dll_;
+  bool compress_ = false;
   int brokenCode_ = 0;
   std::string brokenReason_;
 };

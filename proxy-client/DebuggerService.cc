@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "Bulk.h"
 #include "Connection.h"
 #include "DebuggerSide.h"
 #include "ProxyErrors.h"
@@ -230,6 +231,103 @@ kj::Promise<void> DebuggerService::putInfo(PutInfoContext context) {
     });
   }
   return kj::READY_NOW;
+}
+
+kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
+  struct Request {
+    uint64_t address;
+    uint32_t size;
+    uint64_t neededAddress;
+    uint32_t neededSize;
+  };
+  auto params = context.getParams();
+  uint64_t process = params.getProcess();
+  std::vector<Request> requests;
+  uint64_t total = 0;
+  for (auto b : params.getBlocks()) {
+    total += b.getSize();
+    if (total > kMaxBulkBytes) {
+      throw toWireException(MQD_PROXY_ERR_FETCH_TOO_LARGE, "fetchBlocks asks for too much");
+    }
+    requests.push_back({b.getAddress(), b.getSize(), b.getNeededAddress(), b.getNeededSize()});
+  }
+  using Blocks = std::vector<DebuggerSide::Block>;
+  bool compress = connection_.compress();
+  return onCallingThread<Blocks>("fetchBlocks",
+                                 [process, requests](DebuggerSide& d) {
+                                   Blocks out;
+                                   for (const Request& r : requests) {
+                                     out.push_back(d.readBlock(process, r.address, r.size,
+                                                               r.neededAddress, r.neededSize));
+                                   }
+                                   return out;
+                                 })
+      .then([context, compress](Blocks blocks) mutable {
+        auto list = context.getResults().initBlocks(static_cast<unsigned>(blocks.size()));
+        for (size_t i = 0; i < blocks.size(); ++i) {
+          auto out = list[static_cast<unsigned>(i)];
+          out.setRc(blocks[i].rc);
+          out.setAddress(blocks[i].address);
+          setBulk(out.initData(), kj::arrayPtr(blocks[i].bytes.data(), blocks[i].bytes.size()),
+                  compress);
+        }
+      });
+}
+
+kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
+  auto params = context.getParams();
+  uint64_t image = params.getImage();
+  std::vector<DebuggerSide::LookupRequest> requests;
+  for (auto l : params.getLookups()) {
+    DebuggerSide::LookupRequest r;
+    switch (l.which()) {
+      case wire::Lookup::SYMBOL:
+        r.kind = DebuggerSide::LookupRequest::Symbol;
+        r.name = l.getSymbol();
+        break;
+      case wire::Lookup::FUNCTION:
+        r.kind = DebuggerSide::LookupRequest::Function;
+        r.name = l.getFunction().getName();
+        r.lang = l.getFunction().getLang();
+        break;
+      case wire::Lookup::TYPE:
+        r.kind = DebuggerSide::LookupRequest::Type;
+        r.name = l.getType().getName();
+        r.lang = l.getType().getLang();
+        break;
+      case wire::Lookup::FIELD:
+        r.kind = DebuggerSide::LookupRequest::Field;
+        r.name = l.getField().getType().getName();
+        r.lang = l.getField().getType().getLang();
+        r.field = l.getField().getField();
+        break;
+      case wire::Lookup::SIZE_OF:
+        r.kind = DebuggerSide::LookupRequest::SizeOf;
+        r.name = l.getSizeOf().getName();
+        r.lang = l.getSizeOf().getLang();
+        break;
+    }
+    requests.push_back(std::move(r));
+  }
+  using Results = std::vector<DebuggerSide::LookupResult>;
+  return onCallingThread<Results>("lookUp",
+                                  [image, requests](DebuggerSide& d) {
+                                    return d.lookUp(image, requests);
+                                  })
+      .then([context](Results results) mutable {
+        auto list = context.getResults().initAnswers(static_cast<unsigned>(results.size()));
+        for (size_t i = 0; i < results.size(); ++i) {
+          auto a = list[static_cast<unsigned>(i)];
+          a.setRc(results[i].rc);
+          if (results[i].written) {
+            a.initAddress().setValue(results[i].address);
+          } else {
+            a.initAddress().setUntouched();
+          }
+          a.setType(results[i].type);
+          a.setValue(results[i].value);
+        }
+      });
 }
 
 kj::Promise<void> DebuggerService::dllOutput(DllOutputContext context) {

@@ -37,6 +37,8 @@ class DebuggerService final : public wire::Debugger::Server {
   kj::Promise<void> dprints(DprintsContext context) override;
   kj::Promise<void> dllOutput(DllOutputContext context) override;
   kj::Promise<void> putInfo(PutInfoContext context) override;
+  kj::Promise<void> fetchBlocks(FetchBlocksContext context) override;
+  kj::Promise<void> lookUp(LookUpContext context) override;
 
  private:
   // Runs `run` on the calling thread of the current call; resolves to its result.

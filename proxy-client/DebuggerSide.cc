@@ -1,7 +1,9 @@
 #include "DebuggerSide.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 
 #include "OutputApply.h"
 #include "WriteTracking.h"
@@ -215,6 +217,112 @@ void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) 
       }
       break;
   }
+}
+
+DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, uint32_t size,
+                                            uint64_t neededAddress, uint32_t neededSize) {
+  constexpr uint64_t kPage = 4096;
+  Block out;
+  const mqs_process_callbacks* t = processTable(process);
+  if (t == nullptr || t->mqs_fetch_data_fp == nullptr) {
+    out.rc = MQD_PROXY_ERR_NOT_SET_UP;
+    return out;
+  }
+  mqs_process* handle = processes.handleOf(process);
+  uint64_t blockEnd = address + size;
+  uint64_t neededEnd = neededAddress + neededSize;
+  if (neededAddress < address || neededEnd > blockEnd || neededEnd < neededAddress) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks: needed range outside its block");
+  }
+  auto read = [&](uint64_t at, uint64_t n, std::vector<unsigned char>* bytes) {
+    bytes->assign(n, 0);
+    return t->mqs_fetch_data_fp(handle, narrowAddress(at, "fetch_data address"),
+                                static_cast<int>(n), bytes->data());
+  };
+  if (read(address, size, &out.bytes) == mqs_ok) {
+    out.address = address;
+    return out;
+  }
+  // The block runs into memory the debugger cannot read: the needed range decides, and the
+  // readable pages around it are worth having.
+  out.rc = read(neededAddress, neededSize, &out.bytes);
+  if (out.rc != mqs_ok) {
+    out.bytes.clear();
+    return out;
+  }
+  uint64_t lo = neededAddress, hi = neededEnd;
+  std::vector<unsigned char> piece;
+  uint64_t pageLo = std::max(address, neededAddress / kPage * kPage);
+  uint64_t pageHi = std::min(blockEnd, (neededEnd + kPage - 1) / kPage * kPage);
+  if (read(pageLo, pageHi - pageLo, &piece) == mqs_ok) {
+    out.bytes = piece;
+    lo = pageLo;
+    hi = pageHi;
+  }
+  while (hi < blockEnd) {
+    uint64_t n = std::min(kPage, blockEnd - hi);
+    if (read(hi, n, &piece) != mqs_ok) break;
+    out.bytes.insert(out.bytes.end(), piece.begin(), piece.end());
+    hi += n;
+  }
+  while (lo > address) {
+    uint64_t n = std::min(kPage, lo - address);
+    if (read(lo - n, n, &piece) != mqs_ok) break;
+    out.bytes.insert(out.bytes.begin(), piece.begin(), piece.end());
+    lo -= n;
+  }
+  out.address = lo;
+  return out;
+}
+
+std::vector<DebuggerSide::LookupResult> DebuggerSide::lookUp(
+    uint64_t image, const std::vector<LookupRequest>& requests) {
+  std::vector<LookupResult> out(requests.size());
+  std::map<std::pair<std::string, int>, uint64_t> types;
+  auto typeOf = [&](const LookupRequest& r) {
+    auto key = std::make_pair(r.name, r.lang);
+    auto it = types.find(key);
+    if (it == types.end()) it = types.emplace(key, findType(image, r.name.c_str(), r.lang)).first;
+    return it->second;
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const LookupRequest& r = requests[i];
+    LookupResult& a = out[i];
+    switch (r.kind) {
+      case LookupRequest::Symbol:
+      case LookupRequest::Function: {
+        Address found = r.kind == LookupRequest::Symbol
+                            ? findSymbol(image, r.name.c_str(), true)
+                            : findFunction(image, r.name.c_str(), r.lang, true);
+        a.rc = found.rc;
+        a.written = found.written;
+        a.address = found.value;
+        break;
+      }
+      case LookupRequest::Type:
+        a.type = typeOf(r);
+        break;
+      case LookupRequest::Field: {
+        uint64_t type = typeOf(r);
+        a.value = type == 0 ? -1 : fieldOffset(type, r.field.c_str());
+        break;
+      }
+      case LookupRequest::SizeOf: {
+        uint64_t type = typeOf(r);
+        a.value = type == 0 ? 0 : sizeOf(type);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+DebuggerSide::Attributes DebuggerSide::attributes(uint64_t process) {
+  Attributes a;
+  a.image = getImage(process);
+  a.globalRank = getGlobalRank(process);
+  a.typeSizes = getTypeSizes(process);
+  return a;
 }
 
 }  // namespace mqd::client

@@ -67,6 +67,44 @@ class DebuggerSide {
   // Replays a put_*_info the DLL made on the server, with the server's token as the pointer.
   void putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info);
 
+  // ---- batched requests of the server's caches ----
+
+  // A fetchBlocks answer: the whole block when the debugger can read it, else the largest
+  // readable page-aligned window of it around the needed range; rc is the debugger's answer
+  // for the needed range itself.
+  struct Block {
+    int rc = 0;
+    uint64_t address = 0;
+    std::vector<unsigned char> bytes;
+  };
+  Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
+                  uint32_t neededSize);
+
+  // A lookUp request and its answer (see wire Lookup / LookupAnswer).
+  struct LookupRequest {
+    enum Kind { Symbol, Function, Type, Field, SizeOf } kind;
+    std::string name;
+    int lang = 0;
+    std::string field;
+  };
+  struct LookupResult {
+    int rc = 0;
+    bool written = false;
+    uint64_t address = 0;
+    uint64_t type = 0;
+    int value = 0;
+  };
+  std::vector<LookupResult> lookUp(uint64_t image, const std::vector<LookupRequest>& requests);
+
+  // What a server may want of a process without asking (policies call and epoch): its image,
+  // MPI_COMM_WORLD rank and basic type sizes, from the debugger's own callbacks.
+  struct Attributes {
+    uint64_t image = 0;
+    int globalRank = MQS_INVALID_PROCESS;
+    std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> typeSizes;
+  };
+  Attributes attributes(uint64_t process);
+
  private:
   const mqs_image_callbacks* imageTable(uint64_t image) const;
   const mqs_process_callbacks* processTable(uint64_t process) const;

@@ -1,5 +1,7 @@
 #include "MqsClient.h"
 
+#include <unistd.h>
+
 #include <climits>
 #include <cstdint>
 
@@ -143,6 +145,7 @@ void MqsClient::ensureSession() {
 template <typename Results, typename Send>
 MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& send) {
   auto pending = std::make_shared<PendingCall>(entryPoint);
+  ++counters_.forwarded;
   loop_->run([&]() {
     Connection& c = *connection_;
     if (c.broken()) {
@@ -199,6 +202,51 @@ void MqsClient::requireEntryPoint(const char* entryPoint) {
   if (!dll_.has(entryPoint)) {
     throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT,
                      std::string(entryPoint) + " is not provided by vendor DLL " + dll_.path);
+  }
+}
+
+RecordedWalk* MqsClient::walkOf(uint64_t process) {
+  auto it = walks_.find(process);
+  return it == walks_.end() ? nullptr : it->second.get();
+}
+
+void MqsClient::leaveWalk(uint64_t process) {
+  auto it = walks_.find(process);
+  if (it == walks_.end()) return;
+  std::unique_ptr<RecordedWalk> walk = std::move(it->second);
+  walks_.erase(it);
+  ++counters_.left;
+  loop_->run([&]() {
+    if (connection_->broken()) return;
+    auto request = connection_->session().repositionRequest();
+    request.setProcess(process);
+    walk->cursor(request.initCursor());
+    request.send().detach([](kj::Exception&&) {});
+  });
+}
+
+void MqsClient::replay(RecordedWalk::Effects effects) {
+  ++counters_.served;
+  for (auto e : effects) {
+    switch (e.which()) {
+      case wire::Effect::DPRINTS:
+        side_.dprints(std::string(e.getDprints()).c_str());
+        break;
+      case wire::Effect::PUT_INFO:
+        side_.putInfo(e.getPutInfo().getKind(), e.getPutInfo().getHandle(),
+                      e.getPutInfo().getInfo());
+        break;
+      case wire::Effect::DLL_OUTPUT: {
+        auto bytes = e.getDllOutput();
+        size_t done = 0;
+        while (done < bytes.size()) {
+          ssize_t n = ::write(2, bytes.begin() + done, bytes.size() - done);
+          if (n <= 0) break;
+          done += static_cast<size_t>(n);
+        }
+        break;
+      }
+    }
   }
 }
 
@@ -327,13 +375,31 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     ensureSession();
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
+    walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
+    // Sent along, so that the server never has to ask (cache policies call and epoch).
+    bool withAttributes = config_.cache != wire::CachePolicy::OFF;
+    DebuggerSide::Attributes attributes;
+    if (withAttributes) attributes = side_.attributes(token);
     auto reply = roundTrip<wire::Session::SetupProcessResults>(
-        "mqs_setup_process", [token, bigEndian](wire::Session::Client& s) {
+        "mqs_setup_process",
+        [token, bigEndian, withAttributes, &attributes](wire::Session::Client& s) {
           auto r = s.setupProcessRequest();
           r.setProcess(token);
           r.setTargetBigEndian(bigEndian);
+          r.setHasAttributes(withAttributes);
+          auto a = r.initAttributes();
+          a.setImage(attributes.image);
+          a.setGlobalRank(attributes.globalRank);
+          auto sizes = a.initTypeSizes(static_cast<unsigned>(attributes.typeSizes.size()));
+          for (unsigned i = 0; i < sizes.size(); ++i) {
+            if (attributes.typeSizes[i]) {
+              sizes[i].setValue(*attributes.typeSizes[i]);
+            } else {
+              sizes[i].setUntouched();
+            }
+          }
           return r.send();
         });
     return resultOf(reply, reply.get().getRc());
@@ -344,6 +410,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
   return call("mqs_process_has_queues", [&]() {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_process_has_queues");
+    leaveWalk(token);
     auto reply = roundTrip<wire::Session::ProcessHasQueuesResults>(
         "mqs_process_has_queues", [token](wire::Session::Client& s) {
           auto r = s.processHasQueuesRequest();
@@ -372,32 +439,99 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
 
 // ---- communicators ----
 
-// A process-level call whose only result is rc: Request is the Session method's request type.
-#define MQD_PROCESS_RC_METHOD(Method, RequestMethod, Results, entry)                        \
-  int MqsClient::Method(mqs_process* process) {                                             \
-    return call(entry, [&]() {                                                              \
-      ensureSession();                                                                      \
-      uint64_t token = setUpProcess(process, entry);                                        \
-      auto reply = roundTrip<wire::Session::Results>(entry, [token](wire::Session::Client& s) { \
-        auto r = s.RequestMethod();                                                         \
-        r.setProcess(token);                                                                \
-        return r.send();                                                                    \
-      });                                                                                   \
-      return resultOf(reply, reply.get().getRc());                                          \
-    });                                                                                     \
-  }
+int MqsClient::updateCommunicatorList(mqs_process* process) {
+  return call("mqs_update_communicator_list", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_update_communicator_list");
+    walks_.erase(token);  // a new epoch: the old record is stale
+    Counters c = counters_;
+    auto reply = roundTrip<wire::Session::UpdateCommunicatorListResults>(
+        "mqs_update_communicator_list", [token, c](wire::Session::Client& s) {
+          auto r = s.updateCommunicatorListRequest();
+          r.setProcess(token);
+          auto counters = r.initClientCounters(3);
+          counters[0].setName("calls_forwarded");
+          counters[0].setValue(c.forwarded);
+          counters[1].setName("calls_from_walk");
+          counters[1].setValue(c.served);
+          counters[2].setName("walks_left");
+          counters[2].setValue(c.left);
+          return r.send();
+        });
+    int rc = resultOf(reply, reply.get().getRc());
+    if (reply.get().getWalk().getSize() > 0) {
+      walks_[token] = std::make_unique<RecordedWalk>(reply.get().getWalk());
+    }
+    return rc;
+  });
+}
 
-MQD_PROCESS_RC_METHOD(updateCommunicatorList, updateCommunicatorListRequest,
-                      UpdateCommunicatorListResults, "mqs_update_communicator_list")
-MQD_PROCESS_RC_METHOD(setupCommunicatorIterator, setupCommunicatorIteratorRequest,
-                      SetupCommunicatorIteratorResults, "mqs_setup_communicator_iterator")
-MQD_PROCESS_RC_METHOD(nextCommunicator, nextCommunicatorRequest, NextCommunicatorResults,
-                      "mqs_next_communicator")
+int MqsClient::setupCommunicatorIterator(mqs_process* process) {
+  return call("mqs_setup_communicator_iterator", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_setup_communicator_iterator");
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedRc::Reader r;
+      if (walk->setupCommunicatorIterator(&r)) {
+        replay(r.getEffects());
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
+    auto reply = roundTrip<wire::Session::SetupCommunicatorIteratorResults>(
+        "mqs_setup_communicator_iterator", [token](wire::Session::Client& s) {
+          auto r = s.setupCommunicatorIteratorRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    return resultOf(reply, reply.get().getRc());
+  });
+}
+
+int MqsClient::nextCommunicator(mqs_process* process) {
+  return call("mqs_next_communicator", [&]() {
+    ensureSession();
+    uint64_t token = setUpProcess(process, "mqs_next_communicator");
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedRc::Reader r;
+      if (walk->nextCommunicator(&r)) {
+        replay(r.getEffects());
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
+    auto reply = roundTrip<wire::Session::NextCommunicatorResults>(
+        "mqs_next_communicator", [token](wire::Session::Client& s) {
+          auto r = s.nextCommunicatorRequest();
+          r.setProcess(token);
+          return r.send();
+        });
+    return resultOf(reply, reply.get().getRc());
+  });
+}
 
 int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communicator) {
   return call("mqs_get_communicator", [&]() {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_get_communicator");
+    auto deliver = [&](int rc, wire::Communicator::Reader out) {
+      if (communicator != nullptr) {
+        apply(out, *communicator);
+        if (out.getWritten() & 4) {
+          communicatorSize_[token] =
+              communicator->size < 0 ? 0 : static_cast<size_t>(communicator->size);
+        }
+      }
+      return rc;
+    };
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedCommunicator::Reader r;
+      if (walk->getCommunicator(&r)) {
+        replay(r.getEffects());
+        return deliver(r.getRc(), r.getCommunicator());
+      }
+      leaveWalk(token);
+    }
     auto reply = roundTrip<wire::Session::GetCommunicatorResults>(
         "mqs_get_communicator", [token](wire::Session::Client& s) {
           auto r = s.getCommunicatorRequest();
@@ -405,14 +539,7 @@ int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communica
           return r.send();
         });
     auto results = reply.get();
-    int rc = resultOf(reply, results.getRc());
-    if (communicator != nullptr) {
-      apply(results.getCommunicator(), *communicator);
-      if (results.getCommunicator().getWritten() & 4) {
-        communicatorSize_[token] = communicator->size < 0 ? 0 : static_cast<size_t>(communicator->size);
-      }
-    }
-    return rc;
+    return deliver(resultOf(reply, results.getRc()), results.getCommunicator());
   });
 }
 
@@ -421,6 +548,17 @@ int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
     ensureSession();
     requireEntryPoint("mqs_get_comm_group");
     uint64_t token = setUpProcess(process, "mqs_get_comm_group");
+    auto known = communicatorSize_.find(token);
+    size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedGroup::Reader r;
+      if (walk->getCommGroup(&r)) {
+        replay(r.getEffects());
+        applyGroup(r.getRanks(), r.getWritten(), ranks, limit);
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
     auto reply = roundTrip<wire::Session::GetCommGroupResults>(
         "mqs_get_comm_group", [token](wire::Session::Client& s) {
           auto r = s.getCommGroupRequest();
@@ -429,8 +567,6 @@ int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
         });
     auto results = reply.get();
     int rc = resultOf(reply, results.getRc());
-    auto known = communicatorSize_.find(token);
-    size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
     applyGroup(results.getRanks(), results.getWritten(), ranks, limit);
     return rc;
   });
@@ -442,6 +578,14 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
   return call("mqs_setup_operation_iterator", [&]() {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_setup_operation_iterator");
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedRc::Reader r;
+      if (walk->setupOperationIterator(opClass, &r)) {
+        replay(r.getEffects());
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
     auto reply = roundTrip<wire::Session::SetupOperationIteratorResults>(
         "mqs_setup_operation_iterator", [token, opClass](wire::Session::Client& s) {
           auto r = s.setupOperationIteratorRequest();
@@ -457,6 +601,15 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
   return call("mqs_next_operation", [&]() {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_next_operation");
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedOperation::Reader r;
+      if (walk->nextOperation(&r)) {
+        replay(r.getEffects());
+        if (operation != nullptr) apply(r.getOperation(), *operation);
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
     auto reply = roundTrip<wire::Session::NextOperationResults>(
         "mqs_next_operation", [token](wire::Session::Client& s) {
           auto r = s.nextOperationRequest();
@@ -509,6 +662,7 @@ int MqsClient::setupNewProcessIterator(mqs_process* process) {
     ensureSession();
     requireEntryPoint("mqs_setup_new_process_iterator");
     uint64_t token = setUpProcess(process, "mqs_setup_new_process_iterator");
+    leaveWalk(token);
     auto reply = roundTrip<wire::Session::SetupNewProcessIteratorResults>(
         "mqs_setup_new_process_iterator", [token](wire::Session::Client& s) {
           auto r = s.setupNewProcessIteratorRequest();
@@ -524,6 +678,7 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
     ensureSession();
     requireEntryPoint("mqs_next_new_process");
     uint64_t token = setUpProcess(process, "mqs_next_new_process");
+    leaveWalk(token);
     auto reply = roundTrip<wire::Session::NextNewProcessResults>(
         "mqs_next_new_process", [token](wire::Session::Client& s) {
           auto r = s.nextNewProcessRequest();
@@ -542,6 +697,7 @@ int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
     ensureSession();
     requireEntryPoint("mqs_set_process_identity");
     uint64_t token = setUpProcess(process, "mqs_set_process_identity");
+    leaveWalk(token);
     auto reply = roundTrip<wire::Session::SetProcessIdentityResults>(
         "mqs_set_process_identity", [token, identity](wire::Session::Client& s) {
           auto r = s.setProcessIdentityRequest();
@@ -560,6 +716,16 @@ int MqsClient::getCommCollState(mqs_process* process, int collective, int* seque
     uint64_t token = setUpProcess(process, "mqs_get_comm_coll_state");
     // A DLL without the extension answers like one that cannot tell (see README).
     if (!dll_.has("mqs_get_comm_coll_state")) return static_cast<int>(mqs_no_information);
+    if (RecordedWalk* walk = walkOf(token)) {
+      wire::RecordedCollState::Reader r;
+      if (walk->getCommCollState(collective, &r)) {
+        replay(r.getEffects());
+        apply(r.getSequence(), sequence);
+        apply(r.getActive(), active);
+        return r.getRc();
+      }
+      leaveWalk(token);
+    }
     auto reply = roundTrip<wire::Session::GetCommCollStateResults>(
         "mqs_get_comm_coll_state", [token, collective](wire::Session::Client& s) {
           auto r = s.getCommCollStateRequest();

@@ -6,9 +6,11 @@
 //      refused with MQD_PROXY_ERR_REENTRANT);
 //   2. opens the session on first need (connect, openSession, the deferred
 //      setup_basic_callbacks);
-//   3. sends one Session request and serves the server's callbacks on this thread until the
-//      reply arrives (PendingCall);
-//   4. applies the captured outputs and returns the DLL's result.
+//   3. answers from the process's RecordedWalk when the call is part of a refresh the server
+//      recorded at mqs_update_communicator_list (replaying the effects recorded with it);
+//   4. otherwise sends one Session request and serves the server's callbacks on this thread
+//      until the reply arrives (PendingCall);
+//   5. applies the captured outputs and returns the DLL's result.
 // Failures of the proxy itself return the codes of mqd_proxy.h; mqs_dll_error_string() then
 // explains them. Nothing here throws to the caller.
 #pragma once
@@ -21,6 +23,7 @@
 #include "ClientConfig.h"
 #include "Connection.h"
 #include "DebuggerSide.h"
+#include "RecordedWalk.h"
 #include "StringPool.h"
 #include "mqs_interface.h"
 
@@ -92,6 +95,14 @@ class MqsClient {
   // Missing optional entry point: ProxyError(NO_ENTRY_POINT) naming it and the DLL.
   void requireEntryPoint(const char* entryPoint);
 
+  // The walk the debugger is being served from for this process, or nullptr.
+  RecordedWalk* walkOf(uint64_t process);
+  // Stops serving the process from its walk: the server brings the DLL to where the debugger
+  // believes it is (sent without waiting, ahead of the next call).
+  void leaveWalk(uint64_t process);
+  // Replays the debugger-visible effects recorded with a call served from a walk.
+  void replay(RecordedWalk::Effects effects);
+
   // Records the sentence for a proxy error and returns its code.
   int report(int code, const std::string& detail, const char* entryPoint);
 
@@ -104,6 +115,12 @@ class MqsClient {
   bool sessionOpened_ = false;
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
+  std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
+  struct Counters {
+    uint64_t forwarded = 0;  // calls sent to the server
+    uint64_t served = 0;     // calls answered from a walk
+    uint64_t left = 0;       // walks left before their end (repositions)
+  } counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   StringPool strings_;
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "DllCall.h"
+#include "RemoteDebugger.h"
 #include "Log.h"
 #include "ProxyErrors.h"
 #include "SessionService.h"
@@ -40,20 +41,9 @@ R guarded(const char* name, R failure, Body&& body) {
 
 // Before asking the debugger anything, relay what the DLL printed so far, so that its output
 // and its callbacks reach the debugger in the order they happened.
-wire::Debugger::Client& debuggerFor(DllCall& call) {
-  call.session().relayDllOutput();
-  return call.session().debugger();
-}
-
-// put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
-// token, in order with the call's other callbacks.
-void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
-  uint64_t token = call.session().objects().infoToken(kind, info);
-  auto request = debuggerFor(call).putInfoRequest();
-  request.setKind(kind);
-  request.setHandle(handle);
-  request.setInfo(token);
-  request.send().detach([](kj::Exception&&) {});
+RemoteDebugger& debuggerFor(DllCall& call) {
+  call.session().relayDllOutput(call);
+  return call.session().remote();
 }
 
 RemoteImage& imageOf(DllCall& call, mqs_image* image) {
@@ -74,11 +64,12 @@ RemoteJob& jobOf(DllCall& call, mqs_job* job) {
   return *r;
 }
 
-mqs_taddr_t toTaddr(uint64_t value) {
-  if (value > std::numeric_limits<mqs_taddr_t>::max()) {
-    throw ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH, "address does not fit this server's taddr");
-  }
-  return static_cast<mqs_taddr_t>(value);
+// put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
+// token, in order with the call's other callbacks.
+void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
+  uint64_t token = call.session().objects().infoToken(kind, info);
+  Effect effect{Effect::Kind::PutInfo, {}, kind, handle, token};
+  debuggerFor(call).notify(call, std::move(effect));
 }
 
 // ---- basic callbacks: all local except dprints and errorstring ----
@@ -91,16 +82,12 @@ void cbFree(void* p) { std::free(p); }
 
 void cbDprints(const char* text) {
   if (text == nullptr) return;
-  DllCall* call = DllCall::current();
-  if (call == nullptr) {
+  if (DllCall::current() == nullptr) {
     MQD_LOG(Info, "vendor DLL dprints outside a call: %s", text);
     return;
   }
-  guarded("dprints", 0, [&](DllCall& c) {
-    auto request = debuggerFor(c).dprintsRequest();
-    request.setText(text);
-    // Not waited for: E-order keeps it ahead of everything the call sends afterwards.
-    request.send().detach([](kj::Exception&&) {});
+  guarded("dprints", 0, [&](DllCall& call) {
+    debuggerFor(call).notify(call, Effect{Effect::Kind::Dprints, text});
     return 0;
   });
 }
@@ -108,14 +95,8 @@ void cbDprints(const char* text) {
 // NULL when the debugger cannot be asked.
 char* cbErrorString(int code) {
   if (MQD_PROXY_IS_PROXY_ERROR(code)) return const_cast<char*>(proxyErrorText(code));
-  return guarded<char*>("errorstring", nullptr, [&](DllCall& call) -> char* {
-    auto request = debuggerFor(call).errorStringRequest();
-    request.setCode(code);
-    auto response = request.send().wait(call.waitScope());
-    auto text = response.getText();
-    if (!text.isText()) return nullptr;
-    return call.session().intern(text.getText());
-  });
+  return guarded<char*>("errorstring", nullptr,
+                        [&](DllCall& call) { return debuggerFor(call).errorString(call, code); });
 }
 
 void cbPutImageInfo(mqs_image* image, mqs_image_info* info) {
@@ -165,17 +146,7 @@ mqs_job_info* cbGetJobInfo(mqs_job* job) {
 // Leaves every size untouched when the debugger cannot be asked.
 void cbGetTypeSizes(mqs_process* process, mqs_target_type_sizes* sizes) {
   guarded("get_type_sizes", 0, [&](DllCall& call) {
-    RemoteProcess& r = processOf(call, process);
-    auto request = debuggerFor(call).getTypeSizesRequest();
-    request.setProcess(r.token);
-    auto response = request.send().wait(call.waitScope());
-    if (sizes == nullptr) return 0;
-    int* fields = &sizes->short_size;
-    auto list = response.getSizes();
-    unsigned n = std::min<unsigned>(list.size(), MQS_TARGET_TYPE_SIZES_OPENMPI_INTS);
-    for (unsigned i = 0; i < n; ++i) {
-      if (list[i].isValue()) fields[i] = list[i].getValue();
-    }
+    debuggerFor(call).getTypeSizes(call, processOf(call, process), sizes);
     return 0;
   });
 }
@@ -186,15 +157,8 @@ int cbFindFunction(mqs_image* image, char* name, mqs_lang_code lang, mqs_taddr_t
   if (name == nullptr) return mqs_no_information;
   return guarded("find_function", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   auto request = debuggerFor(call).findFunctionRequest();
-                   request.setImage(imageOf(call, image).token);
-                   request.setName(name);
-                   request.setLang(static_cast<int32_t>(lang));
-                   request.setWantAddress(addr != nullptr);
-                   auto response = request.send().wait(call.waitScope());
-                   auto out = response.getAddress();
-                   if (addr != nullptr && out.isValue()) *addr = toTaddr(out.getValue());
-                   return response.getRc();
+                   return debuggerFor(call).findFunction(call, imageOf(call, image), name,
+                                                         static_cast<int>(lang), addr);
                  });
 }
 
@@ -202,14 +166,7 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
   if (name == nullptr) return mqs_no_information;
   return guarded("find_symbol", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   auto request = debuggerFor(call).findSymbolRequest();
-                   request.setImage(imageOf(call, image).token);
-                   request.setName(name);
-                   request.setWantAddress(addr != nullptr);
-                   auto response = request.send().wait(call.waitScope());
-                   auto out = response.getAddress();
-                   if (addr != nullptr && out.isValue()) *addr = toTaddr(out.getValue());
-                   return response.getRc();
+                   return debuggerFor(call).findSymbol(call, imageOf(call, image), name, addr);
                  });
 }
 
@@ -218,11 +175,8 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
 mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
   if (name == nullptr) return nullptr;
   return guarded<mqs_type*>("find_type", nullptr, [&](DllCall& call) -> mqs_type* {
-    auto request = debuggerFor(call).findTypeRequest();
-    request.setImage(imageOf(call, image).token);
-    request.setName(name);
-    request.setLang(static_cast<int32_t>(lang));
-    uint64_t token = request.send().wait(call.waitScope()).getType();
+    uint64_t token = debuggerFor(call).findType(call, imageOf(call, image), name,
+                                                static_cast<int>(lang));
     if (token > std::numeric_limits<uintptr_t>::max()) {
       throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "type token does not fit a pointer");
     }
@@ -234,19 +188,14 @@ mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
 int cbFieldOffset(mqs_type* type, char* field) {
   if (field == nullptr) return -1;
   return guarded("field_offset", -1, [&](DllCall& call) {
-    auto request = debuggerFor(call).fieldOffsetRequest();
-    request.setType(reinterpret_cast<uintptr_t>(type));
-    request.setField(field);
-    return request.send().wait(call.waitScope()).getOffset();
+    return debuggerFor(call).fieldOffset(call, reinterpret_cast<uintptr_t>(type), field);
   });
 }
 
 // 0 when unavailable.
 int cbSizeof(mqs_type* type) {
   return guarded("sizeof", 0, [&](DllCall& call) {
-    auto request = debuggerFor(call).sizeOfRequest();
-    request.setType(reinterpret_cast<uintptr_t>(type));
-    return request.send().wait(call.waitScope()).getSize();
+    return debuggerFor(call).sizeOf(call, reinterpret_cast<uintptr_t>(type));
   });
 }
 
@@ -255,18 +204,14 @@ int cbSizeof(mqs_type* type) {
 // MQS_INVALID_PROCESS when unavailable.
 int cbGetGlobalRank(mqs_process* process) {
   return guarded("get_global_rank", static_cast<int>(MQS_INVALID_PROCESS), [&](DllCall& call) {
-    auto request = debuggerFor(call).getGlobalRankRequest();
-    request.setProcess(processOf(call, process).token);
-    return request.send().wait(call.waitScope()).getRank();
+    return debuggerFor(call).globalRank(call, processOf(call, process));
   });
 }
 
 // NULL when unavailable.
 mqs_image* cbGetImage(mqs_process* process) {
   return guarded<mqs_image*>("get_image", nullptr, [&](DllCall& call) -> mqs_image* {
-    auto request = debuggerFor(call).getImageRequest();
-    request.setProcess(processOf(call, process).token);
-    uint64_t token = request.send().wait(call.waitScope()).getImage();
+    uint64_t token = debuggerFor(call).image(call, processOf(call, process));
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_image*>(&call.session().objects().image(token));
   });
@@ -279,19 +224,8 @@ int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
   }
   return guarded("fetch_data", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   auto request = debuggerFor(call).fetchDataRequest();
-                   request.setProcess(processOf(call, process).token);
-                   request.setAddress(addr);
-                   request.setSize(size);
-                   auto response = request.send().wait(call.waitScope());
-                   int rc = response.getRc();
-                   if (rc != mqs_ok) return rc;
-                   auto data = response.getData();
-                   if (data.size() != static_cast<size_t>(size)) {
-                     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetch_data reply of wrong size");
-                   }
-                   if (size > 0) std::memcpy(buf, data.begin(), data.size());
-                   return rc;
+                   return debuggerFor(call).fetchData(call, processOf(call, process), addr, size,
+                                                      buf);
                  });
 }
 
@@ -317,9 +251,7 @@ void cbTargetToHost(mqs_process* process, const void* in, void* out, int size) {
 // NULL / MQS_INVALID_PROCESS when unavailable.
 mqs_job* cbGetProcessJob(mqs_process* process) {
   return guarded<mqs_job*>("get_process_job", nullptr, [&](DllCall& call) -> mqs_job* {
-    auto request = debuggerFor(call).getProcessJobRequest();
-    request.setProcess(processOf(call, process).token);
-    uint64_t token = request.send().wait(call.waitScope()).getJob();
+    uint64_t token = debuggerFor(call).job(call, processOf(call, process));
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_job*>(&call.session().objects().job(token));
   });
@@ -328,9 +260,7 @@ mqs_job* cbGetProcessJob(mqs_process* process) {
 int cbGetProcessIdentity(mqs_process* process) {
   return guarded("get_process_identity", static_cast<int>(MQS_INVALID_PROCESS),
                  [&](DllCall& call) {
-                   auto request = debuggerFor(call).getProcessIdentityRequest();
-                   request.setProcess(processOf(call, process).token);
-                   return request.send().wait(call.waitScope()).getIdentity();
+                   return debuggerFor(call).identity(call, processOf(call, process));
                  });
 }
 
@@ -338,10 +268,7 @@ int cbGetProcessIdentity(mqs_process* process) {
 
 mqs_process* cbGetProcess(mqs_job* job, int index) {
   return guarded<mqs_process*>("get_process", nullptr, [&](DllCall& call) -> mqs_process* {
-    auto request = debuggerFor(call).getProcessRequest();
-    request.setJob(jobOf(call, job).token);
-    request.setIndex(index);
-    uint64_t token = request.send().wait(call.waitScope()).getProcess();
+    uint64_t token = debuggerFor(call).process(call, jobOf(call, job), index);
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_process*>(&call.session().objects().process(token));
   });

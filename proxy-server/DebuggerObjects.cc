@@ -117,4 +117,8 @@ void DebuggerObjects::forgetInfo(uint64_t token) {
   infoByToken_.erase(it);
 }
 
+void DebuggerObjects::forEachProcess(const std::function<void(RemoteProcess&)>& fn) {
+  for (auto& [token, process] : processes_) fn(*process);
+}
+
 }  // namespace mqd::server

@@ -11,20 +11,42 @@
 // back here.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
+#include <utility>
+
+#include "TargetMemory.h"
 
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
 namespace mqd::server {
 
+// A find_symbol / find_function answer as the debugger gave it.
+struct AddressAnswer {
+  int rc = 0;
+  bool knowsAddress = false;  // asked with an out-pointer (else only rc is known)
+  bool written = false;       // the debugger stored an address
+  uint64_t address = 0;
+};
+
 struct RemoteImage {
   uint64_t token = 0;
   mqs_image_info* info = nullptr;
   bool setUp = false;  // mqs_setup_image was called for it in this session
+  // Look-up answers for the session (cache policies call and epoch).
+  std::map<std::string, AddressAnswer> symbols;
+  std::map<std::pair<std::string, int>, AddressAnswer> functions;
+  std::map<std::pair<std::string, int>, uint64_t> types;
 };
+
+using TypeSizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
 
 struct RemoteProcess {
   uint64_t token = 0;
@@ -32,6 +54,13 @@ struct RemoteProcess {
   bool setUp = false;           // mqs_setup_process was called for it in this session
   bool targetBigEndian = false; // learned once, at set-up
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
+  // Attributes the debugger gave (cache policies call and epoch).
+  std::optional<uint64_t> image;
+  std::optional<int> globalRank;
+  std::optional<TypeSizes> typeSizes;
+  std::optional<uint64_t> job;
+  std::optional<int> identity;
+  std::unique_ptr<TargetMemory> memory;  // created at set-up when memory is cached
 };
 
 struct RemoteJob {
@@ -65,6 +94,8 @@ class DebuggerObjects {
   void* infoFromToken(wire::InfoKind kind, uint64_t token, const char* entryPoint);
   // Forget a destroyed info (a later destroy of the same token is refused).
   void forgetInfo(uint64_t token);
+
+  void forEachProcess(const std::function<void(RemoteProcess&)>& fn);
 
  private:
   template <typename T>

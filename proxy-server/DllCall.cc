@@ -1,6 +1,7 @@
 #include "DllCall.h"
 
 #include "Log.h"
+#include "SessionBoard.h"
 
 namespace mqd::server {
 namespace {
@@ -10,6 +11,7 @@ thread_local DllCall* tCurrent = nullptr;
 DllCall::DllCall(SessionService& session, kj::WaitScope& waitScope, const char* entryPoint)
     : session_(session), waitScope_(waitScope), entryPoint_(entryPoint), outer_(tCurrent) {
   tCurrent = this;
+  Metrics::setLastCall(entryPoint);
 }
 
 DllCall::~DllCall() {
@@ -23,6 +25,29 @@ DllCall* DllCall::current() { return tCurrent; }
 
 void DllCall::recordCallbackFailure(const std::string& what) {
   if (firstFailure_.empty()) firstFailure_ = what;
+}
+
+void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>::Builder out) {
+  for (size_t i = 0; i < effects.size(); ++i) {
+    auto e = out[static_cast<unsigned>(i)];
+    const Effect& effect = effects[i];
+    switch (effect.kind) {
+      case Effect::Kind::Dprints:
+        e.setDprints(effect.text);
+        break;
+      case Effect::Kind::PutInfo: {
+        auto u = e.initPutInfo();
+        u.setKind(effect.infoKind);
+        u.setHandle(effect.handle);
+        u.setInfo(effect.info);
+        break;
+      }
+      case Effect::Kind::DllOutput:
+        e.setDllOutput(kj::arrayPtr(reinterpret_cast<const kj::byte*>(effect.text.data()),
+                                    effect.text.size()));
+        break;
+    }
+  }
 }
 
 }  // namespace mqd::server

@@ -11,12 +11,25 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mqd.capnp.h"
 
 namespace mqd::server {
 
 class SessionService;
+
+// A debugger-visible effect of DLL code (not a query): delivered to the debugger as it
+// happens, or recorded with the call that caused it when the call is recorded for a walk.
+struct Effect {
+  enum class Kind { Dprints, PutInfo, DllOutput } kind;
+  std::string text;  // Dprints text, DllOutput bytes
+  wire::InfoKind infoKind = wire::InfoKind::IMAGE;
+  uint64_t handle = 0;
+  uint64_t info = 0;
+};
+
+void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>::Builder out);
 
 class DllCall {
  public:
@@ -36,12 +49,17 @@ class DllCall {
   // first such failure is logged when the call ends.
   void recordCallbackFailure(const std::string& what);
 
+  // While set, the effects of DLL code go here instead of to the debugger.
+  void setRecorder(std::vector<Effect>* recorder) { recorder_ = recorder; }
+  std::vector<Effect>* recorder() const { return recorder_; }
+
  private:
   SessionService& session_;
   kj::WaitScope& waitScope_;
   const char* entryPoint_;
   DllCall* outer_;
   std::string firstFailure_;
+  std::vector<Effect>* recorder_ = nullptr;
 };
 
 }  // namespace mqd::server

@@ -119,12 +119,14 @@ GroupBuffer::GroupBuffer(size_t capacity) : capacity_(capacity) {
 
 GroupBuffer::~GroupBuffer() { ::munmap(mapping_, mappingSize_); }
 
-void GroupBuffer::capture(wire::Session::GetCommGroupResults::Builder results) const {
+size_t GroupBuffer::usedLength() const {
   size_t used = capacity_;
   while (used > 0 && !scalarWritten(data_[used - 1])) --used;
-  auto ranks = results.initRanks(static_cast<unsigned>(used));
-  auto bits = results.initWritten(static_cast<unsigned>((used + 7) / 8));
-  for (size_t i = 0; i < used; ++i) {
+  return used;
+}
+
+void GroupBuffer::fill(capnp::List<int32_t>::Builder ranks, capnp::Data::Builder bits) const {
+  for (size_t i = 0; i < ranks.size(); ++i) {
     if (scalarWritten(data_[i])) {
       ranks.set(static_cast<unsigned>(i), data_[i]);
       bits[i / 8] = static_cast<uint8_t>(bits[i / 8] | (1u << (i % 8)));

@@ -37,11 +37,19 @@ class GroupBuffer {
   GroupBuffer& operator=(const GroupBuffer&) = delete;
 
   int* data() { return data_; }
-  // Encodes the elements up to the last one written, with one bit per element saying which
-  // were written.
-  void capture(wire::Session::GetCommGroupResults::Builder results) const;
+  // Encodes, into anything with ranks and written (a reply or a recorded call), the elements
+  // up to the last one written, with one bit per element saying which were written.
+  template <typename Builder>
+  void capture(Builder out) const {
+    size_t used = usedLength();
+    fill(out.initRanks(static_cast<unsigned>(used)),
+         out.initWritten(static_cast<unsigned>((used + 7) / 8)));
+  }
 
  private:
+  size_t usedLength() const;
+  void fill(capnp::List<int32_t>::Builder ranks, capnp::Data::Builder written) const;
+
   void* mapping_ = nullptr;
   size_t mappingSize_ = 0;
   int* data_ = nullptr;

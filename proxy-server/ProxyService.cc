@@ -2,8 +2,11 @@
 
 #include <capnp/message.h>
 
+#include <cstring>
+
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "SessionBoard.h"
 #include "SessionService.h"
 #include "VendorDll.h"
 #include "mqs_interface.h"
@@ -42,7 +45,7 @@ kj::Promise<void> ProxyService::describe(DescribeContext context) {
   server.setArch(architecture());
   server.setBigEndian(__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
   server.setPointerSize(static_cast<uint8_t>(sizeof(void*)));
-  auto paths = dlls_.paths();
+  auto paths = config_.dlls->paths();
   auto list = server.initDlls(static_cast<unsigned>(paths.size()));
   for (size_t i = 0; i < paths.size(); ++i) list.set(static_cast<unsigned>(i), paths[i]);
   server.setProtocolVersion(wire::PROTOCOL_VERSION);
@@ -65,18 +68,69 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   }
   std::unique_ptr<VendorDll> dll;
   try {
-    const std::string& path = dlls_.select(options.getDll());
+    const std::string& path = config_.dlls->select(options.getDll());
     dll = VendorDll::load(path);
   } catch (const std::exception& e) {
     MQD_LOG(Warn, "session refused: %s", e.what());
     throw toWireException(MQD_PROXY_ERR_SESSION_REFUSED, e.what());
   }
   sessionOpened_ = true;
-  MQD_LOG(Info, "session opened: %s for a %s debugger", dll->path().c_str(),
-          options.getClientArch().cStr());
+  SessionConfig session;
+  session.debugger.policy = options.getCachePolicy();
+  session.debugger.compress = options.getCompress();
+  session.debugger.blockSize = config_.blockSize;
+  session.stateDir = config_.stateDir;
+  MQD_LOG(Info, "session opened: %s for a %s debugger (cache policy %s%s)", dll->path().c_str(),
+          options.getClientArch().cStr(),
+          session.debugger.policy == wire::CachePolicy::OFF    ? "off"
+          : session.debugger.policy == wire::CachePolicy::CALL ? "call"
+                                                               : "epoch",
+          session.debugger.compress ? ", compressed" : "");
+  if (SessionBoard::Slot* slot = config_.slot) {
+    Metrics::setString(slot->dll, sizeof slot->dll, dll->path());
+    Metrics::setString(slot->client, sizeof slot->client, options.getClientArch());
+  }
   auto results = context.getResults();
   dll->describe(results.initDll());
-  results.setSession(kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_));
+  results.setSession(
+      kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> ProxyService::stats(StatsContext context) {
+  std::vector<const SessionBoard::Slot*> slots;
+  if (config_.board != nullptr) {
+    config_.board->forEach([&](const SessionBoard::Slot& s) { slots.push_back(&s); });
+  }
+  auto list = context.getResults().initSessions(static_cast<unsigned>(slots.size()));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SessionBoard::Slot& s = *slots[i];
+    auto out = list[static_cast<unsigned>(i)];
+    out.setConnection(s.connection);
+    out.setWorker(s.worker);
+    out.setState(s.state.load() == 1 ? "open" : "ended");
+    out.setDll(std::string(s.dll, strnlen(s.dll, sizeof s.dll)));
+    out.setClient(std::string(s.client, strnlen(s.client, sizeof s.client)));
+    out.setStartedMs(s.startedMs);
+    out.setEndedMs(s.endedMs);
+    out.setLastCall(std::string(s.lastCall, strnlen(s.lastCall, sizeof s.lastCall)));
+    out.setExit(std::string(s.exit, strnlen(s.exit, sizeof s.exit)));
+    int clientCount = 0;
+    for (const auto& n : s.clientCounterNames) clientCount += n[0] != '\0';
+    auto counters = out.initCounters(SessionBoard::kCounters + clientCount);
+    for (int c = 0; c < SessionBoard::kCounters; ++c) {
+      counters[static_cast<unsigned>(c)].setName(countName(static_cast<Count>(c)));
+      counters[static_cast<unsigned>(c)].setValue(s.counters[c].load());
+    }
+    int k = SessionBoard::kCounters;
+    for (int c = 0; c < 16; ++c) {
+      if (s.clientCounterNames[c][0] == '\0') continue;
+      counters[static_cast<unsigned>(k)].setName(
+          std::string("client.") + std::string(s.clientCounterNames[c],
+                                                strnlen(s.clientCounterNames[c], 32)));
+      counters[static_cast<unsigned>(k++)].setValue(s.clientCounters[c].load());
+    }
+  }
   return kj::READY_NOW;
 }
 

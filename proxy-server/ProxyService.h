@@ -7,6 +7,7 @@
 #pragma once
 
 #include "DllAllowList.h"
+#include "Worker.h"
 #include "mqd.capnp.h"
 
 namespace mqd::server {
@@ -15,7 +16,7 @@ class DllOutput;
 
 class ProxyService final : public wire::Proxy::Server {
  public:
-  ProxyService(const DllAllowList& dlls, DllOutput* output) : dlls_(dlls), output_(output) {}
+  ProxyService(const WorkerConfig& config, DllOutput* output) : config_(config), output_(output) {}
 
   // The machine name this server was built for ("x86_64", "aarch64", "s390x", ...).
   static const char* architecture();
@@ -23,9 +24,10 @@ class ProxyService final : public wire::Proxy::Server {
  protected:
   kj::Promise<void> describe(DescribeContext context) override;
   kj::Promise<void> openSession(OpenSessionContext context) override;
+  kj::Promise<void> stats(StatsContext context) override;
 
  private:
-  const DllAllowList& dlls_;
+  const WorkerConfig& config_;
   DllOutput* output_;
   bool sessionOpened_ = false;
 };

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "Endpoint.h"
+#include "LearnedLookups.h"
 
 namespace mqd::server {
 namespace {
@@ -63,11 +64,20 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       o.readyFile = next();
     } else if (arg == "--shutdown-grace-ms") {
       o.shutdownGraceMs = parseInt(arg, next(), 0, 600000);
+    } else if (arg == "--state-dir") {
+      o.stateDir = next();
+      if (o.stateDir.empty()) throw UsageError("--state-dir needs a directory (or none)");
+    } else if (arg == "--block-size") {
+      int size = parseInt(arg, next(), 4096, 1 << 20);
+      if ((size & (size - 1)) != 0) throw UsageError("--block-size must be a power of two");
+      o.blockSize = static_cast<uint32_t>(size);
     } else {
       throw UsageError("unknown option \"" + arg + "\" (see --help)");
     }
   }
   if (o.listen.empty()) o.listen = "unix:" + defaultSocketPath();
+  if (o.stateDir.empty()) o.stateDir = defaultStateDir();
+  if (o.stateDir == "none") o.stateDir.clear();
   return o;
 }
 
@@ -94,6 +104,13 @@ Options:
   --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH.
   --shutdown-grace-ms N   On SIGINT/SIGTERM, how long workers get to finish before SIGKILL
                           (default 3000).
+  --block-size BYTES      Granularity of the target-memory cache: the server reads the target in
+                          aligned blocks of this many bytes (a power of two, 4096 to 1048576;
+                          default 65536) instead of the DLL's 4- and 8-byte reads.
+  --state-dir DIR         Where the server keeps what sessions looked up per DLL build, so a new
+                          session can ask for it all in one round trip (default
+                          $XDG_STATE_HOME/mqd-proxy or ~/.local/state/mqd-proxy; "none": keep
+                          nothing).
   --version               Print the version and exit.
   -h, --help              Print this help and exit.
 

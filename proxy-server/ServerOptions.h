@@ -17,6 +17,8 @@ struct ServerOptions {
   std::string logFile;             // --log-file; default stderr
   std::string readyFile;           // --ready-file: write the bound address here once listening
   int shutdownGraceMs = 3000;      // --shutdown-grace-ms: SIGTERM to SIGKILL for workers
+  std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
+  uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
   bool help = false;
   bool version = false;
 };

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "Bulk.h"
 #include "CallbackTables.h"
+#include "CommunicatorWalker.h"
 #include "DllCall.h"
 #include "DllOutput.h"
 #include "Log.h"
 #include "OutputCapture.h"
 #include "ProxyErrors.h"
+#include "SessionBoard.h"
 
 namespace mqd::server {
 namespace {
@@ -45,26 +48,27 @@ void captureMessage(char* message, wire::OutString::Builder out) {
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                               DllOutput* output)
+                               DllOutput* output, const SessionConfig& config)
     : dll_(std::move(dll)),
-      debugger_(kj::mv(debugger)),
+      remote_(kj::mv(debugger), config.debugger),
       output_(output),
+      learned_(config.debugger.policy == wire::CachePolicy::EPOCH ? config.stateDir : "",
+               dll_->path(), dll_->buildId()),
       fibers_(kFiberStackBytes),
-      queue_(kj::Promise<void>(kj::READY_NOW).fork()) {}
+      queue_(kj::Promise<void>(kj::READY_NOW).fork()) {
+  learnedAtStart_ = learned_.load();
+}
 
 SessionService::~SessionService() noexcept(false) {
+  learned_.save(remote_.lookupsSeen());
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
 }
 
-char* SessionService::intern(const std::string& text) { return interned_.intern(text); }
-
-void SessionService::relayDllOutput() {
+void SessionService::relayDllOutput(DllCall& call) {
   if (output_ == nullptr) return;
   std::string text = output_->drain();
   if (text.empty()) return;
-  auto request = debugger_.dllOutputRequest();
-  request.setText(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
-  request.send().detach([](kj::Exception&&) {});
+  remote_.notify(call, Effect{Effect::Kind::DllOutput, std::move(text)});
 }
 
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {
@@ -75,17 +79,25 @@ void SessionService::requireBasicCallbacks(const char* entryPoint) const {
 }
 
 template <typename Body>
-kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body) {
+kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bool roundTrip) {
+  Metrics::add(roundTrip ? Count::Calls : Count::Notifications);
   auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
         [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
+          DllCall call(*this, waitScope, entryPoint);
+          // Policy call: target memory is only trusted within one call.
+          objects_.forEachProcess([this](RemoteProcess& p) { remote_.forgetCallMemory(p); });
           try {
-            DllCall call(*this, waitScope, entryPoint);
+            Metrics::add(Count::DllCalls);
             body(call);
-            relayDllOutput();
+            relayDllOutput(call);
           } catch (const ProxyError& e) {
-            relayDllOutput();
+            relayDllOutput(call);
             rethrowForWire(e);
+          }
+          if (remote_.lookupsSeen().size() != lookupsSaved_) {
+            lookupsSaved_ = remote_.lookupsSeen().size();
+            learned_.save(remote_.lookupsSeen());
           }
         });
   };
@@ -122,6 +134,8 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     requireBasicCallbacks(call.entryPoint());
     RemoteImage& image = objects_.image(context.getParams().getImage());
     image.setUp = true;
+    // What earlier sessions with this DLL looked up, asked for in one round trip.
+    if (!learnedAtStart_.empty()) remote_.prefetchLookups(call, image, learnedAtStart_);
     int rc = dll_->entry().mqs_setup_image(reinterpret_cast<mqs_image*>(&image),
                                            imageCallbackTable());
     auto results = context.getResults();
@@ -160,6 +174,8 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     RemoteProcess& process = objects_.process(params.getProcess());
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
+    if (params.getHasAttributes()) remote_.adoptAttributes(process, params.getAttributes());
+    remote_.newEpoch(call, process);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     auto results = context.getResults();
@@ -205,8 +221,6 @@ kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext c
     });                                                                                      \
   }
 
-MQD_PROCESS_RC_CALL(updateCommunicatorList, UpdateCommunicatorListContext,
-                    mqs_update_communicator_list)
 MQD_PROCESS_RC_CALL(setupCommunicatorIterator, SetupCommunicatorIteratorContext,
                     mqs_setup_communicator_iterator)
 MQD_PROCESS_RC_CALL(nextCommunicator, NextCommunicatorContext, mqs_next_communicator)
@@ -247,6 +261,48 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
     results.setRc(rc);
     ranks.capture(results);
   });
+}
+
+kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {
+  return runDll("mqs_update_communicator_list", [this, context](DllCall& call) mutable {
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    if (auto* slot = Metrics::slot()) {
+      auto counters = params.getClientCounters();
+      for (unsigned i = 0; i < counters.size() && i < 16; ++i) {
+        Metrics::setString(slot->clientCounterNames[i], sizeof slot->clientCounterNames[i],
+                           counters[i].getName());
+        slot->clientCounters[i].store(counters[i].getValue());
+      }
+    }
+    // The target ran since the last refresh: a new memory epoch.
+    remote_.newEpoch(call, process);
+    int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
+    auto results = context.getResults();
+    results.setRc(rc);
+    auto walkOut = results.initWalk();
+    walkOut.setRaw(nullptr);
+    if (rc != mqs_ok || remote_.options().policy != wire::CachePolicy::EPOCH) return;
+    relayDllOutput(call);  // what update printed belongs to update, not to the walk
+    capnp::MallocMessageBuilder walk;
+    CommunicatorWalker walker(*dll_, process, call);
+    if (walker.record(walk.initRoot<wire::CommunicatorWalk>())) {
+      BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
+      Metrics::add(Count::BulkRawBytes, sizes.raw);
+      Metrics::add(Count::BulkWireBytes, sizes.wire);
+    }
+  });
+}
+
+kj::Promise<void> SessionService::reposition(RepositionContext context) {
+  return runDll(
+      "mqs_setup_communicator_iterator",
+      [this, context](DllCall& call) mutable {
+        auto params = context.getParams();
+        RemoteProcess& process = objects_.setUpProcess(params.getProcess(), "reposition");
+        CommunicatorWalker(*dll_, process, call).reposition(params.getCursor());
+      },
+      false);
 }
 
 // ---- operations ----
@@ -343,6 +399,7 @@ kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext c
     auto fn = require(dll_->entry().mqs_set_process_identity, call.entryPoint());
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    process.identity.reset();  // the debugger's answer may change with it
     int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
     auto results = context.getResults();
     results.setRc(rc);

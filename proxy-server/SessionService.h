@@ -13,30 +13,36 @@
 #include <string>
 
 #include "DebuggerObjects.h"
-#include "StringPool.h"
+#include "LearnedLookups.h"
+#include "RemoteDebugger.h"
 #include "VendorDll.h"
 #include "mqd.capnp.h"
 
 namespace mqd::server {
 
+class DllCall;
 class DllOutput;
+
+struct SessionConfig {
+  RemoteDebugger::Options debugger;  // cache policy, compression, block size
+  std::string stateDir;              // where learned look-ups live; empty: not kept
+};
 
 class SessionService final : public wire::Session::Server {
  public:
   // `output` (may be null) captures what the DLL writes to stdout/stderr; it is relayed to the
   // debugger after every callback and at the end of every call.
   SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                 DllOutput* output);
+                 DllOutput* output, const SessionConfig& config);
   ~SessionService() noexcept(false);
 
   // For the callback trampolines (only valid inside a DllCall).
   VendorDll& dll() { return *dll_; }
-  wire::Debugger::Client& debugger() { return debugger_; }
+  RemoteDebugger& remote() { return remote_; }
   DebuggerObjects& objects() { return objects_; }
-  // A copy of `text` that stays valid for the session's lifetime (strings handed to the DLL).
-  char* intern(const std::string& text);
-  // Relays what the DLL printed since the last call of this.
-  void relayDllOutput();
+  // Relays (or records, see DllCall::setRecorder) what the DLL printed since the last call of
+  // this.
+  void relayDllOutput(DllCall& call);
 
  protected:
   kj::Promise<void> setupBasicCallbacks(SetupBasicCallbacksContext context) override;
@@ -60,23 +66,27 @@ class SessionService final : public wire::Session::Server {
   kj::Promise<void> nextNewProcess(NextNewProcessContext context) override;
   kj::Promise<void> setProcessIdentity(SetProcessIdentityContext context) override;
   kj::Promise<void> getCommCollState(GetCommCollStateContext context) override;
+  kj::Promise<void> reposition(RepositionContext context) override;
 
  private:
-  // Runs `body(DllCall&)` on a fiber after every earlier call has finished.
+  // Runs `body(DllCall&)` on a fiber after every earlier call has finished. `roundTrip`: the
+  // shim waits for the answer (counted as a round trip).
   template <typename Body>
-  kj::Promise<void> runDll(const char* entryPoint, Body&& body);
+  kj::Promise<void> runDll(const char* entryPoint, Body&& body, bool roundTrip = true);
 
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;
 
   std::unique_ptr<VendorDll> dll_;
-  wire::Debugger::Client debugger_;
+  RemoteDebugger remote_;
   DllOutput* output_;
   DebuggerObjects objects_;
+  LearnedLookups learned_;
+  std::vector<LookupKey> learnedAtStart_;  // what earlier sessions looked up
+  size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
   kj::ForkedPromise<void> queue_;
   bool basicCallbacksSet_ = false;
-  StringPool interned_;
 };
 
 }  // namespace mqd::server

@@ -204,6 +204,7 @@ void Supervisor::forkWorker(uv_stream_t* client) {
   uv_os_fd_t fd;
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(client), &fd) != 0) return;
   uint64_t connection = ++connections_;
+  SessionBoard::Slot* slot = board_.claim(connection);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -227,9 +228,12 @@ void Supervisor::forkWorker(uv_stream_t* client) {
     int worker = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
     ::close(fd);
     logSetComponent("mqd-proxy-worker");
-    ::_exit(runWorker(worker, dlls_));
+    if (slot != nullptr) slot->worker = ::getpid();
+    WorkerConfig config{&dlls_, options_.stateDir, options_.blockSize, &board_, slot};
+    ::_exit(runWorker(worker, config));
   }
-  workers_[pid] = Worker{pid, connection};
+  if (slot != nullptr) slot->worker = pid;
+  workers_[pid] = Worker{pid, connection, slot};
   MQD_LOG(Info, "connection %llu: worker %d", static_cast<unsigned long long>(connection),
           static_cast<int>(pid));
 }
@@ -251,14 +255,21 @@ void Supervisor::reapWorkers() {
     auto it = workers_.find(pid);
     if (it == workers_.end()) continue;
     unsigned long long connection = it->second.connection;
+    std::string how;
     if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);
       bool expected = stopping_ && (sig == SIGTERM || sig == SIGKILL);
+      how = signalName(sig);
       logf(expected ? LogLevel::Info : LogLevel::Warn, "connection %llu: worker %d killed by %s",
-           connection, static_cast<int>(pid), signalName(sig).c_str());
+           connection, static_cast<int>(pid), how.c_str());
     } else {
+      how = "exit " + std::to_string(WEXITSTATUS(status));
       MQD_LOG(Info, "connection %llu: worker %d exited with status %d", connection,
               static_cast<int>(pid), WEXITSTATUS(status));
+    }
+    if (SessionBoard::Slot* slot = it->second.slot) {
+      board_.end(slot, how);
+      MQD_LOG(Info, "session summary: %s", SessionBoard::summary(*slot).c_str());
     }
     workers_.erase(it);
   }

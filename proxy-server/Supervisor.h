@@ -8,7 +8,8 @@
 //   signals_    SIGINT/SIGTERM start shutdown; SIGCHLD reaps workers; closed when done
 //   killTimer_  armed at shutdown; escalates to SIGKILL after --shutdown-grace-ms
 //
-// A worker's exit is logged with its status or signal.
+// A worker's exit is logged with its status or signal and the session's one-line summary from
+// the session board.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +22,7 @@
 #include "DllAllowList.h"
 #include "Endpoint.h"
 #include "ServerOptions.h"
+#include "SessionBoard.h"
 
 namespace mqd::server {
 
@@ -39,6 +41,7 @@ class Supervisor {
   struct Worker {
     pid_t pid;
     uint64_t connection;
+    SessionBoard::Slot* slot;
   };
 
   void bindListener();
@@ -56,6 +59,7 @@ class Supervisor {
   const ServerOptions& options_;
   const DllAllowList& dlls_;
   Endpoint endpoint_;
+  SessionBoard board_;
   uv_loop_t loop_;
   union {
     uv_pipe_t pipe;

@@ -52,6 +52,22 @@ int findBuildId(struct dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
+// For a DLL without a build-id: FNV-1a over its bytes, as "fnv1a-<hex>".
+std::string contentHash(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  uint64_t hash = 1469598103934665603ull;
+  unsigned char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ buf[i]) * 1099511628211ull;
+  }
+  std::fclose(f);
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "fnv1a-%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
 }  // namespace
 
 std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
@@ -89,7 +105,7 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
 
   BuildIdSearch search{reinterpret_cast<const void*>(e.mqs_setup_image), {}};
   dl_iterate_phdr(findBuildId, &search);
-  dll->buildId_ = search.hex;
+  dll->buildId_ = search.hex.empty() ? contentHash(path) : search.hex;
   return dll;
 }
 

@@ -70,6 +70,9 @@ class VendorDll {
   // Version string, compatibility level, taddr width, entry points and build id.
   void describe(wire::DllDescription::Builder out) const;
 
+  // GNU build-id in hex (empty if the DLL has none).
+  const std::string& buildId() const { return buildId_; }
+
  private:
   VendorDll(std::string path, void* handle) : path_(std::move(path)), handle_(handle) {}
   std::string path_;

@@ -4,6 +4,7 @@
 #include <kj/async-io.h>
 #include <unistd.h>
 
+#include "CountingStream.h"
 #include "DllOutput.h"
 #include "Log.h"
 #include "ProxyService.h"
@@ -16,18 +17,19 @@ constexpr uint64_t kTraversalLimitWords = 64ull << 20;
 
 }  // namespace
 
-int runWorker(int fd, const DllAllowList& dlls) {
+int runWorker(int fd, const WorkerConfig& config) {
   try {
+    Metrics::attach(config.slot);
     DllOutput output;
     logMoveOffStderr(output.originalStderr());
     auto io = kj::setupAsyncIo();
-    auto stream =
-        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
+    CountingStream stream(
+        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
     capnp::ReaderOptions readerOptions;
     readerOptions.traversalLimitInWords = kTraversalLimitWords;
-    capnp::TwoPartyVatNetwork network(*stream, capnp::rpc::twoparty::Side::SERVER,
+    capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,
                                       readerOptions);
-    auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(dlls, &output));
+    auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(config, &output));
     network.onDisconnect().wait(io.waitScope);
     MQD_LOG(Debug, "client disconnected");
     return 0;

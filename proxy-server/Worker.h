@@ -6,12 +6,23 @@
 // ends; a DLL crash ends only this worker.
 #pragma once
 
+#include <string>
+
 #include "DllAllowList.h"
+#include "SessionBoard.h"
 
 namespace mqd::server {
 
+struct WorkerConfig {
+  const DllAllowList* dlls;
+  std::string stateDir;       // learned look-ups (empty: not kept)
+  uint32_t blockSize;         // target memory block size
+  SessionBoard* board;        // shared with the supervisor and the other workers
+  SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
+};
+
 // Serves the connection on `fd` (taking ownership) until the peer disconnects. Returns the
 // process exit status: 0 after a normal disconnect, 1 on an internal failure.
-int runWorker(int fd, const DllAllowList& dlls);
+int runWorker(int fd, const WorkerConfig& config);
 
 }  // namespace mqd::server

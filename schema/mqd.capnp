@@ -113,6 +113,171 @@ enum InfoKind {
   job @2;
 }
 
+struct Bulk {
+  # A payload that may travel compressed. `size` is its uncompressed length.
+  size @0 :UInt32;
+  union {
+    raw @1 :Data;
+    zstd @2 :Data;
+  }
+}
+
+struct Counter {
+  name @0 :Text;
+  value @1 :UInt64;
+}
+
+struct SessionStats {
+  # One session as the server's session board records it.
+  connection @0 :UInt64;   # the server's connection number
+  worker @1 :Int32;        # pid of the worker process
+  state @2 :Text;          # "open" or "ended"
+  dll @3 :Text;
+  client @4 :Text;         # the client's architecture
+  startedMs @5 :Int64;     # Unix time
+  endedMs @6 :Int64;       # 0 while open
+  lastCall @7 :Text;       # the mqs_* entry point running or last run
+  exit @8 :Text;           # how the worker ended ("exit 0", "SIGSEGV", ...), empty while open
+  counters @9 :List(Counter);
+}
+
+struct Effect {
+  # A debugger-visible effect of a recorded call, replayed by the shim when it serves the call.
+  union {
+    dprints @0 :Text;
+    putInfo @1 :InfoUpdate;
+    dllOutput @2 :Data;
+  }
+}
+
+struct InfoUpdate {
+  kind @0 :InfoKind;
+  handle @1 :UInt64;
+  info @2 :UInt64;
+}
+
+struct RecordedRc {
+  rc @0 :Int32;
+  effects @1 :List(Effect);
+}
+
+struct RecordedCommunicator {
+  rc @0 :Int32;
+  communicator @1 :Communicator;
+  effects @2 :List(Effect);
+}
+
+struct RecordedGroup {
+  rc @0 :Int32;
+  ranks @1 :List(Int32);
+  written @2 :Data;
+  effects @3 :List(Effect);
+}
+
+struct RecordedCollState {
+  rc @0 :Int32;
+  sequence @1 :OutInt;
+  active @2 :OutInt;
+  effects @3 :List(Effect);
+}
+
+struct RecordedOperation {
+  rc @0 :Int32;
+  operation @1 :PendingOperation;
+  effects @2 :List(Effect);
+}
+
+struct WalkedQueue {
+  setup @0 :RecordedRc;                       # mqs_setup_operation_iterator
+  operations @1 :List(RecordedOperation);     # mqs_next_operation until it stopped returning mqs_ok
+}
+
+struct WalkedCommunicator {
+  get @0 :RecordedCommunicator;              # mqs_get_communicator
+  group @1 :RecordedGroup;                   # mqs_get_comm_group (hasGroup)
+  hasGroup @2 :Bool;
+  collStates @3 :List(RecordedCollState);    # mqs_get_comm_coll_state(0..13), if the DLL has it
+  queues @4 :List(WalkedQueue);              # by mqs_op_class; empty when get failed
+  next @5 :RecordedRc;                       # mqs_next_communicator (hasNext)
+  hasNext @6 :Bool;
+}
+
+struct CommunicatorWalk {
+  # Everything a debugger's refresh asks for, run by the server right after a successful
+  # mqs_update_communicator_list in the epoch cache policy: setup_communicator_iterator, then for
+  # each communicator get, group, collective states, the three queues and next, as long as the
+  # DLL answers mqs_ok. The shim serves the debugger's calls from it while they follow this path.
+  setup @0 :RecordedRc;
+  communicators @1 :List(WalkedCommunicator);
+}
+
+struct WalkCursor {
+  # Where the debugger's iteration stood when the shim stopped serving it from a walk: the
+  # server replays setup_communicator_iterator, `communicator` next_communicator calls, and (if
+  # opClass >= 0) setup_operation_iterator(opClass) and `operations` next_operation calls.
+  setUp @0 :Bool;
+  communicator @1 :UInt32;
+  opClass @2 :Int32;
+  operations @3 :UInt32;
+}
+
+struct BlockRequest {
+  # Read `block` if the debugger can, else the largest readable page-aligned window of it that
+  # contains `needed`; `needed` itself decides the result code.
+  address @0 :UInt64;
+  size @1 :UInt32;
+  neededAddress @2 :UInt64;
+  neededSize @3 :UInt32;
+}
+
+struct MemoryBlock {
+  rc @0 :Int32;        # the debugger's answer for the needed range (mqs_ok or its error code)
+  address @1 :UInt64;  # start of what could be read (meaningful when rc = mqs_ok)
+  data @2 :Bulk;
+}
+
+struct Lookup {
+  union {
+    symbol @0 :Text;
+    function @1 :NamedLookup;
+    type @2 :NamedLookup;
+    field @3 :FieldLookup;
+    sizeOf @4 :NamedLookup;   # sizeof of the type found by name
+  }
+}
+
+struct NamedLookup {
+  name @0 :Text;
+  lang @1 :Int32;
+}
+
+struct FieldLookup {
+  type @0 :NamedLookup;
+  field @1 :Text;
+}
+
+struct LookupAnswer {
+  rc @0 :Int32;           # symbol / function
+  address @1 :OutAddress; # symbol / function
+  type @2 :UInt64;        # type: token (0 = NULL)
+  value @3 :Int32;        # field: offset; sizeOf: size
+}
+
+struct ProcessAttributes {
+  # What the shim knows of a process at set-up, sent along so that the server never asks.
+  image @0 :UInt64;
+  globalRank @1 :Int32;
+  typeSizes @2 :List(OutInt);
+}
+
+struct LearnedLookups {
+  # What sessions with one vendor DLL have looked up, kept by the server between sessions
+  # (--state-dir) so that the next session can ask for it all in one round trip.
+  dll @0 :Text;
+  buildId @1 :Text;
+  lookups @2 :List(Lookup);
+}
+
 # ---------------------------------------------------------------------------------------------
 # What a server offers
 
@@ -134,11 +299,23 @@ struct ServerDescription {
   protocolVersion @5 :UInt32;
 }
 
+enum CachePolicy {
+  # What the server may answer without asking the debugger (MQD_PROXY_CACHE).
+  off @0;    # nothing: every callback is a round trip (the naive baseline)
+  call @1;   # symbols, types and process attributes for the session; target memory within
+             # one mqs_* call
+  epoch @2;  # also target memory for an epoch (from mqs_update_communicator_list to the next,
+             # or from mqs_setup_process to the first), learned look-ups, block prefetch and
+             # the recorded communicator walk
+}
+
 struct SessionOptions {
   protocolVersion @0 :UInt32;
   dll @1 :Text;            # path or base name from the allow-list; empty = the server's default
   clientArch @2 :Text;     # for logs and diagnostics only
   clientTaddrWidth @3 :UInt8;
+  cachePolicy @4 :CachePolicy = epoch;
+  compress @5 :Bool;       # zstd for bulk payloads (memory blocks, walks), both directions
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -151,6 +328,9 @@ interface Proxy {
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
       -> (session :Session, dll :DllDescription);
+
+  stats @2 () -> (sessions :List(SessionStats));
+  # Every session open on this server, and the most recent ended ones, with their counters.
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. Fails with a descriptive exception if the DLL is not allowed or cannot be
   # loaded. One session per connection.
@@ -172,7 +352,8 @@ interface Session {
   imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString);
   destroyImageInfo @4 (info :UInt64) -> ();
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool)
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool, attributes :ProcessAttributes,
+                   hasAttributes :Bool)
       -> (rc :Int32);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
@@ -180,7 +361,11 @@ interface Session {
   processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString);
   destroyProcessInfo @7 (info :UInt64) -> ();
 
-  updateCommunicatorList @8 (process :UInt64) -> (rc :Int32);
+  updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter))
+      -> (rc :Int32, walk :Bulk);
+  # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
+  # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
+  # the shim's own counters, for the session board.
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator);
@@ -207,6 +392,11 @@ interface Session {
   setProcessIdentity @19 (process :UInt64, identity :Int32) -> (rc :Int32);
   getCommCollState @20 (process :UInt64, collective :Int32)
       -> (rc :Int32, sequence :OutInt, active :OutInt);
+
+  reposition @21 (process :UInt64, cursor :WalkCursor) -> ();
+  # The shim stops serving from a walk: bring the DLL's iterators to where the debugger
+  # believes they are. The DLL calls it replays have no debugger-visible effects (the debugger
+  # already saw them). Sent without waiting, right before the call that needs it.
 }
 
 interface Debugger {
@@ -254,4 +444,10 @@ interface Debugger {
   # The DLL called put_{image,process,job}_info(handle, info). The server keeps the info itself
   # (get_*_info never leaves the server); the debugger receives the server's token (`info`, 0 for
   # NULL) as the pointer value, which mqs_destroy_*_info later brings back. Not waited for.
+
+  fetchBlocks @16 (process :UInt64, blocks :List(BlockRequest)) -> (blocks :List(MemoryBlock));
+  # Memory for the server's cache, one answer per request, in order.
+
+  lookUp @17 (image :UInt64, lookups :List(Lookup)) -> (answers :List(LookupAnswer));
+  # Many symbol and type look-ups at once (the server's learned prefetch).
 }

@@ -41,9 +41,9 @@ void cbDprints(const char* text) {
   count("dprints");
   h().effects().push_back(std::string("dprints: ") + (text ? text : "(null)"));
 }
+// A query, not an effect: a proxy may answer it from what it asked before.
 char* cbErrorString(int code) {
   count("errorstring");
-  h().effects().push_back("errorstring(" + std::to_string(code) + ")");
   switch (code) {
     case DebuggerHarness::kNoSymbol: return const_cast<char*>("harness: no such symbol");
     case DebuggerHarness::kUnmapped: return const_cast<char*>("harness: memory not mapped");

@@ -2,7 +2,7 @@
 //
 // It owns the callback tables and the objects they name (images, processes, jobs), answers
 // every callback from the target model, and logs the callbacks whose effects a debugger keeps
-// (put_*_info, dprints, errorstring) in `effects`, with info pointers normalised to "info#N"
+// (put_*_info, dprints) in `effects`, with info pointers normalised to "info#N"
 // so that a native load and a proxied load can be compared. It also counts every callback.
 //
 // One harness is active per process at a time (the basic callbacks carry no handle to find

@@ -13,12 +13,17 @@ TargetModel::TargetModel(int pointerSize, bool bigEndian)
 }
 
 uint64_t TargetModel::allocate(size_t size, size_t align) {
-  next_ = (next_ + align - 1) / align * align;
-  uint64_t start = next_;
-  regions_[start] = Region{start, std::vector<unsigned char>(size == 0 ? 1 : size, 0)};
-  // Leave an unmapped gap after each block, so that reads past its end fail like real
-  // unmapped memory.
-  next_ += (size == 0 ? 1 : size) + 64;
+  // Like a heap: one contiguous mapping that grows. What lies outside it (address 0, the space
+  // below the first allocation) is unmapped and fails to read.
+  size = size == 0 ? 1 : size;
+  uint64_t start = (next_ + align - 1) / align * align;
+  if (regions_.empty()) {
+    regions_[start] = Region{start, std::vector<unsigned char>(size, 0)};
+  } else {
+    Region& heap = regions_.begin()->second;
+    heap.bytes.resize(start + size - heap.start, 0);
+  }
+  next_ = start + size;
   return start;
 }
 

@@ -1,9 +1,9 @@
 // TargetModel: a fake target process for the debugger harness.
 //
-// Memory regions with the target's pointer size and byte order, named symbols and functions,
-// and named structure types with field offsets, so that a debugger harness can answer every
-// MQD callback the way a real debugger would for a real process. Reads of unmapped memory
-// fail, which is how tests make fetch_data fail.
+// Memory with the target's pointer size and byte order (one contiguous heap, like a real
+// process's), named symbols and functions, and named structure types with field offsets, so
+// that a debugger harness can answer every MQD callback the way a real debugger would for a
+// real process. Reads outside the heap fail, which is how tests make fetch_data fail.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +30,8 @@ class TargetModel {
   int longSize() const { return pointerSize_; }  // ILP32 or LP64
   bool bigEndian() const { return bigEndian_; }
 
-  // Memory. allocate() returns the target address of a fresh zeroed block.
+  // Memory. allocate() returns the target address of a fresh zeroed block; writeBytes and the
+  // rest may change the target afterwards (as a running target does between two stops).
   uint64_t allocate(size_t size, size_t align = 8);
   void writeInt(uint64_t address, int size, int64_t value);  // target byte order
   void writePointer(uint64_t address, uint64_t value) { writeInt(address, pointerSize_, static_cast<int64_t>(value)); }

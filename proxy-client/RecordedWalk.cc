@@ -1,0 +1,82 @@
+#include "RecordedWalk.h"
+
+#include "ProxyErrors.h"
+#include "mqs_interface.h"
+
+namespace mqd::client {
+
+RecordedWalk::RecordedWalk(wire::Bulk::Reader walk) : message_(walk) {
+  if (message_.empty()) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "empty walk");
+  walk_ = message_.getRoot<wire::CommunicatorWalk>();
+  for (auto c : walk_.getCommunicators()) {
+    if (c.getQueues().size() != 0 && c.getQueues().size() != 3) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "walk with a malformed communicator");
+    }
+  }
+}
+
+bool RecordedWalk::setupCommunicatorIterator(wire::RecordedRc::Reader* out) {
+  *out = walk_.getSetup();
+  setUp_ = true;
+  comm_ = 0;
+  opClass_ = -1;
+  ops_ = 0;
+  return true;
+}
+
+bool RecordedWalk::getCommunicator(wire::RecordedCommunicator::Reader* out) {
+  if (!onCommunicator()) return false;
+  *out = current().getGet();
+  return true;
+}
+
+bool RecordedWalk::getCommGroup(wire::RecordedGroup::Reader* out) {
+  if (!onCommunicator() || !current().getHasGroup()) return false;
+  *out = current().getGroup();
+  return true;
+}
+
+bool RecordedWalk::nextCommunicator(wire::RecordedRc::Reader* out) {
+  if (!onCommunicator() || !current().getHasNext()) return false;
+  *out = current().getNext();
+  ++comm_;
+  opClass_ = -1;
+  ops_ = 0;
+  return true;
+}
+
+bool RecordedWalk::setupOperationIterator(int opClass, wire::RecordedRc::Reader* out) {
+  if (!onCommunicator() || opClass < 0 || opClass > 2 || current().getQueues().size() != 3) {
+    return false;
+  }
+  *out = current().getQueues()[static_cast<unsigned>(opClass)].getSetup();
+  opClass_ = opClass;
+  ops_ = 0;
+  return true;
+}
+
+bool RecordedWalk::nextOperation(wire::RecordedOperation::Reader* out) {
+  if (!onCommunicator() || opClass_ < 0) return false;
+  auto queue = current().getQueues()[static_cast<unsigned>(opClass_)];
+  if (queue.getSetup().getRc() != mqs_ok || ops_ >= queue.getOperations().size()) return false;
+  *out = queue.getOperations()[ops_++];
+  return true;
+}
+
+bool RecordedWalk::getCommCollState(int collective, wire::RecordedCollState::Reader* out) {
+  if (!onCommunicator() || collective < 0 ||
+      static_cast<unsigned>(collective) >= current().getCollStates().size()) {
+    return false;
+  }
+  *out = current().getCollStates()[static_cast<unsigned>(collective)];
+  return true;
+}
+
+void RecordedWalk::cursor(wire::WalkCursor::Builder out) const {
+  out.setSetUp(setUp_);
+  out.setCommunicator(comm_);
+  out.setOpClass(opClass_);
+  out.setOperations(ops_);
+}
+
+}  // namespace mqd::client

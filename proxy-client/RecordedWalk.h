@@ -1,0 +1,48 @@
+// RecordedWalk: a CommunicatorWalk the server recorded at mqs_update_communicator_list, and
+// where the debugger's iteration stands in it.
+//
+// Each method serves one iteration call from the record and returns true, with the recorded
+// result and the effects to replay; or returns false when the call leaves the recorded path
+// (e.g. next_operation past the recorded end, an op class the walk did not visit, a call before
+// setup_communicator_iterator). The shim then hands the server cursor() so it can bring the
+// DLL to the same place, forwards the call, and stops using the walk.
+#pragma once
+
+#include <cstdint>
+
+#include "Bulk.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+class RecordedWalk {
+ public:
+  // Throws ProxyError(PROTOCOL) if the payload is malformed.
+  explicit RecordedWalk(wire::Bulk::Reader walk);
+
+  using Effects = capnp::List<wire::Effect>::Reader;
+
+  bool setupCommunicatorIterator(wire::RecordedRc::Reader* out);
+  bool getCommunicator(wire::RecordedCommunicator::Reader* out);
+  bool getCommGroup(wire::RecordedGroup::Reader* out);
+  bool nextCommunicator(wire::RecordedRc::Reader* out);
+  bool setupOperationIterator(int opClass, wire::RecordedRc::Reader* out);
+  bool nextOperation(wire::RecordedOperation::Reader* out);
+  bool getCommCollState(int collective, wire::RecordedCollState::Reader* out);
+
+  // Where the debugger stands (see wire WalkCursor).
+  void cursor(wire::WalkCursor::Builder out) const;
+
+ private:
+  bool onCommunicator() const { return setUp_ && comm_ < walk_.getCommunicators().size(); }
+  wire::WalkedCommunicator::Reader current() const { return walk_.getCommunicators()[comm_]; }
+
+  BulkMessageReader message_;
+  wire::CommunicatorWalk::Reader walk_;
+  bool setUp_ = false;
+  uint32_t comm_ = 0;
+  int opClass_ = -1;
+  uint32_t ops_ = 0;
+};
+
+}  // namespace mqd::client

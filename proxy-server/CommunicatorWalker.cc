@@ -1,0 +1,175 @@
+#include "CommunicatorWalker.h"
+
+#include <capnp/orphan.h>
+
+#include <memory>
+#include <vector>
+
+#include "OutputCapture.h"
+#include "SessionBoard.h"
+#include "SessionService.h"
+
+namespace mqd::server {
+namespace {
+
+// A walk larger than this is not recorded (each operation costs a few hundred bytes).
+constexpr size_t kMaxRecordedOperations = 1u << 20;
+constexpr size_t kMaxRecordedCommunicators = 1u << 16;
+constexpr int kCollectives = 14;  // Barrier .. Scatterv
+
+// Runs one DLL call with its effects captured, as the unrecorded call would run.
+class Recording {
+ public:
+  explicit Recording(DllCall& call) : call_(call), outer_(call.recorder()) {
+    call_.setRecorder(&effects_);
+  }
+  ~Recording() { call_.setRecorder(outer_); }
+  // Ends the call: what the DLL printed belongs to it too.
+  std::vector<Effect>& finish() {
+    call_.session().relayDllOutput(call_);
+    Metrics::add(Count::DllCalls);
+    return effects_;
+  }
+
+ private:
+  DllCall& call_;
+  std::vector<Effect>* outer_;
+  std::vector<Effect> effects_;
+};
+
+template <typename Builder>
+void setEffects(Builder b, const std::vector<Effect>& effects) {
+  writeEffects(effects, b.initEffects(static_cast<unsigned>(effects.size())));
+}
+
+}  // namespace
+
+bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
+  const VendorDll::EntryPoints& e = dll_.entry();
+  {
+    Recording r(call_);
+    int rc = e.mqs_setup_communicator_iterator(handle());
+    auto setup = out.initSetup();
+    setup.setRc(rc);
+    setEffects(setup, r.finish());
+    if (rc != mqs_ok) return true;
+  }
+  // Built as orphans in the walk's own message first (the counts are not known in advance),
+  // then adopted into their lists without copying.
+  auto orphanage = capnp::Orphanage::getForMessageContaining(out);
+  std::vector<capnp::Orphan<wire::WalkedCommunicator>> comms;
+  size_t operations = 0;
+  for (;;) {
+    if (comms.size() >= kMaxRecordedCommunicators) return false;
+    comms.push_back(orphanage.newOrphan<wire::WalkedCommunicator>());
+    auto c = comms.back().get();
+    mqs_communicator communicator;
+    int getRc;
+    {
+      Recording r(call_);
+      prepare(communicator);
+      getRc = e.mqs_get_communicator(handle(), &communicator);
+      auto get = c.initGet();
+      get.setRc(getRc);
+      capture(communicator, get.initCommunicator());
+      if (get.getCommunicator().getWritten() & 4) process_.communicatorSize = communicator.size;
+      setEffects(get, r.finish());
+    }
+    if (getRc != mqs_ok) break;  // a debugger stops here
+    if (e.mqs_get_comm_group != nullptr) {
+      Recording r(call_);
+      size_t capacity = communicator.size > 0 ? static_cast<size_t>(communicator.size) : 0;
+      GroupBuffer ranks(capacity < 4096 ? 4096 : capacity);
+      int rc = e.mqs_get_comm_group(handle(), ranks.data());
+      auto group = c.initGroup();
+      group.setRc(rc);
+      ranks.capture(group);
+      setEffects(group, r.finish());
+      c.setHasGroup(true);
+    }
+    if (e.mqs_get_comm_coll_state != nullptr) {
+      auto states = c.initCollStates(kCollectives);
+      for (int k = 0; k < kCollectives; ++k) {
+        Recording r(call_);
+        int sequence, active;
+        prepare(sequence);
+        prepare(active);
+        int rc = e.mqs_get_comm_coll_state(handle(), k, &sequence, &active);
+        auto s = states[static_cast<unsigned>(k)];
+        s.setRc(rc);
+        capture(sequence, s.initSequence());
+        capture(active, s.initActive());
+        setEffects(s, r.finish());
+      }
+    }
+    auto queues = c.initQueues(3);
+    for (int op = 0; op < 3; ++op) {
+      auto q = queues[static_cast<unsigned>(op)];
+      int rc;
+      {
+        Recording r(call_);
+        rc = e.mqs_setup_operation_iterator(handle(), op);
+        auto setup = q.initSetup();
+        setup.setRc(rc);
+        setEffects(setup, r.finish());
+      }
+      if (rc != mqs_ok) continue;
+      std::vector<capnp::Orphan<wire::RecordedOperation>> ops;
+      for (;;) {
+        if (++operations > kMaxRecordedOperations) return false;
+        ops.push_back(orphanage.newOrphan<wire::RecordedOperation>());
+        auto o = ops.back().get();
+        Recording r(call_);
+        auto operation = std::make_unique<mqs_pending_operation>();
+        prepare(*operation);
+        rc = e.mqs_next_operation(handle(), operation.get());
+        o.setRc(rc);
+        capture(*operation, o.initOperation());
+        setEffects(o, r.finish());
+        if (rc != mqs_ok) break;
+      }
+      auto list = q.initOperations(static_cast<unsigned>(ops.size()));
+      for (size_t i = 0; i < ops.size(); ++i) {
+        list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(ops[i]));
+      }
+    }
+    int nextRc;
+    {
+      Recording r(call_);
+      nextRc = e.mqs_next_communicator(handle());
+      auto next = c.initNext();
+      next.setRc(nextRc);
+      setEffects(next, r.finish());
+      c.setHasNext(true);
+    }
+    if (nextRc != mqs_ok) break;
+  }
+  auto list = out.initCommunicators(static_cast<unsigned>(comms.size()));
+  for (size_t i = 0; i < comms.size(); ++i) {
+    list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(comms[i]));
+  }
+  Metrics::add(Count::Walks);
+  return true;
+}
+
+void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
+  if (!cursor.getSetUp()) return;  // nothing the debugger did since the walk depends on state
+  const VendorDll::EntryPoints& e = dll_.entry();
+  std::vector<Effect> discarded;
+  std::vector<Effect>* outer = call_.recorder();
+  call_.setRecorder(&discarded);
+  e.mqs_setup_communicator_iterator(handle());
+  for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) e.mqs_next_communicator(handle());
+  if (cursor.getOpClass() >= 0) {
+    e.mqs_setup_operation_iterator(handle(), cursor.getOpClass());
+    auto operation = std::make_unique<mqs_pending_operation>();
+    for (uint32_t j = 0; j < cursor.getOperations(); ++j) {
+      prepare(*operation);
+      e.mqs_next_operation(handle(), operation.get());
+    }
+  }
+  call_.session().relayDllOutput(call_);
+  call_.setRecorder(outer);
+}
+
+}  // namespace mqd::server

@@ -1,0 +1,45 @@
+// CommunicatorWalker: records a debugger's whole refresh of one process, and puts the DLL back
+// where the debugger believes it is when the shim stops serving from the record.
+//
+// record() runs, right after a successful mqs_update_communicator_list, what every debugger
+// does next: setup_communicator_iterator, then for each communicator get_communicator,
+// get_comm_group, get_comm_coll_state(0..13) (when the DLL has them), the three queues
+// (setup_operation_iterator and next_operation until it stops answering mqs_ok) and
+// next_communicator, as long as the DLL answers mqs_ok. Every call is captured exactly as the
+// unrecorded call would have been (OutputCapture), with the debugger-visible effects it caused.
+// The shim then answers the debugger's calls from the record for as long as they follow it.
+//
+// Rule for equivalence (README, "Round trips"): a debugger that (re)starts its iterations with
+// mqs_setup_communicator_iterator / mqs_setup_operation_iterator, as the interface prescribes,
+// sees exactly what it would see unrecorded. get_communicator, get_comm_group and
+// get_comm_coll_state are taken to have no effect on the DLL's state.
+#pragma once
+
+#include "DebuggerObjects.h"
+#include "DllCall.h"
+#include "VendorDll.h"
+#include "mqd.capnp.h"
+
+namespace mqd::server {
+
+class CommunicatorWalker {
+ public:
+  CommunicatorWalker(VendorDll& dll, RemoteProcess& process, DllCall& call)
+      : dll_(dll), process_(process), call_(call) {}
+
+  // Records the walk into `out`; false when it grew past the limit (then the shim gets no
+  // walk and forwards every call).
+  bool record(wire::CommunicatorWalk::Builder out);
+
+  // Replays the cursor's calls, their effects discarded (the debugger saw them already).
+  void reposition(wire::WalkCursor::Reader cursor);
+
+ private:
+  mqs_process* handle() { return reinterpret_cast<mqs_process*>(&process_); }
+
+  VendorDll& dll_;
+  RemoteProcess& process_;
+  DllCall& call_;
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,493 @@
+#include "RemoteDebugger.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "Bulk.h"
+#include "Log.h"
+#include "ProxyErrors.h"
+#include "SessionBoard.h"
+
+namespace mqd::server {
+namespace {
+
+// Waits for a Debugger request on the DLL call's fiber, counting the round trip.
+template <typename Request>
+auto await(DllCall& call, Request& request) {
+  Metrics::add(Count::Callbacks);
+  return request.send().wait(call.waitScope());
+}
+
+mqs_taddr_t toTaddr(uint64_t value) {
+  if (value > std::numeric_limits<mqs_taddr_t>::max()) {
+    throw ProxyError(MQD_PROXY_ERR_ADDRESS_WIDTH, "address does not fit this server's taddr");
+  }
+  return static_cast<mqs_taddr_t>(value);
+}
+
+void hit(bool cached, Count hitCounter, Count missCounter) {
+  Metrics::add(cached ? hitCounter : missCounter);
+}
+
+}  // namespace
+
+RemoteDebugger::RemoteDebugger(wire::Debugger::Client client, Options options)
+    : client_(kj::mv(client)), options_(options) {}
+
+// ---- look-ups ----
+
+namespace {
+
+// find_symbol / find_function through a cache: an answer without an address serves only a DLL
+// that passed no out-pointer; the debugger is asked with the DLL's own out-pointer (or NULL).
+template <typename Map, typename Key, typename Ask>
+int cachedAddress(bool caches, Map& map, const Key& key, bool wantAddress, Ask&& ask,
+                  mqs_taddr_t* addr) {
+  AddressAnswer answer;
+  if (!caches) {
+    answer = ask();
+  } else {
+    auto it = map.find(key);
+    bool usable = it != map.end() && (it->second.knowsAddress || !wantAddress);
+    Metrics::add(usable ? Count::LookupHits : Count::LookupMisses);
+    answer = usable ? it->second : ask();
+    if (!usable) map[key] = answer;
+  }
+  if (addr != nullptr && answer.written) *addr = toTaddr(answer.address);
+  return answer.rc;
+}
+
+AddressAnswer addressAnswer(int rc, bool asked, wire::OutAddress::Reader out) {
+  AddressAnswer a;
+  a.rc = rc;
+  a.knowsAddress = asked;
+  a.written = out.isValue();
+  a.address = a.written ? out.getValue() : 0;
+  return a;
+}
+
+}  // namespace
+
+int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* name,
+                               mqs_taddr_t* addr) {
+  bool want = addr != nullptr;
+  if (caches()) seen_.insert({LookupKey::Symbol, name, 0, ""});
+  return cachedAddress(caches(), image.symbols, std::string(name), want, [&]() {
+    auto request = client_.findSymbolRequest();
+    request.setImage(image.token);
+    request.setName(name);
+    request.setWantAddress(want);
+    auto response = await(call, request);
+    return addressAnswer(response.getRc(), want, response.getAddress());
+  }, addr);
+}
+
+int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* name, int lang,
+                                 mqs_taddr_t* addr) {
+  bool want = addr != nullptr;
+  if (caches()) seen_.insert({LookupKey::Function, name, lang, ""});
+  return cachedAddress(caches(), image.functions, std::make_pair(std::string(name), lang), want,
+                       [&]() {
+                         auto request = client_.findFunctionRequest();
+                         request.setImage(image.token);
+                         request.setName(name);
+                         request.setLang(lang);
+                         request.setWantAddress(want);
+                         auto response = await(call, request);
+                         return addressAnswer(response.getRc(), want, response.getAddress());
+                       },
+                       addr);
+}
+
+uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char* name,
+                                  int lang) {
+  auto key = std::make_pair(std::string(name), lang);
+  if (caches()) {
+    seen_.insert({LookupKey::Type, name, lang, ""});
+    auto it = image.types.find(key);
+    hit(it != image.types.end(), Count::LookupHits, Count::LookupMisses);
+    if (it != image.types.end()) return it->second;
+  }
+  auto request = client_.findTypeRequest();
+  request.setImage(image.token);
+  request.setName(name);
+  request.setLang(lang);
+  uint64_t token = await(call, request).getType();
+  if (caches()) {
+    image.types[key] = token;
+    if (token != 0) typeNames_[token] = key;
+  }
+  return token;
+}
+
+int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field) {
+  auto key = std::make_pair(type, std::string(field));
+  if (caches()) {
+    auto named = typeNames_.find(type);
+    if (named != typeNames_.end()) {
+      seen_.insert({LookupKey::Field, named->second.first, named->second.second, field});
+    }
+    auto it = fieldOffsets_.find(key);
+    hit(it != fieldOffsets_.end(), Count::LookupHits, Count::LookupMisses);
+    if (it != fieldOffsets_.end()) return it->second;
+  }
+  auto request = client_.fieldOffsetRequest();
+  request.setType(type);
+  request.setField(field);
+  int offset = await(call, request).getOffset();
+  if (caches()) fieldOffsets_[key] = offset;
+  return offset;
+}
+
+int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
+  if (caches()) {
+    auto named = typeNames_.find(type);
+    if (named != typeNames_.end()) {
+      seen_.insert({LookupKey::SizeOf, named->second.first, named->second.second, ""});
+    }
+    auto it = sizes_.find(type);
+    hit(it != sizes_.end(), Count::LookupHits, Count::LookupMisses);
+    if (it != sizes_.end()) return it->second;
+  }
+  auto request = client_.sizeOfRequest();
+  request.setType(type);
+  int size = await(call, request).getSize();
+  if (caches()) sizes_[type] = size;
+  return size;
+}
+
+void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
+                                  mqs_target_type_sizes* sizes) {
+  if (!caches() || !process.typeSizes) {
+    if (caches()) Metrics::add(Count::ProcessMisses);
+    auto request = client_.getTypeSizesRequest();
+    request.setProcess(process.token);
+    auto response = await(call, request);
+    TypeSizes answer;
+    auto list = response.getSizes();
+    for (unsigned i = 0; i < list.size() && i < answer.size(); ++i) {
+      if (list[i].isValue()) answer[i] = list[i].getValue();
+    }
+    process.typeSizes = answer;
+  } else {
+    Metrics::add(Count::ProcessHits);
+  }
+  if (sizes == nullptr) return;
+  int* fields = &sizes->short_size;
+  for (size_t i = 0; i < process.typeSizes->size(); ++i) {
+    if ((*process.typeSizes)[i]) fields[i] = *(*process.typeSizes)[i];
+  }
+  if (!caches()) process.typeSizes.reset();
+}
+
+// ---- memory ----
+
+int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address,
+                               uint32_t size, void* buf) {
+  TargetMemory& memory = *process.memory;
+  TargetMemory::Request block = memory.requestFor(address, size);
+  auto request = client_.fetchBlocksRequest();
+  request.setProcess(process.token);
+  auto r = request.initBlocks(1)[0];
+  r.setAddress(block.address);
+  r.setSize(block.size);
+  r.setNeededAddress(address);
+  r.setNeededSize(size);
+  auto response = await(call, request);
+  auto blocks = response.getBlocks();
+  if (blocks.size() != 1) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
+  auto b = blocks[0];
+  if (b.getRc() != mqs_ok) {
+    memory.storeFailure(address, size, b.getRc());
+    return b.getRc();
+  }
+  auto data = readBulk(b.getData(), block.size);
+  Metrics::add(Count::BlocksFetched);
+  Metrics::add(Count::BlockBytes, data.size());
+  Metrics::add(Count::BulkRawBytes, data.size());
+  Metrics::add(Count::BulkWireBytes,
+               b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+  uint64_t start = b.getAddress();
+  if (address < start || address - start + size > data.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
+  }
+  std::memcpy(buf, data.begin() + (address - start), size);
+  memory.store(start, std::vector<unsigned char>(data.begin(), data.end()));
+  return mqs_ok;
+}
+
+int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t address, int size,
+                              void* buf) {
+  if (!caches() || !process.memory || size == 0) {
+    auto request = client_.fetchDataRequest();
+    request.setProcess(process.token);
+    request.setAddress(address);
+    request.setSize(size);
+    auto response = await(call, request);
+    int rc = response.getRc();
+    if (rc != mqs_ok) return rc;
+    auto data = response.getData();
+    if (data.size() != static_cast<size_t>(size)) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetch_data reply of wrong size");
+    }
+    if (size > 0) std::memcpy(buf, data.begin(), data.size());
+    return rc;
+  }
+  auto n = static_cast<uint32_t>(size);
+  if (process.memory->read(address, n, buf)) {
+    Metrics::add(Count::MemoryHits);
+    return mqs_ok;
+  }
+  int rc;
+  if (process.memory->failed(address, n, &rc)) {
+    Metrics::add(Count::MemoryHits);
+    return rc;
+  }
+  Metrics::add(Count::MemoryMisses);
+  return fetchBlock(call, process, address, n, buf);
+}
+
+void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process) {
+  if (!caches()) return;
+  if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
+  process.memory->newEpoch();
+  const auto& previous = process.memory->previousWindows();
+  if (options_.policy != wire::CachePolicy::EPOCH || previous.empty()) return;
+  // Ask again, in one round trip, for everything the previous epoch read.
+  auto request = client_.fetchBlocksRequest();
+  request.setProcess(process.token);
+  auto list = request.initBlocks(static_cast<unsigned>(previous.size()));
+  for (size_t i = 0; i < previous.size(); ++i) {
+    auto r = list[static_cast<unsigned>(i)];
+    r.setAddress(previous[i].address);
+    r.setSize(previous[i].size);
+    r.setNeededAddress(previous[i].address);
+    r.setNeededSize(previous[i].size);
+  }
+  auto response = await(call, request);
+  auto blocks = response.getBlocks();
+  for (unsigned i = 0; i < blocks.size() && i < previous.size(); ++i) {
+    auto b = blocks[i];
+    if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
+    auto data = readBulk(b.getData(), previous[i].size);
+    Metrics::add(Count::BlocksFetched);
+    Metrics::add(Count::BlocksPrefetched);
+    Metrics::add(Count::BlockBytes, data.size());
+    Metrics::add(Count::BulkRawBytes, data.size());
+    Metrics::add(Count::BulkWireBytes,
+                 b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+    process.memory->store(b.getAddress(), std::vector<unsigned char>(data.begin(), data.end()));
+  }
+}
+
+void RemoteDebugger::forgetCallMemory(RemoteProcess& process) {
+  if (options_.policy == wire::CachePolicy::CALL && process.memory) process.memory->newEpoch();
+}
+
+// ---- process attributes ----
+
+void RemoteDebugger::adoptAttributes(RemoteProcess& process,
+                                     wire::ProcessAttributes::Reader attributes) {
+  if (!caches()) return;
+  process.image = attributes.getImage();
+  process.globalRank = attributes.getGlobalRank();
+  TypeSizes sizes;
+  auto list = attributes.getTypeSizes();
+  for (unsigned i = 0; i < list.size() && i < sizes.size(); ++i) {
+    if (list[i].isValue()) sizes[i] = list[i].getValue();
+  }
+  process.typeSizes = sizes;
+}
+
+int RemoteDebugger::globalRank(DllCall& call, RemoteProcess& process) {
+  if (caches() && process.globalRank) {
+    Metrics::add(Count::ProcessHits);
+    return *process.globalRank;
+  }
+  if (caches()) Metrics::add(Count::ProcessMisses);
+  auto request = client_.getGlobalRankRequest();
+  request.setProcess(process.token);
+  int rank = await(call, request).getRank();
+  if (caches()) process.globalRank = rank;
+  return rank;
+}
+
+uint64_t RemoteDebugger::image(DllCall& call, RemoteProcess& process) {
+  if (caches() && process.image) {
+    Metrics::add(Count::ProcessHits);
+    return *process.image;
+  }
+  if (caches()) Metrics::add(Count::ProcessMisses);
+  auto request = client_.getImageRequest();
+  request.setProcess(process.token);
+  uint64_t token = await(call, request).getImage();
+  if (caches()) process.image = token;
+  return token;
+}
+
+uint64_t RemoteDebugger::job(DllCall& call, RemoteProcess& process) {
+  if (caches() && process.job) {
+    Metrics::add(Count::ProcessHits);
+    return *process.job;
+  }
+  if (caches()) Metrics::add(Count::ProcessMisses);
+  auto request = client_.getProcessJobRequest();
+  request.setProcess(process.token);
+  uint64_t token = await(call, request).getJob();
+  if (caches()) process.job = token;
+  return token;
+}
+
+int RemoteDebugger::identity(DllCall& call, RemoteProcess& process) {
+  if (caches() && process.identity) {
+    Metrics::add(Count::ProcessHits);
+    return *process.identity;
+  }
+  if (caches()) Metrics::add(Count::ProcessMisses);
+  auto request = client_.getProcessIdentityRequest();
+  request.setProcess(process.token);
+  int identity = await(call, request).getIdentity();
+  if (caches()) process.identity = identity;
+  return identity;
+}
+
+uint64_t RemoteDebugger::process(DllCall& call, RemoteJob& job, int index) {
+  auto request = client_.getProcessRequest();
+  request.setJob(job.token);
+  request.setIndex(index);
+  return await(call, request).getProcess();
+}
+
+// ---- basic ----
+
+char* RemoteDebugger::errorString(DllCall& call, int code) {
+  if (caches()) {
+    auto it = errorTexts_.find(code);
+    if (it != errorTexts_.end()) {
+      Metrics::add(Count::LookupHits);
+      return errorTextNull_[code] ? nullptr : strings_.intern(it->second);
+    }
+    Metrics::add(Count::LookupMisses);
+  }
+  auto request = client_.errorStringRequest();
+  request.setCode(code);
+  auto text = await(call, request).getText();
+  bool isNull = !text.isText();
+  std::string value = isNull ? "" : std::string(text.getText());
+  if (caches()) {
+    errorTexts_[code] = value;
+    errorTextNull_[code] = isNull;
+  }
+  return isNull ? nullptr : strings_.intern(value);
+}
+
+void RemoteDebugger::notify(DllCall& call, Effect effect) {
+  if (std::vector<Effect>* recorder = call.recorder()) {
+    recorder->push_back(std::move(effect));
+    return;
+  }
+  Metrics::add(Count::Notifications);
+  switch (effect.kind) {
+    case Effect::Kind::Dprints: {
+      auto request = client_.dprintsRequest();
+      request.setText(effect.text);
+      request.send().detach([](kj::Exception&&) {});
+      break;
+    }
+    case Effect::Kind::PutInfo: {
+      auto request = client_.putInfoRequest();
+      request.setKind(effect.infoKind);
+      request.setHandle(effect.handle);
+      request.setInfo(effect.info);
+      request.send().detach([](kj::Exception&&) {});
+      break;
+    }
+    case Effect::Kind::DllOutput: {
+      auto request = client_.dllOutputRequest();
+      request.setText(kj::arrayPtr(reinterpret_cast<const kj::byte*>(effect.text.data()),
+                                   effect.text.size()));
+      request.send().detach([](kj::Exception&&) {});
+      break;
+    }
+  }
+}
+
+// ---- learned look-ups ----
+
+void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
+                                     const std::vector<LookupKey>& lookups) {
+  if (options_.policy != wire::CachePolicy::EPOCH || lookups.empty()) return;
+  auto request = client_.lookUpRequest();
+  request.setImage(image.token);
+  auto list = request.initLookups(static_cast<unsigned>(lookups.size()));
+  for (size_t i = 0; i < lookups.size(); ++i) {
+    const LookupKey& k = lookups[i];
+    auto l = list[static_cast<unsigned>(i)];
+    switch (k.kind) {
+      case LookupKey::Symbol: l.setSymbol(k.name); break;
+      case LookupKey::Function: {
+        auto f = l.initFunction();
+        f.setName(k.name);
+        f.setLang(k.lang);
+        break;
+      }
+      case LookupKey::Type: {
+        auto t = l.initType();
+        t.setName(k.name);
+        t.setLang(k.lang);
+        break;
+      }
+      case LookupKey::Field: {
+        auto f = l.initField();
+        f.initType().setName(k.name);
+        f.getType().setLang(k.lang);
+        f.setField(k.field);
+        break;
+      }
+      case LookupKey::SizeOf: {
+        auto t = l.initSizeOf();
+        t.setName(k.name);
+        t.setLang(k.lang);
+        break;
+      }
+    }
+  }
+  auto response = await(call, request);
+  auto answers = response.getAnswers();
+  if (answers.size() != lookups.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "lookUp answer count");
+  }
+  // Types first, so that fields and sizes can be keyed by their tokens.
+  for (size_t i = 0; i < lookups.size(); ++i) {
+    const LookupKey& k = lookups[i];
+    if (k.kind != LookupKey::Type) continue;
+    uint64_t token = answers[static_cast<unsigned>(i)].getType();
+    image.types[{k.name, k.lang}] = token;
+    if (token != 0) typeNames_[token] = {k.name, k.lang};
+  }
+  for (size_t i = 0; i < lookups.size(); ++i) {
+    const LookupKey& k = lookups[i];
+    auto a = answers[static_cast<unsigned>(i)];
+    AddressAnswer address = addressAnswer(a.getRc(), true, a.getAddress());
+    switch (k.kind) {
+      case LookupKey::Symbol: image.symbols[k.name] = address; break;
+      case LookupKey::Function: image.functions[{k.name, k.lang}] = address; break;
+      case LookupKey::Type: break;
+      case LookupKey::Field:
+      case LookupKey::SizeOf: {
+        auto type = image.types.find({k.name, k.lang});
+        if (type == image.types.end() || type->second == 0) break;
+        if (k.kind == LookupKey::Field) {
+          fieldOffsets_[{type->second, k.field}] = a.getValue();
+        } else {
+          sizes_[type->second] = a.getValue();
+        }
+        break;
+      }
+    }
+    Metrics::add(Count::LookupsPrefetched);
+  }
+}
+
+}  // namespace mqd::server

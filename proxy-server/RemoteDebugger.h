@@ -1,0 +1,112 @@
+// RemoteDebugger: the debugger as the server sees it, across the network, with the caches
+// that make a dump cost tens of round trips instead of tens of thousands.
+//
+// The callback trampolines (CallbackTables) call in here; each answer comes from a cache when
+// the session's cache policy allows and the answer is known, and from a Debugger RPC awaited
+// on the DLL call's fiber otherwise:
+//
+//   policy off    every callback is a round trip (the naive baseline);
+//   policy call   symbol and type look-ups, process attributes and error texts are kept for the
+//                 session; target memory is read in blocks and kept for one mqs_* call;
+//   policy epoch  target memory is kept for the epoch (SessionService decides when one ends),
+//                 the blocks of the previous epoch are fetched ahead in one round trip, and
+//                 look-ups learned in earlier sessions with the same DLL are fetched ahead at
+//                 image set-up, in one round trip.
+//
+// Notifications the DLL causes (dprints, put_*_info, its output) are sent without waiting, in
+// order, or recorded into the DllCall's recorder when the call is being recorded for a walk.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "DebuggerObjects.h"
+#include "DllCall.h"
+#include "StringPool.h"
+#include "mqd.capnp.h"
+#include "mqs_interface.h"
+
+namespace mqd::server {
+
+// A look-up by name, as learned for a DLL (see LearnedLookups).
+struct LookupKey {
+  enum Kind { Symbol, Function, Type, Field, SizeOf } kind;
+  std::string name;   // symbol, function or type name
+  int lang = 0;
+  std::string field;  // Field
+  bool operator<(const LookupKey& o) const {
+    return std::tie(kind, name, lang, field) < std::tie(o.kind, o.name, o.lang, o.field);
+  }
+};
+
+class RemoteDebugger {
+ public:
+  struct Options {
+    wire::CachePolicy policy = wire::CachePolicy::EPOCH;
+    bool compress = false;
+    uint32_t blockSize = 64 * 1024;
+  };
+
+  RemoteDebugger(wire::Debugger::Client client, Options options);
+
+  wire::Debugger::Client& client() { return client_; }
+  const Options& options() const { return options_; }
+  bool caches() const { return options_.policy != wire::CachePolicy::OFF; }
+
+  // ---- image callbacks ----
+  int findSymbol(DllCall& call, RemoteImage& image, const char* name, mqs_taddr_t* addr);
+  int findFunction(DllCall& call, RemoteImage& image, const char* name, int lang,
+                   mqs_taddr_t* addr);
+  uint64_t findType(DllCall& call, RemoteImage& image, const char* name, int lang);
+  int fieldOffset(DllCall& call, uint64_t type, const char* field);
+  int sizeOf(DllCall& call, uint64_t type);
+  void getTypeSizes(DllCall& call, RemoteProcess& process, mqs_target_type_sizes* sizes);
+
+  // ---- process and job callbacks ----
+  int fetchData(DllCall& call, RemoteProcess& process, uint64_t address, int size, void* buf);
+  int globalRank(DllCall& call, RemoteProcess& process);
+  uint64_t image(DllCall& call, RemoteProcess& process);
+  uint64_t job(DllCall& call, RemoteProcess& process);
+  int identity(DllCall& call, RemoteProcess& process);
+  uint64_t process(DllCall& call, RemoteJob& job, int index);
+
+  // ---- basic ----
+  char* errorString(DllCall& call, int code);
+  // dprints, put_*_info, DLL output: recorded (walks) or sent without waiting.
+  void notify(DllCall& call, Effect effect);
+
+  // ---- epochs and prefetch ----
+  // The process was (re)set up with these attributes from the shim (policy call or epoch).
+  void adoptAttributes(RemoteProcess& process, wire::ProcessAttributes::Reader attributes);
+  // Starts a fresh memory for the process (at set-up and, in policy epoch, at every
+  // mqs_update_communicator_list); in policy epoch asks again, at once, for what the previous
+  // epoch read.
+  void newEpoch(DllCall& call, RemoteProcess& process);
+  // Policy call: memory lives for one mqs_* call.
+  void forgetCallMemory(RemoteProcess& process);
+  // Answers `lookups` for `image` in one round trip, into the caches.
+  void prefetchLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups);
+
+  // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
+  const std::set<LookupKey>& lookupsSeen() const { return seen_; }
+
+ private:
+  int fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address, uint32_t size,
+                 void* buf);
+
+  wire::Debugger::Client client_;
+  Options options_;
+  StringPool strings_;
+  std::map<int, std::string> errorTexts_;
+  std::map<int, bool> errorTextNull_;
+  std::map<std::pair<uint64_t, std::string>, int> fieldOffsets_;
+  std::map<uint64_t, int> sizes_;
+  std::map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> (name, lang)
+  std::set<LookupKey> seen_;
+};
+
+}  // namespace mqd::server

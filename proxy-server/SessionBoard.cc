@@ -1,0 +1,149 @@
+#include "SessionBoard.h"
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace mqd::server {
+namespace {
+
+constexpr const char* kNames[] = {
+    "rt.calls",         "rt.callbacks",      "msg.notifications",  "wire.bytes_in",
+    "wire.bytes_out",   "bulk.raw_bytes",    "bulk.wire_bytes",    "cache.lookup_hits",
+    "cache.lookup_misses", "cache.process_hits", "cache.process_misses", "cache.memory_hits",
+    "cache.memory_misses", "memory.blocks",   "memory.block_bytes", "memory.blocks_prefetched",
+    "cache.lookups_prefetched", "walk.recorded", "dll.calls",
+};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == SessionBoard::kCounters, "a name per counter");
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+SessionBoard::Slot* gSlot = nullptr;
+SessionBoard::Slot gSink;  // counts nothing that anyone reads
+
+std::string bytes(uint64_t n) {
+  char buf[32];
+  if (n < 10 * 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  } else if (n < 10ull * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
+  }
+  return buf;
+}
+
+}  // namespace
+
+const char* countName(Count c) { return kNames[static_cast<int>(c)]; }
+
+SessionBoard::SessionBoard(size_t slots) : count_(slots) {
+  bytes_ = sizeof(Slot) * slots;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("cannot map the session board");
+  slots_ = static_cast<Slot*>(p);
+  for (size_t i = 0; i < count_; ++i) new (&slots_[i]) Slot();
+}
+
+SessionBoard::~SessionBoard() { ::munmap(slots_, bytes_); }
+
+SessionBoard::Slot* SessionBoard::claim(uint64_t connection) {
+  Slot* chosen = nullptr;
+  for (size_t i = 0; i < count_; ++i) {
+    Slot& s = slots_[i];
+    int state = s.state.load();
+    if (state == 0) {
+      chosen = &s;
+      break;
+    }
+    if (state == 2 && (chosen == nullptr || s.endedMs < chosen->endedMs)) chosen = &s;
+  }
+  if (chosen == nullptr) return nullptr;
+  chosen->state.store(0);
+  chosen->worker = 0;
+  chosen->connection = connection;
+  chosen->startedMs = nowMs();
+  chosen->endedMs = 0;
+  chosen->dll[0] = chosen->client[0] = chosen->lastCall[0] = chosen->exit[0] = '\0';
+  for (auto& c : chosen->counters) c.store(0);
+  for (auto& c : chosen->clientCounters) c.store(0);
+  for (auto& n : chosen->clientCounterNames) n[0] = '\0';
+  chosen->state.store(1);
+  return chosen;
+}
+
+void SessionBoard::end(Slot* slot, const std::string& how) {
+  Metrics::setString(slot->exit, sizeof slot->exit, how);
+  slot->endedMs = nowMs();
+  slot->state.store(2);
+}
+
+SessionBoard::Slot* SessionBoard::slotOfWorker(pid_t worker) {
+  for (size_t i = 0; i < count_; ++i) {
+    if (slots_[i].state.load() == 1 && slots_[i].worker == worker) return &slots_[i];
+  }
+  return nullptr;
+}
+
+void SessionBoard::forEach(const std::function<void(const Slot&)>& fn) const {
+  for (size_t i = 0; i < count_; ++i) {
+    if (slots_[i].state.load() != 0) fn(slots_[i]);
+  }
+}
+
+std::string SessionBoard::summary(const Slot& s) {
+  auto c = [&s](Count k) { return s.counters[static_cast<int>(k)].load(); };
+  char line[768];
+  std::snprintf(
+      line, sizeof line,
+      "connection %llu (worker %d, %s): %llu round trips (%llu calls, %llu callbacks), "
+      "%s in, %s out; memory %llu hits / %llu misses, %llu blocks; look-ups %llu hits / %llu "
+      "misses; %llu walks; last call %s%s%s",
+      static_cast<unsigned long long>(s.connection), s.worker, s.dll[0] ? s.dll : "no DLL",
+      static_cast<unsigned long long>(c(Count::Calls) + c(Count::Callbacks)),
+      static_cast<unsigned long long>(c(Count::Calls)),
+      static_cast<unsigned long long>(c(Count::Callbacks)), bytes(c(Count::WireBytesIn)).c_str(),
+      bytes(c(Count::WireBytesOut)).c_str(), static_cast<unsigned long long>(c(Count::MemoryHits)),
+      static_cast<unsigned long long>(c(Count::MemoryMisses)),
+      static_cast<unsigned long long>(c(Count::BlocksFetched)),
+      static_cast<unsigned long long>(c(Count::LookupHits)),
+      static_cast<unsigned long long>(c(Count::LookupMisses)),
+      static_cast<unsigned long long>(c(Count::Walks)), s.lastCall[0] ? s.lastCall : "none",
+      s.exit[0] ? ", " : "", s.exit);
+  return line;
+}
+
+void Metrics::attach(SessionBoard::Slot* slot) { gSlot = slot; }
+
+void Metrics::add(Count c, uint64_t n) {
+  SessionBoard::Slot* s = gSlot != nullptr ? gSlot : &gSink;
+  s->counters[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
+}
+
+uint64_t Metrics::get(Count c) {
+  SessionBoard::Slot* s = gSlot != nullptr ? gSlot : &gSink;
+  return s->counters[static_cast<int>(c)].load(std::memory_order_relaxed);
+}
+
+void Metrics::setString(char* field, size_t size, const std::string& text) {
+  size_t n = text.size() < size - 1 ? text.size() : size - 1;
+  std::memcpy(field, text.data(), n);
+  field[n] = '\0';
+}
+
+SessionBoard::Slot* Metrics::slot() { return gSlot != nullptr ? gSlot : &gSink; }
+
+void Metrics::setLastCall(const char* entryPoint) {
+  SessionBoard::Slot* s = slot();
+  setString(s->lastCall, sizeof s->lastCall, entryPoint);
+}
+
+}  // namespace mqd::server

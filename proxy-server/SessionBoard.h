@@ -1,0 +1,102 @@
+// SessionBoard: what every session of this server is doing, in memory the supervisor and its
+// workers share.
+//
+// The supervisor maps the board before it forks anything and claims a slot for each worker it
+// forks; the worker fills in its DLL, the entry point it is running and its counters as it
+// goes, with no locks and no system calls. Any worker can read the whole board (that is how
+// Proxy.stats answers), and when a worker ends the supervisor reads its slot to log the
+// session's one-line summary, and records how it ended. Ended slots are reused, oldest first.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace mqd::server {
+
+// Everything a session counts. Round trips = Calls + Callbacks.
+enum class Count : int {
+  Calls,            // Session calls answered: round trips the shim started
+  Callbacks,        // Debugger calls the server waited for: round trips the server started
+  Notifications,    // Debugger calls not waited for (dprints, put_info, DLL output, reposition)
+  WireBytesIn,      // bytes received on the connection
+  WireBytesOut,     // bytes sent on the connection
+  BulkRawBytes,     // bulk payloads (memory, walks) before compression, both directions
+  BulkWireBytes,    // the same as they travelled
+  LookupHits,       // symbol/type look-ups answered from the session's cache
+  LookupMisses,
+  ProcessHits,      // process attributes (image, rank, type sizes, job, identity) from cache
+  ProcessMisses,
+  MemoryHits,       // fetch_data answered from the memory cache
+  MemoryMisses,
+  BlocksFetched,    // memory blocks read from the debugger
+  BlockBytes,       // their bytes
+  BlocksPrefetched, // of which requested ahead of need (learned from the previous epoch)
+  LookupsPrefetched,// look-ups answered ahead of need (learned from earlier sessions)
+  Walks,            // communicator walks recorded
+  DllCalls,         // vendor DLL entry points run (including for walks and repositioning)
+  kCount
+};
+
+const char* countName(Count c);
+
+class SessionBoard {
+ public:
+  static constexpr int kCounters = static_cast<int>(Count::kCount);
+
+  struct Slot {
+    std::atomic<int> state;  // 0 free, 1 open, 2 ended
+    int32_t worker;
+    uint64_t connection;
+    int64_t startedMs;
+    int64_t endedMs;
+    char dll[256];
+    char client[32];
+    char lastCall[48];
+    char exit[48];
+    std::atomic<uint64_t> counters[kCounters];
+    std::atomic<uint64_t> clientCounters[16];  // reported by the shim, see clientCounterName
+    char clientCounterNames[16][32];
+  };
+
+  // Maps `slots` slots of shared anonymous memory. Throws std::runtime_error.
+  explicit SessionBoard(size_t slots = 128);
+  ~SessionBoard();
+  SessionBoard(const SessionBoard&) = delete;
+  SessionBoard& operator=(const SessionBoard&) = delete;
+
+  // Supervisor: a slot for a new worker (a free one, else the oldest ended one); nullptr if
+  // every slot is open.
+  Slot* claim(uint64_t connection);
+  // Supervisor: the worker ended; `how` is "exit 0", "SIGSEGV", ...
+  void end(Slot* slot, const std::string& how);
+
+  Slot* slotOfWorker(pid_t worker);
+  void forEach(const std::function<void(const Slot&)>& fn) const;
+
+  // "connection 3 (worker 1234, libompi_dbg_msgq.so): 12 round trips (10 calls, 2 callbacks),
+  //  5.1 KiB in, 340 KiB out, ... last call mqs_next_operation, exit 0"
+  static std::string summary(const Slot& slot);
+
+ private:
+  Slot* slots_;
+  size_t count_;
+  size_t bytes_;
+};
+
+// The counters of the session this worker serves (a no-op sink when there is none).
+class Metrics {
+ public:
+  static void attach(SessionBoard::Slot* slot);
+  static void add(Count c, uint64_t n = 1);
+  static uint64_t get(Count c);
+  static void setString(char* field, size_t size, const std::string& text);
+  static SessionBoard::Slot* slot();
+  static void setLastCall(const char* entryPoint);
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,51 @@
+// Bulk: large payloads (target memory, recorded walks) that may travel zstd-compressed.
+//
+// The sender compresses when the session asked for compression and it pays (the payload is
+// big enough and shrinks); the receiver checks the announced size against a limit before it
+// allocates, so a hostile peer cannot make it inflate a small message into a huge one.
+#pragma once
+
+#include <capnp/message.h>
+#include <kj/array.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mqd.capnp.h"
+
+namespace mqd {
+
+// The largest payload a Bulk may announce (256 MiB).
+constexpr size_t kMaxBulkBytes = 256u << 20;
+
+struct BulkSizes {
+  size_t raw = 0;   // bytes before compression
+  size_t wire = 0;  // bytes as sent
+};
+
+// Fills `out` with `data`, compressed when `compress` is set and that makes it smaller.
+BulkSizes setBulk(wire::Bulk::Builder out, kj::ArrayPtr<const kj::byte> data, bool compress);
+
+// The payload of `in`; throws ProxyError(PROTOCOL) if it is malformed, does not decompress to
+// its announced size, or announces more than `limit` bytes.
+kj::Array<kj::byte> readBulk(wire::Bulk::Reader in, size_t limit = kMaxBulkBytes);
+
+// A whole Cap'n Proto message as a Bulk, and back. The reader owns the bytes it reads from.
+BulkSizes setBulkMessage(wire::Bulk::Builder out, capnp::MessageBuilder& message, bool compress);
+
+class BulkMessageReader {
+ public:
+  explicit BulkMessageReader(wire::Bulk::Reader in);
+  template <typename T>
+  typename T::Reader getRoot() {
+    return reader_->getRoot<T>();
+  }
+  bool empty() const { return empty_; }
+
+ private:
+  kj::Array<capnp::word> words_;
+  kj::Own<capnp::MessageReader> reader_;
+  bool empty_ = true;
+};
+
+}  // namespace mqd
