@@ -248,11 +248,18 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
   return fetchBlock(call, process, address, n, buf);
 }
 
-void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process) {
+void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
+                              const std::vector<TargetMemory::Window>& learned) {
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
   process.memory->newEpoch();
-  const auto& previous = process.memory->previousWindows();
+  std::vector<TargetMemory::Window> previous = process.memory->previousWindows();
+  for (const auto& w : learned) {
+    bool known = std::any_of(previous.begin(), previous.end(), [&](const auto& p) {
+      return p.address == w.address && p.size == w.size;
+    });
+    if (!known) previous.push_back(w);
+  }
   if (options_.policy != wire::CachePolicy::EPOCH || previous.empty()) return;
   // Ask again, in one round trip, for everything the previous epoch read.
   auto request = client_.fetchBlocksRequest();

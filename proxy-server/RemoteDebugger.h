@@ -84,8 +84,10 @@ class RemoteDebugger {
   void adoptAttributes(RemoteProcess& process, wire::ProcessAttributes::Reader attributes);
   // Starts a fresh memory for the process (at set-up and, in policy epoch, at every
   // mqs_update_communicator_list); in policy epoch asks again, at once, for what the previous
-  // epoch read.
-  void newEpoch(DllCall& call, RemoteProcess& process);
+  // epoch read, or, at the process's first epoch in this session, for `learned` (what an
+  // earlier session's last epoch of this same process read).
+  void newEpoch(DllCall& call, RemoteProcess& process,
+                const std::vector<TargetMemory::Window>& learned = {});
   // Policy call: memory lives for one mqs_* call.
   void forgetCallMemory(RemoteProcess& process);
   // Answers `lookups` for `image` in one round trip, into the caches.

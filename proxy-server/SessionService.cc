@@ -54,6 +54,8 @@ SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::C
       output_(output),
       learned_(config.debugger.policy == wire::CachePolicy::EPOCH ? config.stateDir : "",
                dll_->path(), dll_->buildId()),
+      learnedMemory_(config.debugger.policy == wire::CachePolicy::EPOCH ? config.stateDir : "",
+                     dll_->buildId()),
       fibers_(kFiberStackBytes),
       queue_(kj::Promise<void>(kj::READY_NOW).fork()) {
   learnedAtStart_ = learned_.load();
@@ -61,6 +63,9 @@ SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::C
 
 SessionService::~SessionService() noexcept(false) {
   learned_.save(remote_.lookupsSeen());
+  objects_.forEachProcess([this](RemoteProcess& p) {
+    if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->currentWindows());
+  });
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
 }
 
@@ -69,6 +74,42 @@ void SessionService::relayDllOutput(DllCall& call) {
   std::string text = output_->drain();
   if (text.empty()) return;
   remote_.notify(call, Effect{Effect::Kind::DllOutput, std::move(text)});
+}
+
+uint64_t SessionService::fingerprint(RemoteProcess& process) {
+  if (!process.image) return 0;
+  RemoteImage& image = objects_.image(*process.image);
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&hash](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  };
+  mix(dll_->buildId().data(), dll_->buildId().size());
+  bool any = false;
+  for (const auto& [name, answer] : image.symbols) {
+    if (!answer.written) continue;
+    mix(name.data(), name.size());
+    mix(&answer.address, sizeof answer.address);
+    any = true;
+  }
+  // Functions are left out: a DLL may look one up without an out-pointer (Open MPI does),
+  // which leaves its address unknown in one session and known in the next.
+  return any ? hash : 0;
+}
+
+void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refresh) {
+  uint64_t print = fingerprint(process);
+  std::vector<TargetMemory::Window> learned;
+  if (refresh && learnedMemoryUsed_.insert(process.token).second) {
+    learned = learnedMemory_.load(print);  // before the ending epoch replaces it
+    MQD_LOG(Debug, "process %llu: fingerprint %016llx, %zu learned memory windows",
+            static_cast<unsigned long long>(process.token), static_cast<unsigned long long>(print),
+            learned.size());
+  }
+  // A set-up epoch reads little: it must not replace the record it is about to use.
+  if (process.memory && learned.empty()) {
+    learnedMemory_.save(print, process.memory->currentWindows());
+  }
+  remote_.newEpoch(call, process, learned);
 }
 
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {
@@ -175,7 +216,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
     if (params.getHasAttributes()) remote_.adoptAttributes(process, params.getAttributes());
-    remote_.newEpoch(call, process);
+    startEpoch(call, process, false);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     auto results = context.getResults();
@@ -276,7 +317,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
       }
     }
     // The target ran since the last refresh: a new memory epoch.
-    remote_.newEpoch(call, process);
+    startEpoch(call, process, true);
     int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
     auto results = context.getResults();
     results.setRc(rc);

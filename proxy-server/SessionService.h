@@ -14,6 +14,7 @@
 
 #include "DebuggerObjects.h"
 #include "LearnedLookups.h"
+#include "LearnedMemory.h"
 #include "RemoteDebugger.h"
 #include "VendorDll.h"
 #include "mqd.capnp.h"
@@ -77,12 +78,21 @@ class SessionService final : public wire::Session::Server {
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;
 
+  // A new memory epoch for the process: what the ending one read is kept for later sessions
+  // on the same process; `refresh` (an update, not a set-up) also asks for what an earlier
+  // session's last epoch of this process read, the first time.
+  void startEpoch(DllCall& call, RemoteProcess& process, bool refresh);
+  // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
+  uint64_t fingerprint(RemoteProcess& process);
+
   std::unique_ptr<VendorDll> dll_;
   RemoteDebugger remote_;
   DllOutput* output_;
   DebuggerObjects objects_;
   LearnedLookups learned_;
   std::vector<LookupKey> learnedAtStart_;  // what earlier sessions looked up
+  LearnedMemory learnedMemory_;
+  std::set<uint64_t> learnedMemoryUsed_;   // processes whose learned memory was asked for
   size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
   kj::ForkedPromise<void> queue_;

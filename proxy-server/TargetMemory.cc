@@ -45,11 +45,16 @@ void TargetMemory::storeFailure(uint64_t address, uint32_t size, int rc) {
   failures_[{address, size}] = rc;
 }
 
-void TargetMemory::newEpoch() {
-  previous_.clear();
+std::vector<TargetMemory::Window> TargetMemory::currentWindows() const {
+  std::vector<Window> out;
   for (const auto& [start, bytes] : windows_) {
-    previous_.push_back({start, static_cast<uint32_t>(bytes.size())});
+    out.push_back({start, static_cast<uint32_t>(bytes.size())});
   }
+  return out;
+}
+
+void TargetMemory::newEpoch() {
+  previous_ = currentWindows();
   windows_.clear();
   failures_.clear();
 }

@@ -50,6 +50,8 @@ class TargetMemory {
   void newEpoch();
   // What the previous epoch had read, to ask for again at the start of this one.
   const std::vector<Window>& previousWindows() const { return previous_; }
+  // What this epoch has read so far.
+  std::vector<Window> currentWindows() const;
 
  private:
   uint32_t blockSize_;

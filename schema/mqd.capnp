@@ -278,6 +278,20 @@ struct LearnedLookups {
   lookups @2 :List(Lookup);
 }
 
+struct LearnedBlocks {
+  # The target memory the last epoch of a process read, kept by the server between sessions
+  # (--state-dir), keyed by the DLL build and a fingerprint of the process: the addresses its
+  # look-ups resolved to, which address-space randomisation makes particular to one process.
+  buildId @0 :Text;
+  fingerprint @1 :UInt64;
+  windows @2 :List(MemoryWindow);
+}
+
+struct MemoryWindow {
+  address @0 :UInt64;
+  size @1 :UInt32;
+}
+
 # ---------------------------------------------------------------------------------------------
 # What a server offers
 
