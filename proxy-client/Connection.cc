@@ -1,5 +1,6 @@
 #include "Connection.h"
 
+#include <kj/one-of.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
@@ -65,46 +66,92 @@ void Connection::markBroken(int code, const std::string& why) {
   }
 }
 
+namespace {
+
+// Adds the deadline to a connection step; a timeout becomes MQD_PROXY_ERR_TIMEOUT, any other
+// failure without a proxy code MQD_PROXY_ERR_UNREACHABLE.
+kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
+                                              kj::Promise<kj::Own<Connection>> step,
+                                              const std::string& where,
+                                              std::chrono::milliseconds timeout) {
+  auto ms = timeout.count();
+  return io.provider->getTimer()
+      .timeoutAfter(ms * kj::MILLISECONDS, kj::mv(step))
+      .catch_([where, ms](kj::Exception&& e) -> kj::Own<Connection> {
+        std::string detail;
+        int code = fromWireException(e, 0, &detail);
+        if (code != 0) throw kj::mv(e);
+        if (e.getType() == kj::Exception::Type::OVERLOADED ||
+            detail.find("timed out") != std::string::npos) {
+          throw toWireException(MQD_PROXY_ERR_TIMEOUT,
+                                where + ": no answer within " + std::to_string(ms) + " ms");
+        }
+        throw toWireException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
+      });
+}
+
+kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint) {
+  std::string where = endpoint.toString();
+  return io.provider->getNetwork()
+      .parseAddress(endpoint.toKjAddress())
+      .then([](kj::Own<kj::NetworkAddress> address) {
+        return address->connect().attach(kj::mv(address));
+      })
+      .then(
+          [where, tcp = endpoint.kind == Endpoint::Kind::Tcp](kj::Own<kj::AsyncIoStream> stream) {
+            if (tcp) {
+              // Small request, small reply, over and over: Nagle's algorithm would hold each
+              // one back for the peer's delayed ACK.
+              int one = 1;
+              stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            }
+            return kj::heap<Connection>(kj::mv(stream), where);
+          },
+          [where](kj::Exception&& e) -> kj::Own<Connection> {
+            throw toWireException(MQD_PROXY_ERR_UNREACHABLE,
+                                  where + ": " + e.getDescription().cStr() +
+                                      " (is mqd-proxy-server running there? set "
+                                      "MQD_PROXY_SERVER)");
+          });
+}
+
+// The endpoint, or the reason it is not one.
+kj::OneOf<Endpoint, kj::Exception> parseEndpoint(const std::string& server) {
+  kj::OneOf<Endpoint, kj::Exception> out;
+  try {
+    out.init<Endpoint>(Endpoint::parse(server));
+  } catch (const std::invalid_argument& e) {
+    out.init<kj::Exception>(toWireException(MQD_PROXY_ERR_UNREACHABLE,
+                                            std::string(e.what()) + " in MQD_PROXY_SERVER"));
+  }
+  return out;
+}
+
+}  // namespace
+
+kj::Promise<kj::Own<Connection>> Connection::connect(kj::AsyncIoContext& io,
+                                                     const std::string& server,
+                                                     std::chrono::milliseconds timeout) {
+  auto parsed = parseEndpoint(server);
+  if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
+  const Endpoint& endpoint = parsed.get<Endpoint>();
+  return withDeadline(io, connectTo(io, endpoint), endpoint.toString(), timeout);
+}
+
 kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
                                                   const ClientConfig& config,
                                                   DebuggerSide& side) {
-  Endpoint endpoint;
-  try {
-    endpoint = Endpoint::parse(config.server);
-  } catch (const std::invalid_argument& e) {
-    return toWireException(MQD_PROXY_ERR_UNREACHABLE,
-                           std::string(e.what()) + " in MQD_PROXY_SERVER");
-  }
+  auto parsed = parseEndpoint(config.server);
+  if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
+  Endpoint endpoint = parsed.get<Endpoint>();
   std::string where = endpoint.toString();
-  auto connected =
-      io.provider->getNetwork()
-          .parseAddress(endpoint.toKjAddress())
-          .then([](kj::Own<kj::NetworkAddress> address) {
-            return address->connect().attach(kj::mv(address));
-          })
-          .then(
-              [where, tcp = endpoint.kind == Endpoint::Kind::Tcp](
-                  kj::Own<kj::AsyncIoStream> stream) {
-                if (tcp) {
-                  // Small request, small reply, over and over: Nagle's algorithm would hold
-                  // each one back for the peer's delayed ACK.
-                  int one = 1;
-                  stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                }
-                return kj::heap<Connection>(kj::mv(stream), where);
-              },
-              [where](kj::Exception&& e) -> kj::Own<Connection> {
-                throw toWireException(MQD_PROXY_ERR_UNREACHABLE,
-                                      where + ": " + e.getDescription().cStr() +
-                                          " (is mqd-proxy-server running there? set "
-                                          "MQD_PROXY_SERVER)");
-              });
   std::string dll = config.dll;
   wire::CachePolicy cache = config.cache;
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind == Endpoint::Kind::Tcp);
-  auto opened = connected.then([&side, dll, where, cache, compress](kj::Own<Connection> c) {
+  auto opened = connectTo(io, endpoint).then([&side, dll, where, cache, compress](
+                                                 kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
@@ -134,19 +181,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           throw toWireException(code, where + ": " + detail);
         });
   });
-  auto ms = config.timeout.count();
-  return io.provider->getTimer().timeoutAfter(ms * kj::MILLISECONDS, kj::mv(opened))
-      .catch_([where, ms](kj::Exception&& e) -> kj::Own<Connection> {
-        std::string detail;
-        int code = fromWireException(e, 0, &detail);
-        if (code != 0) throw kj::mv(e);
-        if (e.getType() == kj::Exception::Type::OVERLOADED ||
-            detail.find("timed out") != std::string::npos) {
-          throw toWireException(MQD_PROXY_ERR_TIMEOUT,
-                                where + ": no session within " + std::to_string(ms) + " ms");
-        }
-        throw toWireException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
-      });
+  return withDeadline(io, kj::mv(opened), where, config.timeout);
 }
 
 }  // namespace mqd::client

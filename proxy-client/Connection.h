@@ -40,6 +40,14 @@ class Connection {
   static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
                                                DebuggerSide& side);
 
+  // Only connects (for tools that talk to the Proxy capability, not to a DLL); fails like
+  // open().
+  static kj::Promise<kj::Own<Connection>> connect(kj::AsyncIoContext& io,
+                                                  const std::string& server,
+                                                  std::chrono::milliseconds timeout);
+
+  wire::Proxy::Client& proxy() { return proxy_; }
+
   Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint);
   ~Connection() noexcept(false);
 

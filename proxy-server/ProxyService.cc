@@ -100,7 +100,10 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
 kj::Promise<void> ProxyService::stats(StatsContext context) {
   std::vector<const SessionBoard::Slot*> slots;
   if (config_.board != nullptr) {
-    config_.board->forEach([&](const SessionBoard::Slot& s) { slots.push_back(&s); });
+    // Every session but the asker's own connection.
+    config_.board->forEach([&](const SessionBoard::Slot& s) {
+      if (&s != config_.slot) slots.push_back(&s);
+    });
   }
   auto list = context.getResults().initSessions(static_cast<unsigned>(slots.size()));
   for (size_t i = 0; i < slots.size(); ++i) {

@@ -30,9 +30,10 @@ import sys
 
 import gdb
 
-# Where this file lives (gdb defines __file__ only while sourcing it). The debug-type objects
-# are looked up relative to it: ../ompi-types/<machine>/ompi_types.o, as installed.
-_HERE = os.path.dirname(os.path.abspath(__file__))
+# Where this file lives. The debug-type objects are looked up relative to it:
+# ../ompi-types/<machine>/ompi_types.o, as installed. (The code object knows its own file;
+# __file__ may name an outer script when this one is sourced from another.)
+_HERE = os.path.dirname(os.path.abspath(sys._getframe().f_code.co_filename))
 
 # --------------------------------------------------------------------------------------------
 # The MQD C ABI (schema/mqs_interface.h), for a DLL of this gdb's architecture.
