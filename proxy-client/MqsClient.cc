@@ -298,14 +298,18 @@ char* MqsClient::dllErrorString(int code) {
   char* result = nullptr;
   int rc = call("mqs_dll_error_string", [&]() {
     ensureSession();
+    auto known = dllErrorText_.find(code);
+    if (known != dllErrorText_.end()) {
+      result = known->second;
+      return mqs_ok;
+    }
     auto reply = roundTrip<wire::Session::DllErrorStringResults>(
         "mqs_dll_error_string", [code](wire::Session::Client& s) {
           auto r = s.dllErrorStringRequest();
           r.setCode(code);
           return r.send();
         });
-    auto text = reply.get().getText();
-    result = text.isText() ? strings_.intern(text.getText()) : nullptr;
+    result = rememberDllErrorText(code, reply.get().getText());
     return mqs_ok;
   });
   if (rc != mqs_ok) {
@@ -318,6 +322,12 @@ char* MqsClient::dllErrorString(int code) {
                              std::to_string(code) + ": " + why);
   }
   return result;
+}
+
+char* MqsClient::rememberDllErrorText(int code, wire::OutString::Reader text) {
+  char* interned = text.isText() ? strings_.intern(text.getText()) : nullptr;
+  if (config_.cache == wire::CachePolicy::EPOCH) dllErrorText_[code] = interned;
+  return interned;
 }
 
 // ---- images ----
@@ -460,7 +470,9 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
         });
     int rc = resultOf(reply, reply.get().getRc());
     if (reply.get().getWalk().getSize() > 0) {
-      walks_[token] = std::make_unique<RecordedWalk>(reply.get().getWalk());
+      auto walk = std::make_unique<RecordedWalk>(reply.get().getWalk());
+      for (auto t : walk->errorTexts()) rememberDllErrorText(t.getCode(), t.getText());
+      walks_[token] = std::move(walk);
     }
     return rc;
   });

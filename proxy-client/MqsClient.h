@@ -122,6 +122,11 @@ class MqsClient {
     uint64_t left = 0;       // walks left before their end (repositions)
   } counters_;
   std::unordered_map<int, char*> proxyErrorText_;
+  // The vendor DLL's mqs_dll_error_string answers, kept for the session under the epoch policy
+  // (the text is taken to depend only on the code; nullptr when the DLL returned NULL).
+  std::unordered_map<int, char*> dllErrorText_;
+  // Keeps an answer of mqs_dll_error_string, when the policy allows.
+  char* rememberDllErrorText(int code, wire::OutString::Reader text);
   StringPool strings_;
 };
 

@@ -30,6 +30,9 @@ class RecordedWalk {
   bool nextOperation(wire::RecordedOperation::Reader* out);
   bool getCommCollState(int collective, wire::RecordedCollState::Reader* out);
 
+  // The DLL's error texts for the codes the walk met (see wire CommunicatorWalk).
+  capnp::List<wire::ErrorText>::Reader errorTexts() const { return walk_.getErrorTexts(); }
+
   // Where the debugger stands (see wire WalkCursor).
   void cursor(wire::WalkCursor::Builder out) const;
 

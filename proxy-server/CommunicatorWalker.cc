@@ -2,7 +2,9 @@
 
 #include <capnp/orphan.h>
 
+#include <cstring>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "OutputCapture.h"
@@ -45,10 +47,38 @@ void setEffects(Builder b, const std::vector<Effect>& effects) {
 }  // namespace
 
 bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
+  std::set<int> codes;
+  if (!recordCalls(out, codes)) return false;
+  codes.erase(mqs_ok);
+  codes.erase(mqs_end_of_list);
+  // What a debugger asks next when it shows such a result; a text whose call had a visible
+  // effect (printing) is left for the debugger to ask for itself.
+  std::vector<std::pair<int, const char*>> texts;
+  for (int code : codes) {
+    Recording r(call_);
+    const char* text = dll_.entry().mqs_dll_error_string(code);
+    if (r.finish().empty()) texts.emplace_back(code, text);
+  }
+  auto list = out.initErrorTexts(static_cast<unsigned>(texts.size()));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto t = list[static_cast<unsigned>(i)];
+    t.setCode(texts[i].first);
+    if (texts[i].second == nullptr) {
+      t.initText().setNull();
+    } else {
+      t.initText().setText(std::string(texts[i].second, strnlen(texts[i].second, kMaxDllString)));
+    }
+  }
+  Metrics::add(Count::Walks);
+  return true;
+}
+
+bool CommunicatorWalker::recordCalls(wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
   const VendorDll::EntryPoints& e = dll_.entry();
   {
     Recording r(call_);
     int rc = e.mqs_setup_communicator_iterator(handle());
+    codes.insert(rc);
     auto setup = out.initSetup();
     setup.setRc(rc);
     setEffects(setup, r.finish());
@@ -69,6 +99,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
       Recording r(call_);
       prepare(communicator);
       getRc = e.mqs_get_communicator(handle(), &communicator);
+      codes.insert(getRc);
       auto get = c.initGet();
       get.setRc(getRc);
       capture(communicator, get.initCommunicator());
@@ -81,6 +112,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
       size_t capacity = communicator.size > 0 ? static_cast<size_t>(communicator.size) : 0;
       GroupBuffer ranks(capacity < 4096 ? 4096 : capacity);
       int rc = e.mqs_get_comm_group(handle(), ranks.data());
+      codes.insert(rc);
       auto group = c.initGroup();
       group.setRc(rc);
       ranks.capture(group);
@@ -95,6 +127,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
         prepare(sequence);
         prepare(active);
         int rc = e.mqs_get_comm_coll_state(handle(), k, &sequence, &active);
+        codes.insert(rc);
         auto s = states[static_cast<unsigned>(k)];
         s.setRc(rc);
         capture(sequence, s.initSequence());
@@ -109,6 +142,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
       {
         Recording r(call_);
         rc = e.mqs_setup_operation_iterator(handle(), op);
+        codes.insert(rc);
         auto setup = q.initSetup();
         setup.setRc(rc);
         setEffects(setup, r.finish());
@@ -123,6 +157,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
         auto operation = std::make_unique<mqs_pending_operation>();
         prepare(*operation);
         rc = e.mqs_next_operation(handle(), operation.get());
+        codes.insert(rc);
         o.setRc(rc);
         capture(*operation, o.initOperation());
         setEffects(o, r.finish());
@@ -137,6 +172,7 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
     {
       Recording r(call_);
       nextRc = e.mqs_next_communicator(handle());
+      codes.insert(nextRc);
       auto next = c.initNext();
       next.setRc(nextRc);
       setEffects(next, r.finish());
@@ -148,7 +184,6 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
   for (size_t i = 0; i < comms.size(); ++i) {
     list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(comms[i]));
   }
-  Metrics::add(Count::Walks);
   return true;
 }
 

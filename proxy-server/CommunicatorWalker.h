@@ -12,8 +12,12 @@
 // Rule for equivalence (README, "Round trips"): a debugger that (re)starts its iterations with
 // mqs_setup_communicator_iterator / mqs_setup_operation_iterator, as the interface prescribes,
 // sees exactly what it would see unrecorded. get_communicator, get_comm_group and
-// get_comm_coll_state are taken to have no effect on the DLL's state.
+// get_comm_coll_state are taken to have no effect on the DLL's state. The walk also carries the
+// DLL's text for each error code it met (mqs_dll_error_string is taken to depend only on the
+// code), so that showing such a result costs no round trip either.
 #pragma once
+
+#include <set>
 
 #include "DebuggerObjects.h"
 #include "DllCall.h"
@@ -35,6 +39,9 @@ class CommunicatorWalker {
   void reposition(wire::WalkCursor::Reader cursor);
 
  private:
+  // The calls themselves; `codes` collects every result code they returned.
+  bool recordCalls(wire::CommunicatorWalk::Builder out, std::set<int>& codes);
+
   mqs_process* handle() { return reinterpret_cast<mqs_process*>(&process_); }
 
   VendorDll& dll_;

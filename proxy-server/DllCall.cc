@@ -1,5 +1,7 @@
 #include "DllCall.h"
 
+#include <chrono>
+
 #include "Log.h"
 #include "SessionBoard.h"
 
@@ -9,13 +11,28 @@ thread_local DllCall* tCurrent = nullptr;
 }
 
 DllCall::DllCall(SessionService& session, kj::WaitScope& waitScope, const char* entryPoint)
-    : session_(session), waitScope_(waitScope), entryPoint_(entryPoint), outer_(tCurrent) {
+    : session_(session),
+      waitScope_(waitScope),
+      entryPoint_(entryPoint),
+      outer_(tCurrent),
+      started_(std::chrono::steady_clock::now()),
+      callbacksAtStart_(Metrics::get(Count::Callbacks)),
+      blocksAtStart_(Metrics::get(Count::BlocksFetched)) {
   tCurrent = this;
   Metrics::setLastCall(entryPoint);
 }
 
 DllCall::~DllCall() {
   tCurrent = outer_;
+  if (logEnabled(LogLevel::Trace)) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - started_)
+                  .count();
+    MQD_LOG(Trace, "%s: %lld us, %llu callback round trip(s), %llu memory block(s)", entryPoint_,
+            static_cast<long long>(us),
+            static_cast<unsigned long long>(Metrics::get(Count::Callbacks) - callbacksAtStart_),
+            static_cast<unsigned long long>(Metrics::get(Count::BlocksFetched) - blocksAtStart_));
+  }
   if (!firstFailure_.empty()) {
     MQD_LOG(Warn, "during %s: %s", entryPoint_, firstFailure_.c_str());
   }

@@ -9,6 +9,7 @@
 
 #include <kj/async.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ class DllCall {
   kj::WaitScope& waitScope_;
   const char* entryPoint_;
   DllCall* outer_;
+  std::chrono::steady_clock::time_point started_;
+  uint64_t callbacksAtStart_;
+  uint64_t blocksAtStart_;
   std::string firstFailure_;
   std::vector<Effect>* recorder_ = nullptr;
 };

@@ -25,9 +25,6 @@ constexpr size_t kFiberStackBytes = 8u << 20;
 constexpr size_t kMinGroupCapacity = 4096;
 constexpr size_t kMaxGroupCapacity = 1u << 24;
 
-// The longest has_queues / error string accepted from the DLL.
-constexpr size_t kMaxDllString = 64 << 10;
-
 // Marker for "the DLL did not store into this char** output".
 char kUntouched;
 

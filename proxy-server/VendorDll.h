@@ -13,6 +13,9 @@
 
 namespace mqd::server {
 
+// The longest string (has_queues message, error text) taken from the DLL; longer ones are cut.
+constexpr size_t kMaxDllString = 64 << 10;
+
 // Every entry point a vendor DLL must export: X(name). Types come from mqs_interface.h.
 #define MQD_REQUIRED_ENTRY_POINTS(X)                                            \
   X(mqs_setup_basic_callbacks)                    \

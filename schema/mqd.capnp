@@ -209,6 +209,14 @@ struct CommunicatorWalk {
   # DLL answers mqs_ok. The shim serves the debugger's calls from it while they follow this path.
   setup @0 :RecordedRc;
   communicators @1 :List(WalkedCommunicator);
+  errorTexts @2 :List(ErrorText);
+  # mqs_dll_error_string for each code other than mqs_ok and mqs_end_of_list that a recorded
+  # call returned, asked right after the walk (the text is taken to depend only on the code).
+}
+
+struct ErrorText {
+  code @0 :Int32;
+  text @1 :OutString;  # `text` or `null`, as mqs_dll_error_string returned
 }
 
 struct WalkCursor {
