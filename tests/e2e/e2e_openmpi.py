@@ -88,8 +88,11 @@ class Job:
 class Server:
     def __init__(self, binary, listen, dll, workdir, name):
         ready = os.path.join(workdir, name + ".ready")
+        # One learned-state directory for every server of the run: the first session is cold,
+        # later ones start from what it learned.
         self.proc = subprocess.Popen(
             [binary, "--listen", listen, "--dll", dll, "--ready-file", ready,
+             "--state-dir", os.path.join(workdir, "state"),
              "--log-file", os.path.join(workdir, name + ".log")])
         wait_for(lambda: os.path.exists(ready) or self.proc.poll() is not None, 20, name)
         if self.proc.poll() is not None:
@@ -103,8 +106,9 @@ class Server:
             raise Failure("server exited with %d" % self.proc.returncode)
 
 
-def gdb_dump(pids, frontend, load, out_prefix):
-    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt."""
+def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
+    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
+    refreshes: the second is a repeat refresh of a stopped-again target)."""
     cmd = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
     for i, pid in enumerate(pids):
         if i > 0:
@@ -114,8 +118,10 @@ def gdb_dump(pids, frontend, load, out_prefix):
             "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
             "-ex", "mqd dump --all --output %s.txt" % out_prefix]
     started = time.time()
+    env = dict(os.environ)
+    env.update(env_extra or {})
     result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            timeout=1200)
+                            timeout=1200, env=env)
     elapsed = time.time() - started
     errors = [line for line in result.stdout.splitlines() if line.startswith("mqd:")
               and "loaded" not in line]
@@ -219,19 +225,25 @@ def main():
         servers = [Server(server_bin, "unix:" + os.path.join(work, "s.sock"), args.ompi_dll,
                           work, "unix"),
                    Server(server_bin, "tcp:127.0.0.1:0", args.ompi_dll, work, "tcp")]
-        runs = [("native", "mqd load")]
-        for server, name in zip(servers, ("unix", "tcp")):
+        # (name, load command, environment): native first, then the proxy in every cache mode.
+        # unix (epoch) is the first session ever, tcp (epoch, compressed) a fresh session with
+        # learned look-ups and memory; call and off are the conservative modes.
+        runs = [("native", "mqd load", {})]
+        proxied = [("unix", servers[0], {}), ("tcp", servers[1], {}),
+                   ("unix-call", servers[0], {"MQD_PROXY_CACHE": "call"}),
+                   ("unix-off", servers[0], {"MQD_PROXY_CACHE": "off"})]
+        for name, server, env in proxied:
             runs.append((name, "mqd load --server %s --vendor-dll %s %s"
-                         % (server.endpoint, args.ompi_dll, shim)))
+                         % (server.endpoint, args.ompi_dll, shim), env))
         outputs = {}
-        for name, load in runs:
+        for name, load, env in runs:
             prefix = os.path.join(work, name)
-            seconds = gdb_dump(job.pids, args.frontend, load, prefix)
+            seconds = gdb_dump(job.pids, args.frontend, load, prefix, env)
             outputs[name] = (open(prefix + ".json").read(), open(prefix + ".txt").read())
-            print("%-6s dump of %d ranks with %d pending operations each: %.2f s"
+            print("%-9s dump of %d ranks with %d pending operations each: %.2f s"
                   % (name, args.ranks, args.ops, seconds))
         problems = []
-        for name in ("unix", "tcp"):
+        for name, _, _ in proxied:
             for i, kind in enumerate(("JSON", "text")):
                 if outputs[name][i] != outputs["native"][i]:
                     problems.append("%s dump (%s) differs from the native one: see %s" % (
@@ -247,7 +259,8 @@ def main():
                 print("FAIL: " + p)
             print("(%d problems; files kept in %s)" % (len(problems), work))
             return 1
-        print("ok: native, unix and TCP dumps identical and matching what every rank posted")
+        print("ok: native and proxied dumps (unix, TCP; cache epoch, call, off) identical, "
+              "and matching what every rank posted")
         passed = True
         return 0
     except Failure as e:

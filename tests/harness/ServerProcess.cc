@@ -25,6 +25,12 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
 
   std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
+  bool hasStateDir = false;
+  for (const auto& a : args) hasStateDir = hasStateDir || a == "--state-dir";
+  if (!hasStateDir) {
+    argv.push_back("--state-dir");
+    argv.push_back(stateDir_.path());
+  }
   argv.push_back("--ready-file");
   argv.push_back(readyFile_);
   std::vector<char*> cargs;

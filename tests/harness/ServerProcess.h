@@ -9,28 +9,6 @@
 
 namespace mqd::harness {
 
-class ServerProcess {
- public:
-  // Starts `binary` with `args` plus --ready-file, waits (up to 20 s) until it listens, and
-  // returns. Throws std::runtime_error if it exits or does not become ready. `endpoint()`
-  // is the address it bound (with the real port for tcp:...:0).
-  ServerProcess(const std::string& binary, const std::vector<std::string>& args);
-  ~ServerProcess();
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
-
-  const std::string& endpoint() const { return endpoint_; }
-  pid_t pid() const { return pid_; }
-
-  // Sends `signal` and waits for the exit; returns the wait status.
-  int stop(int signal);
-
- private:
-  pid_t pid_ = -1;
-  std::string readyFile_;
-  std::string endpoint_;
-};
-
 // A fresh private directory under $TMPDIR (or /tmp), removed recursively on destruction.
 class TempDir {
  public:
@@ -42,6 +20,32 @@ class TempDir {
  private:
   std::string path_;
 };
+
+class ServerProcess {
+ public:
+  // Starts `binary` with `args` plus --ready-file, waits (up to 20 s) until it listens, and
+  // returns. Throws std::runtime_error if it exits or does not become ready. `endpoint()`
+  // is the address it bound (with the real port for tcp:...:0). Unless `args` name one, the
+  // server keeps its learned state in a private directory (stateDir()), never in $HOME.
+  ServerProcess(const std::string& binary, const std::vector<std::string>& args);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  pid_t pid() const { return pid_; }
+  const std::string& stateDir() const { return stateDir_.path(); }
+
+  // Sends `signal` and waits for the exit; returns the wait status.
+  int stop(int signal);
+
+ private:
+  pid_t pid_ = -1;
+  TempDir stateDir_;
+  std::string readyFile_;
+  std::string endpoint_;
+};
+
 
 // Redirects this process's stderr (fd 2) into a file while alive; text() returns what was
 // written so far.

@@ -1,6 +1,7 @@
 #include "SyntheticMpi.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace mqd::harness {
 namespace {
@@ -174,8 +175,10 @@ Job standardJob(size_t opsPerQueue, int worldSize, int rank) {
   return job;
 }
 
-void layOut(TargetModel& t, const Job& job) {
-  Types ty = defineTypes(t);
+namespace {
+
+// Writes the job's communicators (with groups and queues) into fresh memory; returns the head.
+uint64_t writeCommunicators(TargetModel& t, const Types& ty, const Job& job) {
   const auto& cf = ty.comm.fields;
   const auto& gf = ty.group.fields;
 
@@ -199,6 +202,30 @@ void layOut(TargetModel& t, const Job& job) {
     t.writePointer(at + cf.at("unexpected"), writeQueue(t, ty, c.queues[2]));
     head = at;
   }
+  return head;
+}
+
+// The types layOut published.
+Types typesOf(const TargetModel& t) {
+  const TargetModel::Type* r = t.type("tmpi_request");
+  const TargetModel::Type* g = t.type("tmpi_group");
+  const TargetModel::Type* c = t.type("tmpi_comm");
+  const TargetModel::Type* n = t.type("tmpi_newproc");
+  if (!r || !g || !c || !n) throw std::logic_error("the target has no laid-out job");
+  return Types{*r, *g, *c, *n};
+}
+
+uint64_t symbolOf(const TargetModel& t, const char* name) {
+  const uint64_t* at = t.symbol(name);
+  if (!at) throw std::logic_error(std::string("the target has no symbol ") + name);
+  return *at;
+}
+
+}  // namespace
+
+void layOut(TargetModel& t, const Job& job) {
+  Types ty = defineTypes(t);
+  uint64_t head = writeCommunicators(t, ty, job);
   if (job.brokenCommunicatorList) head = 0x10;  // unmapped
 
   uint64_t list = t.allocate(static_cast<size_t>(t.pointerSize()));
@@ -226,6 +253,44 @@ void layOut(TargetModel& t, const Job& job) {
   t.defineFunction("tmpi_debugger_hook", t.allocate(16));
   if (job.ignoreQueues) t.defineSymbol("tmpi_ignore_queues", t.allocate(4));
   if (job.warnOnStderr) t.defineSymbol("tmpi_warn_stderr", t.allocate(4));
+}
+
+void replaceCommunicators(TargetModel& t, const Job& job) {
+  Types ty = typesOf(t);
+  uint64_t head = writeCommunicators(t, ty, job);
+  t.writePointer(symbolOf(t, "tmpi_comm_list"), head);
+  t.writeInt(symbolOf(t, "tmpi_comm_sequence"), 4, job.sequence);
+}
+
+size_t progressRequests(TargetModel& t, int step) {
+  Types ty = typesOf(t);
+  const auto& cf = ty.comm.fields;
+  const auto& rf = ty.request.fields;
+  size_t changed = 0;
+  uint64_t comm = static_cast<uint64_t>(t.readInt(symbolOf(t, "tmpi_comm_list"), t.pointerSize()));
+  for (; comm != 0; comm = static_cast<uint64_t>(t.readInt(comm + cf.at("next"), t.pointerSize()))) {
+    for (const char* queue : {"sends", "recvs", "unexpected"}) {
+      uint64_t at = static_cast<uint64_t>(t.readInt(comm + cf.at(queue), t.pointerSize()));
+      for (size_t i = 0; at != 0; ++i) {
+        uint64_t next = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()));
+        if (t.readInt(at + rf.at("kind"), 4) == 99) break;  // leave poisoned requests alone
+        t.writeInt(at + rf.at("tag"), 4, t.readInt(at + rf.at("tag"), 4) + 1000 * step);
+        t.writeInt(at + rf.at("status"), 4, (t.readInt(at + rf.at("status"), 4) + step) % 3);
+        t.writeInt(at + rf.at("actual_length"), t.longSize(), 17 * step + static_cast<int>(i));
+        writeString(t, at + rf.at("note"), "progressed " + std::to_string(step), 32);
+        ++changed;
+        // Every third request completes and leaves its queue.
+        if (i % 3 == 1 && next != 0) {
+          uint64_t after = static_cast<uint64_t>(t.readInt(next + rf.at("next"), t.pointerSize()));
+          t.writePointer(at + rf.at("next"), after);
+          next = after;
+          ++changed;
+        }
+        at = next;
+      }
+    }
+  }
+  return changed;
 }
 
 }  // namespace mqd::harness

@@ -65,4 +65,15 @@ Job standardJob(size_t opsPerQueue, int worldSize = 4, int rank = 0);
 // Writes `job` into `target`, with types and symbols.
 void layOut(TargetModel& target, const Job& job);
 
+// What a running program does to its memory between two stops, in place: symbols stay where
+// they are, as in a real process.
+//
+// replaceCommunicators writes `job`'s communicators into fresh memory, points tmpi_comm_list at
+// them and stores job.sequence (a DLL that caches the list by sequence notices the change only
+// if the sequence differs). progressRequests rewrites every request already in the queues
+// (tag, status, actual length, note; different for each `step`) and unlinks every third one;
+// it returns how many requests it changed.
+void replaceCommunicators(TargetModel& target, const Job& job);
+size_t progressRequests(TargetModel& target, int step);
+
 }  // namespace mqd::harness

@@ -1,17 +1,20 @@
-// Transparency: the same scripted conversation runs twice against the same target model, once
-// with the test DLL loaded natively and once through libmqdproxy.so -> mqd-proxy-server -> the
-// same DLL. Results, output structs (byte for byte, including what the DLL left untouched),
-// strings, the debugger's logged effects (put_*_info, dprints, errorstring) and what the DLL
-// printed on stderr must be identical.
+// Transparency: the same scripted conversation runs against the same target model once with
+// the test DLL loaded natively and then through libmqdproxy.so -> mqd-proxy-server -> the same
+// DLL, in every cache mode (MQD_PROXY_CACHE off, call, epoch; epoch also with compression).
+// Results, output structs (byte for byte, including what the DLL left untouched), strings, the
+// debugger's logged effects (put_*_info, dprints) and what the DLL printed on stderr must be
+// identical.
 //
 // Matrix: pointer size 4/8 x little/big endian x empty/large queues x DLL level 3/2 x a
-// debugger writing 7/5 members of mqs_target_type_sizes; plus error paths and unusual orders.
+// debugger writing 7/5 members of mqs_target_type_sizes; plus error paths, unusual orders, and
+// a target whose memory changes between refreshes (and, to state the epoch rule, within one).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,9 +41,45 @@ struct Cell {
   }
 };
 
-using Scenario = std::function<void(Transcript&, DebuggerHarness::Image*,
-                                    DebuggerHarness::Process*, DebuggerHarness::Job*)>;
+// What a scenario talks about: the debugger's objects and the target they stand for.
+struct Subjects {
+  DebuggerHarness::Image* image;
+  DebuggerHarness::Process* process;
+  DebuggerHarness::Job* job;
+  TargetModel* target;
+};
+
+using Scenario = std::function<void(Transcript&, Subjects&)>;
 using JobEdit = std::function<void(Job&, TargetModel&)>;
+
+// How the shim is configured for one proxied run.
+struct Mode {
+  const char* id;        // for MQD_TRANSPARENCY_MODES
+  const char* cache;     // MQD_PROXY_CACHE
+  const char* compress;  // MQD_PROXY_COMPRESS
+  std::string name() const { return std::string("cache ") + cache + ", compress " + compress; }
+};
+
+// Every mode, or those named in MQD_TRANSPARENCY_MODES (comma-separated ids), so that ctest can
+// run each mode as its own test.
+const std::vector<Mode>& allModes() {
+  static const std::vector<Mode> modes = [] {
+    std::vector<Mode> all{{"epoch", "epoch", "off"},
+                          {"epoch-zstd", "epoch", "on"},
+                          {"call", "call", "auto"},
+                          {"off", "off", "auto"}};
+    const char* wanted = std::getenv("MQD_TRANSPARENCY_MODES");
+    if (wanted == nullptr || *wanted == 0) return all;
+    std::vector<Mode> chosen;
+    std::string list = std::string(",") + wanted + ",";
+    for (const Mode& m : all) {
+      if (list.find(std::string(",") + m.id + ",") != std::string::npos) chosen.push_back(m);
+    }
+    if (chosen.empty()) throw std::invalid_argument("MQD_TRANSPARENCY_MODES names no mode");
+    return chosen;
+  }();
+  return modes;
+}
 
 const char* dllFor(int level) { return level == 3 ? mqd::test::kTestDll3 : mqd::test::kTestDll2; }
 
@@ -76,9 +115,10 @@ Outcome converse(const std::string& library, const Cell& cell, const Scenario& s
     auto* process = d.addProcess(image, 2, "rank2");
     auto* jobHandle = d.addJob({process});
     Transcript t(d);
+    Subjects subjects{image, process, jobHandle, &target};
     {
       StderrCapture err;
-      scenario(t, image, process, jobHandle);
+      scenario(t, subjects);
       t.note("stderr: " + renderBytes(err.text().data(), err.text().size()));
     }
     out.lines = t.lines();
@@ -87,43 +127,119 @@ Outcome converse(const std::string& library, const Cell& cell, const Scenario& s
   return out;
 }
 
-void compare(const Cell& cell, const Scenario& scenario, const JobEdit& edit = nullptr) {
-  ServerProcess& s = server();
-  Outcome native = converse(dllFor(cell.level), cell, scenario, edit);
-  setenv("MQD_PROXY_SERVER", s.endpoint().c_str(), 1);
+Outcome proxied(const Mode& mode, const Cell& cell, const Scenario& scenario,
+                const JobEdit& edit) {
+  setenv("MQD_PROXY_SERVER", server().endpoint().c_str(), 1);
   setenv("MQD_PROXY_DLL", dllFor(cell.level), 1);
   setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
-  Outcome proxied = converse(mqd::test::kShim, cell, scenario, edit);
+  setenv("MQD_PROXY_CACHE", mode.cache, 1);
+  setenv("MQD_PROXY_COMPRESS", mode.compress, 1);
+  return converse(mqd::test::kShim, cell, scenario, edit);
+}
 
-  INFO("cell: ", cell.name());
-  REQUIRE(native.lines.size() > 3);
-  size_t n = std::min(native.lines.size(), proxied.lines.size());
+void requireSame(const Outcome& expected, const Outcome& actual) {
+  REQUIRE(expected.lines.size() > 3);
+  size_t n = std::min(expected.lines.size(), actual.lines.size());
   for (size_t i = 0; i < n; ++i) {
-    if (native.lines[i] != proxied.lines[i]) {
-      FAIL_CHECK("first difference at line ", i, ":\n  native:  ", native.lines[i],
-                 "\n  proxied: ", proxied.lines[i]);
+    if (expected.lines[i] != actual.lines[i]) {
+      FAIL_CHECK("first difference at line ", i, ":\n  native:  ", expected.lines[i],
+                 "\n  proxied: ", actual.lines[i]);
       break;
     }
   }
-  CHECK(native.lines.size() == proxied.lines.size());
-  // The proxy really was in the path: target_to_host ran on the server (the shim probes the
-  // debugger's once per process), and malloc never reached the debugger.
-  if (native.counts["target_to_host"] > 4) {
-    CHECK(proxied.counts["target_to_host"] <= 2);
-    CHECK(proxied.counts["malloc"] == 0);
+  CHECK(expected.lines.size() == actual.lines.size());
+}
+
+// The conversation natively, then through the proxy in each mode: identical every time.
+void compare(const Cell& cell, const Scenario& scenario, const JobEdit& edit = nullptr,
+             const std::vector<Mode>& modes = allModes()) {
+  server();  // started before the native run, so that its start-up is not in the DLL's stderr
+  Outcome native = converse(dllFor(cell.level), cell, scenario, edit);
+  for (const Mode& mode : modes) {
+    INFO("cell: ", cell.name(), "; ", mode.name());
+    Outcome p = proxied(mode, cell, scenario, edit);
+    requireSame(native, p);
+    // The proxy really was in the path: target_to_host ran on the server (the shim probes the
+    // debugger's once per process), and malloc never reached the debugger.
+    if (native.counts["target_to_host"] > 4) {
+      CHECK(p.counts["target_to_host"] <= 2);
+      CHECK(p.counts["malloc"] == 0);
+    }
   }
 }
 
 Capabilities capabilitiesOf(int level) { return Capabilities{level == 3, level == 3}; }
 
 Scenario full(int level) {
-  return [level](Transcript& t, DebuggerHarness::Image* i, DebuggerHarness::Process* p,
-                 DebuggerHarness::Job* j) { fullConversation(t, i, p, j, capabilitiesOf(level)); };
+  return [level](Transcript& t, Subjects& s) {
+    fullConversation(t, s.image, s.process, s.job, capabilitiesOf(level));
+  };
 }
 
 Scenario odd(int level) {
-  return [level](Transcript& t, DebuggerHarness::Image* i, DebuggerHarness::Process* p,
-                 DebuggerHarness::Job*) { unusualOrders(t, i, p, capabilitiesOf(level)); };
+  return [level](Transcript& t, Subjects& s) {
+    unusualOrders(t, s.image, s.process, capabilitiesOf(level));
+  };
+}
+
+// Set-up as every debugger does it; false when the DLL declines the image or process.
+bool setUp(Transcript& t, Subjects& s) {
+  t.versions(true);
+  t.setupBasicCallbacks();
+  return t.setupImage(s.image) == mqs_ok && t.imageHasQueues(s.image) == mqs_ok &&
+         t.setupProcess(s.process) == mqs_ok && t.processHasQueues(s.process) == mqs_ok;
+}
+
+// The target runs between refreshes: requests progress in place, then the communicator list
+// is replaced (new sequence), then the new requests progress too.
+Scenario changingBetweenRefreshes(size_t ops) {
+  return [ops](Transcript& t, Subjects& s) {
+    Capabilities caps;
+    if (!setUp(t, s)) return;
+    refresh(t, s.process, caps);
+    t.note("changed " + std::to_string(progressRequests(*s.target, 1)) + " requests");
+    refresh(t, s.process, caps);
+    Job next = standardJob(ops + 2, 4, 2);
+    next.sequence = 2;
+    next.communicators.erase(next.communicators.begin() + 1);  // a communicator was freed
+    next.communicators[0].name = "MPI_COMM_WORLD (renamed)";
+    replaceCommunicators(*s.target, next);
+    refresh(t, s.process, caps);
+    t.note("changed " + std::to_string(progressRequests(*s.target, 2)) + " requests");
+    refresh(t, s.process, caps);
+    refresh(t, s.process, caps);  // stopped again, nothing changed
+    t.appendEffects();
+  };
+}
+
+// The target changes while the debugger reads it (some debuggers let a thread run): in the
+// middle of the first refresh, or, for comparison, only just before the second.
+enum class Change { MidRefresh, BeforeNextRefresh };
+
+Scenario changingWithinRefresh(Change when) {
+  return [when](Transcript& t, Subjects& s) {
+    Capabilities caps;
+    if (!setUp(t, s)) return;
+    t.updateCommunicatorList(s.process);
+    t.setupCommunicatorIterator(s.process);
+    t.getCommunicator(s.process, nullptr);
+    t.setupOperationIterator(s.process, mqs_pending_receives);
+    t.nextOperation(s.process);
+    if (when == Change::MidRefresh) progressRequests(*s.target, 3);
+    for (int i = 0; i < 64 && t.nextOperation(s.process) == mqs_ok; ++i) {
+    }
+    t.setupOperationIterator(s.process, mqs_pending_sends);
+    for (int i = 0; i < 64 && t.nextOperation(s.process) == mqs_ok; ++i) {
+    }
+    t.nextCommunicator(s.process);
+    t.getCommunicator(s.process, nullptr);
+    t.setupOperationIterator(s.process, mqs_unexpected_messages);
+    for (int i = 0; i < 64 && t.nextOperation(s.process) == mqs_ok; ++i) {
+    }
+    if (when == Change::BeforeNextRefresh) progressRequests(*s.target, 3);
+    refresh(t, s.process, caps);  // the next refresh sees the change in every mode
+    t.appendEffects();
+  };
 }
 
 }  // namespace
@@ -182,5 +298,32 @@ TEST_CASE("transparency: error paths") {
       poisoned.kind = 99;
       j.communicators[1].queues[0].push_back(poisoned);
     });
+  }
+}
+
+TEST_CASE("target memory that changes between refreshes: every mode sees each new state") {
+  for (int pointerSize : {8, 4}) {
+    for (bool bigEndian : {false, true}) {
+      Cell cell{pointerSize, bigEndian, 40, 3, 7};
+      compare(cell, changingBetweenRefreshes(cell.opsPerQueue));
+    }
+  }
+}
+
+TEST_CASE("the epoch rule: within one epoch the target reads as it was at update") {
+  // Under MQD_PROXY_CACHE=epoch target memory is read once per epoch (from
+  // mqs_update_communicator_list to the next), so a change within an epoch shows at the next
+  // update: exactly what a native load shows when the change happens just before it. Under
+  // off and call the DLL reads memory when it asks, exactly as a native load does.
+  Cell cell{8, false, 12, 3, 7};
+  server();
+  Outcome mid = converse(dllFor(3), cell, changingWithinRefresh(Change::MidRefresh), nullptr);
+  Outcome late =
+      converse(dllFor(3), cell, changingWithinRefresh(Change::BeforeNextRefresh), nullptr);
+  REQUIRE(mid.lines != late.lines);  // the change is visible natively as it happens
+  for (const Mode& mode : allModes()) {
+    INFO(mode.name());
+    Outcome p = proxied(mode, cell, changingWithinRefresh(Change::MidRefresh), nullptr);
+    requireSame(std::string(mode.cache) == "epoch" ? late : mid, p);
   }
 }
