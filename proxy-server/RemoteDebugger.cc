@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <utility>
 
 #include "Bulk.h"
 #include "Log.h"
@@ -253,38 +255,57 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
   process.memory->newEpoch();
-  std::vector<TargetMemory::Window> previous = process.memory->previousWindows();
+  if (options_.policy != wire::CachePolicy::EPOCH) return;
+  // Everything the previous epoch read (and what an earlier session learned), each once.
+  std::vector<TargetMemory::Window> wanted = process.memory->previousWindows();
+  std::set<std::pair<uint64_t, uint32_t>> seen;
+  for (const auto& w : wanted) seen.insert({w.address, w.size});
   for (const auto& w : learned) {
-    bool known = std::any_of(previous.begin(), previous.end(), [&](const auto& p) {
-      return p.address == w.address && p.size == w.size;
-    });
-    if (!known) previous.push_back(w);
+    if (seen.insert({w.address, w.size}).second) wanted.push_back(w);
   }
-  if (options_.policy != wire::CachePolicy::EPOCH || previous.empty()) return;
-  // Ask again, in one round trip, for everything the previous epoch read.
-  auto request = client_.fetchBlocksRequest();
-  request.setProcess(process.token);
-  auto list = request.initBlocks(static_cast<unsigned>(previous.size()));
-  for (size_t i = 0; i < previous.size(); ++i) {
-    auto r = list[static_cast<unsigned>(i)];
-    r.setAddress(previous[i].address);
-    r.setSize(previous[i].size);
-    r.setNeededAddress(previous[i].address);
-    r.setNeededSize(previous[i].size);
-  }
-  auto response = await(call, request);
-  auto blocks = response.getBlocks();
-  for (unsigned i = 0; i < blocks.size() && i < previous.size(); ++i) {
-    auto b = blocks[i];
-    if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
-    auto data = readBulk(b.getData(), previous[i].size);
-    Metrics::add(Count::BlocksFetched);
-    Metrics::add(Count::BlocksPrefetched);
-    Metrics::add(Count::BlockBytes, data.size());
-    Metrics::add(Count::BulkRawBytes, data.size());
-    Metrics::add(Count::BulkWireBytes,
-                 b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
-    process.memory->store(b.getAddress(), std::vector<unsigned char>(data.begin(), data.end()));
+  prefetch(call, process, wanted);
+}
+
+void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
+                              const std::vector<TargetMemory::Window>& windows) {
+  // Asked for in batches of bounded size (one round trip each), up to a total bound: a
+  // prefetch only ever saves round trips, so what is past the bound is left to demand reads.
+  size_t next = 0;
+  uint64_t total = 0;
+  while (next < windows.size() && total < kMaxPrefetchBytes) {
+    auto request = client_.fetchBlocksRequest();
+    request.setProcess(process.token);
+    size_t first = next;
+    uint64_t batch = 0;
+    while (next < windows.size() && batch + windows[next].size <= kPrefetchBatchBytes &&
+           total + batch + windows[next].size <= kMaxPrefetchBytes) {
+      batch += windows[next].size;
+      ++next;
+    }
+    if (next == first) break;  // a single window larger than a batch: not worth prefetching
+    total += batch;
+    auto list = request.initBlocks(static_cast<unsigned>(next - first));
+    for (size_t i = first; i < next; ++i) {
+      auto r = list[static_cast<unsigned>(i - first)];
+      r.setAddress(windows[i].address);
+      r.setSize(windows[i].size);
+      r.setNeededAddress(windows[i].address);
+      r.setNeededSize(windows[i].size);
+    }
+    auto response = await(call, request);
+    auto blocks = response.getBlocks();
+    for (unsigned i = 0; i < blocks.size() && first + i < next; ++i) {
+      auto b = blocks[i];
+      if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
+      auto data = readBulk(b.getData(), windows[first + i].size);
+      Metrics::add(Count::BlocksFetched);
+      Metrics::add(Count::BlocksPrefetched);
+      Metrics::add(Count::BlockBytes, data.size());
+      Metrics::add(Count::BulkRawBytes, data.size());
+      Metrics::add(Count::BulkWireBytes,
+                   b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+      process.memory->store(b.getAddress(), std::vector<unsigned char>(data.begin(), data.end()));
+    }
   }
 }
 

@@ -90,6 +90,10 @@ class RemoteDebugger {
                 const std::vector<TargetMemory::Window>& learned = {});
   // Policy call: memory lives for one mqs_* call.
   void forgetCallMemory(RemoteProcess& process);
+
+  // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
+  static constexpr uint64_t kPrefetchBatchBytes = 16u << 20;
+  static constexpr uint64_t kMaxPrefetchBytes = 64u << 20;
   // Answers `lookups` for `image` in one round trip, into the caches.
   void prefetchLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups);
 
@@ -97,6 +101,10 @@ class RemoteDebugger {
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 
  private:
+  // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
+  void prefetch(DllCall& call, RemoteProcess& process,
+                const std::vector<TargetMemory::Window>& windows);
+
   int fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address, uint32_t size,
                  void* buf);
 

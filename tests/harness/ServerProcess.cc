@@ -15,7 +15,8 @@
 
 namespace mqd::harness {
 
-ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::string>& args) {
+ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::string>& args,
+                             bool withStateDir) {
   char tmpl[] = "/tmp/mqd-ready-XXXXXX";
   int fd = ::mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
@@ -25,7 +26,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
 
   std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
-  bool hasStateDir = false;
+  bool hasStateDir = !withStateDir;
   for (const auto& a : args) hasStateDir = hasStateDir || a == "--state-dir";
   if (!hasStateDir) {
     argv.push_back("--state-dir");

@@ -27,7 +27,9 @@ class ServerProcess {
   // returns. Throws std::runtime_error if it exits or does not become ready. `endpoint()`
   // is the address it bound (with the real port for tcp:...:0). Unless `args` name one, the
   // server keeps its learned state in a private directory (stateDir()), never in $HOME.
-  ServerProcess(const std::string& binary, const std::vector<std::string>& args);
+  // withStateDir false: start a program that takes no --state-dir (mqd-relay).
+  ServerProcess(const std::string& binary, const std::vector<std::string>& args,
+                bool withStateDir = true);
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

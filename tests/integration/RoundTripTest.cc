@@ -1,0 +1,261 @@
+// Round-trip economy, end to end with real processes: the session counters (read with the
+// mqd-proxy CLI) match what the debugger really served; the epoch policy, learned look-ups and
+// memory, and compression do what they promise; mqd-relay adds the delay and bandwidth cap it
+// is told to. Only counts and lower bounds are asserted, never speeds (bench/ measures those).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "ServerProcess.h"
+#include "ShimRig.h"
+#include "TestPaths.h"
+#include "mqd_proxy.h"
+
+using namespace mqd::harness;
+
+namespace {
+
+struct Command {
+  int status;
+  std::string output;
+};
+
+Command run(const std::string& cmd) {
+  Command out{-1, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.output.append(buf, n);
+  int status = pclose(p);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+ServerProcess startServer(TempDir& dir, const std::string& listen) {
+  return ServerProcess(mqd::test::kServer,
+                       {"--listen", listen, "--dll", mqd::test::kTestDll3, "--log-file",
+                        dir / "server.log"});
+}
+
+void configure(const std::string& endpoint, const char* cache, const char* compress,
+               TempDir& dir) {
+  setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
+  setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
+  setenv("MQD_PROXY_LOG_FILE", (dir / "shim.log").c_str(), 1);
+  setenv("MQD_PROXY_CACHE", cache, 1);
+  setenv("MQD_PROXY_COMPRESS", compress, 1);
+  unsetenv("MQD_PROXY_TIMEOUT");
+}
+
+using Counters = std::map<std::string, uint64_t>;
+
+// The counters of the server's most recent session with a DLL (not an earlier stats
+// connection), from `mqd-proxy stats --json`.
+Counters lastSession(const std::string& endpoint) {
+  Command c = run(std::string(mqd::test::kCli) + " --server " + endpoint + " stats --json");
+  REQUIRE(c.status == 0);
+  std::string session;
+  for (size_t at = c.output.find("{\"connection\""); at != std::string::npos;) {
+    size_t next = c.output.find("{\"connection\"", at + 1);
+    std::string one = c.output.substr(at, next == std::string::npos ? next : next - at);
+    if (one.find("\"dll\": \"/") != std::string::npos) session = one;
+    at = next;
+  }
+  REQUIRE_FALSE(session.empty());
+  Counters out;
+  std::regex pair("\"([a-z_.]+)\": ([0-9]+)");
+  for (std::sregex_iterator it(session.begin(), session.end(), pair), end; it != end; ++it) {
+    out[(*it)[1]] = std::stoull((*it)[2]);
+  }
+  return out;
+}
+
+uint64_t roundTrips(Counters& c) { return c["rt.calls"] + c["rt.callbacks"]; }
+
+// The debugger callbacks that need an answer from the debugger: each is one round trip
+// when nothing is cached (the others are answered on the server or are notifications). For
+// get_type_sizes the shim itself first asks get_image, to use that image's callback table as
+// the DLL would: that get_image is not a round trip.
+long answeredCallbacks(DebuggerHarness& d) {
+  long n = -d.callbackCounts()["get_type_sizes"];
+  for (const char* k : {"errorstring", "get_type_sizes", "find_function", "find_symbol",
+                        "find_type", "field_offset", "sizeof", "get_global_rank", "get_image",
+                        "fetch_data", "get_process_job", "get_process_identity", "get_process"}) {
+    n += d.callbackCounts()[k];
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("counters: with caching off, every callback the debugger answered is one round trip") {
+  TempDir dir;
+  ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+  configure(server.endpoint(), "off", "off", dir);
+  long answered;
+  int ops;
+  {
+    Rig rig(5);
+    rig.setUp();
+    ops = rig.refresh();
+    answered = answeredCallbacks(*rig.d);
+  }
+  CHECK(ops == 5 * 3 * 5);
+  Counters c = lastSession(server.endpoint());
+  CHECK(answered > 100);
+  CHECK(c["rt.callbacks"] == static_cast<uint64_t>(answered));
+  CHECK(c["rt.calls"] > static_cast<uint64_t>(ops));  // every next_operation went to the server
+  CHECK(c["cache.memory_hits"] == 0);
+  CHECK(c["cache.lookup_hits"] == 0);
+  CHECK(c["walk.recorded"] == 0);
+  CHECK(c["wire.bytes_in"] > 0);
+  CHECK(c["wire.bytes_out"] > 0);
+}
+
+TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned session fewer") {
+  TempDir dir;
+  ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+  configure(server.endpoint(), "epoch", "auto", dir);
+  uint64_t cold, repeat, learned;
+  {
+    Rig rig(200);
+    rig.setUp();
+    CHECK(rig.refresh() == 200 * 3 * 5);
+    Counters first = lastSession(server.endpoint());
+    cold = roundTrips(first);
+    CHECK(rig.refresh() == 200 * 3 * 5);
+    Counters second = lastSession(server.endpoint());
+    repeat = roundTrips(second) - cold;
+    CHECK(second["memory.blocks_prefetched"] > 0);
+    // The shim answered the iteration from the walk: only update went to the server.
+    CHECK(second["walk.recorded"] == 2);
+  }
+  {
+    Rig rig(200);
+    rig.setUp();
+    CHECK(rig.refresh() == 200 * 3 * 5);
+    Counters c = lastSession(server.endpoint());
+    learned = roundTrips(c);
+    CHECK(c["cache.lookups_prefetched"] > 0);
+    CHECK(c["cache.lookup_misses"] == 0);
+  }
+  MESSAGE("round trips: cold session ", cold, ", repeat refresh ", repeat, ", learned session ",
+          learned);
+  CHECK(repeat <= 5);
+  CHECK(learned < cold);
+  CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
+}
+
+TEST_CASE("compression: auto means TCP only; on and off are obeyed; answers unchanged") {
+  TempDir dir;
+  ServerProcess unixServer = startServer(dir, "unix:" + (dir / "s.sock"));
+  ServerProcess tcpServer(mqd::test::kServer, {"--listen", "tcp:127.0.0.1:0", "--dll",
+                                               mqd::test::kTestDll3, "--log-file",
+                                               dir / "tcp.log"});
+  struct Case {
+    const ServerProcess* server;
+    const char* compress;
+    bool compressed;
+  };
+  for (Case k : {Case{&unixServer, "auto", false}, Case{&unixServer, "on", true},
+                 Case{&tcpServer, "auto", true}, Case{&tcpServer, "off", false}}) {
+    INFO(k.server->endpoint(), " MQD_PROXY_COMPRESS=", k.compress);
+    configure(k.server->endpoint(), "epoch", k.compress, dir);
+    {
+      Rig rig(100);
+      rig.setUp();
+      CHECK(rig.refresh() == 100 * 3 * 5);
+    }
+    Counters c = lastSession(k.server->endpoint());
+    REQUIRE(c["bulk.raw_bytes"] > 10000);
+    if (k.compressed) {
+      CHECK(c["bulk.wire_bytes"] * 3 < c["bulk.raw_bytes"]);
+    } else {
+      CHECK(c["bulk.wire_bytes"] == c["bulk.raw_bytes"]);
+    }
+  }
+}
+
+TEST_CASE("mqd-proxy stats: readable and JSON output; clear failures") {
+  TempDir dir;
+  ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+  configure(server.endpoint(), "epoch", "auto", dir);
+  {
+    Rig rig(3);
+    rig.setUp();
+    rig.refresh();
+  }
+  std::string cli = mqd::test::kCli;
+  Command text = run(cli + " --server " + server.endpoint() + " stats");
+  CHECK(text.status == 0);
+  CHECK(text.output.find("1 session(s)") != std::string::npos);
+  CHECK(text.output.find("round trips") != std::string::npos);
+  CHECK(text.output.find("libmqd_testdll_l3.so") != std::string::npos);
+  // The server environment variable is the default endpoint.
+  Command env = run("MQD_PROXY_SERVER=" + server.endpoint() + " " + cli + " stats --json");
+  CHECK(env.status == 0);
+  CHECK(env.output.find("\"rt.calls\"") != std::string::npos);
+
+  Command nowhere = run(cli + " --server unix:" + (dir / "nothing.sock") + " stats");
+  CHECK(nowhere.status == 1);
+  CHECK(nowhere.output.find("nothing.sock") != std::string::npos);
+  Command bad = run(cli + " --server nonsense stats");
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("nonsense") != std::string::npos);
+  Command usage = run(cli + " frobnicate");
+  CHECK(usage.status == 2);
+  CHECK(usage.output.find("unknown command \"frobnicate\"") != std::string::npos);
+  Command help = run(cli + " --help");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("stats") != std::string::npos);
+}
+
+TEST_CASE("mqd-relay: each round trip gains twice the delay; the bandwidth cap holds") {
+  TempDir dir;
+  ServerProcess server(mqd::test::kServer, {"--listen", "tcp:127.0.0.1:0", "--dll",
+                                            mqd::test::kTestDll3, "--log-file",
+                                            dir / "server.log"});
+  auto timeConversation = [&](const std::string& endpoint, const char* compress) {
+    configure(endpoint, "epoch", compress, dir);
+    auto start = std::chrono::steady_clock::now();
+    {
+      Rig rig(100);
+      rig.setUp();
+      CHECK(rig.refresh() == 100 * 3 * 5);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  {
+    ServerProcess relay(mqd::test::kRelay,
+                        {"--listen", "tcp:127.0.0.1:0", "--connect", server.endpoint(),
+                         "--delay-ms", "20"},
+                        false);
+    double seconds = timeConversation(relay.endpoint(), "auto");
+    Counters c = lastSession(server.endpoint());
+    // Every round trip, plus connecting, crossed the relay twice.
+    double floor = static_cast<double>(roundTrips(c)) * 0.040;
+    MESSAGE("20 ms each way: ", roundTrips(c), " round trips in ", seconds, " s");
+    CHECK(seconds >= floor);
+  }
+  {
+    // 256 KiB/s each way, no compression: the memory the server reads takes its time.
+    ServerProcess relay(mqd::test::kRelay,
+                        {"--listen", "tcp:127.0.0.1:0", "--connect", server.endpoint(),
+                         "--bandwidth", "262144"},
+                        false);
+    double seconds = timeConversation(relay.endpoint(), "off");
+    Counters c = lastSession(server.endpoint());
+    double floor = static_cast<double>(c["wire.bytes_in"]) / 262144.0;
+    MESSAGE("256 KiB/s: ", c["wire.bytes_in"], " bytes to the server in ", seconds, " s");
+    CHECK(c["wire.bytes_in"] > 100000);
+    CHECK(seconds >= floor * 0.95);
+  }
+}

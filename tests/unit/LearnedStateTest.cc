@@ -1,0 +1,65 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <set>
+
+#include "LearnedLookups.h"
+#include "LearnedMemory.h"
+#include "ServerProcess.h"
+
+using namespace mqd::server;
+using mqd::harness::TempDir;
+
+TEST_CASE("LearnedLookups: what one session saw, the next one loads; per DLL build") {
+  TempDir dir;
+  std::string state = dir / "state";
+  std::set<LookupKey> seen{{LookupKey::Symbol, "ompi_comm_list", 0, ""},
+                           {LookupKey::Type, "mca_pml_base_request_t", 0, ""},
+                           {LookupKey::Field, "ompi_communicator_t", 0, "c_name"},
+                           {LookupKey::Function, "MPIR_Breakpoint", 1, ""},
+                           {LookupKey::SizeOf, "ompi_group_t", 0, ""}};
+  {
+    LearnedLookups first(state, "/usr/lib/libx.so", "abc123");
+    CHECK(first.enabled());
+    CHECK(first.load().empty());
+    first.save(seen);
+  }
+  struct stat st;
+  REQUIRE(::stat(state.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  LearnedLookups second(state, "/usr/lib/libx.so", "abc123");
+  auto loaded = second.load();
+  std::set<LookupKey> got(loaded.begin(), loaded.end());
+  CHECK(got.size() == seen.size());
+  for (const LookupKey& k : seen) CHECK(got.count(k) == 1);
+  // Another build of the DLL learns for itself.
+  LearnedLookups other(state, "/usr/lib/libx.so", "def456");
+  CHECK(other.load().empty());
+  // No state directory, or no build id: learning is off.
+  CHECK_FALSE(LearnedLookups("", "x", "abc123").enabled());
+  CHECK_FALSE(LearnedLookups(state, "x", "").enabled());
+}
+
+TEST_CASE("LearnedLookups and LearnedMemory: an unreadable file is ignored, then replaced") {
+  TempDir dir;
+  std::string state = dir / "state";
+  ::mkdir(state.c_str(), 0700);
+  std::ofstream(state + "/lookups-abc123.capnp") << "this is not a Cap'n Proto message";
+  LearnedLookups lookups(state, "x", "abc123");
+  CHECK(lookups.load().empty());
+  lookups.save({{LookupKey::Symbol, "s", 0, ""}});
+  CHECK(LearnedLookups(state, "x", "abc123").load().size() == 1);
+
+  LearnedMemory memory(state, "abc123");
+  std::ofstream(state + "/blocks-abc123-00000000000000aa.capnp") << std::string(100, '\xff');
+  CHECK(memory.load(0xaa).empty());
+  memory.save(0xaa, {{0x1000, 4096}, {0x9000, 65536}});
+  auto windows = memory.load(0xaa);
+  REQUIRE(windows.size() == 2);
+  CHECK(windows[1].address == 0x9000);
+  CHECK(windows[1].size == 65536);
+  CHECK(memory.load(0xbb).empty());  // another process
+  CHECK(memory.load(0).empty());     // no fingerprint: nothing to recognise
+}

@@ -1,0 +1,114 @@
+#include <doctest/doctest.h>
+
+#include <capnp/message.h>
+
+#include "Bulk.h"
+#include "ProxyErrors.h"
+#include "RecordedWalk.h"
+#include "mqd_proxy.h"
+#include "mqs_interface.h"
+
+using namespace mqd;
+using mqd::client::RecordedWalk;
+
+namespace {
+
+// A walk of two communicators; the first has 2 receives, the second none, and its
+// next_communicator ends the list.
+void buildWalk(capnp::MessageBuilder& m) {
+  auto w = m.initRoot<wire::CommunicatorWalk>();
+  w.initSetup().setRc(mqs_ok);
+  auto comms = w.initCommunicators(2);
+  for (unsigned c = 0; c < 2; ++c) {
+    comms[c].initGet().setRc(mqs_ok);
+    comms[c].setHasGroup(true);
+    comms[c].initGroup().setRc(mqs_ok);
+    auto queues = comms[c].initQueues(3);
+    for (unsigned q = 0; q < 3; ++q) {
+      queues[q].initSetup().setRc(mqs_ok);
+      unsigned n = (c == 0 && q == 1) ? 2 : 0;
+      auto ops = queues[q].initOperations(n + 1);
+      for (unsigned i = 0; i < n; ++i) ops[i].setRc(mqs_ok);
+      ops[n].setRc(mqs_end_of_list);
+    }
+    comms[c].setHasNext(true);
+    comms[c].initNext().setRc(c == 0 ? mqs_ok : mqs_end_of_list);
+  }
+  auto texts = w.initErrorTexts(1);
+  texts[0].setCode(1);
+  texts[0].initText().setText("no information");
+}
+
+wire::Bulk::Reader asBulk(capnp::MallocMessageBuilder& holder, capnp::MessageBuilder& walk) {
+  auto b = holder.initRoot<wire::Bulk>();
+  setBulkMessage(b, walk, true);
+  return b.asReader();
+}
+
+}  // namespace
+
+TEST_CASE("RecordedWalk: serves the recorded path, and a cursor says where the debugger left it") {
+  capnp::MallocMessageBuilder walk, holder;
+  buildWalk(walk);
+  RecordedWalk w(asBulk(holder, walk));
+  REQUIRE(w.errorTexts().size() == 1);
+  CHECK(w.errorTexts()[0].getText().getText() == kj::StringPtr("no information"));
+
+  wire::RecordedCommunicator::Reader comm;
+  wire::RecordedRc::Reader rc;
+  wire::RecordedOperation::Reader op;
+  CHECK_FALSE(w.getCommunicator(&comm));  // before setup_communicator_iterator: not recorded
+  REQUIRE(w.setupCommunicatorIterator(&rc));
+  REQUIRE(w.getCommunicator(&comm));
+  CHECK_FALSE(w.nextOperation(&op));  // no queue chosen: the DLL decides, not the record
+  CHECK_FALSE(w.setupOperationIterator(7, &rc));
+  REQUIRE(w.setupOperationIterator(mqs_pending_receives, &rc));
+  REQUIRE(w.nextOperation(&op));
+  CHECK(op.getRc() == mqs_ok);
+  REQUIRE(w.nextOperation(&op));
+  REQUIRE(w.nextOperation(&op));
+  CHECK(op.getRc() == mqs_end_of_list);
+  CHECK_FALSE(w.nextOperation(&op));  // past the recorded end
+
+  capnp::MallocMessageBuilder c;
+  auto cursor = c.initRoot<wire::WalkCursor>();
+  w.cursor(cursor);
+  CHECK(cursor.getSetUp());
+  CHECK(cursor.getCommunicator() == 0);
+  CHECK(cursor.getOpClass() == mqs_pending_receives);
+  CHECK(cursor.getOperations() == 3);
+
+  REQUIRE(w.nextCommunicator(&rc));
+  CHECK(rc.getRc() == mqs_ok);
+  REQUIRE(w.getCommunicator(&comm));
+  REQUIRE(w.nextCommunicator(&rc));
+  CHECK(rc.getRc() == mqs_end_of_list);
+  CHECK_FALSE(w.getCommunicator(&comm));  // past the last communicator
+  REQUIRE(w.setupCommunicatorIterator(&rc));  // restarting is always on the record
+  CHECK(w.getCommunicator(&comm));
+}
+
+TEST_CASE("RecordedWalk: a malformed record is a protocol error") {
+  capnp::MallocMessageBuilder walk, holder;
+  auto w = walk.initRoot<wire::CommunicatorWalk>();
+  w.initSetup().setRc(mqs_ok);
+  w.initCommunicators(1)[0].initQueues(2);  // a communicator has 0 or 3 queues
+  int code = 0;
+  try {
+    RecordedWalk r(asBulk(holder, walk));
+  } catch (const ProxyError& e) {
+    code = e.code();
+  }
+  CHECK(code == MQD_PROXY_ERR_PROTOCOL);
+
+  capnp::MallocMessageBuilder empty;
+  auto b = empty.initRoot<wire::Bulk>();
+  b.setSize(0);
+  code = 0;
+  try {
+    RecordedWalk r(b.asReader());
+  } catch (const ProxyError& e) {
+    code = e.code();
+  }
+  CHECK(code == MQD_PROXY_ERR_PROTOCOL);
+}
