@@ -2,24 +2,39 @@
 //
 // This machine's kernel has no netem, so a WAN is simulated here: every byte from either side
 // is held for --delay-ms before it is passed on (one way; a round trip gains twice that), and
-// each direction can be capped to --bandwidth bytes per second. Order is preserved.
+// each direction can be capped to --bandwidth bytes per second (a chunk is passed on once it
+// has "arrived" at that rate, after the one before it). Order is preserved.
 //
 //   mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] [--bandwidth BYTES]
 //             [--ready-file PATH]
 //
 // ENDPOINT is unix:PATH or tcp:HOST:PORT; with tcp:HOST:0 the bound port is written to the
 // ready file. Connections are relayed independently; the relay runs until killed.
-#include <kj/async-io.h>
-#include <kj/debug.h>
+//
+// Plain threads and absolute-deadline sleeps, not an event loop: the event loops at hand (kj,
+// libuv) time in whole milliseconds, which would turn an injected 1 ms round trip into 3.
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "Endpoint.h"
@@ -29,115 +44,200 @@ namespace {
 struct Settings {
   std::string listen;
   std::string connect;
-  kj::Duration delay = 0 * kj::MILLISECONDS;
+  int64_t delayNs = 0;
   uint64_t bandwidth = 0;  // bytes per second per direction, 0 = unlimited
   std::string readyFile;
 };
 
-void noDelay(kj::AsyncIoStream& stream) {
-  int one = 1;
-  try {
-    stream.setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  } catch (...) {
-    // a unix socket
+int64_t nowNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+void sleepUntil(int64_t ns) {
+  timespec t{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
   }
 }
 
-// One direction: reads as bytes arrive, passes each chunk on once it is due.
+// A socket, closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+void noDelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on unix
+}
+
+// Resolves `e` to socket addresses (one for unix).
+struct Address {
+  sockaddr_storage storage;
+  socklen_t length;
+  int family;
+};
+
+std::vector<Address> resolve(const mqd::Endpoint& e) {
+  std::vector<Address> out;
+  if (e.kind == mqd::Endpoint::Kind::Unix) {
+    Address a{};
+    auto* un = reinterpret_cast<sockaddr_un*>(&a.storage);
+    un->sun_family = AF_UNIX;
+    if (e.path.size() >= sizeof un->sun_path) throw std::runtime_error("socket path too long");
+    std::strcpy(un->sun_path, e.path.c_str());
+    a.length = sizeof(sockaddr_un);
+    a.family = AF_UNIX;
+    out.push_back(a);
+    return out;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  std::string port = std::to_string(e.port);
+  int rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &list);
+  if (rc != 0) throw std::runtime_error(e.host + ": " + gai_strerror(rc));
+  for (addrinfo* i = list; i != nullptr; i = i->ai_next) {
+    Address a{};
+    std::memcpy(&a.storage, i->ai_addr, i->ai_addrlen);
+    a.length = i->ai_addrlen;
+    a.family = i->ai_family;
+    out.push_back(a);
+  }
+  ::freeaddrinfo(list);
+  return out;
+}
+
+int connectTo(const mqd::Endpoint& e) {
+  for (const Address& a : resolve(e)) {
+    int fd = ::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a.storage), a.length) == 0) return fd;
+    ::close(fd);
+  }
+  return -1;
+}
+
+// One direction of one connection: a reader stamps each chunk with the time it may leave, a
+// writer sends it then.
 class Direction {
  public:
-  Direction(kj::AsyncIoStream& from, kj::AsyncIoStream& to, kj::Timer& timer,
-            const Settings& settings)
-      : from_(from), to_(to), timer_(timer), settings_(settings) {}
+  Direction(int from, int to, const Settings& s) : from_(from), to_(to), settings_(s) {}
 
-  kj::Promise<void> run() { return readLoop().exclusiveJoin(writeLoop()); }
+  void run() {
+    std::thread writer([this] { writeLoop(); });
+    readLoop();
+    writer.join();
+  }
 
  private:
   struct Chunk {
-    kj::TimePoint due;
-    kj::Array<kj::byte> bytes;  // empty: end of stream
+    int64_t due;
+    std::vector<char> bytes;  // empty: end of stream
   };
 
-  kj::Promise<void> readLoop() {
-    return from_.tryRead(buffer_, 1, sizeof buffer_).then([this](size_t n) -> kj::Promise<void> {
-      queue_.push_back({timer_.now() + settings_.delay, kj::heapArray<kj::byte>(buffer_, n)});
-      wake();
-      if (n == 0) return kj::NEVER_DONE;
-      return readLoop();
-    });
-  }
-
-  void wake() {
-    KJ_IF_MAYBE(f, waiting_) {
-      (*f)->fulfill();
-      waiting_ = nullptr;
+  void readLoop() {
+    char buffer[65536];
+    for (;;) {
+      ssize_t n = ::read(from_, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      int64_t due = nowNs() + settings_.delayNs;
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({due, n > 0 ? std::vector<char>(buffer, buffer + n) : std::vector<char>()});
+      wake_.notify_one();
+      if (n <= 0) return;
     }
   }
 
-  kj::Promise<void> writeLoop() {
-    if (queue_.empty()) {
-      auto paf = kj::newPromiseAndFulfiller<void>();
-      waiting_ = kj::mv(paf.fulfiller);
-      return paf.promise.then([this]() { return writeLoop(); });
-    }
-    return timer_.atTime(queue_.front().due).then([this]() -> kj::Promise<void> {
-      Chunk chunk = kj::mv(queue_.front());
-      queue_.pop_front();
-      if (chunk.bytes.size() == 0) {
-        to_.shutdownWrite();
-        return kj::READY_NOW;
+  void writeLoop() {
+    int64_t busyUntil = 0;  // when the link finishes "transmitting" the previous chunk
+    for (;;) {
+      Chunk chunk;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return !queue_.empty(); });
+        chunk = std::move(queue_.front());
+        queue_.pop_front();
       }
-      size_t n = chunk.bytes.size();
-      auto written = to_.write(chunk.bytes.begin(), n).attach(kj::mv(chunk.bytes));
-      if (settings_.bandwidth == 0) return written.then([this]() { return writeLoop(); });
-      kj::Duration pause = static_cast<int64_t>(n * 1000000 / settings_.bandwidth) * kj::MICROSECONDS;
-      return written.then([this, pause]() { return timer_.afterDelay(pause); })
-          .then([this]() { return writeLoop(); });
-    });
+      int64_t at = chunk.due;
+      if (settings_.bandwidth > 0 && !chunk.bytes.empty()) {
+        int64_t start = at > busyUntil ? at : busyUntil;
+        busyUntil = start + static_cast<int64_t>(chunk.bytes.size() * 1000000000ull /
+                                                 settings_.bandwidth);
+        at = busyUntil;
+      }
+      sleepUntil(at);
+      if (chunk.bytes.empty()) {
+        ::shutdown(to_, SHUT_WR);
+        return;
+      }
+      size_t done = 0;
+      while (done < chunk.bytes.size()) {
+        ssize_t n = ::send(to_, chunk.bytes.data() + done, chunk.bytes.size() - done,
+                           MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          // The receiver is gone: stop reading from the sender too.
+          ::shutdown(from_, SHUT_RD);
+          ::shutdown(to_, SHUT_WR);
+          drain();
+          return;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
   }
 
-  kj::AsyncIoStream& from_;
-  kj::AsyncIoStream& to_;
-  kj::Timer& timer_;
+  // Discards what the reader still queues, until it ends.
+  void drain() {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return !queue_.empty(); });
+      bool end = queue_.back().bytes.empty();
+      queue_.clear();
+      if (end) return;
+    }
+  }
+
+  int from_;
+  int to_;
   const Settings& settings_;
-  kj::byte buffer_[65536];
+  std::mutex mutex_;
+  std::condition_variable wake_;
   std::deque<Chunk> queue_;
-  kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> waiting_;
 };
 
-class Relay final : public kj::TaskSet::ErrorHandler {
- public:
-  Relay(kj::AsyncIoContext& io, const Settings& settings) : io_(io), settings_(settings) {}
-
-  kj::Promise<void> serve(kj::ConnectionReceiver& listener) {
-    return listener.accept().then([this, &listener](kj::Own<kj::AsyncIoStream> client) {
-      tasks_.add(relay(kj::mv(client)));
-      return serve(listener);
-    });
+void relay(int client, const Settings& settings, const mqd::Endpoint& upstream) {
+  Fd a(client);
+  Fd b(connectTo(upstream));
+  if (b.get() < 0) {
+    std::fprintf(stderr, "mqd-relay: cannot connect to %s: %s\n", upstream.toString().c_str(),
+                 std::strerror(errno));
+    return;
   }
-
-  void taskFailed(kj::Exception&&) override {}
-
- private:
-  kj::Promise<void> relay(kj::Own<kj::AsyncIoStream> client) {
-    mqd::Endpoint upstream = mqd::Endpoint::parse(settings_.connect);
-    return io_.provider->getNetwork()
-        .parseAddress(upstream.toKjAddress())
-        .then([](kj::Own<kj::NetworkAddress> a) { return a->connect().attach(kj::mv(a)); })
-        .then([this, client = kj::mv(client)](kj::Own<kj::AsyncIoStream> server) mutable {
-          noDelay(*client);
-          noDelay(*server);
-          auto up = kj::heap<Direction>(*client, *server, io_.provider->getTimer(), settings_);
-          auto down = kj::heap<Direction>(*server, *client, io_.provider->getTimer(), settings_);
-          auto both = up->run().exclusiveJoin(down->run());
-          return both.attach(kj::mv(up), kj::mv(down), kj::mv(client), kj::mv(server));
-        });
-  }
-
-  kj::AsyncIoContext& io_;
-  const Settings& settings_;
-  kj::TaskSet tasks_{*this};
-};
+  noDelay(a.get());
+  noDelay(b.get());
+  Direction up(a.get(), b.get(), settings);
+  Direction down(b.get(), a.get(), settings);
+  std::thread t([&] { down.run(); });
+  up.run();
+  t.join();
+}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
@@ -162,11 +262,22 @@ int main(int argc, char** argv) {
     } else if (a == "--connect") {
       s.connect = value();
     } else if (a == "--delay-ms") {
-      s.delay = static_cast<int64_t>(std::atof(value().c_str()) * 1000) * kj::MICROSECONDS;
+      double ms = std::atof(value().c_str());
+      if (ms < 0) usage("--delay-ms cannot be negative");
+      s.delayNs = static_cast<int64_t>(ms * 1e6);
     } else if (a == "--bandwidth") {
       s.bandwidth = std::strtoull(value().c_str(), nullptr, 10);
     } else if (a == "--ready-file") {
       s.readyFile = value();
+    } else if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] "
+          "[--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n\n"
+          "Relays every connection to --listen to --connect, holding each byte for --delay-ms\n"
+          "(fractions allowed) in each direction, at most --bandwidth bytes per second per\n"
+          "direction. ENDPOINT: unix:PATH or tcp:HOST:PORT (port 0: any; the bound endpoint\n"
+          "is written to --ready-file).\n");
+      return 0;
     } else {
       usage(("unknown option " + a).c_str());
     }
@@ -174,24 +285,42 @@ int main(int argc, char** argv) {
   if (s.listen.empty() || s.connect.empty()) usage("--listen and --connect are required");
   try {
     mqd::Endpoint listen = mqd::Endpoint::parse(s.listen);
-    mqd::Endpoint::parse(s.connect);
+    mqd::Endpoint upstream = mqd::Endpoint::parse(s.connect);
+    ::signal(SIGPIPE, SIG_IGN);
     if (listen.kind == mqd::Endpoint::Kind::Unix) ::unlink(listen.path.c_str());
-    auto io = kj::setupAsyncIo();
-    auto address = io.provider->getNetwork().parseAddress(listen.toKjAddress()).wait(io.waitScope);
-    auto listener = address->listen();
-    if (listen.kind == mqd::Endpoint::Kind::Tcp) listen.port = static_cast<uint16_t>(listener->getPort());
+    std::vector<Address> addresses = resolve(listen);
+    if (addresses.empty()) throw std::runtime_error("no address for " + s.listen);
+    const Address& at = addresses.front();
+    Fd listener(::socket(at.family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (listener.get() < 0) fail("socket");
+    int one = 1;
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&at.storage), at.length) != 0) {
+      fail("bind " + s.listen);
+    }
+    if (::listen(listener.get(), 64) != 0) fail("listen");
+    if (listen.kind == mqd::Endpoint::Kind::Tcp) {
+      sockaddr_storage bound{};
+      socklen_t length = sizeof bound;
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound), &length);
+      listen.port = ntohs(bound.ss_family == AF_INET6
+                              ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
     if (!s.readyFile.empty()) {
       std::ofstream(s.readyFile + ".tmp") << listen.toString() << "\n";
       std::rename((s.readyFile + ".tmp").c_str(), s.readyFile.c_str());
     }
-    Relay relay(io, s);
-    relay.serve(*listener).wait(io.waitScope);
+    for (;;) {
+      int client = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        fail("accept");
+      }
+      std::thread([client, &s, upstream] { relay(client, s, upstream); }).detach();
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mqd-relay: %s\n", e.what());
     return 1;
-  } catch (const kj::Exception& e) {
-    std::fprintf(stderr, "mqd-relay: %s\n", e.getDescription().cStr());
-    return 1;
   }
-  return 0;
 }
