@@ -394,6 +394,8 @@ def write_results(sections, path, args):
 
 
 def main():
+    # SIGTERM (and Ctrl-C) unwind through the suites' clean-up: no job, server or relay is left.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--suites", default="openmpi,synthetic")

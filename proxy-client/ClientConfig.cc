@@ -16,6 +16,25 @@ const char* env(const char* name) {
 
 }  // namespace
 
+const char* ClientConfig::help() {
+  return R"(  MQD_PROXY_SERVER    the server: unix:PATH or tcp:HOST:PORT (IPv6: tcp:[ADDR]:PORT).
+                      Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else
+                      unix:/tmp/mqd-proxy-$UID.sock
+  MQD_PROXY_DLL       the vendor DLL to use on the server: a path or base name on its
+                      allow-list. Default: the server's first --dll
+  MQD_PROXY_TIMEOUT   seconds (fractions allowed) without any sign of progress from the server
+                      before a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30
+  MQD_PROXY_CACHE     off: forward every call and callback; call: look-ups for the session,
+                      target memory within one mqs_* call; epoch: memory for the epoch (from
+                      one mqs_update_communicator_list to the next), recorded walks, learned
+                      look-ups and memory. Default epoch
+  MQD_PROXY_COMPRESS  zstd for bulk data: auto (on for TCP, off for unix sockets), on, off.
+                      Default auto
+  MQD_PROXY_LOG       error, warn, info, debug or trace. Default warn
+  MQD_PROXY_LOG_FILE  append the shim's log to this file instead of the debugger's stderr
+)";
+}
+
 ClientConfig ClientConfig::fromEnvironment(std::vector<std::string>* problems) {
   ClientConfig c;
   c.server = "unix:" + defaultSocketPath();

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
 
+#include "CountingStream.h"
 #include "DebuggerService.h"
 #include "Endpoint.h"
 #include "Log.h"
@@ -42,9 +43,24 @@ int classifyRpcFailure(const kj::Exception& e, std::string* detail) {
   return fromWireException(e, fallback, detail);
 }
 
-Connection::Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint)
+namespace {
+
+// The stream, counting into `counters` when there are any.
+kj::Own<kj::AsyncIoStream> counted(kj::Own<kj::AsyncIoStream> stream, ClientCounters* counters) {
+  if (counters == nullptr) return stream;
+  return kj::heap<CountingStream>(kj::mv(stream), [counters](size_t in, size_t out) {
+    counters->wireBytesIn += in;
+    counters->wireBytesOut += out;
+  });
+}
+
+}  // namespace
+
+Connection::Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint,
+                       ClientCounters* counters)
     : endpoint_(std::move(endpoint)),
-      stream_(kj::mv(stream)),
+      counters_(counters),
+      stream_(counted(kj::mv(stream), counters)),
       network_(*stream_, capnp::rpc::twoparty::Side::CLIENT, readerOptions()),
       rpc_(capnp::makeRpcClient(network_)),
       proxy_(bootstrapProxy(rpc_)) {
@@ -90,7 +106,8 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
       });
 }
 
-kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint) {
+kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint,
+                                           ClientCounters* counters) {
   std::string where = endpoint.toString();
   return io.provider->getNetwork()
       .parseAddress(endpoint.toKjAddress())
@@ -98,14 +115,15 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
         return address->connect().attach(kj::mv(address));
       })
       .then(
-          [where, tcp = endpoint.kind == Endpoint::Kind::Tcp](kj::Own<kj::AsyncIoStream> stream) {
+          [where, counters, tcp = endpoint.kind == Endpoint::Kind::Tcp](
+              kj::Own<kj::AsyncIoStream> stream) {
             if (tcp) {
               // Small request, small reply, over and over: Nagle's algorithm would hold each
               // one back for the peer's delayed ACK.
               int one = 1;
               stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             }
-            return kj::heap<Connection>(kj::mv(stream), where);
+            return kj::heap<Connection>(kj::mv(stream), where, counters);
           },
           [where](kj::Exception&& e) -> kj::Own<Connection> {
             throw toWireException(MQD_PROXY_ERR_UNREACHABLE,
@@ -135,12 +153,12 @@ kj::Promise<kj::Own<Connection>> Connection::connect(kj::AsyncIoContext& io,
   auto parsed = parseEndpoint(server);
   if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
   const Endpoint& endpoint = parsed.get<Endpoint>();
-  return withDeadline(io, connectTo(io, endpoint), endpoint.toString(), timeout);
+  return withDeadline(io, connectTo(io, endpoint, nullptr), endpoint.toString(), timeout);
 }
 
 kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
                                                   const ClientConfig& config,
-                                                  DebuggerSide& side) {
+                                                  DebuggerSide& side, ClientCounters& counters) {
   auto parsed = parseEndpoint(config.server);
   if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
   Endpoint endpoint = parsed.get<Endpoint>();
@@ -150,7 +168,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind == Endpoint::Kind::Tcp);
-  auto opened = connectTo(io, endpoint).then([&side, dll, where, cache, compress](
+  auto opened = connectTo(io, endpoint, &counters).then([&side, dll, where, cache, compress](
                                                  kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();

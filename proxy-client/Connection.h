@@ -14,6 +14,7 @@
 #include <string>
 
 #include "ClientConfig.h"
+#include "ClientCounters.h"
 #include "PendingCall.h"
 #include "mqd.capnp.h"
 
@@ -37,8 +38,10 @@ class Connection {
   // Connects and opens a session. Fails with a ProxyError-carrying kj::Exception (see
   // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
   // the server says no, TIMEOUT after `config.timeout`.
+  // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
+  // the callbacks served.
   static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
-                                               DebuggerSide& side);
+                                               DebuggerSide& side, ClientCounters& counters);
 
   // Only connects (for tools that talk to the Proxy capability, not to a DLL); fails like
   // open().
@@ -48,7 +51,7 @@ class Connection {
 
   wire::Proxy::Client& proxy() { return proxy_; }
 
-  Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint);
+  Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint, ClientCounters* counters);
   ~Connection() noexcept(false);
 
   wire::Session::Client& session() { return session_; }
@@ -56,6 +59,7 @@ class Connection {
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
+  ClientCounters* counters() const { return counters_; }  // null for tools without a session
 
   // Starts `promise` (an RPC reply) and routes its outcome to `call`.
   template <typename Results>
@@ -76,6 +80,7 @@ class Connection {
   };
 
   std::string endpoint_;
+  ClientCounters* counters_;
   ErrorHandler errorHandler_;
   kj::TaskSet tasks_{errorHandler_};
   kj::Own<kj::AsyncIoStream> stream_;

@@ -37,6 +37,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
     throw toWireException(MQD_PROXY_ERR_NOT_SET_UP,
                           std::string(what) + " requested while no mqs_* call is in progress");
   }
+  if (ClientCounters* c = connection_.counters()) ++c->callbacksServed;
   auto paf = kj::newPromiseAndCrossThreadFulfiller<Value>();
   auto fulfiller =
       std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<Value>>>(kj::mv(paf.fulfiller));
@@ -207,6 +208,7 @@ kj::Promise<void> DebuggerService::dprints(DprintsContext context) {
   std::string text = context.getParams().getText();
   std::shared_ptr<PendingCall> call = connection_.current;
   DebuggerSide* side = &side_;
+  if (ClientCounters* c = connection_.counters()) ++c->notifications;
   // Not awaited by the server. Delivered in order with the call's other callbacks.
   if (call) call->post([side, text]() { side->dprints(text.c_str()); });
   return kj::READY_NOW;
@@ -219,6 +221,7 @@ kj::Promise<void> DebuggerService::putInfo(PutInfoContext context) {
   uint64_t info = p.getInfo();
   std::shared_ptr<PendingCall> call = connection_.current;
   DebuggerSide* side = &side_;
+  if (ClientCounters* c = connection_.counters()) ++c->notifications;
   // Not awaited by the server; runs on the calling thread in order with the other callbacks.
   if (call) {
     PendingCall* target = call.get();
@@ -331,6 +334,7 @@ kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
 }
 
 kj::Promise<void> DebuggerService::dllOutput(DllOutputContext context) {
+  if (ClientCounters* c = connection_.counters()) ++c->notifications;
   auto bytes = context.getParams().getText();
   const kj::byte* p = bytes.begin();
   size_t left = bytes.size();

@@ -49,6 +49,7 @@ class MqsClient::Reply {
 MqsClient::MqsClient() = default;
 
 MqsClient::~MqsClient() {
+  if (sessionOpened_) MQD_LOG(Info, "session summary: %s", counters_.summary().c_str());
   // The connection belongs to the loop thread: destroy it there, then stop the thread.
   if (loop_) {
     try {
@@ -116,7 +117,7 @@ void MqsClient::openSession() {
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
   try {
     loop_->run([this]() {
-      return Connection::open(loop_->io(), config_, side_).then([this](kj::Own<Connection> c) {
+      return Connection::open(loop_->io(), config_, side_, counters_).then([this](kj::Own<Connection> c) {
         connection_ = kj::mv(c);
       });
     });
@@ -145,7 +146,7 @@ void MqsClient::ensureSession() {
 template <typename Results, typename Send>
 MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& send) {
   auto pending = std::make_shared<PendingCall>(entryPoint);
-  ++counters_.forwarded;
+  ++counters_.callsForwarded;
   loop_->run([&]() {
     Connection& c = *connection_;
     if (c.broken()) {
@@ -215,7 +216,7 @@ void MqsClient::leaveWalk(uint64_t process) {
   if (it == walks_.end()) return;
   std::unique_ptr<RecordedWalk> walk = std::move(it->second);
   walks_.erase(it);
-  ++counters_.left;
+  ++counters_.walksLeft;
   loop_->run([&]() {
     if (connection_->broken()) return;
     auto request = connection_->session().repositionRequest();
@@ -226,7 +227,7 @@ void MqsClient::leaveWalk(uint64_t process) {
 }
 
 void MqsClient::replay(RecordedWalk::Effects effects) {
-  ++counters_.served;
+  ++counters_.callsFromWalk;
   for (auto e : effects) {
     switch (e.which()) {
       case wire::Effect::DPRINTS:
@@ -300,6 +301,7 @@ char* MqsClient::dllErrorString(int code) {
     ensureSession();
     auto known = dllErrorText_.find(code);
     if (known != dllErrorText_.end()) {
+      ++counters_.errorTextsLocal;
       result = known->second;
       return mqs_ok;
     }
@@ -454,18 +456,12 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_update_communicator_list");
     walks_.erase(token);  // a new epoch: the old record is stale
-    Counters c = counters_;
+    const ClientCounters* c = &counters_;
     auto reply = roundTrip<wire::Session::UpdateCommunicatorListResults>(
         "mqs_update_communicator_list", [token, c](wire::Session::Client& s) {
           auto r = s.updateCommunicatorListRequest();
           r.setProcess(token);
-          auto counters = r.initClientCounters(3);
-          counters[0].setName("calls_forwarded");
-          counters[0].setValue(c.forwarded);
-          counters[1].setName("calls_from_walk");
-          counters[1].setValue(c.served);
-          counters[2].setName("walks_left");
-          counters[2].setValue(c.left);
+          c->write(r.initClientCounters(ClientCounters::kCount));
           return r.send();
         });
     int rc = resultOf(reply, reply.get().getRc());

@@ -23,6 +23,7 @@
 #include "ClientConfig.h"
 #include "Connection.h"
 #include "DebuggerSide.h"
+#include "ClientCounters.h"
 #include "RecordedWalk.h"
 #include "StringPool.h"
 #include "mqs_interface.h"
@@ -116,11 +117,7 @@ class MqsClient {
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
-  struct Counters {
-    uint64_t forwarded = 0;  // calls sent to the server
-    uint64_t served = 0;     // calls answered from a walk
-    uint64_t left = 0;       // walks left before their end (repositions)
-  } counters_;
+  ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // The vendor DLL's mqs_dll_error_string answers, kept for the session under the epoch policy
   // (the text is taken to depend only on the code; nullptr when the DLL returned NULL).

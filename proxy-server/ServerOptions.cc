@@ -107,8 +107,9 @@ Options:
   --block-size BYTES      Granularity of the target-memory cache: the server reads the target in
                           aligned blocks of this many bytes (a power of two, 4096 to 1048576;
                           default 65536) instead of the DLL's 4- and 8-byte reads.
-  --state-dir DIR         Where the server keeps what sessions looked up per DLL build, so a new
-                          session can ask for it all in one round trip (default
+  --state-dir DIR         Where the server keeps what sessions learned: the look-ups made with
+                          each DLL build, and the memory each process's last epoch read, so a
+                          new session can ask for them in one round trip (default
                           $XDG_STATE_HOME/mqd-proxy or ~/.local/state/mqd-proxy; "none": keep
                           nothing).
   --version               Print the version and exit.

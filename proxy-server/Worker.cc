@@ -24,7 +24,11 @@ int runWorker(int fd, const WorkerConfig& config) {
     logMoveOffStderr(output.originalStderr());
     auto io = kj::setupAsyncIo();
     CountingStream stream(
-        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP),
+        [](size_t in, size_t out) {
+          if (in != 0) Metrics::add(Count::WireBytesIn, in);
+          if (out != 0) Metrics::add(Count::WireBytesOut, out);
+        });
     capnp::ReaderOptions readerOptions;
     readerOptions.traversalLimitInWords = kTraversalLimitWords;
     capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,

@@ -21,8 +21,8 @@ using namespace mqd::client;
 
 namespace {
 
-const char* usage() {
-  return R"(Usage: mqd-proxy [--server ENDPOINT] [--timeout SECONDS] COMMAND [--json]
+std::string usage() {
+  return std::string(R"(Usage: mqd-proxy [--server ENDPOINT] [--timeout SECONDS] COMMAND [--json]
 
 Talks to an mqd-proxy-server.
 
@@ -30,7 +30,7 @@ Commands:
   stats     Every session open on the server and the most recent ended ones: round trips
             (calls the debugger's shim made, callbacks the server made), messages, bytes on
             the wire, bulk bytes before and after compression, cache hits and misses by kind,
-            and what the shim reported (calls answered from recorded walks).
+            and what the shim reported (calls answered from recorded walks, error texts).
 
 Options:
   --server ENDPOINT   unix:PATH or tcp:HOST:PORT (default: $MQD_PROXY_SERVER, else the default
@@ -39,7 +39,10 @@ Options:
                       else 30)
   --json              machine-readable output
   -h, --help          this text
-)";
+)") +
+         "\nEnvironment of a debugger that loads libmqdproxy.so (MQD_PROXY_SERVER and\n"
+         "MQD_PROXY_TIMEOUT are also read by this command):\n" +
+         ClientConfig::help();
 }
 
 std::string bytes(uint64_t n) {
@@ -133,10 +136,16 @@ int stats(Connection& connection, kj::WaitScope& waitScope, bool json) {
                 static_cast<unsigned long long>(get("cache.process_hits")),
                 static_cast<unsigned long long>(get("cache.process_misses")),
                 static_cast<unsigned long long>(get("walk.recorded")));
-    std::printf("  shim: %llu calls answered from walks, %llu forwarded; last call %s\n",
-                static_cast<unsigned long long>(get("client.calls_from_walk")),
-                static_cast<unsigned long long>(get("client.calls_forwarded")),
-                s.getLastCall().size() ? s.getLastCall().cStr() : "none");
+    std::printf(
+        "  shim (as of its last update_communicator_list): %llu calls forwarded, %llu answered "
+        "locally (%llu from walks, %llu error texts), %llu callbacks served\n",
+        static_cast<unsigned long long>(get("client.calls_forwarded")),
+        static_cast<unsigned long long>(get("client.calls_from_walk") +
+                                        get("client.error_texts_local")),
+        static_cast<unsigned long long>(get("client.calls_from_walk")),
+        static_cast<unsigned long long>(get("client.error_texts_local")),
+        static_cast<unsigned long long>(get("client.callbacks_served")));
+    std::printf("  last call %s\n", s.getLastCall().size() ? s.getLastCall().cStr() : "none");
   }
   return 0;
 }
@@ -151,7 +160,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      std::fputs(usage(), stdout);
+      std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--server" && i + 1 < argc) {
       config.server = argv[++i];
@@ -172,7 +181,7 @@ int main(int argc, char** argv) {
     }
   }
   if (command.empty()) {
-    std::fputs(usage(), stderr);
+    std::fputs(usage().c_str(), stderr);
     return 2;
   }
   if (command != "stats") {

@@ -55,3 +55,42 @@ TEST_CASE("ClientConfig: values and malformed values") {
   CHECK(c.timeout.count() == 30000);
   CHECK(c.logLevel == mqd::LogLevel::Warn);
 }
+
+TEST_CASE("ClientConfig: help describes every variable the shim reads") {
+  std::string help = mqd::client::ClientConfig::help();
+  for (const char* name : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
+                           "MQD_PROXY_CACHE", "MQD_PROXY_COMPRESS", "MQD_PROXY_LOG ",
+                           "MQD_PROXY_LOG_FILE"}) {
+    CHECK_MESSAGE(help.find(name) != std::string::npos, name);
+  }
+}
+
+TEST_CASE("ClientConfig: cache policy and compression") {
+  using mqd::client::ClientConfig;
+  unsetenv("MQD_PROXY_CACHE");
+  unsetenv("MQD_PROXY_COMPRESS");
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  CHECK(c.cache == mqd::wire::CachePolicy::EPOCH);
+  CHECK(c.compress == ClientConfig::Compress::Auto);
+  setenv("MQD_PROXY_CACHE", "call", 1);
+  setenv("MQD_PROXY_COMPRESS", "off", 1);
+  c = ClientConfig::fromEnvironment(&problems);
+  CHECK(c.cache == mqd::wire::CachePolicy::CALL);
+  CHECK(c.compress == ClientConfig::Compress::Off);
+  setenv("MQD_PROXY_CACHE", "off", 1);
+  setenv("MQD_PROXY_COMPRESS", "on", 1);
+  c = ClientConfig::fromEnvironment(&problems);
+  CHECK(c.cache == mqd::wire::CachePolicy::OFF);
+  CHECK(c.compress == ClientConfig::Compress::On);
+  CHECK(problems.empty());
+  setenv("MQD_PROXY_CACHE", "sometimes", 1);
+  setenv("MQD_PROXY_COMPRESS", "maybe", 1);
+  c = ClientConfig::fromEnvironment(&problems);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].find("sometimes") != std::string::npos);
+  CHECK(c.cache == mqd::wire::CachePolicy::EPOCH);
+  CHECK(c.compress == ClientConfig::Compress::Auto);
+  unsetenv("MQD_PROXY_CACHE");
+  unsetenv("MQD_PROXY_COMPRESS");
+}

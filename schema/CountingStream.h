@@ -1,14 +1,22 @@
-// CountingStream: a connection that counts the bytes it carries into the session board
-// (wire.bytes_in / wire.bytes_out), and otherwise passes everything through.
+// CountingStream: a connection that reports the bytes it carries (to the server's session
+// board, or to the shim's counters), and otherwise passes everything through.
 #pragma once
 
 #include <kj/async-io.h>
 
-namespace mqd::server {
+#include <cstddef>
+#include <functional>
+
+namespace mqd {
 
 class CountingStream final : public kj::AsyncIoStream {
  public:
-  explicit CountingStream(kj::Own<kj::AsyncIoStream> inner) : inner_(kj::mv(inner)) {}
+  // `count(in, out)` is called on the stream's thread with the bytes each read delivered and
+  // each write sent.
+  using Count = std::function<void(size_t in, size_t out)>;
+
+  CountingStream(kj::Own<kj::AsyncIoStream> inner, Count count)
+      : inner_(kj::mv(inner)), count_(std::move(count)) {}
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override;
   kj::Promise<void> write(const void* buffer, size_t size) override;
@@ -25,6 +33,7 @@ class CountingStream final : public kj::AsyncIoStream {
 
  private:
   kj::Own<kj::AsyncIoStream> inner_;
+  Count count_;
 };
 
-}  // namespace mqd::server
+}  // namespace mqd

@@ -1,0 +1,45 @@
+#include "ClientCounters.h"
+
+#include <cstdio>
+
+namespace mqd::client {
+
+void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
+  struct Entry {
+    const char* name;
+    const std::atomic<uint64_t>* value;
+  };
+  const Entry entries[kCount] = {{"calls_forwarded", &callsForwarded},
+                                 {"calls_from_walk", &callsFromWalk},
+                                 {"error_texts_local", &errorTextsLocal},
+                                 {"walks_left", &walksLeft},
+                                 {"callbacks_served", &callbacksServed},
+                                 {"notifications", &notifications},
+                                 {"wire_bytes_in", &wireBytesIn},
+                                 {"wire_bytes_out", &wireBytesOut}};
+  for (unsigned i = 0; i < kCount && i < out.size(); ++i) {
+    out[i].setName(entries[i].name);
+    out[i].setValue(entries[i].value->load());
+  }
+}
+
+std::string ClientCounters::summary() const {
+  char buf[384];
+  uint64_t calls = callsForwarded.load();
+  uint64_t callbacks = callbacksServed.load();
+  std::snprintf(buf, sizeof buf,
+                "%llu round trips (%llu calls forwarded, %llu callbacks served), %llu calls "
+                "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
+                "%llu B in, %llu B out",
+                static_cast<unsigned long long>(calls + callbacks),
+                static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
+                static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
+                static_cast<unsigned long long>(callsFromWalk.load()),
+                static_cast<unsigned long long>(errorTextsLocal.load()),
+                static_cast<unsigned long long>(notifications.load()),
+                static_cast<unsigned long long>(wireBytesIn.load()),
+                static_cast<unsigned long long>(wireBytesOut.load()));
+  return buf;
+}
+
+}  // namespace mqd::client

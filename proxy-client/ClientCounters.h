@@ -1,0 +1,36 @@
+// ClientCounters: the shim's own count of a session's traffic, next to the server's.
+//
+// The server counts everything it sees (mqd-proxy stats). The shim counts what only it knows
+// (calls it answered without the server: from recorded walks, error texts it kept) and its own
+// view of the wire. It sends them to the server with each mqs_update_communicator_list, so that
+// `mqd-proxy stats` shows both sides, and logs a one-line summary when its session ends.
+// Updated from the debugger's calling thread and from the event-loop thread: atomics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+struct ClientCounters {
+  std::atomic<uint64_t> callsForwarded{0};    // mqs_* calls sent to the server
+  std::atomic<uint64_t> callsFromWalk{0};     // answered from a recorded walk
+  std::atomic<uint64_t> errorTextsLocal{0};   // mqs_dll_error_string answered from the session
+  std::atomic<uint64_t> walksLeft{0};         // walks left before their end (repositions)
+  std::atomic<uint64_t> callbacksServed{0};   // debugger callbacks the server waited for
+  std::atomic<uint64_t> notifications{0};     // dprints, put_*_info, DLL output
+  std::atomic<uint64_t> wireBytesIn{0};
+  std::atomic<uint64_t> wireBytesOut{0};
+
+  // Appends every counter as name/value pairs ("calls_forwarded", ...).
+  void write(capnp::List<wire::Counter>::Builder out) const;
+  static constexpr unsigned kCount = 8;
+
+  // "N calls forwarded, M answered locally (from walks, error texts), ..."
+  std::string summary() const;
+};
+
+}  // namespace mqd::client
