@@ -8,19 +8,28 @@ namespace mqd::client {
 RecordedWalk::RecordedWalk(wire::Bulk::Reader walk) : message_(walk) {
   if (message_.empty()) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "empty walk");
   walk_ = message_.getRoot<wire::CommunicatorWalk>();
-  for (auto c : walk_.getCommunicators()) {
+  communicators_ = walk_.getCommunicators();
+  for (auto c : communicators_) {
     if (c.getQueues().size() != 0 && c.getQueues().size() != 3) {
       throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "walk with a malformed communicator");
     }
   }
 }
 
+void RecordedWalk::enterCommunicator() {
+  opClass_ = -1;
+  ops_ = 0;
+  operations_ = {};
+  if (!onCommunicator()) return;
+  queues_ = current().getQueues();
+  collStates_ = current().getCollStates();
+}
+
 bool RecordedWalk::setupCommunicatorIterator(wire::RecordedRc::Reader* out) {
   *out = walk_.getSetup();
   setUp_ = true;
   comm_ = 0;
-  opClass_ = -1;
-  ops_ = 0;
+  enterCommunicator();
   return true;
 }
 
@@ -40,35 +49,33 @@ bool RecordedWalk::nextCommunicator(wire::RecordedRc::Reader* out) {
   if (!onCommunicator() || !current().getHasNext()) return false;
   *out = current().getNext();
   ++comm_;
-  opClass_ = -1;
-  ops_ = 0;
+  enterCommunicator();
   return true;
 }
 
 bool RecordedWalk::setupOperationIterator(int opClass, wire::RecordedRc::Reader* out) {
-  if (!onCommunicator() || opClass < 0 || opClass > 2 || current().getQueues().size() != 3) {
-    return false;
-  }
-  *out = current().getQueues()[static_cast<unsigned>(opClass)].getSetup();
+  if (!onCommunicator() || opClass < 0 || opClass > 2 || queues_.size() != 3) return false;
+  auto queue = queues_[static_cast<unsigned>(opClass)];
+  *out = queue.getSetup();
   opClass_ = opClass;
   ops_ = 0;
+  operations_ = out->getRc() == mqs_ok ? queue.getOperations()
+                                       : capnp::List<wire::RecordedOperation>::Reader();
   return true;
 }
 
 bool RecordedWalk::nextOperation(wire::RecordedOperation::Reader* out) {
-  if (!onCommunicator() || opClass_ < 0) return false;
-  auto queue = current().getQueues()[static_cast<unsigned>(opClass_)];
-  if (queue.getSetup().getRc() != mqs_ok || ops_ >= queue.getOperations().size()) return false;
-  *out = queue.getOperations()[ops_++];
+  if (!onCommunicator() || opClass_ < 0 || ops_ >= operations_.size()) return false;
+  *out = operations_[ops_++];
   return true;
 }
 
 bool RecordedWalk::getCommCollState(int collective, wire::RecordedCollState::Reader* out) {
   if (!onCommunicator() || collective < 0 ||
-      static_cast<unsigned>(collective) >= current().getCollStates().size()) {
+      static_cast<unsigned>(collective) >= collStates_.size()) {
     return false;
   }
-  *out = current().getCollStates()[static_cast<unsigned>(collective)];
+  *out = collStates_[static_cast<unsigned>(collective)];
   return true;
 }
 

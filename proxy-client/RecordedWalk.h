@@ -37,11 +37,19 @@ class RecordedWalk {
   void cursor(wire::WalkCursor::Builder out) const;
 
  private:
-  bool onCommunicator() const { return setUp_ && comm_ < walk_.getCommunicators().size(); }
-  wire::WalkedCommunicator::Reader current() const { return walk_.getCommunicators()[comm_]; }
+  // Cap'n Proto charges every pointer traversal against the reader's limit, so list readers
+  // are taken once (a walk of N operations would otherwise cost N^2).
+  bool onCommunicator() const { return setUp_ && comm_ < communicators_.size(); }
+  wire::WalkedCommunicator::Reader current() const { return communicators_[comm_]; }
+  // Takes the current communicator's lists (after comm_ changed).
+  void enterCommunicator();
 
   BulkMessageReader message_;
   wire::CommunicatorWalk::Reader walk_;
+  capnp::List<wire::WalkedCommunicator>::Reader communicators_;
+  capnp::List<wire::WalkedQueue>::Reader queues_;
+  capnp::List<wire::RecordedCollState>::Reader collStates_;
+  capnp::List<wire::RecordedOperation>::Reader operations_;
   bool setUp_ = false;
   uint32_t comm_ = 0;
   int opClass_ = -1;

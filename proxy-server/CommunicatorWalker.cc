@@ -46,9 +46,10 @@ void setEffects(Builder b, const std::vector<Effect>& effects) {
 
 }  // namespace
 
-bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
+bool CommunicatorWalker::record(capnp::MessageBuilder& message) {
+  auto out = message.initRoot<wire::CommunicatorWalk>();
   std::set<int> codes;
-  if (!recordCalls(out, codes)) return false;
+  if (!recordCalls(message, out, codes)) return false;
   codes.erase(mqs_ok);
   codes.erase(mqs_end_of_list);
   // What a debugger asks next when it shows such a result; a text whose call had a visible
@@ -73,7 +74,8 @@ bool CommunicatorWalker::record(wire::CommunicatorWalk::Builder out) {
   return true;
 }
 
-bool CommunicatorWalker::recordCalls(wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
+bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
+                                     wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
   const VendorDll::EntryPoints& e = dll_.entry();
   {
     Recording r(call_);
@@ -151,6 +153,9 @@ bool CommunicatorWalker::recordCalls(wire::CommunicatorWalk::Builder out, std::s
       std::vector<capnp::Orphan<wire::RecordedOperation>> ops;
       for (;;) {
         if (++operations > kMaxRecordedOperations) return false;
+        if (operations % 1024 == 0 && message.sizeInWords() * sizeof(capnp::word) > kMaxWalkBytes) {
+          return false;
+        }
         ops.push_back(orphanage.newOrphan<wire::RecordedOperation>());
         auto o = ops.back().get();
         Recording r(call_);

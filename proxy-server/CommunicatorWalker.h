@@ -17,6 +17,8 @@
 // code), so that showing such a result costs no round trip either.
 #pragma once
 
+#include <capnp/message.h>
+
 #include <set>
 
 #include "DebuggerObjects.h"
@@ -31,16 +33,20 @@ class CommunicatorWalker {
   CommunicatorWalker(VendorDll& dll, RemoteProcess& process, DllCall& call)
       : dll_(dll), process_(process), call_(call) {}
 
-  // Records the walk into `out`; false when it grew past the limit (then the shim gets no
-  // walk and forwards every call).
-  bool record(wire::CommunicatorWalk::Builder out);
+  // A walk is not recorded past this size (it must stay well inside the wire's bulk limit).
+  static constexpr size_t kMaxWalkBytes = 96u << 20;
+
+  // Records the walk into the root of `message`; false when it grew past the limits (then the
+  // shim gets no walk and forwards every call).
+  bool record(capnp::MessageBuilder& message);
 
   // Replays the cursor's calls, their effects discarded (the debugger saw them already).
   void reposition(wire::WalkCursor::Reader cursor);
 
  private:
   // The calls themselves; `codes` collects every result code they returned.
-  bool recordCalls(wire::CommunicatorWalk::Builder out, std::set<int>& codes);
+  bool recordCalls(capnp::MessageBuilder& message, wire::CommunicatorWalk::Builder out,
+                   std::set<int>& codes);
 
   mqs_process* handle() { return reinterpret_cast<mqs_process*>(&process_); }
 

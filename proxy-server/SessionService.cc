@@ -324,7 +324,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     relayDllOutput(call);  // what update printed belongs to update, not to the walk
     capnp::MallocMessageBuilder walk;
     CommunicatorWalker walker(*dll_, process, call);
-    if (walker.record(walk.initRoot<wire::CommunicatorWalk>())) {
+    if (walker.record(walk)) {
       BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
       Metrics::add(Count::BulkRawBytes, sizes.raw);
       Metrics::add(Count::BulkWireBytes, sizes.wire);

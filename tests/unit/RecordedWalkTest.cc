@@ -112,3 +112,38 @@ TEST_CASE("RecordedWalk: a malformed record is a protocol error") {
   }
   CHECK(code == MQD_PROXY_ERR_PROTOCOL);
 }
+
+TEST_CASE("RecordedWalk: a walk of tens of thousands of operations is served to its end") {
+  // Cap'n Proto charges each traversal against a limit: serving must not re-traverse lists.
+  constexpr unsigned kOps = 40000;
+  capnp::MallocMessageBuilder walk, holder;
+  auto w = walk.initRoot<wire::CommunicatorWalk>();
+  w.initSetup().setRc(mqs_ok);
+  auto comm = w.initCommunicators(1)[0];
+  comm.initGet().setRc(mqs_ok);
+  auto queues = comm.initQueues(3);
+  for (unsigned q = 0; q < 3; ++q) {
+    queues[q].initSetup().setRc(mqs_ok);
+    auto ops = queues[q].initOperations(kOps + 1);
+    for (unsigned i = 0; i < kOps; ++i) {
+      ops[i].setRc(mqs_ok);
+      ops[i].initOperation().setDesiredTag(static_cast<int64_t>(i));
+    }
+    ops[kOps].setRc(mqs_end_of_list);
+  }
+  RecordedWalk r(asBulk(holder, walk));
+  wire::RecordedRc::Reader rc;
+  wire::RecordedOperation::Reader op;
+  REQUIRE(r.setupCommunicatorIterator(&rc));
+  unsigned served = 0;
+  for (int q = 0; q < 3; ++q) {
+    REQUIRE(r.setupOperationIterator(q, &rc));
+    while (r.nextOperation(&op) && op.getRc() == mqs_ok) {
+      if (op.getOperation().getDesiredTag() != static_cast<int64_t>(served % kOps)) {
+        FAIL("operation out of order");
+      }
+      ++served;
+    }
+  }
+  CHECK(served == 3 * kOps);
+}
