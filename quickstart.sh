@@ -3,7 +3,8 @@
 #   ./quickstart.sh         install what is missing, build, run the main job: a live 4-rank
 #                           Open MPI job, gdb attached to every rank, queues through the proxy
 #   ./quickstart.sh test    install what is missing, build, run the whole test suite
-# BUILD_DIR (default: build) and JOBS (default: 2) can be set in the environment.
+# BUILD_DIR (default: build), JOBS (default: 2) and MQD_CROSS (architectures tested besides
+# x86_64; default for `test`: all) can be set in the environment.
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-main}
@@ -15,8 +16,16 @@ case "$mode" in
   *) echo "usage: ./quickstart.sh [test]"; exit 2 ;;
 esac
 
-tools/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON
+# The test suite includes the cross-architecture tests (tests/cross/): foreign servers under
+# qemu-user and a 32-bit debugger side. MQD_CROSS overrides which architectures.
+if [ "$mode" = test ]; then
+  tools/install-deps.sh --cross
+  cross=${MQD_CROSS-aarch64;ppc64el;s390x;i686;i686-taddr64}
+else
+  tools/install-deps.sh
+  cross=${MQD_CROSS-}
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross"
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages mqd-proxy needs, and only those that are missing.
 # Runs apt-get as root (directly, or through sudo when available).
+#   install-deps.sh          what building, the demo and the native tests need
+#   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
+#                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
+#                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
 set -euo pipefail
 
 packages=(
@@ -12,6 +16,17 @@ packages=(
   # headers (for the debug-type object of the stripped libmpi)
   gdb python3 openmpi-bin libopenmpi-dev
 )
+if [ "${1:-}" = "--cross" ]; then
+  packages+=(
+    g++-aarch64-linux-gnu g++-powerpc64le-linux-gnu g++-s390x-linux-gnu g++-i686-linux-gnu
+    qemu-user gdb-multiarch
+    # make-sysroot.sh: a private apt instance, dpkg-deb, realpath
+    apt dpkg coreutils ca-certificates
+  )
+elif [ -n "${1:-}" ]; then
+  echo "usage: install-deps.sh [--cross]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,10 @@
  *                "mqd_named" with MPI_Comm_set_name.
  * Sends go only to rank+1, so no posted receive can ever match one of them.
  *
+ * A singleton (size 1, e.g. run under qemu-user with OMPI_MCA_ess_singleton_isolated=1) sends
+ * to itself: receives use tags no send uses, and its wildcard-tag receives are all on the split
+ * communicator, where it never sends (its sends meant for that one go to the named one).
+ *
  * Then every rank writes MANIFEST_DIR/rank-R.json (what it posted, with world and local
  * peers) and MANIFEST_DIR/rank-R.ready, and sleeps without calling MPI until it is killed or
  * MANIFEST_DIR/stop appears (then it cancels everything and finalizes).
@@ -29,6 +33,11 @@ enum { RECV_SPECIFIC, RECV_ANY_SOURCE, RECV_ANY_TAG, SEND_LARGE, KINDS };
 
 static const char *kind_name[KINDS] = {"recv", "recv_any_source", "recv_any_tag", "send"};
 
+/* Called once, when everything is posted and the ready file written: a debugger that started
+ * the program itself (gdb-multiarch through qemu-user's gdb stub) stops here. */
+void mqd_e2e_parked(void);
+__attribute__((noinline)) void mqd_e2e_parked(void) { __asm__ volatile(""); }
+
 int main(int argc, char **argv) {
   int rank, size, n, i;
   char path[4096];
@@ -41,8 +50,8 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc != 3 || size < 3) {
-    if (rank == 0) fprintf(stderr, "usage: mpirun -np K (K >= 3) pending N MANIFEST_DIR\n");
+  if (argc != 3 || size == 2) {
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np K (K = 1 or >= 3) pending N DIR\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   n = atoi(argv[1]);
@@ -64,7 +73,10 @@ int main(int argc, char **argv) {
   for (i = 0; i < n; ++i) {
     int kind = i % KINDS;
     int c = (i / KINDS) % 4;
-    MPI_Comm comm = comms[c];
+    MPI_Comm comm;
+    if (size == 1 && kind == RECV_ANY_TAG) c = 2;
+    if (size == 1 && kind == SEND_LARGE && c == 2) c = 3;
+    comm = comms[c];
     int local_rank, local_size, peer_world, peer_local = -1, tag = -1, count;
     MPI_Group world_group, comm_group;
     MPI_Comm_rank(comm, &local_rank);
@@ -151,6 +163,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/rank-%d.ready", argv[2], rank);
   fclose(fopen(path, "w"));
 
+  mqd_e2e_parked();
   snprintf(path, sizeof path, "%s/stop", argv[2]);
   while (access(path, F_OK) != 0) usleep(100000); /* parked: no MPI calls, no progress */
 

@@ -16,7 +16,7 @@
 namespace mqd::harness {
 
 ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::string>& args,
-                             bool withStateDir) {
+                             bool withStateDir, const std::vector<std::string>& emulator) {
   char tmpl[] = "/tmp/mqd-ready-XXXXXX";
   int fd = ::mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
@@ -24,7 +24,8 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
   ::unlink(tmpl);
   readyFile_ = tmpl;
 
-  std::vector<std::string> argv = {binary};
+  std::vector<std::string> argv = emulator;
+  argv.push_back(binary);
   argv.insert(argv.end(), args.begin(), args.end());
   bool hasStateDir = !withStateDir;
   for (const auto& a : args) hasStateDir = hasStateDir || a == "--state-dir";
@@ -41,11 +42,12 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    ::execv(binary.c_str(), cargs.data());
+    ::execvp(cargs[0], cargs.data());
     std::perror("exec mqd-proxy-server");
     ::_exit(127);
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  // An emulated server (qemu-user) starts slower than a native one.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(emulator.empty() ? 20 : 60);
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream ready(readyFile_);
     std::string line;

@@ -27,9 +27,10 @@ class ServerProcess {
   // returns. Throws std::runtime_error if it exits or does not become ready. `endpoint()`
   // is the address it bound (with the real port for tcp:...:0). Unless `args` name one, the
   // server keeps its learned state in a private directory (stateDir()), never in $HOME.
-  // withStateDir false: start a program that takes no --state-dir (mqd-relay).
+  // withStateDir false: start a program that takes no --state-dir (mqd-relay). `emulator`
+  // prefixes the command (qemu-<arch> -L SYSROOT for a foreign build of the server).
   ServerProcess(const std::string& binary, const std::vector<std::string>& args,
-                bool withStateDir = true);
+                bool withStateDir = true, const std::vector<std::string>& emulator = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -5,10 +5,10 @@
 
 namespace mqd::harness {
 
-TargetModel::TargetModel(int pointerSize, bool bigEndian)
+TargetModel::TargetModel(int pointerSize, bool bigEndian, uint64_t heapBase)
     : pointerSize_(pointerSize),
       bigEndian_(bigEndian),
-      next_(pointerSize == 8 ? 0x00007f5a10000000ull : 0x08100000ull) {
+      next_(heapBase != 0 ? heapBase : pointerSize == 8 ? 0x00007f5a10000000ull : 0x08100000ull) {
   if (pointerSize != 4 && pointerSize != 8) throw std::invalid_argument("pointer size 4 or 8");
 }
 

@@ -23,8 +23,9 @@ class TargetModel {
   };
 
   // pointerSize 4 or 8. Addresses start high enough on 64-bit targets (above 4 GiB) that a
-  // 32-bit debugger cannot represent them.
-  TargetModel(int pointerSize, bool bigEndian);
+  // 32-bit debugger cannot represent them, unless `heapBase` (non-zero) says where the heap
+  // (symbols, structures) starts.
+  TargetModel(int pointerSize, bool bigEndian, uint64_t heapBase = 0);
 
   int pointerSize() const { return pointerSize_; }
   int longSize() const { return pointerSize_; }  // ILP32 or LP64

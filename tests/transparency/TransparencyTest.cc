@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "DebuggerHarness.h"
+#include "mqd_proxy.h"
 #include "ServerProcess.h"
+#include "ServerUnderTest.h"
 #include "SyntheticMpi.h"
 #include "TestPaths.h"
 #include "Transcript.h"
@@ -81,7 +83,17 @@ const std::vector<Mode>& allModes() {
   return modes;
 }
 
+// The native reference: this build's test DLL, loaded by this build's harness.
 const char* dllFor(int level) { return level == 3 ? mqd::test::kTestDll3 : mqd::test::kTestDll2; }
+
+// The proxied side: this build's server, or another architecture's (ServerUnderTest.h). A
+// cross run compares a foreign server and its own build of the test DLL with the native run
+// of the same target model here.
+const ServerUnderTest& underTest() {
+  static const ServerUnderTest s = ServerUnderTest::fromEnvironment(
+      mqd::test::kServer, mqd::test::kTestDll3, mqd::test::kTestDll2);
+  return s;
+}
 
 TempDir& scratch() {
   static TempDir dir;
@@ -89,10 +101,12 @@ TempDir& scratch() {
 }
 
 ServerProcess& server() {
-  static ServerProcess s(mqd::test::kServer,
-                         {"--listen", "unix:" + (scratch() / "server.sock"), "--dll",
-                          mqd::test::kTestDll3, "--dll", mqd::test::kTestDll2, "--log-level",
-                          "warn", "--log-file", scratch() / "server.log"});
+  const ServerUnderTest& u = underTest();
+  static ServerProcess s(u.binary,
+                         {"--listen", u.listenAddress(scratch().path()), "--dll", u.dll3,
+                          "--dll", u.dll2, "--log-level", "warn", "--log-file",
+                          scratch() / "server.log"},
+                         true, u.emulator);
   return s;
 }
 
@@ -130,11 +144,21 @@ Outcome converse(const std::string& library, const Cell& cell, const Scenario& s
 Outcome proxied(const Mode& mode, const Cell& cell, const Scenario& scenario,
                 const JobEdit& edit) {
   setenv("MQD_PROXY_SERVER", server().endpoint().c_str(), 1);
-  setenv("MQD_PROXY_DLL", dllFor(cell.level), 1);
+  setenv("MQD_PROXY_DLL", underTest().dll(cell.level).c_str(), 1);
   setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
   setenv("MQD_PROXY_CACHE", mode.cache, 1);
   setenv("MQD_PROXY_COMPRESS", mode.compress, 1);
   return converse(mqd::test::kShim, cell, scenario, edit);
+}
+
+// A debugger with a 32-bit mqs_taddr_t cannot name a 64-bit target's addresses: natively no
+// DLL can serve it such a target, so there is nothing to compare with (the width rules have
+// their own test below).
+// The widest target pointer this debugger can address: 8, or 4 for a 32-bit mqs_taddr_t.
+constexpr int kWidest = sizeof(mqs_taddr_t) >= 8 ? 8 : 4;
+
+bool debuggerCanAddress(const Cell& cell) {
+  return cell.pointerSize <= static_cast<int>(sizeof(mqs_taddr_t));
 }
 
 void requireSame(const Outcome& expected, const Outcome& actual) {
@@ -153,6 +177,10 @@ void requireSame(const Outcome& expected, const Outcome& actual) {
 // The conversation natively, then through the proxy in each mode: identical every time.
 void compare(const Cell& cell, const Scenario& scenario, const JobEdit& edit = nullptr,
              const std::vector<Mode>& modes = allModes()) {
+  if (!debuggerCanAddress(cell)) {
+    MESSAGE("not applicable to a ", sizeof(mqs_taddr_t) * 8, "-bit mqs_taddr_t: ", cell.name());
+    return;
+  }
   server();  // started before the native run, so that its start-up is not in the DLL's stderr
   Outcome native = converse(dllFor(cell.level), cell, scenario, edit);
   for (const Mode& mode : modes) {
@@ -262,13 +290,13 @@ TEST_CASE("transparency: matrix of target models and debuggers") {
 TEST_CASE("transparency: unusual call orders") {
   for (int level : {3, 2}) {
     for (bool bigEndian : {false, true}) {
-      compare(Cell{8, bigEndian, 4, level, 7}, odd(level));
+      compare(Cell{kWidest, bigEndian, 4, level, 7}, odd(level));
     }
   }
 }
 
 TEST_CASE("transparency: error paths") {
-  Cell cell{8, false, 5, 3, 7};
+  Cell cell{kWidest, false, 5, 3, 7};
   SUBCASE("missing symbol") {
     compare(cell, full(3), [](Job&, TargetModel& t) { t.removeSymbol("tmpi_comm_list"); });
   }
@@ -315,7 +343,8 @@ TEST_CASE("the epoch rule: within one epoch the target reads as it was at update
   // mqs_update_communicator_list to the next), so a change within an epoch shows at the next
   // update: exactly what a native load shows when the change happens just before it. Under
   // off and call the DLL reads memory when it asks, exactly as a native load does.
-  Cell cell{8, false, 12, 3, 7};
+  // The widest target this debugger can address (a 32-bit debugger: a 32-bit target).
+  Cell cell{kWidest, false, 12, 3, 7};
   server();
   Outcome mid = converse(dllFor(3), cell, changingWithinRefresh(Change::MidRefresh), nullptr);
   Outcome late =
@@ -326,4 +355,60 @@ TEST_CASE("the epoch rule: within one epoch the target reads as it was at update
     Outcome p = proxied(mode, cell, changingWithinRefresh(Change::MidRefresh), nullptr);
     requireSame(std::string(mode.cache) == "epoch" ? late : mid, p);
   }
+}
+
+TEST_CASE("64-bit target values in this debugger's mqs_taddr_t and mqs_tword_t") {
+  // A 64-bit target whose structures lie below 4 GiB (so that any debugger can name them), with
+  // pending sends whose buffers and lengths may not fit a 32-bit debugger's types. The rules
+  // (README, "Widths"): an address that does not fit fails that call with
+  // MQD_PROXY_ERR_ADDRESS_WIDTH and an error string naming it, never a truncated address; a word
+  // that does not fit is reduced modulo 2^32, like the C conversion. The iteration goes on.
+  const bool narrow = sizeof(mqs_taddr_t) == 4;
+  TargetModel target(8, false, 0x10000000ull);
+  Job job = standardJob(3);
+  auto& sends = job.communicators[0].queues[mqs_pending_sends];
+  REQUIRE(sends.size() == 3);
+  sends[0].buffer = 0x2000;
+  sends[0].length = 0x100000010ll;  // 2^32 + 16
+  sends[1].buffer = 0x00007f5a80000000ull;
+  sends[1].length = 8;
+  sends[2].buffer = 0x3000;
+  sends[2].length = -3;
+  layOut(target, job);
+  server();
+  const Mode& mode = allModes().front();
+  setenv("MQD_PROXY_SERVER", server().endpoint().c_str(), 1);
+  setenv("MQD_PROXY_DLL", underTest().dll(3).c_str(), 1);
+  setenv("MQD_PROXY_CACHE", mode.cache, 1);
+  setenv("MQD_PROXY_COMPRESS", mode.compress, 1);
+  DebuggerHarness d(mqd::test::kShim, {7});
+  auto* image = d.addImage(target, "a.out");
+  auto* process = d.addProcess(image, 0, "rank0");
+  auto* mqsProcess = reinterpret_cast<mqs_process*>(process);
+  Transcript t(d);
+  Subjects s{image, process, nullptr, &target};
+  REQUIRE(setUp(t, s));
+  REQUIRE(t.updateCommunicatorList(process) == mqs_ok);
+  REQUIRE(t.setupCommunicatorIterator(process) == mqs_ok);
+  REQUIRE(t.getCommunicator(process, nullptr) == mqs_ok);
+  REQUIRE(t.setupOperationIterator(process, mqs_pending_sends) == mqs_ok);
+  auto& dll = d.dll();
+  mqs_pending_operation op{};
+  REQUIRE(dll.next_operation(mqsProcess, &op) == mqs_ok);
+  CHECK(op.buffer == 0x2000);
+  CHECK(op.desired_length == (narrow ? mqs_tword_t{16} : static_cast<mqs_tword_t>(0x100000010ll)));
+  int rc = dll.next_operation(mqsProcess, &op);
+  if (narrow) {
+    CHECK(rc == MQD_PROXY_ERR_ADDRESS_WIDTH);
+    std::string why = dll.dll_error_string(rc);
+    CHECK(why.find("0x7f5a80000000") != std::string::npos);
+    CHECK(why.find("does not fit") != std::string::npos);
+  } else {
+    CHECK(rc == mqs_ok);
+    CHECK(static_cast<uint64_t>(op.buffer) == 0x00007f5a80000000ull);
+  }
+  REQUIRE(dll.next_operation(mqsProcess, &op) == mqs_ok);
+  CHECK(op.buffer == 0x3000);
+  CHECK(op.desired_length == -3);
+  CHECK(dll.next_operation(mqsProcess, &op) == mqs_end_of_list);
 }

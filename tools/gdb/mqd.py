@@ -623,20 +623,36 @@ def _field_offset(t, name):
     return -1
 
 
+def _is_local(inf):
+    """True when gdb runs the inferior on this machine (not through gdbserver or qemu's stub,
+    where its pid means nothing here)."""
+    connection = getattr(inf, "connection", None)
+    return connection is None or connection.type == "native"
+
+
 def _global_rank(process):
-    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else unknown."""
+    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else from Open
+    MPI's own MPI_COMM_WORLD in the target (needs its types), else unknown."""
     if process.rank is None:
         process.rank = MQS_INVALID_PROCESS
-        try:
-            pid = _inferior(process.inferior_num).pid
-            with open("/proc/%d/environ" % pid, "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-            for key in (b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK", b"PMI_RANK"):
-                if key in env:
-                    process.rank = int(env[key])
-                    break
-        except (OSError, ValueError):
-            pass
+        inf = _inferior(process.inferior_num)
+        if _is_local(inf):
+            try:
+                with open("/proc/%d/environ" % inf.pid, "rb") as f:
+                    env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+                for key in (b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK", b"PMI_RANK"):
+                    if key in env:
+                        process.rank = int(env[key])
+                        break
+            except (OSError, ValueError):
+                pass
+        if process.rank == MQS_INVALID_PROCESS:
+            try:
+                with SelectedInferior(process.inferior_num):
+                    process.rank = int(gdb.parse_and_eval(
+                        "((ompi_communicator_t *)&ompi_mpi_comm_world)->c_my_rank"))
+            except gdb.error:
+                pass
     return process.rank
 
 

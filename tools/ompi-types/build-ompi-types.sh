@@ -50,7 +50,8 @@ if [ -z "$freelist" ] || [ -z "$pointers" ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-$cc -g -O0 -fno-eliminate-unused-debug-types -w \
+# With a sysroot, the compiler's /usr/include is the sysroot's: no host header can slip in.
+$cc ${sysroot:+--sysroot="$sysroot"} -g -O0 -fno-eliminate-unused-debug-types -w \
   -I"$here/stub" -I"$ompi/include" -I"$ompi/include/openmpi" \
   -DMQD_EXPECT_FREE_LIST_SIZE="$freelist" -DMQD_EXPECT_POINTER_ARRAY_SIZE="$pointers" \
   -c "$here/ompi_types.c" -o "$out"

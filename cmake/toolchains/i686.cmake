@@ -1,0 +1,10 @@
+# Cross build for 32-bit x86 (Debian i386): the 32-bit debugger side. The kernel runs i386 code
+# natively, so programs run through the sysroot's own loader rather than qemu. See
+# cross-common.cmake.
+set(MQD_CROSS_TRIPLE i386-linux-gnu)
+set(MQD_CROSS_PROCESSOR i686)
+set(MQD_CROSS_EMULATOR_KIND loader)
+set(MQD_CROSS_LOADER ld-linux.so.2)
+include(${CMAKE_CURRENT_LIST_DIR}/cross-common.cmake)
+set(CMAKE_C_COMPILER i686-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER i686-linux-gnu-g++)

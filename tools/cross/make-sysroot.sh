@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# make-sysroot.sh ARCH DIR: a sysroot for one foreign Debian architecture, from Debian packages,
+# without touching this machine's dpkg database (no `dpkg --add-architecture`: installing
+# libopenmpi3:<arch> that way removes the host's Open MPI through libmunge2, which is not
+# Multi-Arch).
+#
+# ARCH is a Debian architecture: arm64, ppc64el, s390x or i386. The script runs a private apt
+# instance (its own state, lists, cache and empty status, APT::Architecture=ARCH) against this
+# machine's Debian sources, downloads the libraries mqd-proxy builds against with their whole
+# dependency closure (libc6 included, so qemu-user can run programs with -L DIR), plus the Open
+# MPI development files and tools without their dependencies, unpacks every .deb into DIR with
+# dpkg-deb -x, and turns absolute symlinks into relative ones (ppc64el's loader needs that).
+# Re-running with the same package set is a no-op (DIR/.mqd-sysroot records it).
+set -euo pipefail
+
+arch=${1:?usage: make-sysroot.sh ARCH DIR}
+dir=${2:?usage: make-sysroot.sh ARCH DIR}
+case "$arch" in arm64|ppc64el|s390x|i386) ;; *) echo "make-sysroot: unknown arch $arch" >&2; exit 2 ;; esac
+
+# With dependencies: what the server, the test programs and a singleton Open MPI process need.
+closure=(libstdc++6 doctest-dev libcapnp-dev libuv1-dev libzstd-dev libopenmpi3)
+# Without dependencies: mpi.h and Open MPI's internal headers with the hwloc and libevent headers
+# they include (for the type object, tools/ompi-types).
+single=(libopenmpi-dev openmpi-common libhwloc-dev libevent-dev)
+stamp="$dir/.mqd-sysroot"
+want="$arch ${closure[*]} / ${single[*]}"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "make-sysroot: $dir is up to date ($arch)"
+  exit 0
+fi
+
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+apt_dir="$dir/.apt"
+rm -rf "$apt_dir"
+mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources.list.d,debs,preferences.d}
+: > "$apt_dir/status"
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  cp /etc/apt/sources.list.d/debian.sources "$apt_dir/sources.list.d/"
+elif [ -f /etc/apt/sources.list ]; then
+  grep -E '^deb ' /etc/apt/sources.list > "$apt_dir/sources.list.d/debian.list"
+else
+  echo "deb http://deb.debian.org/debian bookworm main" > "$apt_dir/sources.list.d/debian.list"
+fi
+apt_opts=(
+  -o "APT::Architecture=$arch" -o "APT::Architectures=$arch"
+  -o "Dir::State=$apt_dir" -o "Dir::State::Lists=$apt_dir/lists"
+  -o "Dir::State::status=$apt_dir/status" -o "Dir::Cache=$apt_dir"
+  -o "Dir::Cache::archives=$apt_dir/archives" -o "Dir::Etc::SourceList=/dev/null"
+  -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d" -o "Dir::Etc::Preferences=/dev/null"
+  -o "Dir::Etc::PreferencesParts=$apt_dir/preferences.d" -o "APT::Install-Recommends=false"
+  -o "Debug::NoLocking=true" -o "Acquire::Languages=none" -o "APT::Sandbox::User=root"
+)
+# Some indexes may be missing for an architecture (bookworm-security has no s390x) or a mirror
+# may be mid-sync: tolerate failures as long as the main suite's index arrived.
+apt-get "${apt_opts[@]}" -qq update || true
+if ! ls "$apt_dir/lists/" | grep -q "_dists_bookworm_main_binary-${arch}_Packages"; then
+  echo "make-sysroot: no package index for bookworm/main/$arch" >&2
+  exit 1
+fi
+apt-get "${apt_opts[@]}" -qq -y --download-only install "${closure[@]}"
+(cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" -qq download "${single[@]}")
+
+n=0
+for deb in "$apt_dir"/archives/*.deb "$apt_dir"/debs/*.deb; do
+  dpkg-deb -x "$deb" "$dir"
+  n=$((n + 1))
+done
+# Absolute symlinks point into the host; make them relative to their place in the sysroot.
+find "$dir" -path "$apt_dir" -prune -o -type l -lname '/*' -print | while read -r link; do
+  target=$(readlink "$link")
+  rel=$(realpath -m --relative-to="$(dirname "$link")" "$dir$target")
+  ln -sfn "$rel" "$link"
+done
+rm -rf "$apt_dir"
+echo "$want" > "$stamp"
+echo "make-sysroot: $n packages unpacked into $dir ($arch, $(du -sh "$dir" | cut -f1))"
