@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "Log.h"
+#include "StateFile.h"
 #include "mqd.capnp.h"
 
 namespace mqd::server {
@@ -35,22 +36,13 @@ std::string LearnedMemory::file(uint64_t fingerprint) const {
 std::vector<TargetMemory::Window> LearnedMemory::load(uint64_t fingerprint) const {
   std::vector<TargetMemory::Window> out;
   if (dir_.empty() || fingerprint == 0) return out;
-  int fd = ::open(file(fingerprint).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 1u << 20;
-    capnp::StreamFdMessageReader reader(fd, options);
+  bool ok = readStateFile(file(fingerprint), 1u << 20, [&](capnp::MessageReader& reader) {
     auto learned = reader.getRoot<wire::LearnedBlocks>();
     if (learned.getBuildId() == buildId_ && learned.getFingerprint() == fingerprint) {
       for (auto w : learned.getWindows()) out.push_back({w.getAddress(), w.getSize()});
     }
-  } catch (const kj::Exception& e) {
-    MQD_LOG(Warn, "ignoring unreadable %s: %s", file(fingerprint).c_str(),
-            e.getDescription().cStr());
-    out.clear();
-  }
-  ::close(fd);
+  });
+  if (!ok) out.clear();
   return out;
 }
 
@@ -67,23 +59,7 @@ void LearnedMemory::save(uint64_t fingerprint, const std::vector<TargetMemory::W
     list[static_cast<unsigned>(i)].setAddress(windows[i].address);
     list[static_cast<unsigned>(i)].setSize(windows[i].size);
   }
-  std::string target = file(fingerprint);
-  std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    MQD_LOG(Warn, "cannot write %s: %s", tmp.c_str(), std::strerror(errno));
-    return;
-  }
-  try {
-    capnp::writeMessageToFd(fd, message);
-    ::close(fd);
-    if (::rename(tmp.c_str(), target.c_str()) != 0) ::unlink(tmp.c_str());
-  } catch (const kj::Exception& e) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    MQD_LOG(Warn, "cannot write %s: %s", target.c_str(), e.getDescription().cStr());
-    return;
-  }
+  if (!writeStateFile(file(fingerprint), message)) return;
   prune();
 }
 

@@ -449,38 +449,7 @@ void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
   auto request = client_.lookUpRequest();
   request.setImage(image.token);
   auto list = request.initLookups(static_cast<unsigned>(lookups.size()));
-  for (size_t i = 0; i < lookups.size(); ++i) {
-    const LookupKey& k = lookups[i];
-    auto l = list[static_cast<unsigned>(i)];
-    switch (k.kind) {
-      case LookupKey::Symbol: l.setSymbol(k.name); break;
-      case LookupKey::Function: {
-        auto f = l.initFunction();
-        f.setName(k.name);
-        f.setLang(k.lang);
-        break;
-      }
-      case LookupKey::Type: {
-        auto t = l.initType();
-        t.setName(k.name);
-        t.setLang(k.lang);
-        break;
-      }
-      case LookupKey::Field: {
-        auto f = l.initField();
-        f.initType().setName(k.name);
-        f.getType().setLang(k.lang);
-        f.setField(k.field);
-        break;
-      }
-      case LookupKey::SizeOf: {
-        auto t = l.initSizeOf();
-        t.setName(k.name);
-        t.setLang(k.lang);
-        break;
-      }
-    }
-  }
+  for (size_t i = 0; i < lookups.size(); ++i) lookups[i].writeTo(list[static_cast<unsigned>(i)]);
   auto response = await(call, request);
   auto answers = response.getAnswers();
   if (answers.size() != lookups.size()) {

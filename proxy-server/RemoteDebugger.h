@@ -27,21 +27,11 @@
 #include "DebuggerObjects.h"
 #include "DllCall.h"
 #include "StringPool.h"
+#include "LookupKey.h"
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
 namespace mqd::server {
-
-// A look-up by name, as learned for a DLL (see LearnedLookups).
-struct LookupKey {
-  enum Kind { Symbol, Function, Type, Field, SizeOf } kind;
-  std::string name;   // symbol, function or type name
-  int lang = 0;
-  std::string field;  // Field
-  bool operator<(const LookupKey& o) const {
-    return std::tie(kind, name, lang, field) < std::tie(o.kind, o.name, o.lang, o.field);
-  }
-};
 
 class RemoteDebugger {
  public:

@@ -8,6 +8,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "Log.h"
+
 namespace mqd::server {
 namespace {
 
@@ -28,18 +30,6 @@ int64_t nowMs() {
 
 SessionBoard::Slot* gSlot = nullptr;
 SessionBoard::Slot gSink;  // counts nothing that anyone reads
-
-std::string bytes(uint64_t n) {
-  char buf[32];
-  if (n < 10 * 1024) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  } else if (n < 10ull * 1024 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
-  }
-  return buf;
-}
 
 }  // namespace
 
@@ -110,8 +100,9 @@ std::string SessionBoard::summary(const Slot& s) {
       static_cast<unsigned long long>(s.connection), s.worker, s.dll[0] ? s.dll : "no DLL",
       static_cast<unsigned long long>(c(Count::Calls) + c(Count::Callbacks)),
       static_cast<unsigned long long>(c(Count::Calls)),
-      static_cast<unsigned long long>(c(Count::Callbacks)), bytes(c(Count::WireBytesIn)).c_str(),
-      bytes(c(Count::WireBytesOut)).c_str(), static_cast<unsigned long long>(c(Count::MemoryHits)),
+      static_cast<unsigned long long>(c(Count::Callbacks)),
+      formatBytes(c(Count::WireBytesIn)).c_str(), formatBytes(c(Count::WireBytesOut)).c_str(),
+      static_cast<unsigned long long>(c(Count::MemoryHits)),
       static_cast<unsigned long long>(c(Count::MemoryMisses)),
       static_cast<unsigned long long>(c(Count::BlocksFetched)),
       static_cast<unsigned long long>(c(Count::LookupHits)),

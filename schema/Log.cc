@@ -94,4 +94,16 @@ void logf(LogLevel level, const char* format, ...) {
   va_end(args);
 }
 
+std::string formatBytes(uint64_t n) {
+  char buf[32];
+  if (n < 10 * 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  } else if (n < 10ull * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
+  }
+  return buf;
+}
+
 }  // namespace mqd

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
 #include <string>
 
 namespace mqd {
@@ -30,6 +31,9 @@ void logMoveOffStderr(int fd);
 
 bool logEnabled(LogLevel level);
 void logf(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+// A byte count for people: "812 B", "45.3 KiB", "12.0 MiB" (session summaries, the CLI).
+std::string formatBytes(uint64_t n);
 void vlogf(LogLevel level, const char* format, va_list args);
 
 }  // namespace mqd

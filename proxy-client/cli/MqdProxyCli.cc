@@ -14,6 +14,7 @@
 
 #include "ClientConfig.h"
 #include "Connection.h"
+#include "Log.h"
 #include "ProxyErrors.h"
 
 using namespace mqd;
@@ -43,18 +44,6 @@ Options:
          "\nEnvironment of a debugger that loads libmqdproxy.so (MQD_PROXY_SERVER and\n"
          "MQD_PROXY_TIMEOUT are also read by this command):\n" +
          ClientConfig::help();
-}
-
-std::string bytes(uint64_t n) {
-  char buf[32];
-  if (n < 10 * 1024) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  } else if (n < 10ull * 1024 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
-  }
-  return buf;
 }
 
 std::string jsonString(const std::string& s) {
@@ -121,8 +110,8 @@ int stats(Connection& connection, kj::WaitScope& waitScope, bool json) {
                 static_cast<unsigned long long>(get("rt.callbacks")),
                 static_cast<unsigned long long>(get("msg.notifications")));
     std::printf("  wire: %s in, %s out; bulk: %s before compression, %s sent\n",
-                bytes(get("wire.bytes_in")).c_str(), bytes(get("wire.bytes_out")).c_str(),
-                bytes(get("bulk.raw_bytes")).c_str(), bytes(get("bulk.wire_bytes")).c_str());
+                formatBytes(get("wire.bytes_in")).c_str(), formatBytes(get("wire.bytes_out")).c_str(),
+                formatBytes(get("bulk.raw_bytes")).c_str(), formatBytes(get("bulk.wire_bytes")).c_str());
     std::printf("  cache: memory %llu hits / %llu misses (%llu blocks, %llu fetched ahead); "
                 "look-ups %llu hits / %llu misses (%llu fetched ahead); process %llu / %llu; "
                 "%llu walks\n",

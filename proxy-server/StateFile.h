@@ -1,0 +1,23 @@
+// StateFile: the files the server keeps in its state directory (LearnedLookups,
+// LearnedMemory): one Cap'n Proto message each, read with a traversal limit and replaced
+// atomically (a temporary file renamed over the old one), so a reader never sees half a file.
+// Failures are logged as warnings and never fatal: learned state only saves round trips.
+#pragma once
+
+#include <capnp/message.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace mqd::server {
+
+// Calls `use` with the message in `path`. False when there is no such file, or when reading
+// it (or `use`) threw: then a warning names the file.
+bool readStateFile(const std::string& path, uint64_t maxWords,
+                   const std::function<void(capnp::MessageReader&)>& use);
+
+// Replaces `path` with `message`; false (with a warning) if it could not.
+bool writeStateFile(const std::string& path, capnp::MessageBuilder& message);
+
+}  // namespace mqd::server
