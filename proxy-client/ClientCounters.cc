@@ -16,7 +16,8 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
                                  {"callbacks_served", &callbacksServed},
                                  {"notifications", &notifications},
                                  {"wire_bytes_in", &wireBytesIn},
-                                 {"wire_bytes_out", &wireBytesOut}};
+                                 {"wire_bytes_out", &wireBytesOut},
+                                 {"reconnects", &reconnects}};
   for (unsigned i = 0; i < kCount && i < out.size(); ++i) {
     out[i].setName(entries[i].name);
     out[i].setValue(entries[i].value->load());
@@ -30,7 +31,7 @@ std::string ClientCounters::summary() const {
   std::snprintf(buf, sizeof buf,
                 "%llu round trips (%llu calls forwarded, %llu callbacks served), %llu calls "
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
-                "%llu B in, %llu B out",
+                "%llu B in, %llu B out, %llu reconnects",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -38,7 +39,8 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(errorTextsLocal.load()),
                 static_cast<unsigned long long>(notifications.load()),
                 static_cast<unsigned long long>(wireBytesIn.load()),
-                static_cast<unsigned long long>(wireBytesOut.load()));
+                static_cast<unsigned long long>(wireBytesOut.load()),
+                static_cast<unsigned long long>(reconnects.load()));
   return buf;
 }
 

@@ -24,10 +24,11 @@ struct ClientCounters {
   std::atomic<uint64_t> notifications{0};     // dprints, put_*_info, DLL output
   std::atomic<uint64_t> wireBytesIn{0};
   std::atomic<uint64_t> wireBytesOut{0};
+  std::atomic<uint64_t> reconnects{0};        // lost sessions re-established
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;
-  static constexpr unsigned kCount = 8;
+  static constexpr unsigned kCount = 9;
 
   // "N calls forwarded, M answered locally (from walks, error texts), ..."
   std::string summary() const;

@@ -7,6 +7,7 @@
 
 #include "CountingStream.h"
 #include "DebuggerService.h"
+#include "DebuggerSide.h"
 #include "Endpoint.h"
 #include "Log.h"
 #include "ProxyErrors.h"
@@ -156,6 +157,31 @@ kj::Promise<kj::Own<Connection>> Connection::connect(kj::AsyncIoContext& io,
   return withDeadline(io, connectTo(io, endpoint, nullptr), endpoint.toString(), timeout);
 }
 
+kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
+                                               const std::string& server, SessionTicket ticket,
+                                               std::chrono::milliseconds timeout) {
+  return connect(io, server, timeout).then([&io, ticket, timeout](kj::Own<Connection> c) {
+    auto request = c->proxy().postMortemRequest();
+    request.getTicket().setConnection(ticket.connection);
+    request.getTicket().setKey(ticket.key);
+    auto asked = request.send().then(
+        [](capnp::Response<wire::Proxy::PostMortemResults>&& response) {
+          auto r = response.getReport();
+          PostMortem out;
+          out.known = r.getKnown();
+          out.ended = r.getEnded();
+          out.worker = r.getWorker();
+          out.how = r.getHow();
+          out.dll = r.getDll();
+          out.lastCall = r.getLastCall();
+          return out;
+        });
+    return io.provider->getTimer()
+        .timeoutAfter(timeout.count() * kj::MILLISECONDS, kj::mv(asked))
+        .attach(kj::mv(c));
+  });
+}
+
 kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
                                                   const ClientConfig& config,
                                                   DebuggerSide& side, ClientCounters& counters) {
@@ -179,6 +205,13 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
     options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
     options.setCachePolicy(cache);
     options.setCompress(compress);
+    auto held = side.heldInfos();
+    auto resume = options.initResumeInfos(static_cast<unsigned>(held.size()));
+    for (unsigned i = 0; i < resume.size(); ++i) {
+      resume[i].setKind(held[i].kind);
+      resume[i].setHandle(held[i].handle);
+      resume[i].setInfo(held[i].info);
+    }
     request.setDebugger(kj::heap<DebuggerService>(*c, side));
     return request.send().then(
         [c = kj::mv(c)](capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
@@ -190,6 +223,8 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           c->dll_.taddrWidth = d.getTaddrWidth();
           for (auto name : d.getEntryPoints()) c->dll_.entryPoints.insert(name);
           c->dll_.buildId = d.getBuildId();
+          c->ticket_.connection = response.getTicket().getConnection();
+          c->ticket_.key = response.getTicket().getKey();
           return kj::mv(c);
         },
         [where](kj::Exception&& e) -> kj::Own<Connection> {

@@ -9,6 +9,7 @@
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -33,9 +34,26 @@ struct DllInfo {
   bool has(const char* entryPoint) const { return entryPoints.count(entryPoint) != 0; }
 };
 
+// Names this connection's session to the server after the connection is gone.
+struct SessionTicket {
+  uint64_t connection = 0;
+  uint64_t key = 0;  // 0: the server gave none (no post-mortem possible)
+};
+
+// How the worker behind a lost session ended (wire PostMortem).
+struct PostMortem {
+  bool known = false;  // the server knows the ticket
+  bool ended = false;  // and the worker has ended
+  int worker = 0;
+  std::string how;       // "exit 0", "SIGSEGV", ...
+  std::string dll;
+  std::string lastCall;  // vendor DLL entry point running or last run
+};
+
 class Connection {
  public:
-  // Connects and opens a session. Fails with a ProxyError-carrying kj::Exception (see
+  // Connects and opens a session (telling the server which info tokens the debugger already
+  // holds, from `side`, so that a re-established session keeps them). Fails with a ProxyError-carrying kj::Exception (see
   // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
   // the server says no, TIMEOUT after `config.timeout`.
   // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
@@ -51,11 +69,18 @@ class Connection {
 
   wire::Proxy::Client& proxy() { return proxy_; }
 
+  // Asks the server at `server`, on a connection of its own, how the session named by `ticket`
+  // ended. Fails like connect().
+  static kj::Promise<PostMortem> postMortem(kj::AsyncIoContext& io, const std::string& server,
+                                            SessionTicket ticket,
+                                            std::chrono::milliseconds timeout);
+
   Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint, ClientCounters* counters);
   ~Connection() noexcept(false);
 
   wire::Session::Client& session() { return session_; }
   const DllInfo& dll() const { return dll_; }
+  const SessionTicket& ticket() const { return ticket_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -65,7 +90,8 @@ class Connection {
   template <typename Results>
   void track(std::shared_ptr<PendingCall> call, capnp::RemotePromise<Results>&& promise);
 
-  // After a fatal problem (timeout, disconnect): no further calls go out.
+  // After a fatal problem (timeout, disconnect): no further calls go out. broken() may be
+  // read from any thread.
   void markBroken(int code, const std::string& why);
   bool broken() const { return brokenCode_ != 0; }
   int brokenCode() const { return brokenCode_; }
@@ -89,8 +115,9 @@ class Connection {
   wire::Proxy::Client proxy_;
   wire::Session::Client session_{nullptr};
   DllInfo dll_;
+  SessionTicket ticket_;
   bool compress_ = false;
-  int brokenCode_ = 0;
+  std::atomic<int> brokenCode_{0};
   std::string brokenReason_;
 };
 

@@ -335,6 +335,7 @@ kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
 
 kj::Promise<void> DebuggerService::dllOutput(DllOutputContext context) {
   if (ClientCounters* c = connection_.counters()) ++c->notifications;
+  if (side_.replaying) return kj::READY_NOW;  // the debugger saw it the first time
   auto bytes = context.getParams().getText();
   const kj::byte* p = bytes.begin();
   size_t left = bytes.size();

@@ -191,12 +191,39 @@ std::optional<std::string> DebuggerSide::errorString(int code) {
 }
 
 void DebuggerSide::dprints(const char* text) {
+  if (replaying) return;
   if (basic_ != nullptr && basic_->mqs_dprints_fp != nullptr) basic_->mqs_dprints_fp(text);
+}
+
+std::vector<DebuggerSide::HeldInfo> DebuggerSide::heldInfos() const {
+  std::vector<HeldInfo> out;
+  for (const auto& [key, info] : held_) {
+    out.push_back({static_cast<wire::InfoKind>(key.first), key.second, info});
+  }
+  return out;
+}
+
+void DebuggerSide::infoDestroyed(wire::InfoKind kind, uint64_t info) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->first.first == static_cast<int>(kind) && it->second == info) {
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) {
   if (basic_ == nullptr) return;
   if (info > UINTPTR_MAX) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "info token too large");
+  std::pair<int, uint64_t> key{static_cast<int>(kind), handle};
+  auto held = held_.find(key);
+  if (replaying && held != held_.end() && held->second == info) return;
+  if (info == 0) {
+    held_.erase(key);
+  } else {
+    held_[key] = info;
+  }
   void* value = reinterpret_cast<void*>(static_cast<uintptr_t>(info));
   switch (kind) {
     case wire::InfoKind::IMAGE:

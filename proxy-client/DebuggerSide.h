@@ -7,6 +7,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,7 +67,25 @@ class DebuggerSide {
   void dprints(const char* text);
 
   // Replays a put_*_info the DLL made on the server, with the server's token as the pointer.
+  // While replaying() a lost session's set-up, one that gives the debugger the token it
+  // already holds is not delivered again.
   void putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info);
+
+  // The info tokens the debugger holds, by handle (what putInfo gave it, less what it
+  // destroyed).
+  struct HeldInfo {
+    wire::InfoKind kind;
+    uint64_t handle;
+    uint64_t info;
+  };
+  std::vector<HeldInfo> heldInfos() const;
+  // mqs_destroy_*_info(info): the debugger no longer holds it.
+  void infoDestroyed(wire::InfoKind kind, uint64_t info);
+
+  // True while the shim replays a lost session's set-up on a new one: the debugger already
+  // saw that set-up's effects, so dprints and DLL output are not delivered again (read from
+  // the event-loop thread too).
+  std::atomic<bool> replaying{false};
 
   // ---- batched requests of the server's caches ----
 
@@ -114,6 +134,7 @@ class DebuggerSide {
   std::unordered_map<uint64_t, const mqs_process_callbacks*> processTables_;
   std::unordered_map<uint64_t, const mqs_job_callbacks*> jobTables_;
   bool level3_ = false;
+  std::map<std::pair<int, uint64_t>, uint64_t> held_;  // (kind, handle) -> info token
 };
 
 }  // namespace mqd::client

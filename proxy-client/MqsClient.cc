@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -115,25 +116,136 @@ void MqsClient::openSession() {
   }
   for (const std::string& p : problems) MQD_LOG(Warn, "%s", p.c_str());
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
+  connect();
+  side_.setLevel3(dll_.compatibility >= MQS_INTERFACE_COMPATIBILITY_MPI2);
+  sessionOpened_ = true;
+  MQD_LOG(Info, "session open with %s: %s", config_.server.c_str(), dll_.path.c_str());
+}
+
+void MqsClient::connect() {
   try {
     loop_->run([this]() {
-      return Connection::open(loop_->io(), config_, side_, counters_).then([this](kj::Own<Connection> c) {
-        connection_ = kj::mv(c);
-      });
+      connection_ = nullptr;  // the old connection, if any, is done with
+      return Connection::open(loop_->io(), config_, side_, counters_)
+          .then([this](kj::Own<Connection> c) { connection_ = kj::mv(c); });
     });
   } catch (const kj::Exception& e) {
     std::string detail;
     int code = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
     throw ProxyError(code, detail);
   }
-  dll_ = loop_->run([this]() { return connection_->dll(); });
-  side_.setLevel3(dll_.compatibility >= MQS_INTERFACE_COMPATIBILITY_MPI2);
-  sessionOpened_ = true;
-  MQD_LOG(Info, "session open with %s: %s", config_.server.c_str(), dll_.path.c_str());
+  loop_->run([this]() {
+    dll_ = connection_->dll();
+    ticket_ = connection_->ticket();
+  });
+}
+
+void MqsClient::reestablish() {
+  std::string oldBuild = dll_.buildId;
+  connect();
+  ++counters_.reconnects;
+  MQD_LOG(Info, "session re-established with %s: replaying the debugger's set-up",
+          config_.server.c_str());
+  // Nothing recorded by the lost session's DLL is valid for the new one.
+  walks_.clear();
+  if (dll_.buildId != oldBuild) dllErrorText_.clear();
+  side_.replaying = true;
+  struct Done {
+    DebuggerSide& side;
+    ~Done() { side.replaying = false; }
+  } done{side_};
+  if (side_.basicCallbacks() != nullptr) {
+    roundTrip<wire::Session::SetupBasicCallbacksResults>(
+        "mqs_setup_basic_callbacks",
+        [](wire::Session::Client& s) { return s.setupBasicCallbacksRequest().send(); });
+    basicCallbacksPending_ = false;
+  }
+  for (const SessionSetUp::Entry& e : setUp_.entries()) {
+    uint64_t token = e.token;
+    int rc = mqs_ok;
+    const char* what = "";
+    switch (e.kind) {
+      case SessionSetUp::Kind::Image:
+        what = "mqs_setup_image";
+        rc = roundTrip<wire::Session::SetupImageResults>(
+                 what, [token](wire::Session::Client& s) {
+                   auto r = s.setupImageRequest();
+                   r.setImage(token);
+                   return r.send();
+                 }).get().getRc();
+        if (rc == mqs_ok && e.queriedQueues) {
+          what = "mqs_image_has_queues";
+          rc = roundTrip<wire::Session::ImageHasQueuesResults>(
+                   what, [token](wire::Session::Client& s) {
+                     auto r = s.imageHasQueuesRequest();
+                     r.setImage(token);
+                     return r.send();
+                   }).get().getRc();
+        }
+        break;
+      case SessionSetUp::Kind::Job:
+        if (!dll_.has("mqs_setup_job")) break;
+        what = "mqs_setup_job";
+        rc = roundTrip<wire::Session::SetupJobResults>(
+                 what, [token](wire::Session::Client& s) {
+                   auto r = s.setupJobRequest();
+                   r.setJob(token);
+                   return r.send();
+                 }).get().getRc();
+        break;
+      case SessionSetUp::Kind::Process:
+        what = "mqs_setup_process";
+        rc = sendSetupProcess(token, e.targetBigEndian);
+        if (rc == mqs_ok && e.queriedQueues) {
+          what = "mqs_process_has_queues";
+          rc = roundTrip<wire::Session::ProcessHasQueuesResults>(
+                   what, [token](wire::Session::Client& s) {
+                     auto r = s.processHasQueuesRequest();
+                     r.setProcess(token);
+                     return r.send();
+                   }).get().getRc();
+        }
+        if (rc == mqs_ok && e.updated) {
+          what = "mqs_update_communicator_list";
+          const ClientCounters* c = &counters_;
+          rc = roundTrip<wire::Session::UpdateCommunicatorListResults>(
+                   what, [token, c](wire::Session::Client& s) {
+                     auto r = s.updateCommunicatorListRequest();
+                     r.setProcess(token);
+                     c->write(r.initClientCounters(ClientCounters::kCount));
+                     return r.send();
+                   }).get().getRc();
+        }
+        if (rc == mqs_ok && e.updated && setUp_.cursor(token).setUp) {
+          // Bring the interrupted iteration back to where the debugger stands.
+          IterationCursor cursor = setUp_.cursor(token);
+          roundTrip<wire::Session::RepositionResults>(
+              "mqs_setup_communicator_iterator", [token, cursor](wire::Session::Client& s) {
+                auto r = s.repositionRequest();
+                r.setProcess(token);
+                cursor.writeTo(r.initCursor());
+                return r.send();
+              });
+        }
+        if (e.newProcessIteration) {
+          if (SessionSetUp::Entry* live = setUp_.find(SessionSetUp::Kind::Process, token)) {
+            live->newProcessesLost = true;
+          }
+        }
+        break;
+    }
+    if (rc != mqs_ok) {
+      MQD_LOG(Warn, "replaying the set-up: %s answered %d the second time", what, rc);
+    }
+  }
 }
 
 void MqsClient::ensureSession() {
-  if (!sessionOpened_) openSession();
+  if (!sessionOpened_) {
+    openSession();
+  } else if (connection_.get() == nullptr || connection_->broken()) {
+    reestablish();
+  }
   if (basicCallbacksPending_) {
     auto reply = roundTrip<wire::Session::SetupBasicCallbacksResults>(
         "mqs_setup_basic_callbacks",
@@ -167,9 +279,42 @@ MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& se
         if (connection_->current == pending) connection_->current = nullptr;
       });
     }
+    if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, entryPoint);
     throw ProxyError(code, detail);
   }
   return Reply<Results>(pending);
+}
+
+void MqsClient::failLost(int code, const std::string& detail, const char* entryPoint) {
+  std::string again = "; the next call re-establishes the session";
+  if (ticket_.key == 0) throw ProxyError(code, detail + again);
+  // A crash of the vendor DLL and a network failure look the same from here: ask the server,
+  // on a new connection, how the worker ended. Bounded like every call.
+  auto wait = std::min<std::chrono::milliseconds>(config_.timeout, std::chrono::seconds(3));
+  PostMortem pm;
+  try {
+    pm = loop_->run([&]() {
+      return Connection::postMortem(loop_->io(), config_.server, ticket_, wait);
+    });
+  } catch (const kj::Exception& e) {
+    throw ProxyError(code, detail + " (the server cannot be asked why: " +
+                               e.getDescription().cStr() + ")" + again);
+  }
+  if (!pm.known) throw ProxyError(code, detail + again);
+  if (!pm.ended) {
+    throw ProxyError(code, detail + " (the server's worker " + std::to_string(pm.worker) +
+                               " is still running: the network failed)" + again);
+  }
+  if (pm.how == "exit 0") {
+    throw ProxyError(code, detail + " (the server's worker " + std::to_string(pm.worker) +
+                               " saw the connection end too)" + again);
+  }
+  std::string how = pm.how.rfind("SIG", 0) == 0 ? "was killed by " + pm.how : "ended (" + pm.how + ")";
+  throw ProxyError(MQD_PROXY_ERR_WORKER_DIED,
+                   "the server's worker " + std::to_string(pm.worker) + " " + how +
+                       " in vendor DLL " + (pm.dll.empty() ? "(none loaded)" : pm.dll) +
+                       " during " + (pm.lastCall.empty() ? entryPoint : pm.lastCall) +
+                       "; other sessions are unaffected" + again);
 }
 
 template <typename Results>
@@ -346,6 +491,7 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
           r.setImage(token);
           return r.send();
         });
+    setUp_.setUp(SessionSetUp::Kind::Image, token);
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -360,6 +506,7 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
           r.setImage(token);
           return r.send();
         });
+    setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
@@ -370,6 +517,7 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
   call("mqs_destroy_image_info", [&]() {
     ensureSession();
     uint64_t token = reinterpret_cast<uintptr_t>(info);
+    side_.infoDestroyed(wire::InfoKind::IMAGE, token);
     auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
         "mqs_destroy_image_info", [token](wire::Session::Client& s) {
           auto r = s.destroyImageInfoRequest();
@@ -390,32 +538,39 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
-    // Sent along, so that the server never has to ask (cache policies call and epoch).
-    bool withAttributes = config_.cache != wire::CachePolicy::OFF;
-    DebuggerSide::Attributes attributes;
-    if (withAttributes) attributes = side_.attributes(token);
-    auto reply = roundTrip<wire::Session::SetupProcessResults>(
-        "mqs_setup_process",
-        [token, bigEndian, withAttributes, &attributes](wire::Session::Client& s) {
-          auto r = s.setupProcessRequest();
-          r.setProcess(token);
-          r.setTargetBigEndian(bigEndian);
-          r.setHasAttributes(withAttributes);
-          auto a = r.initAttributes();
-          a.setImage(attributes.image);
-          a.setGlobalRank(attributes.globalRank);
-          auto sizes = a.initTypeSizes(static_cast<unsigned>(attributes.typeSizes.size()));
-          for (unsigned i = 0; i < sizes.size(); ++i) {
-            if (attributes.typeSizes[i]) {
-              sizes[i].setValue(*attributes.typeSizes[i]);
-            } else {
-              sizes[i].setUntouched();
-            }
-          }
-          return r.send();
-        });
-    return resultOf(reply, reply.get().getRc());
+    int rc = sendSetupProcess(token, bigEndian);
+    setUp_.setUp(SessionSetUp::Kind::Process, token);
+    setUp_.find(SessionSetUp::Kind::Process, token)->targetBigEndian = bigEndian;
+    return rc;
   });
+}
+
+int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
+  // Sent along, so that the server never has to ask (cache policies call and epoch).
+  bool withAttributes = config_.cache != wire::CachePolicy::OFF;
+  DebuggerSide::Attributes attributes;
+  if (withAttributes) attributes = side_.attributes(token);
+  auto reply = roundTrip<wire::Session::SetupProcessResults>(
+      "mqs_setup_process",
+      [token, bigEndian, withAttributes, &attributes](wire::Session::Client& s) {
+        auto r = s.setupProcessRequest();
+        r.setProcess(token);
+        r.setTargetBigEndian(bigEndian);
+        r.setHasAttributes(withAttributes);
+        auto a = r.initAttributes();
+        a.setImage(attributes.image);
+        a.setGlobalRank(attributes.globalRank);
+        auto sizes = a.initTypeSizes(static_cast<unsigned>(attributes.typeSizes.size()));
+        for (unsigned i = 0; i < sizes.size(); ++i) {
+          if (attributes.typeSizes[i]) {
+            sizes[i].setValue(*attributes.typeSizes[i]);
+          } else {
+            sizes[i].setUntouched();
+          }
+        }
+        return r.send();
+      });
+  return resultOf(reply, reply.get().getRc());
 }
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {
@@ -429,6 +584,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
           r.setProcess(token);
           return r.send();
         });
+    setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
@@ -439,6 +595,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
   call("mqs_destroy_process_info", [&]() {
     ensureSession();
     uint64_t token = reinterpret_cast<uintptr_t>(info);
+    side_.infoDestroyed(wire::InfoKind::PROCESS, token);
     auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
         "mqs_destroy_process_info", [token](wire::Session::Client& s) {
           auto r = s.destroyProcessInfoRequest();
@@ -464,6 +621,7 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
           c->write(r.initClientCounters(ClientCounters::kCount));
           return r.send();
         });
+    setUp_.updated(token);
     int rc = resultOf(reply, reply.get().getRc());
     if (reply.get().getWalk().getSize() > 0) {
       auto walk = std::make_unique<RecordedWalk>(reply.get().getWalk());
@@ -481,6 +639,7 @@ int MqsClient::setupCommunicatorIterator(mqs_process* process) {
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->setupCommunicatorIterator(&r)) {
+        setUp_.cursor(token).setupCommunicatorIterator();
         replay(r.getEffects());
         return r.getRc();
       }
@@ -492,6 +651,7 @@ int MqsClient::setupCommunicatorIterator(mqs_process* process) {
           r.setProcess(token);
           return r.send();
         });
+    setUp_.cursor(token).setupCommunicatorIterator();
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -503,6 +663,7 @@ int MqsClient::nextCommunicator(mqs_process* process) {
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->nextCommunicator(&r)) {
+        setUp_.cursor(token).nextCommunicator();
         replay(r.getEffects());
         return r.getRc();
       }
@@ -514,6 +675,7 @@ int MqsClient::nextCommunicator(mqs_process* process) {
           r.setProcess(token);
           return r.send();
         });
+    setUp_.cursor(token).nextCommunicator();
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -589,6 +751,7 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->setupOperationIterator(opClass, &r)) {
+        setUp_.cursor(token).setupOperationIterator(opClass);
         replay(r.getEffects());
         return r.getRc();
       }
@@ -601,6 +764,7 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
           r.setOpClass(opClass);
           return r.send();
         });
+    setUp_.cursor(token).setupOperationIterator(opClass);
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -612,6 +776,7 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedOperation::Reader r;
       if (walk->nextOperation(&r)) {
+        setUp_.cursor(token).nextOperation();
         replay(r.getEffects());
         if (operation != nullptr) apply(r.getOperation(), *operation);
         return r.getRc();
@@ -624,6 +789,7 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
           r.setProcess(token);
           return r.send();
         });
+    setUp_.cursor(token).nextOperation();
     auto results = reply.get();
     int rc = resultOf(reply, results.getRc());
     if (operation != nullptr) apply(results.getOperation(), *operation);
@@ -646,6 +812,7 @@ int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
           r.setJob(token);
           return r.send();
         });
+    setUp_.setUp(SessionSetUp::Kind::Job, token);
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -655,6 +822,7 @@ int MqsClient::destroyJobInfo(mqs_job_info* info) {
     ensureSession();
     requireEntryPoint("mqs_destroy_job_info");
     uint64_t token = reinterpret_cast<uintptr_t>(info);
+    side_.infoDestroyed(wire::InfoKind::JOB, token);
     auto reply = roundTrip<wire::Session::DestroyJobInfoResults>(
         "mqs_destroy_job_info", [token](wire::Session::Client& s) {
           auto r = s.destroyJobInfoRequest();
@@ -677,6 +845,10 @@ int MqsClient::setupNewProcessIterator(mqs_process* process) {
           r.setProcess(token);
           return r.send();
         });
+    if (SessionSetUp::Entry* e = setUp_.find(SessionSetUp::Kind::Process, token)) {
+      e->newProcessIteration = true;
+      e->newProcessesLost = false;
+    }
     return resultOf(reply, reply.get().getRc());
   });
 }
@@ -686,6 +858,12 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
     ensureSession();
     requireEntryPoint("mqs_next_new_process");
     uint64_t token = setUpProcess(process, "mqs_next_new_process");
+    SessionSetUp::Entry* e = setUp_.find(SessionSetUp::Kind::Process, token);
+    if (e != nullptr && e->newProcessesLost) {
+      throw ProxyError(MQD_PROXY_ERR_SESSION_LOST,
+                       "the new-process iteration was cut when the session was lost; restart "
+                       "it with mqs_setup_new_process_iterator");
+    }
     leaveWalk(token);
     auto reply = roundTrip<wire::Session::NextNewProcessResults>(
         "mqs_next_new_process", [token](wire::Session::Client& s) {

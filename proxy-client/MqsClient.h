@@ -5,7 +5,7 @@
 //   1. takes the call lock (calls are serialised; a call from inside a debugger callback is
 //      refused with MQD_PROXY_ERR_REENTRANT);
 //   2. opens the session on first need (connect, openSession, the deferred
-//      setup_basic_callbacks);
+//      setup_basic_callbacks), or re-establishes it when the last one was lost (SessionSetUp);
 //   3. answers from the process's RecordedWalk when the call is part of a refresh the server
 //      recorded at mqs_update_communicator_list (replaying the effects recorded with it);
 //   4. otherwise sends one Session request and serves the server's callbacks on this thread
@@ -25,6 +25,7 @@
 #include "DebuggerSide.h"
 #include "ClientCounters.h"
 #include "RecordedWalk.h"
+#include "SessionSetUp.h"
 #include "StringPool.h"
 #include "mqs_interface.h"
 
@@ -76,9 +77,18 @@ class MqsClient {
   template <typename Body>
   int call(const char* entryPoint, Body&& body);
 
-  // Opens the session if needed, and sends a deferred mqs_setup_basic_callbacks.
+  // Opens the session if needed (or re-establishes a lost one), and sends a deferred
+  // mqs_setup_basic_callbacks.
   void ensureSession();
   void openSession();
+  // A new connection and session, with the lost one's set-up replayed (see SessionSetUp).
+  void reestablish();
+  void connect();
+  // A failed call's connection error, explained: when the server says the worker died,
+  // MQD_PROXY_ERR_WORKER_DIED with the signal, DLL and call. Throws the ProxyError.
+  [[noreturn]] void failLost(int code, const std::string& detail, const char* entryPoint);
+  // Sends mqs_setup_process for a process whose table the debugger gave.
+  int sendSetupProcess(uint64_t token, bool bigEndian);
 
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.
@@ -113,6 +123,8 @@ class MqsClient {
   kj::Own<Connection> connection_;  // created, used and destroyed on the loop thread
   DebuggerSide side_;
   DllInfo dll_;
+  SessionTicket ticket_;
+  SessionSetUp setUp_;
   bool sessionOpened_ = false;
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported

@@ -67,7 +67,7 @@ RemoteJob& jobOf(DllCall& call, mqs_job* job) {
 // put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
 // token, in order with the call's other callbacks.
 void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
-  uint64_t token = call.session().objects().infoToken(kind, info);
+  uint64_t token = call.session().objects().infoToken(kind, handle, info);
   Effect effect{Effect::Kind::PutInfo, {}, kind, handle, token};
   debuggerFor(call).notify(call, std::move(effect));
 }

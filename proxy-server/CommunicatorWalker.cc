@@ -22,8 +22,10 @@ constexpr int kCollectives = 14;  // Barrier .. Scatterv
 // Runs one DLL call with its effects captured, as the unrecorded call would run.
 class Recording {
  public:
-  explicit Recording(DllCall& call) : call_(call), outer_(call.recorder()) {
+  // `entryPoint` is the DLL entry point about to run (shown on the session board).
+  Recording(DllCall& call, const char* entryPoint) : call_(call), outer_(call.recorder()) {
     call_.setRecorder(&effects_);
+    Metrics::setLastCall(entryPoint);
   }
   ~Recording() { call_.setRecorder(outer_); }
   // Ends the call: what the DLL printed belongs to it too.
@@ -56,7 +58,7 @@ bool CommunicatorWalker::record(capnp::MessageBuilder& message) {
   // effect (printing) is left for the debugger to ask for itself.
   std::vector<std::pair<int, const char*>> texts;
   for (int code : codes) {
-    Recording r(call_);
+    Recording r(call_, "mqs_dll_error_string");
     const char* text = dll_.entry().mqs_dll_error_string(code);
     if (r.finish().empty()) texts.emplace_back(code, text);
   }
@@ -78,7 +80,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
                                      wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
   const VendorDll::EntryPoints& e = dll_.entry();
   {
-    Recording r(call_);
+    Recording r(call_, "mqs_setup_communicator_iterator");
     int rc = e.mqs_setup_communicator_iterator(handle());
     codes.insert(rc);
     auto setup = out.initSetup();
@@ -98,7 +100,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     mqs_communicator communicator;
     int getRc;
     {
-      Recording r(call_);
+      Recording r(call_, "mqs_get_communicator");
       prepare(communicator);
       getRc = e.mqs_get_communicator(handle(), &communicator);
       codes.insert(getRc);
@@ -110,7 +112,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     }
     if (getRc != mqs_ok) break;  // a debugger stops here
     if (e.mqs_get_comm_group != nullptr) {
-      Recording r(call_);
+      Recording r(call_, "mqs_get_comm_group");
       size_t capacity = communicator.size > 0 ? static_cast<size_t>(communicator.size) : 0;
       GroupBuffer ranks(capacity < 4096 ? 4096 : capacity);
       int rc = e.mqs_get_comm_group(handle(), ranks.data());
@@ -124,7 +126,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     if (e.mqs_get_comm_coll_state != nullptr) {
       auto states = c.initCollStates(kCollectives);
       for (int k = 0; k < kCollectives; ++k) {
-        Recording r(call_);
+        Recording r(call_, "mqs_get_comm_coll_state");
         int sequence, active;
         prepare(sequence);
         prepare(active);
@@ -142,7 +144,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
       auto q = queues[static_cast<unsigned>(op)];
       int rc;
       {
-        Recording r(call_);
+        Recording r(call_, "mqs_setup_operation_iterator");
         rc = e.mqs_setup_operation_iterator(handle(), op);
         codes.insert(rc);
         auto setup = q.initSetup();
@@ -158,7 +160,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
         }
         ops.push_back(orphanage.newOrphan<wire::RecordedOperation>());
         auto o = ops.back().get();
-        Recording r(call_);
+        Recording r(call_, "mqs_next_operation");
         auto operation = std::make_unique<mqs_pending_operation>();
         prepare(*operation);
         rc = e.mqs_next_operation(handle(), operation.get());
@@ -175,7 +177,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     }
     int nextRc;
     {
-      Recording r(call_);
+      Recording r(call_, "mqs_next_communicator");
       nextRc = e.mqs_next_communicator(handle());
       codes.insert(nextRc);
       auto next = c.initNext();
@@ -198,11 +200,15 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
   std::vector<Effect> discarded;
   std::vector<Effect>* outer = call_.recorder();
   call_.setRecorder(&discarded);
+  Metrics::setLastCall("mqs_setup_communicator_iterator");
   e.mqs_setup_communicator_iterator(handle());
+  Metrics::setLastCall("mqs_next_communicator");
   for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) e.mqs_next_communicator(handle());
   if (cursor.getOpClass() >= 0) {
+    Metrics::setLastCall("mqs_setup_operation_iterator");
     e.mqs_setup_operation_iterator(handle(), cursor.getOpClass());
     auto operation = std::make_unique<mqs_pending_operation>();
+    Metrics::setLastCall("mqs_next_operation");
     for (uint32_t j = 0; j < cursor.getOperations(); ++j) {
       prepare(*operation);
       e.mqs_next_operation(handle(), operation.get());

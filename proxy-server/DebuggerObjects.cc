@@ -1,5 +1,6 @@
 #include "DebuggerObjects.h"
 
+#include <set>
 #include <string>
 
 #include "ProxyErrors.h"
@@ -89,11 +90,27 @@ RemoteJob* DebuggerObjects::fromDll(mqs_job* job) {
   return it == jobByAddress_.end() ? nullptr : it->second;
 }
 
-uint64_t DebuggerObjects::infoToken(wire::InfoKind kind, void* info) {
+void DebuggerObjects::reserve(const std::vector<Reservation>& reservations) {
+  std::set<uint64_t> taken;
+  for (const Reservation& r : reservations) {
+    if (r.token == 0 || !taken.insert(r.token).second) continue;
+    reserved_[{static_cast<int>(r.kind), r.handle}] = r.token;
+    if (r.token >= nextInfoToken_) nextInfoToken_ = r.token + 1;
+  }
+}
+
+uint64_t DebuggerObjects::infoToken(wire::InfoKind kind, uint64_t handle, void* info) {
   if (info == nullptr) return 0;
   auto it = tokenByInfo_.find(info);
   if (it != tokenByInfo_.end()) return it->second;
-  uint64_t token = nextInfoToken_++;
+  uint64_t token = 0;
+  auto r = reserved_.find({static_cast<int>(kind), handle});
+  if (r != reserved_.end()) {
+    token = r->second;
+    reserved_.erase(r);
+    if (infoByToken_.count(token) != 0) token = 0;  // already issued: never name two infos
+  }
+  if (token == 0) token = nextInfoToken_++;
   tokenByInfo_.emplace(info, token);
   infoByToken_.emplace(token, InfoEntry{kind, info});
   return token;

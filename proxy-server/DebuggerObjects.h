@@ -87,8 +87,21 @@ class DebuggerObjects {
   RemoteProcess* fromDll(mqs_process* process);
   RemoteJob* fromDll(mqs_job* job);
 
-  // The wire token of an info pointer (issued on first sight); 0 for nullptr.
-  uint64_t infoToken(wire::InfoKind kind, void* info);
+  // A token the debugger holds for the info of `handle` from a lost session of the same
+  // debugger (see SessionOptions.resumeInfos).
+  struct Reservation {
+    wire::InfoKind kind;
+    uint64_t handle;
+    uint64_t token;
+  };
+  // Reserves tokens before the session starts: an info first seen on a reserved handle gets
+  // the reserved token; fresh tokens are issued above every reserved one. Reservations of
+  // token 0 or of a token reserved twice are ignored.
+  void reserve(const std::vector<Reservation>& reservations);
+
+  // The wire token of an info pointer the DLL hung on `handle` (issued on first sight: the
+  // handle's reserved token if it has one, else a fresh one); 0 for nullptr.
+  uint64_t infoToken(wire::InfoKind kind, uint64_t handle, void* info);
   // The info pointer behind a token of the given kind; throws ProxyError(BAD_HANDLE) if the
   // token was never issued or was already destroyed.
   void* infoFromToken(wire::InfoKind kind, uint64_t token, const char* entryPoint);
@@ -115,6 +128,7 @@ class DebuggerObjects {
   };
   std::unordered_map<uint64_t, InfoEntry> infoByToken_;
   std::unordered_map<const void*, uint64_t> tokenByInfo_;
+  std::map<std::pair<int, uint64_t>, uint64_t> reserved_;  // (kind, handle) -> token, unused
   uint64_t nextInfoToken_ = 1;
 };
 

@@ -2,6 +2,8 @@
 
 #include <capnp/message.h>
 
+#include <sys/random.h>
+
 #include <cstring>
 
 #include "Log.h"
@@ -16,6 +18,18 @@
 #endif
 
 namespace mqd::server {
+namespace {
+
+// A random, non-zero secret for a session ticket.
+uint64_t newTicketKey() {
+  uint64_t key = 0;
+  while (key == 0) {
+    if (::getrandom(&key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) key = 0;
+  }
+  return key;
+}
+
+}  // namespace
 
 const char* ProxyService::architecture() {
 #if defined(__x86_64__)
@@ -86,14 +100,59 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
           : session.debugger.policy == wire::CachePolicy::CALL ? "call"
                                                                : "epoch",
           session.debugger.compress ? ", compressed" : "");
+  auto results = context.getResults();
   if (SessionBoard::Slot* slot = config_.slot) {
     Metrics::setString(slot->dll, sizeof slot->dll, dll->path());
     Metrics::setString(slot->client, sizeof slot->client, options.getClientArch());
+    slot->key = newTicketKey();
+    results.initTicket().setConnection(slot->connection);
+    results.getTicket().setKey(slot->key);
   }
-  auto results = context.getResults();
+  for (auto r : options.getResumeInfos()) {
+    session.resumeInfos.push_back({r.getKind(), r.getHandle(), r.getInfo()});
+  }
   dll->describe(results.initDll());
   results.setSession(
       kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session));
+  return kj::READY_NOW;
+}
+
+namespace {
+
+// How long postMortem waits for the supervisor to reap a worker whose connection broke, and
+// how often it looks.
+constexpr int kPostMortemWaitMs = 1500;
+constexpr int kPostMortemPollMs = 10;
+
+}  // namespace
+
+kj::Promise<void> ProxyService::postMortem(PostMortemContext context) {
+  auto ticket = context.getParams().getTicket();
+  return answerPostMortem(context, ticket.getConnection(), ticket.getKey(),
+                          timer_.now() + kPostMortemWaitMs * kj::MILLISECONDS);
+}
+
+kj::Promise<void> ProxyService::answerPostMortem(PostMortemContext context, uint64_t connection,
+                                                 uint64_t key, kj::TimePoint deadline) {
+  const SessionBoard::Slot* s =
+      config_.board != nullptr ? config_.board->find(connection, key) : nullptr;
+  bool ended = s != nullptr && s->state.load() == 2;
+  if (s != nullptr && !ended && timer_.now() < deadline) {
+    // The supervisor marks the slot ended when it reaps the worker: look again shortly.
+    return timer_.afterDelay(kPostMortemPollMs * kj::MILLISECONDS)
+        .then([this, context, connection, key, deadline]() mutable {
+          return answerPostMortem(context, connection, key, deadline);
+        });
+  }
+  auto report = context.getResults().initReport();
+  report.setKnown(s != nullptr);
+  if (s != nullptr) {
+    report.setEnded(ended);
+    report.setWorker(s->worker);
+    report.setHow(std::string(s->exit, strnlen(s->exit, sizeof s->exit)));
+    report.setDll(std::string(s->dll, strnlen(s->dll, sizeof s->dll)));
+    report.setLastCall(std::string(s->lastCall, strnlen(s->lastCall, sizeof s->lastCall)));
+  }
   return kj::READY_NOW;
 }
 

@@ -6,6 +6,8 @@
 // debugger with one DLL.
 #pragma once
 
+#include <kj/timer.h>
+
 #include "DllAllowList.h"
 #include "Worker.h"
 #include "mqd.capnp.h"
@@ -16,7 +18,9 @@ class DllOutput;
 
 class ProxyService final : public wire::Proxy::Server {
  public:
-  ProxyService(const WorkerConfig& config, DllOutput* output) : config_(config), output_(output) {}
+  // `timer` paces postMortem's wait for the supervisor.
+  ProxyService(const WorkerConfig& config, DllOutput* output, kj::Timer& timer)
+      : config_(config), output_(output), timer_(timer) {}
 
   // The machine name this server was built for ("x86_64", "aarch64", "s390x", ...).
   static const char* architecture();
@@ -25,10 +29,15 @@ class ProxyService final : public wire::Proxy::Server {
   kj::Promise<void> describe(DescribeContext context) override;
   kj::Promise<void> openSession(OpenSessionContext context) override;
   kj::Promise<void> stats(StatsContext context) override;
+  kj::Promise<void> postMortem(PostMortemContext context) override;
 
  private:
+  kj::Promise<void> answerPostMortem(PostMortemContext context, uint64_t connection,
+                                     uint64_t key, kj::TimePoint deadline);
+
   const WorkerConfig& config_;
   DllOutput* output_;
+  kj::Timer& timer_;
   bool sessionOpened_ = false;
 };
 

@@ -60,6 +60,7 @@ SessionBoard::Slot* SessionBoard::claim(uint64_t connection) {
   chosen->state.store(0);
   chosen->worker = 0;
   chosen->connection = connection;
+  chosen->key = 0;
   chosen->startedMs = nowMs();
   chosen->endedMs = 0;
   chosen->dll[0] = chosen->client[0] = chosen->lastCall[0] = chosen->exit[0] = '\0';
@@ -79,6 +80,15 @@ void SessionBoard::end(Slot* slot, const std::string& how) {
 SessionBoard::Slot* SessionBoard::slotOfWorker(pid_t worker) {
   for (size_t i = 0; i < count_; ++i) {
     if (slots_[i].state.load() == 1 && slots_[i].worker == worker) return &slots_[i];
+  }
+  return nullptr;
+}
+
+const SessionBoard::Slot* SessionBoard::find(uint64_t connection, uint64_t key) const {
+  if (key == 0) return nullptr;
+  for (size_t i = 0; i < count_; ++i) {
+    const Slot& s = slots_[i];
+    if (s.state.load() != 0 && s.connection == connection && s.key == key) return &s;
   }
   return nullptr;
 }

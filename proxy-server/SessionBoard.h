@@ -52,6 +52,7 @@ class SessionBoard {
     std::atomic<int> state;  // 0 free, 1 open, 2 ended
     int32_t worker;
     uint64_t connection;
+    uint64_t key;            // the session ticket's secret (0: no session opened yet)
     int64_t startedMs;
     int64_t endedMs;
     char dll[256];
@@ -76,6 +77,9 @@ class SessionBoard {
   void end(Slot* slot, const std::string& how);
 
   Slot* slotOfWorker(pid_t worker);
+  // The slot of the session with this ticket (open or ended), or nullptr. A zero key never
+  // matches.
+  const Slot* find(uint64_t connection, uint64_t key) const;
   void forEach(const std::function<void(const Slot&)>& fn) const;
 
   // "connection 3 (worker 1234, libompi_dbg_msgq.so): 12 round trips (10 calls, 2 callbacks),

@@ -56,6 +56,7 @@ SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::C
       fibers_(kFiberStackBytes),
       queue_(kj::Promise<void>(kj::READY_NOW).fork()) {
   learnedAtStart_ = learned_.load();
+  objects_.reserve(config.resumeInfos);
 }
 
 SessionService::~SessionService() noexcept(false) {

@@ -27,6 +27,8 @@ class DllOutput;
 struct SessionConfig {
   RemoteDebugger::Options debugger;  // cache policy, compression, block size
   std::string stateDir;              // where learned look-ups live; empty: not kept
+  // Info tokens the debugger already holds from a lost session (SessionOptions.resumeInfos).
+  std::vector<DebuggerObjects::Reservation> resumeInfos;
 };
 
 class SessionService final : public wire::Session::Server {

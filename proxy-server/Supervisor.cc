@@ -260,8 +260,17 @@ void Supervisor::reapWorkers() {
       int sig = WTERMSIG(status);
       bool expected = stopping_ && (sig == SIGTERM || sig == SIGKILL);
       how = signalName(sig);
-      logf(expected ? LogLevel::Info : LogLevel::Warn, "connection %llu: worker %d killed by %s",
-           connection, static_cast<int>(pid), how.c_str());
+      const SessionBoard::Slot* slot = it->second.slot;
+      if (expected || slot == nullptr) {
+        logf(expected ? LogLevel::Info : LogLevel::Warn, "connection %llu: worker %d killed by %s",
+             connection, static_cast<int>(pid), how.c_str());
+      } else {
+        // A crash of the vendor DLL (or of the worker): the other sessions go on.
+        MQD_LOG(Error, "connection %llu: worker %d killed by %s in vendor DLL %s during %s",
+                connection, static_cast<int>(pid), how.c_str(),
+                slot->dll[0] ? slot->dll : "(none loaded)",
+                slot->lastCall[0] ? slot->lastCall : "(no call yet)");
+      }
     } else {
       how = "exit " + std::to_string(WEXITSTATUS(status));
       MQD_LOG(Info, "connection %llu: worker %d exited with status %d", connection,

@@ -33,7 +33,8 @@ int runWorker(int fd, const WorkerConfig& config) {
     readerOptions.traversalLimitInWords = kTraversalLimitWords;
     capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,
                                       readerOptions);
-    auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(config, &output));
+    auto rpc = capnp::makeRpcServer(
+        network, kj::heap<ProxyService>(config, &output, io.provider->getTimer()));
     network.onDisconnect().wait(io.waitScope);
     MQD_LOG(Debug, "client disconnected");
     return 0;

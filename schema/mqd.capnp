@@ -338,6 +338,28 @@ struct SessionOptions {
   clientTaddrWidth @3 :UInt8;
   cachePolicy @4 :CachePolicy = epoch;
   compress @5 :Bool;       # zstd for bulk payloads (memory blocks, walks), both directions
+  resumeInfos @6 :List(InfoUpdate);
+  # A session that re-establishes a lost one: the info tokens the debugger holds, by handle.
+  # When the DLL hangs a new info on one of these handles (put_*_info while the shim replays
+  # the set-up), the server names it with the same token, so the pointers the debugger keeps
+  # stay valid.
+}
+
+struct SessionTicket {
+  # Names a session to its own client after the connection is gone (Proxy.postMortem).
+  # `key` is random, so that nobody else can ask about it.
+  connection @0 :UInt64;
+  key @1 :UInt64;
+}
+
+struct PostMortem {
+  # How the worker behind a session ended, as the supervisor recorded it.
+  known @0 :Bool;      # false: no such session (or the key did not match)
+  ended @1 :Bool;      # false: the worker was still running when the server stopped waiting
+  worker @2 :Int32;    # pid of the worker
+  how @3 :Text;        # "exit 0", "SIGSEGV", ... (empty while running)
+  dll @4 :Text;        # the vendor DLL the worker had loaded
+  lastCall @5 :Text;   # the vendor DLL entry point running or last run
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -349,13 +371,18 @@ interface Proxy {
   describe @0 () -> (server :ServerDescription);
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
-      -> (session :Session, dll :DllDescription);
+      -> (session :Session, dll :DllDescription, ticket :SessionTicket);
+  # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
+  # connection. Fails with a descriptive exception if the DLL is not allowed or cannot be
+  # loaded. One session per connection. `ticket` names the session for postMortem.
 
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.
-  # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
-  # connection. Fails with a descriptive exception if the DLL is not allowed or cannot be
-  # loaded. One session per connection.
+
+  postMortem @3 (ticket :SessionTicket) -> (report :PostMortem);
+  # How the session named by `ticket` ended: asked by a client whose connection broke, to tell
+  # a crash of the vendor DLL (the worker died of a signal) from a network failure. Waits up to
+  # about a second for the supervisor to reap a worker that is going away.
 }
 
 interface Session {

@@ -293,4 +293,23 @@ size_t progressRequests(TargetModel& t, int step) {
   return changed;
 }
 
+size_t rewriteRequestKinds(TargetModel& t, int from, int to) {
+  Types ty = typesOf(t);
+  const auto& cf = ty.comm.fields;
+  const auto& rf = ty.request.fields;
+  size_t changed = 0;
+  uint64_t comm = static_cast<uint64_t>(t.readInt(symbolOf(t, "tmpi_comm_list"), t.pointerSize()));
+  for (; comm != 0; comm = static_cast<uint64_t>(t.readInt(comm + cf.at("next"), t.pointerSize()))) {
+    for (const char* queue : {"sends", "recvs", "unexpected"}) {
+      uint64_t at = static_cast<uint64_t>(t.readInt(comm + cf.at(queue), t.pointerSize()));
+      for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
+        if (t.readInt(at + rf.at("kind"), 4) != from) continue;
+        t.writeInt(at + rf.at("kind"), 4, to);
+        ++changed;
+      }
+    }
+  }
+  return changed;
+}
+
 }  // namespace mqd::harness

@@ -22,7 +22,8 @@
 namespace mqd::harness {
 
 struct Operation {
-  int kind = 0;    // 0 send, 1 receive, 2 unexpected; 99 makes the DLL fail mid-iteration
+  int kind = 0;    // 0 send, 1 receive, 2 unexpected; 99 makes the DLL fail mid-iteration,
+                   // 98 makes it crash (SIGSEGV), 97 makes it abort()
   int status = 0;  // enum mqs_status
   int peer = 0;    // local rank in the communicator, -1 for any source
   int tag = 0;     // -1 for any tag
@@ -75,5 +76,9 @@ void layOut(TargetModel& target, const Job& job);
 // it returns how many requests it changed.
 void replaceCommunicators(TargetModel& target, const Job& job);
 size_t progressRequests(TargetModel& target, int step);
+
+// Rewrites the kind of every request of kind `from` to `to` (e.g. cures a request that makes the
+// DLL crash); returns how many it changed.
+size_t rewriteRequestKinds(TargetModel& target, int from, int to);
 
 }  // namespace mqd::harness

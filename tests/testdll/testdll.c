@@ -14,6 +14,7 @@
  * required set, like a DLL lacking every optional entry point.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mqs_interface.h"
@@ -38,6 +39,7 @@ enum {
 };
 
 static const mqs_basic_callbacks *basic;
+static volatile int *volatile crash_at; /* stays NULL */
 
 /* ---- image state: type layout learned from the debugger ---- */
 
@@ -464,6 +466,9 @@ EXPORT int mqs_next_operation(mqs_process *process, mqs_pending_operation *op) {
   at = pi->cursor;
   if ((rc = fetch_int(process, at + ii->req_kind, 4, &kind)) != mqs_ok) return rc;
   if (kind == 99) return err_poisoned;
+  /* Crashes on demand, as a vendor DLL may on corrupt target data. */
+  if (kind == 98) *crash_at = 1; /* a NULL store: SIGSEGV */
+  if (kind == 97) abort();
   if ((rc = fetch_int(process, at + ii->req_status, 4, &status)) != mqs_ok) return rc;
   if ((rc = fetch_int(process, at + ii->req_peer, 4, &peer)) != mqs_ok) return rc;
   if ((rc = fetch_int(process, at + ii->req_tag, 4, &tag)) != mqs_ok) return rc;

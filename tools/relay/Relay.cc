@@ -1,4 +1,4 @@
-// mqd-relay: a user-space network path with latency, for tests and benchmarks.
+// mqd-relay: a user-space network path with latency and faults, for tests and benchmarks.
 //
 // This machine's kernel has no netem, so a WAN is simulated here: every byte from either side
 // is held for --delay-ms before it is passed on (one way; a round trip gains twice that), and
@@ -6,7 +6,9 @@
 // has "arrived" at that rate, after the one before it). Order is preserved.
 //
 //   mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] [--bandwidth BYTES]
-//             [--ready-file PATH]
+//             [--ready-file PATH] [--fault KIND:DIR:N | --random-faults P] [--fault-log PATH]
+//
+// It can also break the connections it relays, at chosen Cap'n Proto messages (FaultPlan.h).
 //
 // ENDPOINT is unix:PATH or tcp:HOST:PORT; with tcp:HOST:0 the bound port is written to the
 // ready file. Connections are relayed independently; the relay runs until killed.
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "Endpoint.h"
+#include "FaultPlan.h"
 
 namespace {
 
@@ -47,6 +51,20 @@ struct Settings {
   int64_t delayNs = 0;
   uint64_t bandwidth = 0;  // bytes per second per direction, 0 = unlimited
   std::string readyFile;
+  mqd::relay::FaultPlan faults;
+};
+
+// What the two directions of one relayed connection share.
+struct Link {
+  uint64_t connection;          // 1 for the first connection accepted
+  std::atomic<bool> stalled{false};
+  int client = -1;
+  int server = -1;
+  // Closes both sides: each peer sees the connection end.
+  void kill() {
+    ::shutdown(client, SHUT_RDWR);
+    ::shutdown(server, SHUT_RDWR);
+  }
 };
 
 int64_t nowNs() {
@@ -137,7 +155,8 @@ int connectTo(const mqd::Endpoint& e) {
 // writer sends it then.
 class Direction {
  public:
-  Direction(int from, int to, const Settings& s) : from_(from), to_(to), settings_(s) {}
+  Direction(int from, int to, Settings& s, Link& link, mqd::relay::Direction dir)
+      : from_(from), to_(to), settings_(s), link_(link), dir_(dir) {}
 
   void run() {
     std::thread writer([this] { writeLoop(); });
@@ -149,19 +168,71 @@ class Direction {
   struct Chunk {
     int64_t due;
     std::vector<char> bytes;  // empty: end of stream
+    bool kill = false;        // after these bytes, close both sides
   };
+
+  void push(const char* bytes, size_t n, bool end, bool kill) {
+    int64_t due = nowNs() + settings_.delayNs;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n > 0) queue_.push_back({due, std::vector<char>(bytes, bytes + n), false});
+    if (end || kill) queue_.push_back({due, std::vector<char>(), kill});
+    wake_.notify_one();
+  }
 
   void readLoop() {
     char buffer[65536];
     for (;;) {
       ssize_t n = ::read(from_, buffer, sizeof buffer);
       if (n < 0 && errno == EINTR) continue;
-      int64_t due = nowNs() + settings_.delayNs;
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({due, n > 0 ? std::vector<char>(buffer, buffer + n) : std::vector<char>()});
-      wake_.notify_one();
-      if (n <= 0) return;
+      if (n <= 0) {
+        // A side gave up on a stalled connection: end the other side too.
+        push(nullptr, 0, true, link_.stalled.load());
+        return;
+      }
+      if (link_.stalled.load()) continue;  // swallowed
+      if (!settings_.faults.active()) {
+        push(buffer, static_cast<size_t>(n), false, false);
+        continue;
+      }
+      if (!injectFaults(buffer, static_cast<size_t>(n))) return;
     }
+  }
+
+  // Forwards one chunk, injecting the planned faults at the messages that start in it.
+  // Returns false when the connection is being closed (no more reading).
+  bool injectFaults(char* buffer, size_t n) {
+    using mqd::relay::FaultKind;
+    std::vector<size_t> starts = framing_.feed(buffer, n);
+    uint64_t first = framing_.started() - starts.size() + 1;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      size_t at = starts[k];
+      FaultKind kind = settings_.faults.faultFor(link_.connection, dir_, first + k);
+      if (kind == FaultKind::None) continue;
+      settings_.faults.record(link_.connection, dir_, first + k, kind);
+      switch (kind) {
+        case FaultKind::Drop:
+          push(buffer, at, false, true);
+          return false;
+        case FaultKind::Truncate: {
+          size_t half = (n - at) / 2;
+          push(buffer, at + (half == 0 ? 1 : half), false, true);
+          return false;
+        }
+        case FaultKind::Stall:
+          push(buffer, at, false, false);
+          link_.stalled = true;
+          return true;  // read on, swallowing, until a side gives up
+        case FaultKind::Corrupt:
+          // A segment count of about 2^31: no reader may accept it.
+          if (at + 3 < n) buffer[at + 3] = 0x7f;
+          else buffer[at] = static_cast<char>(0xff);
+          break;
+        case FaultKind::None:
+          break;
+      }
+    }
+    push(buffer, n, false, false);
+    return true;
   }
 
   void writeLoop() {
@@ -182,6 +253,10 @@ class Direction {
         at = busyUntil;
       }
       sleepUntil(at);
+      if (chunk.kill) {
+        link_.kill();  // the reader has stopped queueing
+        return;
+      }
       if (chunk.bytes.empty()) {
         ::shutdown(to_, SHUT_WR);
         return;
@@ -216,13 +291,16 @@ class Direction {
 
   int from_;
   int to_;
-  const Settings& settings_;
+  Settings& settings_;
+  Link& link_;
+  mqd::relay::Direction dir_;
+  mqd::relay::MessageFraming framing_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Chunk> queue_;
 };
 
-void relay(int client, const Settings& settings, const mqd::Endpoint& upstream) {
+void relay(int client, Settings& settings, const mqd::Endpoint& upstream, uint64_t connection) {
   Fd a(client);
   Fd b(connectTo(upstream));
   if (b.get() < 0) {
@@ -232,8 +310,12 @@ void relay(int client, const Settings& settings, const mqd::Endpoint& upstream) 
   }
   noDelay(a.get());
   noDelay(b.get());
-  Direction up(a.get(), b.get(), settings);
-  Direction down(b.get(), a.get(), settings);
+  Link link;
+  link.connection = connection;
+  link.client = a.get();
+  link.server = b.get();
+  Direction up(a.get(), b.get(), settings, link, mqd::relay::Direction::Up);
+  Direction down(b.get(), a.get(), settings, link, mqd::relay::Direction::Down);
   std::thread t([&] { down.run(); });
   up.run();
   t.join();
@@ -242,7 +324,9 @@ void relay(int client, const Settings& settings, const mqd::Endpoint& upstream) 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "mqd-relay: %s\nusage: mqd-relay --listen ENDPOINT --connect ENDPOINT "
-               "[--delay-ms N] [--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n",
+               "[--delay-ms N] [--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n"
+               "                 [--fault KIND:DIR:N [--fault-connection C] | "
+               "--random-faults P [--seed N]] [--fault-log PATH]\n",
                why);
   std::exit(2);
 }
@@ -251,6 +335,10 @@ void relay(int client, const Settings& settings, const mqd::Endpoint& upstream) 
 
 int main(int argc, char** argv) {
   Settings s;
+  std::string faultSpec;
+  uint64_t faultConnection = 1;
+  double randomFaults = 0;
+  uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -269,6 +357,16 @@ int main(int argc, char** argv) {
       s.bandwidth = std::strtoull(value().c_str(), nullptr, 10);
     } else if (a == "--ready-file") {
       s.readyFile = value();
+    } else if (a == "--fault") {
+      faultSpec = value();
+    } else if (a == "--fault-connection") {
+      faultConnection = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--random-faults") {
+      randomFaults = std::atof(value().c_str());
+    } else if (a == "--seed") {
+      seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--fault-log") {
+      s.faults.setLog(value());
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] "
@@ -276,7 +374,17 @@ int main(int argc, char** argv) {
           "Relays every connection to --listen to --connect, holding each byte for --delay-ms\n"
           "(fractions allowed) in each direction, at most --bandwidth bytes per second per\n"
           "direction. ENDPOINT: unix:PATH or tcp:HOST:PORT (port 0: any; the bound endpoint\n"
-          "is written to --ready-file).\n");
+          "is written to --ready-file).\n\n"
+          "Faults, at Cap'n Proto message boundaries (DIR: up = client to server, down =\n"
+          "server to client; N counts that direction's messages from 1):\n"
+          "  --fault KIND:DIR:N        one fault on connection --fault-connection (default 1)\n"
+          "      drop      close both sides instead of forwarding message N\n"
+          "      stall     forward nothing more, either way, keeping the connection open\n"
+          "      truncate  forward half of message N, then close both sides\n"
+          "      corrupt   garble message N's segment table, forward it and go on\n"
+          "  --random-faults P         every message of every connection: a fault of a random\n"
+          "                            kind with probability P (repeatable with --seed N)\n"
+          "  --fault-log PATH          append a line per injected fault\n");
       return 0;
     } else {
       usage(("unknown option " + a).c_str());
@@ -284,6 +392,11 @@ int main(int argc, char** argv) {
   }
   if (s.listen.empty() || s.connect.empty()) usage("--listen and --connect are required");
   try {
+    if (!faultSpec.empty() && randomFaults > 0) {
+      usage("--fault and --random-faults exclude each other");
+    }
+    if (!faultSpec.empty()) s.faults.planOne(faultSpec, faultConnection);
+    if (randomFaults > 0) s.faults.planRandom(randomFaults, seed);
     mqd::Endpoint listen = mqd::Endpoint::parse(s.listen);
     mqd::Endpoint upstream = mqd::Endpoint::parse(s.connect);
     ::signal(SIGPIPE, SIG_IGN);
@@ -311,13 +424,17 @@ int main(int argc, char** argv) {
       std::ofstream(s.readyFile + ".tmp") << listen.toString() << "\n";
       std::rename((s.readyFile + ".tmp").c_str(), s.readyFile.c_str());
     }
+    uint64_t connections = 0;
     for (;;) {
       int client = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (client < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         fail("accept");
       }
-      std::thread([client, &s, upstream] { relay(client, s, upstream); }).detach();
+      ++connections;
+      std::thread([client, &s, upstream, connections] {
+        relay(client, s, upstream, connections);
+      }).detach();
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mqd-relay: %s\n", e.what());

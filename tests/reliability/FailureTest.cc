@@ -1,0 +1,206 @@
+// Failure behaviour, with real processes: a vendor DLL that crashes, connections that break
+// in every way mqd-relay can break them, and sessions re-established afterwards.
+//
+// What is checked, each time: the debugger's call returns (within MQD_PROXY_TIMEOUT) a
+// documented proxy error with a sentence that says what happened; no answer is ever wrong
+// (every dump is compared with a native load of the same DLL over the same target); other
+// sessions on the same server go on; and once the cause is gone, the next calls work again.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "QueueDump.h"
+#include "ServerProcess.h"
+#include "ShimRig.h"
+#include "SyntheticMpi.h"
+#include "TestPaths.h"
+#include "mqd_proxy.h"
+
+using namespace mqd::harness;
+using namespace std::chrono_literals;
+
+namespace {
+
+TempDir& scratch() {
+  static TempDir dir;
+  return dir;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void configure(const std::string& endpoint, const char* cache, const char* timeout = "10") {
+  setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
+  setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
+  setenv("MQD_PROXY_CACHE", cache, 1);
+  setenv("MQD_PROXY_TIMEOUT", timeout, 1);
+  setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
+}
+
+// A child process (mqd-dump-client) with its stdout in a file.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& out) : out_(out) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  // The exit status (waits).
+  int wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string output() const { return slurp(out_); }
+
+ private:
+  pid_t pid_;
+  std::string out_;
+};
+
+// The native reference dump of the standard job with `ops` operations per queue (edited).
+std::string nativeDump(size_t ops, std::function<void(Job&)> edit = nullptr) {
+  TargetModel target{8, false};
+  Job job = standardJob(ops);
+  if (edit) edit(job);
+  layOut(target, job);
+  DebuggerHarness d(mqd::test::kTestDll3, DebuggerHarness::Options{});
+  auto* image = d.addImage(target, "a.out");
+  auto* process = d.addProcess(image, 0, "rank0");
+  d.dll().setup_basic_callbacks(d.basicCallbacks());
+  auto* i = reinterpret_cast<mqs_image*>(image);
+  char* m = nullptr;
+  REQUIRE(d.dll().setup_image(i, d.imageCallbacks()) == mqs_ok);
+  REQUIRE(d.dll().image_has_queues(i, &m) == mqs_ok);
+  auto* p = reinterpret_cast<mqs_process*>(process);
+  REQUIRE(d.dll().setup_process(p, d.processCallbacks()) == mqs_ok);
+  REQUIRE(d.dll().process_has_queues(p, &m) == mqs_ok);
+  QueueDump dump = dumpQueues(d.dll(), p);
+  REQUIRE(dump.complete());
+  return dump.text;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Puts an operation of `kind` (98 SIGSEGV, 97 abort) second in the receive queue of the
+// third communicator.
+std::function<void(Job&)> crashingJob(int kind) {
+  return [kind](Job& j) { j.communicators[2].queues[1][1].kind = kind; };
+}
+
+}  // namespace
+
+TEST_CASE("a vendor DLL that crashes: WORKER_DIED naming signal, DLL and call; others go on") {
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "crash.sock"),
+                                            "--dll", mqd::test::kTestDll3, "--log-file",
+                                            scratch() / "crash.log"});
+  // What a native load answers once the crashing request is a plain receive.
+  const std::string curedReference = nativeDump(3, crashingJob(1));
+  for (const char* cache : {"epoch", "off"}) {
+    for (int kind : {98, 97}) {
+      const char* signal = kind == 98 ? "SIGSEGV" : "SIGABRT";
+      CAPTURE(cache);
+      CAPTURE(signal);
+      configure(server.endpoint(), cache);
+      // Another debugger on the same server, dumping all along.
+      Child other({mqd::test::kDumpClient, "--seconds", "3"}, scratch() / "other.json");
+      std::this_thread::sleep_for(300ms);
+
+      Rig rig(3, crashingJob(kind));
+      rig.setUp();
+      auto start = std::chrono::steady_clock::now();
+      QueueDump d = dumpQueues(rig.dll(), rig.p());
+      CHECK(secondsSince(start) < 5);
+      REQUIRE_FALSE(d.complete());
+      CHECK(d.failedRc == MQD_PROXY_ERR_WORKER_DIED);
+      // Under the epoch policy the server meets the crash recording the walk at the update;
+      // with caching off, in the debugger's own mqs_next_operation.
+      CHECK(d.failedCall == (std::string(cache) == "epoch" ? "mqs_update_communicator_list"
+                                                             : "mqs_next_operation"));
+      std::string text = rig.errorText(d.failedRc);
+      CHECK(text.find(signal) != std::string::npos);
+      CHECK(text.find("testdll") != std::string::npos);
+      CHECK(text.find("during mqs_next_operation") != std::string::npos);
+      CHECK(text.find("re-establishes") != std::string::npos);
+      MESSAGE(text);
+
+      // The cause is still in the target: the re-established session meets it again.
+      QueueDump again = dumpQueues(rig.dll(), rig.p());
+      CHECK(again.failedRc == MQD_PROXY_ERR_WORKER_DIED);
+      // Once the target is sane, everything works, with the set-up replayed transparently.
+      CHECK(rewriteRequestKinds(rig.target, kind, 1) == 1);
+      QueueDump cured = dumpQueues(rig.dll(), rig.p());
+      CHECK(cured.complete());
+      CHECK(cured.text == curedReference);
+
+      CHECK(other.wait() == 0);
+      std::string summary = other.output();
+      CHECK(summary.find("\"errors\": 0") != std::string::npos);
+      CHECK(summary.find("\"wrong\": 0") != std::string::npos);
+      MESSAGE("other session: ", summary);
+    }
+  }
+  std::string log = slurp(scratch() / "crash.log");
+  CHECK(log.find("killed by SIGSEGV in vendor DLL") != std::string::npos);
+  CHECK(log.find("killed by SIGABRT in vendor DLL") != std::string::npos);
+  CHECK(log.find("during mqs_next_operation") != std::string::npos);
+}
+
+TEST_CASE("an iteration cut by a crash reports it once, then goes on where it stood") {
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "iter.sock"),
+                                            "--dll", mqd::test::kTestDll3, "--log-file",
+                                            scratch() / "iter.log"});
+  configure(server.endpoint(), "off");
+  const std::string curedReference = nativeDump(3, crashingJob(1));
+  Rig rig(3, crashingJob(98));
+  rig.setUp();
+  // Walk to the crashing request by hand: third communicator, receive queue.
+  REQUIRE(rig.dll().update_communicator_list(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().setup_operation_iterator(rig.p(), 1) == mqs_ok);
+  mqs_pending_operation first;
+  REQUIRE(rig.dll().next_operation(rig.p(), &first) == mqs_ok);
+  mqs_pending_operation op;
+  CHECK(rig.dll().next_operation(rig.p(), &op) == MQD_PROXY_ERR_WORKER_DIED);
+  // The debugger's iteration goes on, on a new worker, from where it stood: the request that
+  // crashed (now sane) and then the rest of the queue.
+  CHECK(rewriteRequestKinds(rig.target, 98, 1) == 1);
+  CHECK(rig.dll().next_operation(rig.p(), &op) == mqs_ok);
+  const auto& queue = standardJob(3).communicators[2].queues[1];
+  CHECK(std::string(op.extra_text[0]) == queue[1].note);
+  CHECK(std::string(first.extra_text[0]) == queue[0].note);
+  int rest = 0;
+  while (rig.dll().next_operation(rig.p(), &op) == mqs_ok) ++rest;
+  CHECK(rest == 1);  // three requests in the queue: one before, the cured one, one after
+  CHECK(std::string(op.extra_text[0]) == queue[2].note);
+  // A restarted iteration is whole, and the same as a native load of the cured target.
+  QueueDump proxied = dumpQueues(rig.dll(), rig.p(), false);
+  CHECK(proxied.complete());
+  CHECK(proxied.text == curedReference);
+}
