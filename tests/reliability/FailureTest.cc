@@ -204,3 +204,85 @@ TEST_CASE("an iteration cut by a crash reports it once, then goes on where it st
   CHECK(proxied.complete());
   CHECK(proxied.text == curedReference);
 }
+
+namespace {
+
+// The Rig's set-up, tried again while a proxy error gets in the way (a debugger would);
+// returns how many attempts failed.
+int setUpDespiteFaults(Rig& rig) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    char* m = nullptr;
+    int rc = rig.dll().setup_image(rig.i(), rig.d->imageCallbacks());
+    if (rc == mqs_ok) rc = rig.dll().image_has_queues(rig.i(), &m);
+    if (rc == mqs_ok) rc = rig.dll().setup_process(rig.p(), rig.d->processCallbacks());
+    if (rc == mqs_ok) rc = rig.dll().process_has_queues(rig.p(), &m);
+    if (rc == mqs_ok) return attempt;
+    REQUIRE(MQD_PROXY_IS_PROXY_ERROR(rc));
+    CHECK(rig.errorText(rc).find("mqd-proxy: ") == 0);
+  }
+  FAIL("the set-up never succeeded");
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("broken connections: drop, stall, truncate, corrupt, either way, mid-call and "
+          "mid-callback: a clear error in time, never a wrong answer, then recovery") {
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "fault.sock"),
+                                            "--dll", mqd::test::kTestDll3, "--log-file",
+                                            scratch() / "fault.log"});
+  const std::string reference = nativeDump(3);
+  const double timeout = 1.5;
+  int cases = 0, faultsSeen = 0;
+  for (const char* kind : {"drop", "stall", "truncate", "corrupt"}) {
+    for (const char* dir : {"up", "down"}) {
+      // Messages 3 and 40: during the set-up; 150 and 400: during dumps. With caching off
+      // nearly every message down is a debugger callback (fetch_data, look-ups) and nearly
+      // every message up its answer.
+      for (int n : {3, 40, 150, 400}) {
+        std::string spec = std::string(kind) + ":" + dir + ":" + std::to_string(n);
+        CAPTURE(spec);
+        std::string log = scratch() / ("faults-" + spec + ".log");
+        ServerProcess relay(mqd::test::kRelay,
+                            {"--listen", "unix:" + (scratch() / "relay.sock"), "--connect",
+                             server.endpoint(), "--fault", spec, "--fault-log", log},
+                            false);
+        configure(relay.endpoint(), "off", "1.5");
+        Rig rig(3);
+        int setUpErrors = setUpDespiteFaults(rig);
+        int complete = 0, errors = 0;
+        for (int dump = 0; dump < 6 && complete < 2; ++dump) {
+          auto start = std::chrono::steady_clock::now();
+          QueueDump d = dumpQueues(rig.dll(), rig.p());
+          // Every call gives up within the timeout; a dump makes at most two attempts
+          // (the failed call, and the post-mortem question).
+          CHECK(secondsSince(start) < 2 * timeout + 2);
+          if (d.complete()) {
+            CHECK(d.text == reference);
+            ++complete;
+          } else {
+            // A clear error, and everything the dump showed before it was right.
+            CHECK(MQD_PROXY_IS_PROXY_ERROR(d.failedRc));
+            std::string text = rig.errorText(d.failedRc);
+            CHECK(text.find("mqd-proxy: ") == 0);
+            CHECK(text.find(d.failedCall) != std::string::npos);
+            size_t cut = d.text.rfind('\n', d.text.size() - 2);
+            std::string before = cut == std::string::npos ? "" : d.text.substr(0, cut + 1);
+            CHECK(reference.compare(0, before.size(), before) == 0);
+            ++errors;
+          }
+        }
+        CHECK(complete == 2);
+        bool injected = !slurp(log).empty();
+        CHECK(injected);
+        faultsSeen += injected;
+        ++cases;
+        CHECK(setUpErrors + errors >= 1);  // the fault was felt, and reported
+        MESSAGE(spec, ": ", setUpErrors, " set-up and ", errors,
+                " dump(s) with a clear error, then ", complete, " complete and right");
+      }
+    }
+  }
+  MESSAGE(cases, " fault cases, ", faultsSeen, " faults injected, 0 wrong answers");
+}
