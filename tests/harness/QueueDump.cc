@@ -69,6 +69,7 @@ QueueDump dumpQueues(MqsLibrary& dll, mqs_process* process, bool update) {
       std::vector<int> ranks(static_cast<size_t>(c.size), -7);
       ++d.calls;
       rc = dll.get_comm_group(process, ranks.data());
+      if (MQD_PROXY_IS_PROXY_ERROR(rc)) return failed("mqs_get_comm_group", rc);
       std::string group;
       for (int r : ranks) group += " " + std::to_string(r);
       d.text += line("  group rc %d:%s", rc, group.c_str());
@@ -76,6 +77,7 @@ QueueDump dumpQueues(MqsLibrary& dll, mqs_process* process, bool update) {
     for (int q = 0; q < 3; ++q) {
       ++d.calls;
       rc = dll.setup_operation_iterator(process, q);
+      if (MQD_PROXY_IS_PROXY_ERROR(rc)) return failed("mqs_setup_operation_iterator", rc);
       d.text += line("  queue %d rc %d", q, rc);
       if (rc != mqs_ok) continue;
       for (;;) {
