@@ -17,6 +17,9 @@ namespace {
 
 // The largest single fetch_data the DLL may ask for (Open MPI's largest is a few KiB).
 constexpr int kMaxFetchBytes = 64 << 20;
+// The longest symbol, type or field name the DLL may pass (C identifiers; a longer one is
+// taken for a string without its NUL).
+constexpr size_t kMaxDllName = 4096;
 
 // Runs `body(call)` for callback `name`; returns `failure` when there is no call in progress
 // or when anything throws. Nothing escapes into the DLL's C frames.
@@ -37,6 +40,17 @@ R guarded(const char* name, R failure, Body&& body) {
     call->recordCallbackFailure(std::string(name) + ": unknown exception");
   }
   return failure;
+}
+
+// `text` from the DLL, which must be a name of at most kMaxDllName bytes; throws
+// ProxyError(CALLBACK_FAILED) otherwise, so that nothing reads on into the DLL's memory.
+const char* checkedName(const char* text, const char* callback) {
+  if (strnlen(text, kMaxDllName + 1) > kMaxDllName) {
+    throw ProxyError(MQD_PROXY_ERR_CALLBACK_FAILED,
+                     std::string("the vendor DLL passed ") + callback + " a name longer than " +
+                         std::to_string(kMaxDllName) + " bytes (not NUL-terminated?)");
+  }
+  return text;
 }
 
 // Before asking the debugger anything, relay what the DLL printed so far, so that its output
@@ -87,7 +101,10 @@ void cbDprints(const char* text) {
     return;
   }
   guarded("dprints", 0, [&](DllCall& call) {
-    debuggerFor(call).notify(call, Effect{Effect::Kind::Dprints, text});
+    // Bounded like every string from the DLL.
+    debuggerFor(call).notify(call,
+                             Effect{Effect::Kind::Dprints,
+                                    std::string(text, strnlen(text, kMaxDllString))});
     return 0;
   });
 }
@@ -157,8 +174,9 @@ int cbFindFunction(mqs_image* image, char* name, mqs_lang_code lang, mqs_taddr_t
   if (name == nullptr) return mqs_no_information;
   return guarded("find_function", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   return debuggerFor(call).findFunction(call, imageOf(call, image), name,
-                                                         static_cast<int>(lang), addr);
+                   return debuggerFor(call).findFunction(
+                       call, imageOf(call, image), checkedName(name, "find_function"),
+                       static_cast<int>(lang), addr);
                  });
 }
 
@@ -166,7 +184,8 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
   if (name == nullptr) return mqs_no_information;
   return guarded("find_symbol", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   return debuggerFor(call).findSymbol(call, imageOf(call, image), name, addr);
+                   return debuggerFor(call).findSymbol(call, imageOf(call, image),
+                                                       checkedName(name, "find_symbol"), addr);
                  });
 }
 
@@ -175,7 +194,8 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
 mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
   if (name == nullptr) return nullptr;
   return guarded<mqs_type*>("find_type", nullptr, [&](DllCall& call) -> mqs_type* {
-    uint64_t token = debuggerFor(call).findType(call, imageOf(call, image), name,
+    uint64_t token = debuggerFor(call).findType(call, imageOf(call, image),
+                                                checkedName(name, "find_type"),
                                                 static_cast<int>(lang));
     if (token > std::numeric_limits<uintptr_t>::max()) {
       throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "type token does not fit a pointer");
@@ -188,7 +208,8 @@ mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
 int cbFieldOffset(mqs_type* type, char* field) {
   if (field == nullptr) return -1;
   return guarded("field_offset", -1, [&](DllCall& call) {
-    return debuggerFor(call).fieldOffset(call, reinterpret_cast<uintptr_t>(type), field);
+    return debuggerFor(call).fieldOffset(call, reinterpret_cast<uintptr_t>(type),
+                                         checkedName(field, "field_offset"));
   });
 }
 

@@ -123,7 +123,8 @@ std::vector<std::string> VendorDll::optionalEntryPoints() const {
 void VendorDll::describe(wire::DllDescription::Builder out) const {
   out.setPath(path_);
   const char* version = entry_.mqs_version_string();
-  out.setVersionString(version != nullptr ? version : "");
+  out.setVersionString(version != nullptr ? std::string(version, strnlen(version, kMaxDllString))
+                                          : std::string());
   out.setCompatibility(entry_.mqs_version_compatibility());
   out.setTaddrWidth(entry_.mqs_dll_taddr_width != nullptr ? entry_.mqs_dll_taddr_width() : 0);
   auto names = optionalEntryPoints();
