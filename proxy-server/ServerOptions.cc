@@ -157,8 +157,10 @@ Security (README.md, "Security model"):
                           once at start-up, before --worker-user takes effect.
   --max-sessions N        At most N connections are served at once (default 64); one more is
                           refused with MQD_PROXY_ERR_SESSION_REFUSED and a reason.
-  --max-message-mib N     The largest Cap'n Proto message a worker reads, in MiB (default 64,
-                          1 to 4096). A bigger message ends that connection only.
+  --max-message-mib N     The largest Cap'n Proto message a worker reads, in MiB (default 128,
+                          1 to 4096). A bigger message ends that connection only. Keep it
+                          above the largest memory a DLL fetches at once (at most 64 MiB)
+                          and --block-size, or such replies end the session.
   --idle-timeout SECONDS  End a session that has exchanged nothing with its debugger for
                           SECONDS (default 0: never). The worker logs it and exits; the
                           debugger's next call reports MQD_PROXY_ERR_SESSION_LOST.

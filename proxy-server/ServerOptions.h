@@ -24,7 +24,7 @@ struct ServerOptions {
   std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)
   std::string tlsKey;              // --tls-key: PEM private key (tls: listeners)
   int maxSessions = 64;            // --max-sessions: live workers; more are refused
-  uint32_t maxMessageMiB = 64;     // --max-message-mib: largest message a worker will read
+  uint32_t maxMessageMiB = 128;    // --max-message-mib: largest message a worker will read
   int idleTimeoutS = 0;            // --idle-timeout: end a silent session (0: never)
   int handshakeTimeoutMs = 5000;   // --handshake-timeout-ms: TLS + token before RPC
   std::string workerUser;          // --worker-user: run workers as this user (root only)

@@ -50,7 +50,7 @@ TEST_CASE("ServerOptions: --help documents every option") {
 TEST_CASE("ServerOptions: security options, and TLS only with a tls: listener") {
   ServerOptions d = parse({});
   CHECK(d.maxSessions == 64);
-  CHECK(d.maxMessageMiB == 64);
+  CHECK(d.maxMessageMiB == 128);
   CHECK(d.idleTimeoutS == 0);
   CHECK(d.handshakeTimeoutMs == 5000);
   CHECK(d.tokenFile.empty());
