@@ -8,6 +8,7 @@
 #include "DllOutput.h"
 #include "IdleTimeout.h"
 #include "Log.h"
+#include "LoggingMessageStream.h"
 #include "ProxyService.h"
 
 namespace mqd::server {
@@ -29,7 +30,9 @@ int runWorker(int fd, const WorkerConfig& config) {
     });
     capnp::ReaderOptions readerOptions;
     readerOptions.traversalLimitInWords = config.traversalLimitWords;
-    capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,
+    capnp::AsyncIoMessageStream messages(stream);
+    LoggingMessageStream logged(messages);  // says why an oversized message ends the session
+    capnp::TwoPartyVatNetwork network(logged, capnp::rpc::twoparty::Side::SERVER,
                                       readerOptions);
     auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(config, &output));
     bool idled = false;

@@ -408,6 +408,9 @@ TEST_CASE("--max-message-mib: an oversized message ends that connection only") {
   CHECK(rig.refresh() == 5 * 3 * 3);  // the first session goes on
   CHECK(waitFor([&] { return childrenOf(s.pid()).size() == 1; }));
   CHECK(fileText(log).find("connection 2: worker") != std::string::npos);
+  CHECK(fileText(log).find("dropping the connection: unreadable message from the client") !=
+        std::string::npos);
+  CHECK(fileText(log).find("Message is too large") != std::string::npos);
 }
 
 TEST_CASE("--idle-timeout: a silent session is ended, and the worker says why") {
