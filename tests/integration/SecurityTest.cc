@@ -195,6 +195,18 @@ std::string readLine(int fd) {
   return line;
 }
 
+// Every signal's handler and flags, to check that TLS (OpenSSL) in the shim leaves the
+// debugger's signal handling alone.
+std::vector<std::pair<void*, int>> signalDispositions() {
+  std::vector<std::pair<void*, int>> out;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction a {};
+    sigaction(sig, nullptr, &a);
+    out.emplace_back(reinterpret_cast<void*>(a.sa_handler), a.sa_flags);
+  }
+  return out;
+}
+
 // A CA, a server certificate for "localhost" signed by it, and an unrelated second CA.
 struct Certificates {
   std::string ca, otherCa, cert, key;
@@ -312,8 +324,10 @@ TEST_CASE("TLS: a verified server works; every mismatch gets a clear refusal") {
   REQUIRE(s.endpoint().rfind("tls:127.0.0.1:", 0) == 0);
   std::string port = portOf(s.endpoint());
 
+  auto dispositions = signalDispositions();
   useServer(s.endpoint(), token, c.ca, "localhost");
   CHECK(fullSession() == 5 * 3 * 3);
+  CHECK(signalDispositions() == dispositions);
   useServer("tls:localhost:" + port, token, c.ca);  // the name from the endpoint itself
   CHECK(fullSession() == 5 * 3 * 3);
 
