@@ -17,9 +17,16 @@ const char* env(const char* name) {
 }  // namespace
 
 const char* ClientConfig::help() {
-  return R"(  MQD_PROXY_SERVER    the server: unix:PATH or tcp:HOST:PORT (IPv6: tcp:[ADDR]:PORT).
-                      Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else
+  return R"(  MQD_PROXY_SERVER    the server: unix:PATH, tcp:HOST:PORT (IPv6: tcp:[ADDR]:PORT;
+                      tcp:PORT is 127.0.0.1), or tls:HOST:PORT for a server listening with
+                      TLS. Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else
                       unix:/tmp/mqd-proxy-$UID.sock
+  MQD_PROXY_TOKEN_FILE  a file holding the token the server was given (--token-file); it
+                      must be private to its owner (chmod 600). Default: no token
+  MQD_PROXY_TLS_CA    PEM file of the CA certificate(s) that signed a tls: server's
+                      certificate. Default: the system's trust store
+  MQD_PROXY_TLS_NAME  the host name the tls: server's certificate must name. Default: the
+                      HOST of MQD_PROXY_SERVER
   MQD_PROXY_DLL       the vendor DLL to use on the server: a path or base name on its
                       allow-list. Default: the server's first --dll
   MQD_PROXY_TIMEOUT   seconds (fractions allowed) without any sign of progress from the server
@@ -66,6 +73,9 @@ ClientConfig ClientConfig::fromEnvironment(std::vector<std::string>* problems) {
     }
   }
   if (const char* v = env("MQD_PROXY_LOG_FILE")) c.logFile = v;
+  if (const char* v = env("MQD_PROXY_TOKEN_FILE")) c.tokenFile = v;
+  if (const char* v = env("MQD_PROXY_TLS_CA")) c.tlsCa = v;
+  if (const char* v = env("MQD_PROXY_TLS_NAME")) c.tlsName = v;
   if (const char* v = env("MQD_PROXY_CACHE")) {
     std::string p = v;
     if (p == "off") {

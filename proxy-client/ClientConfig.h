@@ -22,6 +22,9 @@ struct ClientConfig {
   std::string logFile;
   wire::CachePolicy cache = wire::CachePolicy::EPOCH;
   Compress compress = Compress::Auto;
+  std::string tokenFile;  // MQD_PROXY_TOKEN_FILE: the token to present (read at connect time)
+  std::string tlsCa;      // MQD_PROXY_TLS_CA: PEM CA certificate(s) for tls: servers
+  std::string tlsName;    // MQD_PROXY_TLS_NAME: name the certificate must carry (default: HOST)
 
   // From the environment. Malformed values are reported in `problems` (and the default kept)
   // rather than thrown: the shim must keep working inside the debugger.

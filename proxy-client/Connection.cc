@@ -1,6 +1,7 @@
 #include "Connection.h"
 
 #include <kj/one-of.h>
+#include <algorithm>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
@@ -9,8 +10,11 @@
 #include "DebuggerService.h"
 #include "DebuggerSide.h"
 #include "Endpoint.h"
+#include "Handshake.h"
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "TlsClient.h"
+#include "TokenFile.h"
 #include "mqs_interface.h"
 
 namespace mqd::client {
@@ -108,30 +112,56 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
 }
 
 kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint,
-                                           ClientCounters* counters) {
+                                           ClientCounters* counters, const ClientConfig& config) {
   std::string where = endpoint.toString();
+  std::string token;
+  if (!config.tokenFile.empty()) {
+    try {
+      token = readTokenFile(config.tokenFile);
+    } catch (const std::runtime_error& e) {
+      return toWireException(MQD_PROXY_ERR_AUTH_FAILED,
+                             where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
+    }
+  }
+  std::string caFile = config.tlsCa;
+  std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
+  bool tls = endpoint.tls;
   return io.provider->getNetwork()
       .parseAddress(endpoint.toKjAddress())
       .then([](kj::Own<kj::NetworkAddress> address) {
         return address->connect().attach(kj::mv(address));
       })
       .then(
-          [where, counters, tcp = endpoint.kind == Endpoint::Kind::Tcp](
-              kj::Own<kj::AsyncIoStream> stream) {
+          [tcp = endpoint.kind == Endpoint::Kind::Tcp](kj::Own<kj::AsyncIoStream> stream) {
             if (tcp) {
               // Small request, small reply, over and over: Nagle's algorithm would hold each
               // one back for the peer's delayed ACK.
               int one = 1;
               stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             }
-            return kj::heap<Connection>(kj::mv(stream), where, counters);
+            return kj::mv(stream);
           },
-          [where](kj::Exception&& e) -> kj::Own<Connection> {
+          [where](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
             throw toWireException(MQD_PROXY_ERR_UNREACHABLE,
                                   where + ": " + e.getDescription().cStr() +
                                       " (is mqd-proxy-server running there? set "
                                       "MQD_PROXY_SERVER)");
-          });
+          })
+      .then([tls, caFile, tlsName, where](kj::Own<kj::AsyncIoStream> stream)
+                -> kj::Promise<kj::Own<kj::AsyncIoStream>> {
+        if (!tls) return kj::mv(stream);
+        return startTls(kj::mv(stream), caFile, tlsName, where);
+      })
+      .then([where, counters, token = kj::mv(token)](kj::Own<kj::AsyncIoStream> stream) mutable {
+        // Admission before any RPC: the server answers OK or says why not.
+        auto handshake = clientHandshake(*stream, token);
+        std::fill(token.begin(), token.end(), '\0');
+        return handshake.then([where, counters, stream = kj::mv(stream)](
+                                  HandshakeReply reply) mutable -> kj::Own<Connection> {
+          if (!reply.ok) throw toWireException(reply.code, where + ": " + reply.reason);
+          return kj::heap<Connection>(kj::mv(stream), where, counters);
+        });
+      });
 }
 
 // The endpoint, or the reason it is not one.
@@ -149,18 +179,21 @@ kj::OneOf<Endpoint, kj::Exception> parseEndpoint(const std::string& server) {
 }  // namespace
 
 kj::Promise<kj::Own<Connection>> Connection::connect(kj::AsyncIoContext& io,
-                                                     const std::string& server,
-                                                     std::chrono::milliseconds timeout) {
-  auto parsed = parseEndpoint(server);
+                                                     const ClientConfig& config) {
+  auto parsed = parseEndpoint(config.server);
   if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
   const Endpoint& endpoint = parsed.get<Endpoint>();
-  return withDeadline(io, connectTo(io, endpoint, nullptr), endpoint.toString(), timeout);
+  return withDeadline(io, connectTo(io, endpoint, nullptr, config), endpoint.toString(),
+                      config.timeout);
 }
 
 kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
-                                               const std::string& server, SessionTicket ticket,
+                                               const ClientConfig& config, SessionTicket ticket,
                                                std::chrono::milliseconds timeout) {
-  return connect(io, server, timeout).then([&io, ticket, timeout](kj::Own<Connection> c) {
+  auto bounded = kj::heap<ClientConfig>(config);
+  bounded->timeout = timeout;
+  auto connected = connect(io, *bounded);
+  return connected.attach(kj::mv(bounded)).then([&io, ticket, timeout](kj::Own<Connection> c) {
     auto request = c->proxy().postMortemRequest();
     request.getTicket().setConnection(ticket.connection);
     request.getTicket().setKey(ticket.key);
@@ -194,7 +227,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind == Endpoint::Kind::Tcp);
-  auto opened = connectTo(io, endpoint, &counters).then([&side, dll, where, cache, compress](
+  auto opened = connectTo(io, endpoint, &counters, config).then([&side, dll, where, cache, compress](
                                                  kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();

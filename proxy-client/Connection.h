@@ -1,8 +1,9 @@
 // Connection: one connection to a server and the session opened on it. Lives on the event-loop
 // thread; every member is touched only there.
 //
-// open() connects to the endpoint, bootstraps the Proxy capability and opens a Session for the
-// configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
+// open() connects to the endpoint (with TLS for tls:), passes the server's admission handshake
+// (schema/Handshake.h: the token of MQD_PROXY_TOKEN_FILE), bootstraps the Proxy capability and
+// opens a Session for the configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
 // the debugger is waiting on, if any: the DebuggerService posts callbacks to it.
 #pragma once
 
@@ -55,23 +56,24 @@ class Connection {
   // Connects and opens a session (telling the server which info tokens the debugger already
   // holds, from `side`, so that a re-established session keeps them). Fails with a ProxyError-carrying kj::Exception (see
   // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
-  // the server says no, TIMEOUT after `config.timeout`.
+  // the server says no, AUTH_FAILED for a missing, wrong or unsafe token, TLS when TLS does not
+  // fit or verify, TIMEOUT after `config.timeout`.
   // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
   // the callbacks served.
   static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
                                                DebuggerSide& side, ClientCounters& counters);
 
-  // Only connects (for tools that talk to the Proxy capability, not to a DLL); fails like
+  // Only connects and passes the handshake (for tools that talk to the Proxy capability, not
+  // to a DLL), to config.server with config's token, TLS settings and timeout; fails like
   // open().
   static kj::Promise<kj::Own<Connection>> connect(kj::AsyncIoContext& io,
-                                                  const std::string& server,
-                                                  std::chrono::milliseconds timeout);
+                                                  const ClientConfig& config);
 
   wire::Proxy::Client& proxy() { return proxy_; }
 
-  // Asks the server at `server`, on a connection of its own, how the session named by `ticket`
-  // ended. Fails like connect().
-  static kj::Promise<PostMortem> postMortem(kj::AsyncIoContext& io, const std::string& server,
+  // Asks config.server, on a connection of its own (config's token and TLS settings, but
+  // `timeout`), how the session named by `ticket` ended. Fails like connect().
+  static kj::Promise<PostMortem> postMortem(kj::AsyncIoContext& io, const ClientConfig& config,
                                             SessionTicket ticket,
                                             std::chrono::milliseconds timeout);
 

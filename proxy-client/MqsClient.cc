@@ -294,7 +294,7 @@ void MqsClient::failLost(int code, const std::string& detail, const char* entryP
   PostMortem pm;
   try {
     pm = loop_->run([&]() {
-      return Connection::postMortem(loop_->io(), config_.server, ticket_, wait);
+      return Connection::postMortem(loop_->io(), config_, ticket_, wait);
     });
   } catch (const kj::Exception& e) {
     throw ProxyError(code, detail + " (the server cannot be asked why: " +

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "CpuWatchdog.h"
 #include "mqd.capnp.h"
 
 namespace mqd::server {
@@ -55,6 +56,7 @@ class DllCall {
   std::vector<Effect>* recorder() const { return recorder_; }
 
  private:
+  CpuWatchdog::Guard watchdog_;  // first: armed for as long as the call lives
   SessionService& session_;
   kj::WaitScope& waitScope_;
   const char* entryPoint_;

@@ -71,11 +71,40 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       int size = parseInt(arg, next(), 4096, 1 << 20);
       if ((size & (size - 1)) != 0) throw UsageError("--block-size must be a power of two");
       o.blockSize = static_cast<uint32_t>(size);
+    } else if (arg == "--token-file") {
+      o.tokenFile = next();
+      if (o.tokenFile.empty()) throw UsageError("--token-file needs a path");
+    } else if (arg == "--tls-cert") {
+      o.tlsCert = next();
+      if (o.tlsCert.empty()) throw UsageError("--tls-cert needs a path");
+    } else if (arg == "--tls-key") {
+      o.tlsKey = next();
+      if (o.tlsKey.empty()) throw UsageError("--tls-key needs a path");
+    } else if (arg == "--max-sessions") {
+      o.maxSessions = parseInt(arg, next(), 1, 100000);
+    } else if (arg == "--max-message-mib") {
+      o.maxMessageMiB = static_cast<uint32_t>(parseInt(arg, next(), 1, 4096));
+    } else if (arg == "--idle-timeout") {
+      o.idleTimeoutS = parseInt(arg, next(), 0, 30 * 86400);
+    } else if (arg == "--dll-cpu-limit") {
+      o.dllCpuLimitS = parseInt(arg, next(), 0, 86400);
+    } else if (arg == "--handshake-timeout-ms") {
+      o.handshakeTimeoutMs = parseInt(arg, next(), 100, 600000);
+    } else if (arg == "--worker-user") {
+      o.workerUser = next();
+      if (o.workerUser.empty()) throw UsageError("--worker-user needs a user name");
     } else {
       throw UsageError("unknown option \"" + arg + "\" (see --help)");
     }
   }
   if (o.listen.empty()) o.listen = "unix:" + defaultSocketPath();
+  bool tls = Endpoint::parse(o.listen).tls;
+  if (tls && (o.tlsCert.empty() || o.tlsKey.empty())) {
+    throw UsageError("--listen " + o.listen + " needs --tls-cert and --tls-key");
+  }
+  if (!tls && (!o.tlsCert.empty() || !o.tlsKey.empty())) {
+    throw UsageError("--tls-cert and --tls-key need a tls:HOST:PORT listener (--listen tls:...)");
+  }
   if (o.stateDir.empty()) o.stateDir = defaultStateDir();
   if (o.stateDir == "none") o.stateDir.clear();
   return o;
@@ -97,6 +126,10 @@ Options:
   --listen ENDPOINT       Where to accept debuggers:
                             unix:PATH        unix-domain socket, created with mode 0600
                             tcp:HOST:PORT    TCP (PORT 0 picks a free port)
+                            tcp:PORT         TCP on the loopback address 127.0.0.1 (also
+                                             tcp::PORT); every interface only when asked
+                                             for: tcp:0.0.0.0:PORT or tcp:[::]:PORT
+                            tls:HOST:PORT    TCP with TLS (needs --tls-cert and --tls-key)
                           Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
                           unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
   --log-level LEVEL       error, warn, info (default), debug or trace.
@@ -112,6 +145,39 @@ Options:
                           new session can ask for them in one round trip (default
                           $XDG_STATE_HOME/mqd-proxy or ~/.local/state/mqd-proxy; "none": keep
                           nothing).
+
+Security (README.md, "Security model"):
+  --token-file PATH       Clients must present the token in PATH (its first line) before
+                          anything else; a wrong or missing token is refused and the
+                          connection closed before any session exists. Compared in constant
+                          time. The file must be private (mode 600 or 400). REQUIRED for a
+                          TCP/TLS listener whose address is not loopback: the server refuses
+                          to start without it.
+  --tls-cert PATH         PEM certificate (chain) for a tls: listener; clients verify it
+                          against MQD_PROXY_TLS_CA and the host name they connect to.
+  --tls-key PATH          PEM private key for --tls-cert (unencrypted). Both files are read
+                          once at start-up, before --worker-user takes effect.
+  --max-sessions N        At most N connections are served at once (default 64); one more is
+                          refused with MQD_PROXY_ERR_SESSION_REFUSED and a reason.
+  --max-message-mib N     The largest Cap'n Proto message a worker reads, in MiB (default 128,
+                          1 to 4096). A bigger message ends that connection only. Keep it
+                          above the largest memory a DLL fetches at once (at most 64 MiB)
+                          and --block-size, or such replies end the session.
+  --idle-timeout SECONDS  End a session that has exchanged nothing with its debugger for
+                          SECONDS (default 0: never). The worker logs it and exits; the
+                          debugger's next call re-establishes the session.
+  --dll-cpu-limit SECONDS  The CPU time one vendor DLL entry point may use (default 60; 0:
+                          no limit). A DLL looping on corrupt data is ended with its worker
+                          (SIGPROF); the debugger's call gets MQD_PROXY_ERR_WORKER_DIED.
+                          Time spent waiting for the debugger does not count.
+  --handshake-timeout-ms N  How long a new connection may take for the TLS handshake and the
+                          token (default 5000); slower connections are dropped.
+  --worker-user NAME      Run each worker (the process that loads the vendor DLL and talks to
+                          the client) as user NAME with NAME's primary group only: the
+                          privileges are dropped in the forked worker before it reads a byte
+                          from the client. Only when the server starts as root; it refuses
+                          to start otherwise, and for NAME = root.
+
   --version               Print the version and exit.
   -h, --help              Print this help and exit.
 

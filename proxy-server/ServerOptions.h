@@ -19,6 +19,16 @@ struct ServerOptions {
   int shutdownGraceMs = 3000;      // --shutdown-grace-ms: SIGTERM to SIGKILL for workers
   std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
   uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
+  // Security (README.md, "Security model").
+  std::string tokenFile;           // --token-file: clients must present this token
+  std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)
+  std::string tlsKey;              // --tls-key: PEM private key (tls: listeners)
+  int maxSessions = 64;            // --max-sessions: live workers; more are refused
+  uint32_t maxMessageMiB = 128;    // --max-message-mib: largest message a worker will read
+  int idleTimeoutS = 0;            // --idle-timeout: end a silent session (0: never)
+  int dllCpuLimitS = 60;           // --dll-cpu-limit: CPU seconds per DLL call (0: no limit)
+  int handshakeTimeoutMs = 5000;   // --handshake-timeout-ms: TLS + token before RPC
+  std::string workerUser;          // --worker-user: run workers as this user (root only)
   bool help = false;
   bool version = false;
 };

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -16,12 +17,30 @@
 #include <stdexcept>
 
 #include "Log.h"
+#include "TokenFile.h"
+#include "mqd_proxy.h"
 #include "Worker.h"
 
 namespace mqd::server {
 namespace {
 
 constexpr int kBacklog = 64;
+constexpr size_t kMaxRefusers = 16;  // children telling over-the-limit clients why, at once
+constexpr int kRefusalLingerMs = 1000;
+
+// Whether a bound address only accepts connections from this machine.
+bool isLoopbackAddress(const sockaddr* address) {
+  if (address->sa_family == AF_INET) {
+    uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr);
+    return (ip >> 24) == 127;
+  }
+  if (address->sa_family == AF_INET6) {
+    const in6_addr& ip = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&ip)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&ip) && ip.s6_addr[12] == 127;
+  }
+  return false;
+}
 
 [[noreturn]] void uvFail(const std::string& what, int err) {
   throw std::runtime_error(what + ": " + uv_strerror(err));
@@ -55,6 +74,13 @@ void removeStaleSocket(const std::string& path) {
 
 Supervisor::Supervisor(const ServerOptions& options, const DllAllowList& dlls)
     : options_(options), dlls_(dlls), endpoint_(Endpoint::parse(options.listen)) {
+  if (!options.tokenFile.empty()) admission_.token = readTokenFile(options.tokenFile);
+  if (endpoint_.tls) {
+    tls_ = std::make_unique<TlsIdentity>(options.tlsCert, options.tlsKey);
+    admission_.tls = tls_.get();
+  }
+  admission_.handshakeTimeoutMs = options.handshakeTimeoutMs;
+  if (!options.workerUser.empty()) workerUser_ = resolveWorkerUser(options.workerUser);
   int err = uv_loop_init(&loop_);
   if (err != 0) uvFail("uv_loop_init", err);
 }
@@ -95,6 +121,22 @@ void Supervisor::bindListener() {
     int gai = ::getaddrinfo(endpoint_.host.c_str(), port.c_str(), &hints, &found);
     if (gai != 0) {
       throw std::runtime_error("--listen " + endpoint_.toString() + ": " + gai_strerror(gai));
+    }
+    if (!isLoopbackAddress(found->ai_addr)) {
+      if (admission_.token.empty()) {
+        ::freeaddrinfo(found);
+        throw std::runtime_error(
+            "--listen " + endpoint_.toString() +
+            ": not a loopback address, so other machines could connect and make this server "
+            "load its DLLs and read target memory through them; give it --token-file FILE "
+            "(a private file holding a shared secret), or listen on tcp:127.0.0.1:PORT or a "
+            "unix: socket");
+      }
+      if (!endpoint_.tls) {
+        MQD_LOG(Warn, "--listen %s: the token and every message cross the network in clear "
+                "text; consider tls:HOST:PORT with --tls-cert and --tls-key",
+                endpoint_.toString().c_str());
+      }
     }
     uv_tcp_init(&loop_, &listener_.tcp);
     listenerOpen_ = true;
@@ -188,7 +230,18 @@ void Supervisor::onConnection(int status) {
     // Every MQD call is a small request and a small reply: Nagle's algorithm would hold each
     // one back for the peer's delayed ACK.
     if (client->type == UV_TCP) uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(client), 1);
-    forkWorker(client);
+    if (sessions_ < static_cast<size_t>(options_.maxSessions)) {
+      forkWorker(client);
+    } else if (refusers_ < kMaxRefusers) {
+      MQD_LOG(Warn, "connection refused: %zu session(s) already (--max-sessions %d)", sessions_,
+              options_.maxSessions);
+      forkWorker(client, "the server already serves " + std::to_string(sessions_) +
+                             " session(s), its limit (--max-sessions " +
+                             std::to_string(options_.maxSessions) + "); try again later");
+    } else {
+      MQD_LOG(Warn, "connection closed unanswered: at --max-sessions %d with %zu refusals "
+              "still lingering", options_.maxSessions, refusers_);
+    }
   }
   // The worker owns its duplicate of the connection; the supervisor keeps none.
   uv_close(reinterpret_cast<uv_handle_t*>(client), [](uv_handle_t* h) {
@@ -200,11 +253,12 @@ void Supervisor::onConnection(int status) {
   });
 }
 
-void Supervisor::forkWorker(uv_stream_t* client) {
+void Supervisor::forkWorker(uv_stream_t* client, const std::string& refusal) {
   uv_os_fd_t fd;
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(client), &fd) != 0) return;
+  bool refuser = !refusal.empty();
   uint64_t connection = ++connections_;
-  SessionBoard::Slot* slot = board_.claim(connection);
+  SessionBoard::Slot* slot = refuser ? nullptr : board_.claim(connection);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -212,7 +266,17 @@ void Supervisor::forkWorker(uv_stream_t* client) {
     return;
   }
   if (pid == 0) {
-    // Child. Drop everything that belongs to the supervisor's event loop: its signal
+    // Child. First become the worker user, before anything else (and before
+    // PR_SET_PDEATHSIG, which a change of credentials clears).
+    if (workerUser_) {
+      try {
+        dropPrivileges(*workerUser_);
+      } catch (const std::exception& e) {
+        MQD_LOG(Error, "worker: %s", e.what());
+        ::_exit(1);
+      }
+    }
+    // Drop everything that belongs to the supervisor's event loop: its signal
     // handlers would feed the parent's signal pipe, and its descriptors are not ours.
     for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP}) ::signal(s, SIG_DFL);
     sigset_t none;
@@ -228,14 +292,23 @@ void Supervisor::forkWorker(uv_stream_t* client) {
     int worker = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
     ::close(fd);
     logSetComponent("mqd-proxy-worker");
+    if (refuser) {
+      refuseInPlain(worker, MQD_PROXY_ERR_SESSION_REFUSED, refusal, kRefusalLingerMs);
+      ::_exit(0);
+    }
     if (slot != nullptr) slot->worker = ::getpid();
-    WorkerConfig config{&dlls_, options_.stateDir, options_.blockSize, &board_, slot};
+    WorkerConfig config{&dlls_,   options_.stateDir, options_.blockSize,
+                        &board_,  slot,              &admission_,
+                        uint64_t(options_.maxMessageMiB) << 17,  // MiB in 8-byte words
+                        options_.idleTimeoutS,
+                        options_.dllCpuLimitS};
     ::_exit(runWorker(worker, config));
   }
   if (slot != nullptr) slot->worker = pid;
-  workers_[pid] = Worker{pid, connection, slot};
-  MQD_LOG(Info, "connection %llu: worker %d", static_cast<unsigned long long>(connection),
-          static_cast<int>(pid));
+  workers_[pid] = Worker{pid, connection, slot, refuser};
+  ++(refuser ? refusers_ : sessions_);
+  MQD_LOG(Info, "connection %llu: %s %d", static_cast<unsigned long long>(connection),
+          refuser ? "refusing child" : "worker", static_cast<int>(pid));
 }
 
 void Supervisor::signalCallback(uv_signal_t* handle, int signum) {
@@ -255,6 +328,7 @@ void Supervisor::reapWorkers() {
     auto it = workers_.find(pid);
     if (it == workers_.end()) continue;
     unsigned long long connection = it->second.connection;
+    --(it->second.refuser ? refusers_ : sessions_);
     std::string how;
     if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);

@@ -10,6 +10,12 @@
 //
 // A worker's exit is logged with its status or signal and the session's one-line summary from
 // the session board.
+//
+// Security (README.md, "Security model"): at start-up it reads the token and the TLS identity,
+// resolves --worker-user, and refuses to listen on a non-loopback TCP address without a
+// token. Each worker admits its connection itself (Admission.h) after dropping privileges.
+// Beyond --max-sessions live workers, a connection gets a short-lived refusing child that
+// tells the client why (at most kMaxRefusers at once; beyond that it is closed unanswered).
 #pragma once
 
 #include <sys/types.h>
@@ -17,12 +23,17 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "Admission.h"
 #include "DllAllowList.h"
 #include "Endpoint.h"
+#include "PrivilegeDrop.h"
 #include "ServerOptions.h"
 #include "SessionBoard.h"
+#include "TlsIdentity.h"
 
 namespace mqd::server {
 
@@ -33,8 +44,11 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
+  // Reads --token-file, --tls-cert/--tls-key and resolves --worker-user: throws
+  // std::runtime_error saying what is wrong with any of them.
   // Binds, listens and serves until SIGINT or SIGTERM. Returns the exit status. Throws
-  // std::runtime_error when the endpoint cannot be bound.
+  // std::runtime_error when the endpoint cannot be bound, or is a non-loopback TCP address
+  // and there is no --token-file.
   int run();
 
  private:
@@ -42,12 +56,14 @@ class Supervisor {
     pid_t pid;
     uint64_t connection;
     SessionBoard::Slot* slot;
+    bool refuser;  // only tells an over-the-limit client why, then exits
   };
 
   void bindListener();
   void writeReadyFile(const std::string& bound);
   void onConnection(int status);
-  void forkWorker(uv_stream_t* client);
+  // Forks a worker for `client`; with a non-empty `refusal`, a child that only refuses it.
+  void forkWorker(uv_stream_t* client, const std::string& refusal = "");
   void reapWorkers();
   void beginShutdown(int signum);
   void finishIfIdle();
@@ -68,7 +84,12 @@ class Supervisor {
   bool listenerOpen_ = false;
   uv_signal_t sigint_, sigterm_, sigchld_;
   uv_timer_t killTimer_;
+  std::unique_ptr<TlsIdentity> tls_;
+  std::optional<WorkerUser> workerUser_;
+  AdmissionPolicy admission_;
   std::map<pid_t, Worker> workers_;
+  size_t sessions_ = 0;  // workers_ that are not refusers
+  size_t refusers_ = 0;
   uint64_t connections_ = 0;
   bool stopping_ = false;
   bool finished_ = false;

@@ -5,38 +5,50 @@
 #include <unistd.h>
 
 #include "CountingStream.h"
+#include "CpuWatchdog.h"
 #include "DllOutput.h"
+#include "IdleTimeout.h"
 #include "Log.h"
+#include "LoggingMessageStream.h"
 #include "ProxyService.h"
 
 namespace mqd::server {
-namespace {
-
-// Replies are small except fetched memory; 64 Mi words bounds what a peer can make us parse.
-constexpr uint64_t kTraversalLimitWords = 64ull << 20;
-
-}  // namespace
 
 int runWorker(int fd, const WorkerConfig& config) {
   try {
     Metrics::attach(config.slot);
+    CpuWatchdog::setLimit(config.dllCpuLimitS);
     DllOutput output;
     logMoveOffStderr(output.originalStderr());
     auto io = kj::setupAsyncIo();
-    CountingStream stream(
-        io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP),
-        [](size_t in, size_t out) {
-          if (in != 0) Metrics::add(Count::WireBytesIn, in);
-          if (out != 0) Metrics::add(Count::WireBytesOut, out);
-        });
+    kj::Own<kj::AsyncIoStream> admitted = admit(io, fd, *config.admission);
+    if (admitted.get() == nullptr) return 0;  // refused or dropped, and logged: no session was created
+    kj::Timer& timer = io.provider->getTimer();
+    IdleTimeout idle(timer, (config.idleTimeoutS > 0 ? config.idleTimeoutS : 1) * kj::SECONDS);
+    CountingStream stream(kj::mv(admitted), [&idle](size_t in, size_t out) {
+      if (in != 0) Metrics::add(Count::WireBytesIn, in);
+      if (out != 0) Metrics::add(Count::WireBytesOut, out);
+      idle.touch();
+    });
     capnp::ReaderOptions readerOptions;
-    readerOptions.traversalLimitInWords = kTraversalLimitWords;
-    capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,
+    readerOptions.traversalLimitInWords = config.traversalLimitWords;
+    capnp::AsyncIoMessageStream messages(stream);
+    LoggingMessageStream logged(messages);  // says why an oversized message ends the session
+    capnp::TwoPartyVatNetwork network(logged, capnp::rpc::twoparty::Side::SERVER,
                                       readerOptions);
     auto rpc = capnp::makeRpcServer(
         network, kj::heap<ProxyService>(config, &output, io.provider->getTimer()));
-    network.onDisconnect().wait(io.waitScope);
-    MQD_LOG(Debug, "client disconnected");
+    bool idled = false;
+    kj::Promise<void> end = network.onDisconnect();
+    if (config.idleTimeoutS > 0) {
+      end = end.exclusiveJoin(idle.expired().then([&idled]() { idled = true; }));
+    }
+    end.wait(io.waitScope);
+    if (idled) {
+      MQD_LOG(Warn, "session idle for %d s (--idle-timeout): ending it", config.idleTimeoutS);
+    } else {
+      MQD_LOG(Debug, "client disconnected");
+    }
     return 0;
   } catch (const kj::Exception& e) {
     MQD_LOG(Error, "worker failed: %s", e.getDescription().cStr());

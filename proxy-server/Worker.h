@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "Admission.h"
 #include "DllAllowList.h"
 #include "SessionBoard.h"
 
@@ -19,10 +20,16 @@ struct WorkerConfig {
   uint32_t blockSize;         // target memory block size
   SessionBoard* board;        // shared with the supervisor and the other workers
   SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
+  const AdmissionPolicy* admission;  // TLS and token, checked before any RPC
+  uint64_t traversalLimitWords;      // the largest message read (--max-message-mib)
+  int idleTimeoutS;                  // end the session after this long silent (0: never)
+  int dllCpuLimitS;                  // CPU seconds per DLL call (CpuWatchdog; 0: no limit)
 };
 
-// Serves the connection on `fd` (taking ownership) until the peer disconnects. Returns the
-// process exit status: 0 after a normal disconnect, 1 on an internal failure.
+// Admits the connection on `fd` (taking ownership; see Admission.h), then serves it until the
+// peer disconnects, a message exceeds the traversal limit, or the session stays idle for
+// `idleTimeoutS`. Returns the process exit status: 0 after a normal disconnect, a refusal or
+// an idle timeout, 1 on an internal failure (an oversized message included).
 int runWorker(int fd, const WorkerConfig& config);
 
 }  // namespace mqd::server

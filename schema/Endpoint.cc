@@ -10,7 +10,7 @@ namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw std::invalid_argument("invalid endpoint \"" + text + "\": " + why +
-                              " (expected unix:PATH or tcp:HOST:PORT)");
+                              " (expected unix:PATH, tcp:HOST:PORT or tls:HOST:PORT)");
 }
 
 }  // namespace
@@ -23,11 +23,20 @@ Endpoint Endpoint::parse(const std::string& text) {
     if (e.path.empty()) bad(text, "empty socket path");
     return e;
   }
-  if (text.rfind("tcp:", 0) != 0) bad(text, "unknown scheme");
+  bool tcp = text.rfind("tcp:", 0) == 0;
+  bool tls = text.rfind("tls:", 0) == 0;
+  if (!tcp && !tls) bad(text, "unknown scheme");
   e.kind = Kind::Tcp;
+  e.tls = tls;
   std::string rest = text.substr(4);
   std::string portText;
-  if (!rest.empty() && rest[0] == '[') {
+  bool hostless = !rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos;
+  if (hostless || (rest.size() > 1 && rest[0] == ':' &&
+                   rest.find_first_not_of("0123456789", 1) == std::string::npos)) {
+    // tcp:PORT and tcp::PORT: the loopback address, never a wildcard.
+    e.host = "127.0.0.1";
+    portText = hostless ? rest : rest.substr(1);
+  } else if (!rest.empty() && rest[0] == '[') {
     size_t close = rest.find(']');
     if (close == std::string::npos) bad(text, "unterminated [IPv6] host");
     e.host = rest.substr(1, close - 1);
@@ -54,7 +63,7 @@ Endpoint Endpoint::parse(const std::string& text) {
 std::string Endpoint::toString() const {
   if (kind == Kind::Unix) return "unix:" + path;
   bool v6 = host.find(':') != std::string::npos;
-  return "tcp:" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return (tls ? "tls:" : "tcp:") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string Endpoint::toKjAddress() const {

@@ -2,8 +2,13 @@
 //
 //   unix:/absolute/or/relative/path     a unix-domain stream socket
 //   tcp:HOST:PORT                       TCP; HOST is a name, an IPv4 address or [IPv6]
+//   tcp:PORT, tcp::PORT                 TCP on the loopback address 127.0.0.1
+//   tls:HOST:PORT (tls:PORT, tls::PORT) TCP carrying TLS (kj-tls): the server needs a
+//                                       certificate and key, the client verifies them
 //
-// The same syntax is used by `mqd-proxy-server --listen` and by MQD_PROXY_SERVER.
+// The same syntax is used by `mqd-proxy-server --listen` and by MQD_PROXY_SERVER. A host is
+// never implied to be a wildcard: listening on every interface must be asked for by address
+// (tcp:0.0.0.0:PORT, tcp:[::]:PORT).
 #pragma once
 
 #include <cstdint>
@@ -18,18 +23,21 @@ struct Endpoint {
   std::string path;  // Unix
   std::string host;  // Tcp, without brackets
   uint16_t port = 0; // Tcp
+  bool tls = false;   // Tcp: written tls:..., the stream carries TLS
 
   // Parses `text`; throws std::invalid_argument with a message that quotes the input and
   // shows the accepted forms.
   static Endpoint parse(const std::string& text);
 
-  // The canonical user-facing form, e.g. "tcp:[::1]:4000".
+  // The canonical user-facing form, e.g. "tcp:[::1]:4000", "tls:example.org:4000".
   std::string toString() const;
 
   // The form kj's network parser accepts ("unix:/p", "host:port", "[::1]:port").
   std::string toKjAddress() const;
 
-  bool isLoopback() const;  // unix sockets count as loopback
+  // Whether HOST is written as a loopback address or "localhost" (unix sockets count as
+  // loopback). A name is not resolved: a server decides on the address it actually binds.
+  bool isLoopback() const;
 };
 
 // Default unix socket for a server started without --listen and a shim without

@@ -36,6 +36,9 @@ constexpr Entry kEntries[] = {
      "the DLL asked for more target memory at once than the proxy allows"},
     {MQD_PROXY_ERR_NOT_SET_UP, "MQD_PROXY_ERR_NOT_SET_UP",
      "called before the set-up it depends on"},
+    {MQD_PROXY_ERR_AUTH_FAILED, "MQD_PROXY_ERR_AUTH_FAILED",
+     "authentication with the mqd-proxy server failed"},
+    {MQD_PROXY_ERR_TLS, "MQD_PROXY_ERR_TLS", "TLS with the mqd-proxy server failed"},
 };
 
 }  // namespace detail

@@ -20,7 +20,7 @@ enum {
   /* The shim could not connect to the server named by MQD_PROXY_SERVER. */
   MQD_PROXY_ERR_UNREACHABLE = MQD_PROXY_ERR_FIRST + 1,
   /* The server refused to open a session (DLL not on its allow-list, DLL failed to load,
-   * protocol version mismatch, authentication). */
+   * protocol version mismatch, too many sessions on the server). */
   MQD_PROXY_ERR_SESSION_REFUSED = MQD_PROXY_ERR_FIRST + 2,
   /* The connection was lost during the call, or an earlier call lost it. */
   MQD_PROXY_ERR_SESSION_LOST = MQD_PROXY_ERR_FIRST + 3,
@@ -46,8 +46,15 @@ enum {
   MQD_PROXY_ERR_FETCH_TOO_LARGE = MQD_PROXY_ERR_FIRST + 12,
   /* A call arrived before the set-up it depends on (e.g. before mqs_setup_basic_callbacks). */
   MQD_PROXY_ERR_NOT_SET_UP = MQD_PROXY_ERR_FIRST + 13,
+  /* The server did not accept this client's credentials: no token or the wrong one
+   * (MQD_PROXY_TOKEN_FILE), or the client's own token file is unusable (unsafe mode). */
+  MQD_PROXY_ERR_AUTH_FAILED = MQD_PROXY_ERR_FIRST + 14,
+  /* TLS does not fit between client and server: the server requires TLS and the client spoke
+   * plain TCP (or the reverse), the server's certificate did not verify against
+   * MQD_PROXY_TLS_CA or does not name the host, or the TLS handshake failed. */
+  MQD_PROXY_ERR_TLS = MQD_PROXY_ERR_FIRST + 15,
 
-  MQD_PROXY_ERR_LAST = MQD_PROXY_ERR_NOT_SET_UP
+  MQD_PROXY_ERR_LAST = MQD_PROXY_ERR_TLS
 };
 
 /* True for codes in the proxy's own range. */

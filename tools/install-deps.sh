@@ -15,6 +15,8 @@ packages=(
   # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
   # headers (for the debug-type object of the stripped libmpi)
   gdb python3 openmpi-bin libopenmpi-dev
+  # the security tests make their TLS certificates at run time with the openssl command
+  openssl
 )
 if [ "${1:-}" = "--cross" ]; then
   packages+=(

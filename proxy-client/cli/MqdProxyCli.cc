@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto io = kj::setupAsyncIo();
-    auto connection = Connection::connect(io, config.server, config.timeout).wait(io.waitScope);
+    auto connection = Connection::connect(io, config).wait(io.waitScope);
     return stats(*connection, io.waitScope, json);
   } catch (const kj::Exception& e) {
     std::string detail;

@@ -91,7 +91,9 @@ TEST_CASE("command line: --help, --version, usage errors, missing DLLs") {
   Run help = run("--help");
   CHECK(help.status == 0);
   for (const char* option : {"--dll", "--listen", "--log-level", "--log-file", "--ready-file",
-                             "--shutdown-grace-ms", "--version", "--help"}) {
+                             "--shutdown-grace-ms", "--version", "--help", "--token-file",
+                             "--tls-cert", "--tls-key", "--max-sessions", "--max-message-mib",
+                             "--idle-timeout", "--handshake-timeout-ms", "--worker-user"}) {
     INFO(option);
     CHECK(help.output.find(option) != std::string::npos);
   }

@@ -10,6 +10,7 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -81,6 +82,31 @@ TEST_CASE("from the vendor DLL: unterminated strings and absurd fetch sizes are 
   std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(log.find("not NUL-terminated") != std::string::npos);
   CHECK(kill(server.pid(), 0) == 0);
+}
+
+TEST_CASE("a DLL that loops forever is ended by --dll-cpu-limit: WORKER_DIED, SIGPROF") {
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "loop.sock"),
+                                            "--dll", mqd::test::kHostileDll, "--dll-cpu-limit",
+                                            "1", "--log-file", scratch() / "loop.log"});
+  configure(server.endpoint(), mqd::test::kHostileDll);
+  TargetModel target{8, false};
+  DebuggerHarness d(mqd::test::kShim, DebuggerHarness::Options{});
+  auto* image = d.addImage(target, "a.out");
+  auto* p = reinterpret_cast<mqs_process*>(d.addProcess(image, 0, "rank0"));
+  d.dll().setup_basic_callbacks(d.basicCallbacks());
+  REQUIRE(d.dll().setup_image(reinterpret_cast<mqs_image*>(image), d.imageCallbacks()) ==
+          mqs_ok);
+  REQUIRE(d.dll().setup_process(p, d.processCallbacks()) == mqs_ok);
+  auto start = std::chrono::steady_clock::now();
+  int rc = d.dll().next_communicator(p);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(rc == MQD_PROXY_ERR_WORKER_DIED);
+  CHECK(took < 5);  // one CPU second, not the 10 s MQD_PROXY_TIMEOUT
+  std::string text = d.dll().dll_error_string(rc);
+  CHECK(text.find("SIGPROF") != std::string::npos);
+  CHECK(text.find("during mqs_next_communicator") != std::string::npos);
+  // The session comes back for the calls that do not loop.
+  CHECK(d.dll().update_communicator_list(p) == mqs_ok);
 }
 
 TEST_CASE("from the debugger: NULLs, strangers, calls out of order, absurd indices") {

@@ -7,6 +7,7 @@
  *                            returns find_symbol's answer
  *   mqs_process_has_queues   fetch_data of -1 bytes, then of 1 GiB; returns the worse answer
  *   mqs_setup_operation_iterator  an out-of-range op class -> its own error, honestly
+ *   mqs_next_communicator    loops forever (as a DLL may on a corrupt, circular list)
  * Everything else is a well-behaved empty library (no communicators). The server must refuse
  * what it cannot trust with a clear error, never read past what it may, and stay up.
  */
@@ -75,7 +76,12 @@ EXPORT int mqs_get_communicator(mqs_process *p, mqs_communicator *c) {
   (void)c;
   return mqs_end_of_list;
 }
-EXPORT int mqs_next_communicator(mqs_process *p) { (void)p; return mqs_end_of_list; }
+EXPORT int mqs_next_communicator(mqs_process *p) {
+  volatile unsigned long spins = 0;
+  (void)p;
+  for (;;) ++spins;
+  return mqs_end_of_list;
+}
 EXPORT int mqs_setup_operation_iterator(mqs_process *p, int op) {
   (void)p;
   return op < 0 || op > 2 ? mqs_first_user_code : mqs_end_of_list;

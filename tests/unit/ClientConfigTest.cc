@@ -12,7 +12,8 @@ namespace {
 struct Env {
   static void clear() {
     for (const char* v : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
-                          "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE"}) {
+                          "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
+                          "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME"}) {
       unsetenv(v);
     }
   }
@@ -30,6 +31,24 @@ TEST_CASE("ClientConfig: defaults") {
   CHECK(c.dll.empty());
   CHECK(c.timeout.count() == 30000);
   CHECK(c.logLevel == mqd::LogLevel::Warn);
+  CHECK(c.tokenFile.empty());
+  CHECK(c.tlsCa.empty());
+  CHECK(c.tlsName.empty());
+}
+
+TEST_CASE("ClientConfig: token and TLS settings") {
+  Env env;
+  setenv("MQD_PROXY_SERVER", "tls:server.example:4443", 1);
+  setenv("MQD_PROXY_TOKEN_FILE", "/home/me/.mqd-token", 1);
+  setenv("MQD_PROXY_TLS_CA", "/etc/mqd/ca.pem", 1);
+  setenv("MQD_PROXY_TLS_NAME", "server.example", 1);
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  CHECK(problems.empty());
+  CHECK(c.server == "tls:server.example:4443");
+  CHECK(c.tokenFile == "/home/me/.mqd-token");
+  CHECK(c.tlsCa == "/etc/mqd/ca.pem");
+  CHECK(c.tlsName == "server.example");
 }
 
 TEST_CASE("ClientConfig: values and malformed values") {
@@ -60,7 +79,8 @@ TEST_CASE("ClientConfig: help describes every variable the shim reads") {
   std::string help = mqd::client::ClientConfig::help();
   for (const char* name : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
                            "MQD_PROXY_CACHE", "MQD_PROXY_COMPRESS", "MQD_PROXY_LOG ",
-                           "MQD_PROXY_LOG_FILE"}) {
+                           "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE", "MQD_PROXY_TLS_CA",
+                           "MQD_PROXY_TLS_NAME", "tls:HOST:PORT"}) {
     CHECK_MESSAGE(help.find(name) != std::string::npos, name);
   }
 }

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <stdexcept>
 
 #include "DllAllowList.h"
+#include "ServerProcess.h"
 #include "TestPaths.h"
 
 using mqd::server::DllAllowList;
@@ -33,4 +36,38 @@ TEST_CASE("DllAllowList: everything else is refused, saying what is allowed") {
                        std::runtime_error);
   CHECK_THROWS_WITH_AS(DllAllowList({"/no/such/lib.so"}), doctest::Contains("/no/such/lib.so"),
                        std::runtime_error);
+}
+
+TEST_CASE("DllAllowList: client input never names a file: ../ paths, symlinks, unlisted paths") {
+  DllAllowList list({mqd::test::kTestDll3});
+  std::string dir = std::string(mqd::test::kTestDll3).substr(0, std::string(mqd::test::kTestDll3).rfind('/'));
+  // A path that climbs out and back in resolves to nothing new: it selects by base name, and
+  // what is selected is always the path on the list, never the client's spelling.
+  CHECK(list.select("../../../../" + dir + "/libmqd_testdll_l3.so") == mqd::test::kTestDll3);
+  CHECK(list.select("/tmp/../attacker/libmqd_testdll_l3.so") == mqd::test::kTestDll3);
+  CHECK_THROWS_WITH_AS(list.select("../libmqd_testdll_l2.so"),
+                       doctest::Contains("not on this server's allow-list"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(list.select(dir + "/../../etc/passwd"),
+                       doctest::Contains("not on this server's allow-list"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(list.select(mqd::test::kTestDll2),
+                       doctest::Contains("not on this server's allow-list"), std::runtime_error);
+  // A symlink the client names is not followed: its own name is not on the list...
+  mqd::harness::TempDir tmp;
+  std::string link = tmp / "innocent.so";
+  REQUIRE(::symlink(mqd::test::kTestDll3, link.c_str()) == 0);
+  CHECK_THROWS_WITH_AS(list.select(link), doctest::Contains("not on this server's allow-list"),
+                       std::runtime_error);
+  // ...and a symlink with an allowed DLL's base name still selects the listed file, not the
+  // link's target.
+  std::string decoy = tmp / "libmqd_testdll_l3.so";
+  REQUIRE(::symlink(mqd::test::kTestDll2, decoy.c_str()) == 0);
+  CHECK(list.select(decoy) == mqd::test::kTestDll3);
+  // A symlink given to the server is resolved once, at start-up: its target is allowed.
+  std::string given = tmp / "given.so";
+  REQUIRE(::symlink(mqd::test::kTestDll2, given.c_str()) == 0);
+  DllAllowList viaLink({given});
+  char resolved[4096];
+  REQUIRE(::realpath(mqd::test::kTestDll2, resolved) != nullptr);
+  CHECK(viaLink.select(resolved) == given);
+  CHECK(viaLink.select("") == given);
 }

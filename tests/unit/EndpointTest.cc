@@ -30,16 +30,41 @@ TEST_CASE("Endpoint: tcp with names, IPv4 and bracketed IPv6") {
   CHECK(c.isLoopback());
 }
 
+TEST_CASE("Endpoint: tcp without a host is loopback, never a wildcard; tls: is TCP with TLS") {
+  for (const char* text : {"tcp:0", "tcp::0", "tcp:4000", "tcp::4000"}) {
+    INFO(text);
+    Endpoint e = Endpoint::parse(text);
+    CHECK(e.kind == Endpoint::Kind::Tcp);
+    CHECK(e.host == "127.0.0.1");
+    CHECK(e.isLoopback());
+    CHECK_FALSE(e.tls);
+  }
+  CHECK(Endpoint::parse("tcp::4000").port == 4000);
+  CHECK(Endpoint::parse("tcp:4000").toString() == "tcp:127.0.0.1:4000");
+  Endpoint t = Endpoint::parse("tls:example.org:4443");
+  CHECK(t.kind == Endpoint::Kind::Tcp);
+  CHECK(t.tls);
+  CHECK(t.host == "example.org");
+  CHECK(t.toString() == "tls:example.org:4443");
+  CHECK(t.toKjAddress() == "example.org:4443");
+  CHECK_FALSE(t.isLoopback());
+  CHECK(Endpoint::parse("tls::0").toString() == "tls:127.0.0.1:0");
+  CHECK(Endpoint::parse("tls:[::1]:1").toString() == "tls:[::1]:1");
+  CHECK_FALSE(Endpoint::parse("tcp:0.0.0.0:1").isLoopback());
+}
+
 TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") {
-  for (const char* bad : {"", "unix:", "tcp:", "tcp:host", "tcp::80", "tcp:h:99999", "tcp:h:8x",
-                          "tcp:::1:80", "tcp:[::1]80", "tcp:[::1", "udp:h:1", "/tmp/x.sock"}) {
+  for (const char* bad : {"", "unix:", "tcp:", "tcp:host", "tcp::", "tcp:h:99999", "tcp:h:8x",
+                          "tcp:::1:80", "tcp:[::1]80", "tcp:[::1", "udp:h:1", "/tmp/x.sock",
+                          "tls:", "tls:host", "tcp:99999", "tcp::8x"}) {
     INFO(bad);
     try {
       Endpoint::parse(bad);
       FAIL("accepted");
     } catch (const std::invalid_argument& e) {
       CHECK(std::string(e.what()).find(std::string("\"") + bad + "\"") != std::string::npos);
-      CHECK(std::string(e.what()).find("unix:PATH or tcp:HOST:PORT") != std::string::npos);
+      CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT or tls:HOST:PORT") !=
+            std::string::npos);
     }
   }
 }

@@ -38,8 +38,40 @@ TEST_CASE("ServerOptions: usage errors name the problem") {
 TEST_CASE("ServerOptions: --help documents every option") {
   std::string help = serverHelp();
   for (const char* option : {"--dll", "--listen", "--log-level", "--log-file", "--ready-file",
-                             "--shutdown-grace-ms", "--version", "--help", "SIGTERM", "0600"}) {
+                             "--shutdown-grace-ms", "--version", "--help", "SIGTERM", "0600",
+                             "--token-file", "--tls-cert", "--tls-key", "--max-sessions",
+                             "--max-message-mib", "--idle-timeout", "--handshake-timeout-ms",
+                             "--worker-user", "tls:HOST:PORT", "tcp:PORT", "loopback"}) {
     INFO(option);
     CHECK(help.find(option) != std::string::npos);
   }
+}
+
+TEST_CASE("ServerOptions: security options, and TLS only with a tls: listener") {
+  ServerOptions d = parse({});
+  CHECK(d.maxSessions == 64);
+  CHECK(d.maxMessageMiB == 128);
+  CHECK(d.idleTimeoutS == 0);
+  CHECK(d.handshakeTimeoutMs == 5000);
+  CHECK(d.tokenFile.empty());
+  CHECK(d.workerUser.empty());
+  ServerOptions o = parse({"--listen", "tls:0", "--tls-cert", "/c.pem", "--tls-key", "/k.pem",
+                           "--token-file", "/t", "--max-sessions", "3", "--max-message-mib", "2",
+                           "--idle-timeout", "60", "--handshake-timeout-ms", "250",
+                           "--worker-user", "nobody"});
+  CHECK(o.tlsCert == "/c.pem");
+  CHECK(o.tlsKey == "/k.pem");
+  CHECK(o.tokenFile == "/t");
+  CHECK(o.maxSessions == 3);
+  CHECK(o.maxMessageMiB == 2);
+  CHECK(o.idleTimeoutS == 60);
+  CHECK(o.handshakeTimeoutMs == 250);
+  CHECK(o.workerUser == "nobody");
+  CHECK_THROWS_WITH_AS(parse({"--listen", "tls:0"}), doctest::Contains("--tls-cert"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--listen", "tcp:0", "--tls-cert", "/c", "--tls-key", "/k"}),
+                       doctest::Contains("tls:HOST:PORT"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--max-sessions", "0"}), doctest::Contains("between"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--max-message-mib", "0"}), doctest::Contains("between"),
+                       UsageError);
 }

@@ -29,7 +29,21 @@ std::vector<size_t> MessageFraming::feed(const char* bytes, size_t n) {
   std::vector<size_t> starts;
   size_t at = 0;
   while (at < n) {
-    if (state_ == State::Body) {
+    if (state_ == State::Hello) {
+      // "MQDP", version, flags, token length (2 bytes, big-endian).
+      header_.push_back(static_cast<unsigned char>(bytes[at++]));
+      if (header_.size() == 8) {
+        bodyLeft_ = static_cast<uint64_t>(header_[6]) << 8 | header_[7];
+        header_.clear();
+        state_ = bodyLeft_ > 0 ? State::Token : State::Header;
+      }
+      continue;
+    }
+    if (state_ == State::ReplyLine) {
+      if (bytes[at++] == '\n') state_ = State::Header;
+      continue;
+    }
+    if (state_ == State::Body || state_ == State::Token) {
       uint64_t take = bodyLeft_ < n - at ? bodyLeft_ : n - at;
       bodyLeft_ -= take;
       at += take;

@@ -3,7 +3,9 @@
 // Faults are placed at message boundaries, counted per connection and per direction ("up" is
 // client to server, "down" server to client; messages are numbered from 1). MessageFraming
 // finds those boundaries in the byte stream from Cap'n Proto's stream framing (segment count,
-// segment sizes, padding, segments), without parsing the messages.
+// segment sizes, padding, segments), without parsing the messages, after the connection's
+// handshake (schema/Handshake.h: the client's hello up, the server's reply line down), which
+// is passed on as it is and not counted.
 //
 //   drop      the message is not forwarded: both sides of the connection are closed
 //   stall     nothing more is forwarded in either direction, but the connection stays open
@@ -34,17 +36,20 @@ const char* faultName(FaultKind kind);
 // Message boundaries of one direction of a Cap'n Proto stream.
 class MessageFraming {
  public:
+  explicit MessageFraming(Direction direction)
+      : state_(direction == Direction::Up ? State::Hello : State::ReplyLine) {}
+
   // Consumes `n` bytes; returns the offsets (within them) at which a new message starts.
   std::vector<size_t> feed(const char* bytes, size_t n);
   // Messages started so far.
   uint64_t started() const { return started_; }
 
  private:
-  enum class State { Header, Body };
-  State state_ = State::Header;
+  enum class State { Hello, Token, ReplyLine, Header, Body };
+  State state_;
   std::vector<unsigned char> header_;  // segment table bytes read so far
   size_t headerNeeded_ = 4;            // how many header bytes make the table complete
-  uint64_t bodyLeft_ = 0;
+  uint64_t bodyLeft_ = 0;          // Body: segment bytes; Token: token bytes still to come
   uint64_t started_ = 0;
 };
 

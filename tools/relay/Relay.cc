@@ -156,7 +156,7 @@ int connectTo(const mqd::Endpoint& e) {
 class Direction {
  public:
   Direction(int from, int to, Settings& s, Link& link, mqd::relay::Direction dir)
-      : from_(from), to_(to), settings_(s), link_(link), dir_(dir) {}
+      : from_(from), to_(to), settings_(s), link_(link), dir_(dir), framing_(dir) {}
 
   void run() {
     std::thread writer([this] { writeLoop(); });

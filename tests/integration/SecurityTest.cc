@@ -1,0 +1,496 @@
+// Security with real processes (README.md, "Security model"): loopback defaults, tokens, TLS,
+// session and message limits, idle sessions, workers as an unprivileged user. Clients are the
+// real shim loaded into the harness, plus raw sockets where a test must misbehave on purpose.
+// TLS certificates are made at run time with the openssl command.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ServerProcess.h"
+#include "ShimRig.h"
+#include "TestPaths.h"
+#include "mqd_proxy.h"
+
+using namespace mqd::harness;
+using namespace std::chrono_literals;
+
+namespace {
+
+TempDir& scratch() {
+  static TempDir dir;
+  return dir;
+}
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+Run shell(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  Run r{-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+Run server(const std::string& args) { return shell(std::string(mqd::test::kServer) + " " + args); }
+
+std::string fileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string writeFile(const std::string& name, const std::string& text, mode_t mode) {
+  std::string path = scratch() / name;
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t c;
+  while (in >> c) out.push_back(c);
+  return out;
+}
+
+// The port of "tcp:HOST:PORT" / "tls:HOST:PORT".
+std::string portOf(const std::string& endpoint) { return endpoint.substr(endpoint.rfind(':') + 1); }
+
+// The shim's settings for the next Rig (each Rig loads the shim afresh).
+void useServer(const std::string& endpoint, const std::string& token = "",
+               const std::string& ca = "", const std::string& name = "") {
+  setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
+  setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
+  setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
+  unsetenv("MQD_PROXY_TIMEOUT");
+  for (auto [var, value] : {std::pair{"MQD_PROXY_TOKEN_FILE", token},
+                            std::pair{"MQD_PROXY_TLS_CA", ca},
+                            std::pair{"MQD_PROXY_TLS_NAME", name}}) {
+    if (value.empty()) {
+      unsetenv(var);
+    } else {
+      setenv(var, value.c_str(), 1);
+    }
+  }
+}
+
+// The result and sentence of the first call that needs the server.
+std::pair<int, std::string> firstCall() {
+  Rig rig;
+  rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+  int rc = rig.dll().setup_image(rig.i(), rig.d->imageCallbacks());
+  return {rc, rig.errorText(rc)};
+}
+
+// A full session: set-up and one refresh; the number of operations seen (0 when the session
+// could not be opened, with the shim's sentence shown).
+int fullSession() {
+  Rig rig;
+  rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+  int rc = rig.dll().setup_image(rig.i(), rig.d->imageCallbacks());
+  INFO(rig.errorText(rc));
+  CHECK(rc == mqs_ok);
+  if (rc != mqs_ok) return 0;
+  char* m = nullptr;
+  REQUIRE(rig.dll().image_has_queues(rig.i(), &m) == mqs_ok);
+  REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+  REQUIRE(rig.dll().process_has_queues(rig.p(), &m) == mqs_ok);
+  return rig.refresh();
+}
+
+// Raw sockets, for clients that misbehave on purpose.
+int connectTo(const std::string& endpoint) {
+  if (endpoint.rfind("unix:", 0) == 0) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, endpoint.c_str() + 5, sizeof addr.sun_path - 1);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    return fd;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(portOf(endpoint))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+// The handshake hello (schema/Handshake.h), spelled out byte by byte as a foreign client would.
+void sendHello(int fd, const std::string& token) {
+  std::string hello = std::string("MQDP\x01\x00", 6);
+  hello.push_back(static_cast<char>(token.size() >> 8));
+  hello.push_back(static_cast<char>(token.size() & 0xff));
+  hello += token;
+  REQUIRE(write(fd, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()));
+}
+
+// Everything the server sends until it closes or `limit` passes; `closed` says which.
+std::string readAll(int fd, bool* closed, std::chrono::milliseconds limit = 5s) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  *closed = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// One line from the server (the handshake reply).
+std::string readLine(int fd) {
+  std::string line;
+  char c;
+  while (line.size() < 600) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) <= 0 || read(fd, &c, 1) != 1 || c == '\n') break;
+    line.push_back(c);
+  }
+  return line;
+}
+
+// Every signal's handler and flags, to check that TLS (OpenSSL) in the shim leaves the
+// debugger's signal handling alone.
+std::vector<std::pair<void*, int>> signalDispositions() {
+  std::vector<std::pair<void*, int>> out;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction a {};
+    sigaction(sig, nullptr, &a);
+    out.emplace_back(reinterpret_cast<void*>(a.sa_handler), a.sa_flags);
+  }
+  return out;
+}
+
+// A CA, a server certificate for "localhost" signed by it, and an unrelated second CA.
+struct Certificates {
+  std::string ca, otherCa, cert, key;
+};
+
+const Certificates& certificates() {
+  static Certificates c = [] {
+    std::string d = scratch().path();
+    std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    std::string script =
+        "set -e; cd " + d + ";" +
+        "openssl req -x509 " + ec + " -keyout ca.key -out ca.pem -days 2 -subj /CN=mqd-test-ca"
+        " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign;" +
+        "openssl req -x509 " + ec + " -keyout other.key -out other-ca.pem -days 2"
+        " -subj /CN=mqd-other-ca -addext basicConstraints=critical,CA:TRUE;" +
+        "openssl req " + ec + " -keyout server.key -out server.csr -subj /CN=localhost;" +
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+        " -out server.pem -days 2 -extfile ext.cnf;"
+        "chmod 600 server.key";
+    writeFile("ext.cnf", "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n", 0644);
+    Run r = shell(script);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return Certificates{d + "/ca.pem", d + "/other-ca.pem", d + "/server.pem", d + "/server.key"};
+  }();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("tcp without a host binds loopback: tcp:PORT and tcp::PORT") {
+  for (const char* listen : {"tcp:0", "tcp::0"}) {
+    INFO(listen);
+    ServerProcess s(mqd::test::kServer, {"--listen", listen, "--dll", mqd::test::kTestDll3});
+    CHECK(s.endpoint().rfind("tcp:127.0.0.1:", 0) == 0);
+    useServer(s.endpoint());
+    CHECK(fullSession() == 5 * 3 * 3);
+  }
+}
+
+TEST_CASE("a non-loopback listener needs a token file, and the token file must be private") {
+  Run open = server("--listen tcp:0.0.0.0:0 --dll " + std::string(mqd::test::kTestDll3));
+  CHECK(open.status == 1);
+  CHECK(open.output.find("not a loopback address") != std::string::npos);
+  CHECK(open.output.find("--token-file") != std::string::npos);
+  std::string readable = writeFile("readable.token", "t0ken\n", 0644);
+  Run shared = server("--listen tcp:0.0.0.0:0 --token-file " + readable + " --dll " +
+                      mqd::test::kTestDll3);
+  CHECK(shared.status == 1);
+  CHECK(shared.output.find("chmod 600 " + readable) != std::string::npos);
+  Run missing = server("--listen tcp:[::]:0 --token-file " + (scratch() / "no.token") +
+                       " --dll " + mqd::test::kTestDll3);
+  CHECK(missing.status == 1);
+  CHECK(missing.output.find("no.token") != std::string::npos);
+}
+
+TEST_CASE("token: the right one opens a session; a wrong or missing one is refused first") {
+  std::string good = writeFile("good.token", "c0rrect-h0rse\n", 0600);
+  std::string wrong = writeFile("wrong.token", "c0rrect-h0rsf\n", 0600);
+  std::string unsafe = writeFile("unsafe.token", "c0rrect-h0rse\n", 0640);
+  std::string log = scratch() / "token.log";
+  ServerProcess s(mqd::test::kServer, {"--listen", "tcp:0.0.0.0:0", "--token-file", good, "--dll",
+                                       mqd::test::kTestDll3, "--log-file", log,
+                                       "--handshake-timeout-ms", "500"});
+  std::string local = "tcp:127.0.0.1:" + portOf(s.endpoint());
+
+  useServer(local, good);
+  CHECK(fullSession() == 5 * 3 * 3);
+
+  useServer(local, wrong);
+  auto [rc, text] = firstCall();
+  CHECK(rc == MQD_PROXY_ERR_AUTH_FAILED);
+  CHECK(text.find("authentication failed: wrong token") != std::string::npos);
+  CHECK(text.find(local) != std::string::npos);
+
+  useServer(local);
+  auto [rc2, text2] = firstCall();
+  CHECK(rc2 == MQD_PROXY_ERR_AUTH_FAILED);
+  CHECK(text2.find("requires a token") != std::string::npos);
+  CHECK(text2.find("MQD_PROXY_TOKEN_FILE") != std::string::npos);
+
+  useServer(local, unsafe);  // the client refuses to use a token others can read
+  auto [rc3, text3] = firstCall();
+  CHECK(rc3 == MQD_PROXY_ERR_AUTH_FAILED);
+  CHECK(text3.find("chmod 600 " + unsafe) != std::string::npos);
+
+  // A client that connects and says nothing is dropped after --handshake-timeout-ms.
+  int silent = connectTo(local);
+  auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  readAll(silent, &closed, 5s);
+  CHECK(closed);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  close(silent);
+
+  CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }));
+  std::string text4 = fileText(log);
+  CHECK(text4.find("connection refused: authentication failed: wrong token") != std::string::npos);
+  CHECK(text4.find("no handshake within 500 ms") != std::string::npos);
+  // Refused connections never had a session: their workers ended with no DLL and no call.
+  size_t noDll = 0;
+  for (size_t at = 0; (at = text4.find("no DLL): 0 round trips", at)) != std::string::npos; ++at) {
+    ++noDll;
+  }
+  CHECK(noDll == 3);  // wrong token, no token, silent (the unsafe token never connected)
+}
+
+TEST_CASE("TLS: a verified server works; every mismatch gets a clear refusal") {
+  const Certificates& c = certificates();
+  std::string token = writeFile("tls.token", "tls-s3cret\n", 0600);
+  std::string wrong = writeFile("tls-wrong.token", "tls-guess\n", 0600);
+  ServerProcess s(mqd::test::kServer, {"--listen", "tls:127.0.0.1:0", "--tls-cert", c.cert,
+                                       "--tls-key", c.key, "--token-file", token, "--dll",
+                                       mqd::test::kTestDll3, "--log-file", scratch() / "tls.log"});
+  REQUIRE(s.endpoint().rfind("tls:127.0.0.1:", 0) == 0);
+  std::string port = portOf(s.endpoint());
+
+  auto dispositions = signalDispositions();
+  useServer(s.endpoint(), token, c.ca, "localhost");
+  CHECK(fullSession() == 5 * 3 * 3);
+  CHECK(signalDispositions() == dispositions);
+  useServer("tls:localhost:" + port, token, c.ca);  // the name from the endpoint itself
+  CHECK(fullSession() == 5 * 3 * 3);
+
+  useServer("tcp:127.0.0.1:" + port, token);  // plain TCP against the TLS listener
+  auto [rc, text] = firstCall();
+  CHECK(rc == MQD_PROXY_ERR_TLS);
+  CHECK(text.find("this server requires TLS") != std::string::npos);
+
+  useServer(s.endpoint(), token, c.otherCa, "localhost");  // a CA that did not sign it
+  auto [rc2, text2] = firstCall();
+  CHECK(rc2 == MQD_PROXY_ERR_TLS);
+  CHECK(text2.find("TLS handshake failed") != std::string::npos);
+  CHECK(text2.find("certificate is not trusted") != std::string::npos);
+
+  useServer(s.endpoint(), token, c.ca, "elsewhere.example");  // the certificate names localhost
+  auto [rc3, text3] = firstCall();
+  CHECK(rc3 == MQD_PROXY_ERR_TLS);
+  CHECK(text3.find("hostname mismatch") != std::string::npos);
+  CHECK(text3.find("\"elsewhere.example\"") != std::string::npos);
+
+  useServer(s.endpoint(), wrong, c.ca, "localhost");  // TLS is fine, the token is not
+  auto [rc4, text4] = firstCall();
+  CHECK(rc4 == MQD_PROXY_ERR_AUTH_FAILED);
+  CHECK(text4.find("authentication failed: wrong token") != std::string::npos);
+
+  // A TLS client against a plain listener.
+  ServerProcess plain(mqd::test::kServer, {"--listen", "tcp:0", "--dll", mqd::test::kTestDll3});
+  useServer("tls:127.0.0.1:" + portOf(plain.endpoint()), "", c.ca, "localhost");
+  auto [rc5, text5] = firstCall();
+  CHECK(rc5 == MQD_PROXY_ERR_TLS);
+  CHECK(text5.find("does not use TLS") != std::string::npos);
+
+  // Start-up errors name the file.
+  Run badCert = server("--listen tls:0 --tls-cert " + c.ca.substr(0, c.ca.rfind('/')) +
+                       "/ext.cnf --tls-key " + c.key + " --dll " + mqd::test::kTestDll3);
+  CHECK(badCert.status == 1);
+  CHECK(badCert.output.find("--tls-cert") != std::string::npos);
+  Run noKey = server("--listen tls:0 --tls-cert " + c.cert + " --dll " + mqd::test::kTestDll3);
+  CHECK(noKey.status == 2);
+  CHECK(noKey.output.find("--tls-key") != std::string::npos);
+}
+
+TEST_CASE("--max-sessions: one connection too many is refused, saying so, over TLS too") {
+  const Certificates& c = certificates();
+  for (bool tls : {false, true}) {
+    INFO(tls);
+    std::vector<std::string> args = {"--max-sessions", "1", "--dll", mqd::test::kTestDll3};
+    if (tls) {
+      args.insert(args.end(), {"--listen", "tls:0", "--tls-cert", c.cert, "--tls-key", c.key});
+    } else {
+      args.push_back("--listen");
+      args.push_back("unix:" + (scratch() / "max.sock"));
+    }
+    ServerProcess s(mqd::test::kServer, args);
+    int holder = connectTo(tls ? "tcp:127.0.0.1:" + portOf(s.endpoint()) : s.endpoint());
+    if (!tls) {
+      sendHello(holder, "");
+      CHECK(readLine(holder) == "OK");
+    }
+    REQUIRE(waitFor([&] { return childrenOf(s.pid()).size() == 1; }));
+    useServer(s.endpoint(), "", tls ? c.ca : "", tls ? "localhost" : "");
+    auto [rc, text] = firstCall();
+    CHECK(rc == MQD_PROXY_ERR_SESSION_REFUSED);
+    CHECK(text.find("--max-sessions 1") != std::string::npos);
+    close(holder);
+    REQUIRE(waitFor([&] { return childrenOf(s.pid()).empty(); }));
+    CHECK(fullSession() == 5 * 3 * 3);  // the slot is free again
+  }
+}
+
+TEST_CASE("--max-message-mib: an oversized message ends that connection only") {
+  std::string log = scratch() / "size.log";
+  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "size.sock"),
+                                       "--max-message-mib", "1", "--dll", mqd::test::kTestDll3,
+                                       "--log-file", log});
+  useServer(s.endpoint());
+  Rig rig;
+  rig.setUp();
+  CHECK(rig.refresh() == 5 * 3 * 3);
+  // Another client announces a Cap'n Proto message of one 2 MiB segment.
+  int big = connectTo(s.endpoint());
+  sendHello(big, "");
+  REQUIRE(readLine(big) == "OK");
+  uint32_t frame[2] = {0, (2u << 20) / 8};  // segment count - 1, segment size in words (LE)
+  REQUIRE(write(big, frame, sizeof frame) == sizeof frame);
+  bool closed = false;
+  std::string answer = readAll(big, &closed, 5s);
+  CHECK(closed);
+  // Cap'n Proto aborts the connection, telling the peer why.
+  CHECK(answer.find("Message is too large") != std::string::npos);
+  close(big);
+  CHECK(rig.refresh() == 5 * 3 * 3);  // the first session goes on
+  CHECK(waitFor([&] { return childrenOf(s.pid()).size() == 1; }));
+  CHECK(fileText(log).find("connection 2: worker") != std::string::npos);
+  CHECK(fileText(log).find("dropping the connection: unreadable message from the client") !=
+        std::string::npos);
+  CHECK(fileText(log).find("Message is too large") != std::string::npos);
+}
+
+TEST_CASE("--idle-timeout: a silent session is ended, and the worker says why") {
+  std::string log = scratch() / "idle.log";
+  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "idle.sock"),
+                                       "--idle-timeout", "1", "--dll", mqd::test::kTestDll3,
+                                       "--log-file", log});
+  useServer(s.endpoint());
+  Rig rig;
+  rig.setUp();
+  CHECK(rig.refresh() == 5 * 3 * 3);
+  std::this_thread::sleep_for(500ms);
+  CHECK(rig.refresh() == 5 * 3 * 3);  // activity restarts the count
+  CHECK(childrenOf(s.pid()).size() == 1);
+  CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }, 4s));
+  // No call was waiting: the next one re-establishes the session on a new worker.
+  CHECK(rig.refresh() == 5 * 3 * 3);
+  CHECK(childrenOf(s.pid()).size() == 1);
+  CHECK(fileText(log).find("session idle for 1 s (--idle-timeout): ending it") !=
+        std::string::npos);
+}
+
+TEST_CASE("--worker-user: workers run as that user, without root's groups, for good") {
+  passwd* nobody = getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  if (geteuid() != 0) {
+    // Not root: the only thing to check is the clear refusal.
+    Run r = server("--worker-user nobody --dll " + std::string(mqd::test::kTestDll3));
+    CHECK(r.status == 1);
+    CHECK(r.output.find("must start as root") != std::string::npos);
+    MESSAGE("not root: the privilege drop itself is tested only when run as root (as in CI)");
+    return;
+  }
+  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "user.sock"),
+                                       "--worker-user", "nobody", "--dll", mqd::test::kTestDll3,
+                                       "--log-file", scratch() / "user.log"});
+  useServer(s.endpoint());
+  Rig rig;
+  rig.setUp();
+  CHECK(rig.refresh() == 5 * 3 * 3);
+  std::vector<pid_t> workers = childrenOf(s.pid());
+  REQUIRE(workers.size() == 1);
+  std::string status = fileText("/proc/" + std::to_string(workers[0]) + "/status");
+  std::string uid = std::to_string(nobody->pw_uid);
+  std::string gid = std::to_string(nobody->pw_gid);
+  CHECK(status.find("\nUid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\n") !=
+        std::string::npos);
+  CHECK(status.find("\nGid:\t" + gid + "\t" + gid + "\t" + gid + "\t" + gid + "\n") !=
+        std::string::npos);
+  CHECK(status.find("\nGroups:\t" + gid + " \n") != std::string::npos);
+  CHECK(status.find("\nCapEff:\t0000000000000000\n") != std::string::npos);
+  CHECK(status.find("\nCapPrm:\t0000000000000000\n") != std::string::npos);
+  // The supervisor itself stays root (it must accept and fork).
+  std::string supervisor = fileText("/proc/" + std::to_string(s.pid()) + "/status");
+  CHECK(supervisor.find("\nUid:\t0\t0\t0\t0\n") != std::string::npos);
+
+  Run root = server("--worker-user root --dll " + std::string(mqd::test::kTestDll3));
+  CHECK(root.status == 1);
+  CHECK(root.output.find("is root") != std::string::npos);
+  Run unknown = server("--worker-user no-such-user-mqd --dll " + std::string(mqd::test::kTestDll3));
+  CHECK(unknown.status == 1);
+  CHECK(unknown.output.find("no such user") != std::string::npos);
+  // Started by an ordinary user, the option is refused rather than ignored.
+  Run asNobody = shell("setpriv --reuid=" + uid + " --regid=" + gid + " --clear-groups " +
+                       mqd::test::kServer + " --worker-user nobody --listen unix:/tmp/mqd-nobody-" +
+                       std::to_string(getpid()) + ".sock --dll " + mqd::test::kTestDll3);
+  CHECK(asNobody.status == 1);
+  CHECK(asNobody.output.find("must start as root") != std::string::npos);
+}
