@@ -229,7 +229,8 @@ void Supervisor::forkWorker(uv_stream_t* client) {
     ::close(fd);
     logSetComponent("mqd-proxy-worker");
     if (slot != nullptr) slot->worker = ::getpid();
-    WorkerConfig config{&dlls_, options_.stateDir, options_.blockSize, &board_, slot};
+    WorkerConfig config{&dlls_, options_.stateDir, options_.blockSize, &board_, slot,
+                        options_.shutdownGraceMs};
     ::_exit(runWorker(worker, config));
   }
   if (slot != nullptr) slot->worker = pid;

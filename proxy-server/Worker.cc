@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "CountingStream.h"
+#include "DisconnectWatchdog.h"
 #include "DllOutput.h"
 #include "Log.h"
 #include "ProxyService.h"
@@ -22,6 +23,9 @@ int runWorker(int fd, const WorkerConfig& config) {
     Metrics::attach(config.slot);
     DllOutput output;
     logMoveOffStderr(output.originalStderr());
+    // Watches its own duplicate of fd, so it outlives the stream below without harm.
+    DisconnectWatchdog watchdog(fd, std::chrono::milliseconds(config.disconnectGraceMs),
+                                config.slot);
     auto io = kj::setupAsyncIo();
     CountingStream stream(
         io.lowLevelProvider->wrapSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP),

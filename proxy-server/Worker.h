@@ -3,7 +3,8 @@
 // Forked by the Supervisor for each accepted connection (no exec: a qemu-user emulated server
 // cannot exec itself). It runs the kj event loop and Cap'n Proto RPC on the connection, and
 // loads at most one vendor DLL, for at most one session. When the peer disconnects, the worker
-// ends; a DLL crash ends only this worker.
+// ends (killed by its DisconnectWatchdog if a DLL call keeps it busy past the grace period); a
+// DLL crash ends only this worker.
 #pragma once
 
 #include <string>
@@ -19,6 +20,8 @@ struct WorkerConfig {
   uint32_t blockSize;         // target memory block size
   SessionBoard* board;        // shared with the supervisor and the other workers
   SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
+  int disconnectGraceMs;      // --shutdown-grace-ms: a worker still busy in the DLL this long
+                              // after its debugger hung up is killed (DisconnectWatchdog)
 };
 
 // Serves the connection on `fd` (taking ownership) until the peer disconnects. Returns the
