@@ -135,8 +135,11 @@ Options:
   --log-level LEVEL       error, warn, info (default), debug or trace.
   --log-file PATH         Append the log to PATH instead of stderr.
   --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH.
-  --shutdown-grace-ms N   On SIGINT/SIGTERM, how long workers get to finish before SIGKILL
-                          (default 3000).
+  --shutdown-grace-ms N   On SIGINT/SIGTERM, how long workers get to finish before SIGKILL;
+                          also how long a worker may stay busy in the vendor DLL after its
+                          debugger hung up (a call the debugger abandoned with
+                          MQD_PROXY_ERR_TIMEOUT, e.g. a DLL looping on corrupt target data)
+                          before it is killed (default 3000).
   --block-size BYTES      Granularity of the target-memory cache: the server reads the target in
                           aligned blocks of this many bytes (a power of two, 4096 to 1048576;
                           default 65536) instead of the DLL's 4- and 8-byte reads.

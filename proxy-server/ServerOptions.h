@@ -16,7 +16,8 @@ struct ServerOptions {
   LogLevel logLevel = LogLevel::Info;  // --log-level
   std::string logFile;             // --log-file; default stderr
   std::string readyFile;           // --ready-file: write the bound address here once listening
-  int shutdownGraceMs = 3000;      // --shutdown-grace-ms: SIGTERM to SIGKILL for workers
+  int shutdownGraceMs = 3000;      // --shutdown-grace-ms: SIGTERM to SIGKILL for workers, and
+                                   // hang-up to SIGKILL for a worker busy in the DLL
   std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
   uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
   // Security (README.md, "Security model").

@@ -301,7 +301,8 @@ void Supervisor::forkWorker(uv_stream_t* client, const std::string& refusal) {
                         &board_,  slot,              &admission_,
                         uint64_t(options_.maxMessageMiB) << 17,  // MiB in 8-byte words
                         options_.idleTimeoutS,
-                        options_.dllCpuLimitS};
+                        options_.dllCpuLimitS,
+                        options_.shutdownGraceMs};
     ::_exit(runWorker(worker, config));
   }
   if (slot != nullptr) slot->worker = pid;

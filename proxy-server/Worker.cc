@@ -6,6 +6,7 @@
 
 #include "CountingStream.h"
 #include "CpuWatchdog.h"
+#include "DisconnectWatchdog.h"
 #include "DllOutput.h"
 #include "IdleTimeout.h"
 #include "Log.h"
@@ -20,6 +21,9 @@ int runWorker(int fd, const WorkerConfig& config) {
     CpuWatchdog::setLimit(config.dllCpuLimitS);
     DllOutput output;
     logMoveOffStderr(output.originalStderr());
+    // Watches its own duplicate of fd, so it outlives the stream below without harm.
+    DisconnectWatchdog watchdog(fd, std::chrono::milliseconds(config.disconnectGraceMs),
+                                config.slot);
     auto io = kj::setupAsyncIo();
     kj::Own<kj::AsyncIoStream> admitted = admit(io, fd, *config.admission);
     if (admitted.get() == nullptr) return 0;  // refused or dropped, and logged: no session was created

@@ -3,7 +3,8 @@
 // Forked by the Supervisor for each accepted connection (no exec: a qemu-user emulated server
 // cannot exec itself). It runs the kj event loop and Cap'n Proto RPC on the connection, and
 // loads at most one vendor DLL, for at most one session. When the peer disconnects, the worker
-// ends; a DLL crash ends only this worker.
+// ends (killed by its DisconnectWatchdog if a DLL call keeps it busy past the grace period); a
+// DLL crash ends only this worker.
 #pragma once
 
 #include <string>
@@ -24,6 +25,9 @@ struct WorkerConfig {
   uint64_t traversalLimitWords;      // the largest message read (--max-message-mib)
   int idleTimeoutS;                  // end the session after this long silent (0: never)
   int dllCpuLimitS;                  // CPU seconds per DLL call (CpuWatchdog; 0: no limit)
+  int disconnectGraceMs;             // --shutdown-grace-ms: a worker still busy in the DLL
+                                     // this long after its debugger hung up is killed
+                                     // (DisconnectWatchdog)
 };
 
 // Admits the connection on `fd` (taking ownership; see Admission.h), then serves it until the
