@@ -128,4 +128,19 @@ std::string StderrCapture::text() const {
   return ss.str();
 }
 
+std::string fileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child;
+  while (in >> child) out.push_back(child);
+  return out;
+}
+
 }  // namespace mqd::harness

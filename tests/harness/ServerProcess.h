@@ -63,4 +63,10 @@ class StderrCapture {
   std::string file_;
 };
 
+// The whole content of a file ("" when it cannot be read).
+std::string fileText(const std::string& path);
+
+// The child processes of `pid` (a server's workers), from /proc.
+std::vector<pid_t> childrenOf(pid_t pid);
+
 }  // namespace mqd::harness

@@ -60,13 +60,6 @@ Run shell(const std::string& cmd) {
 
 Run server(const std::string& args) { return shell(std::string(mqd::test::kServer) + " " + args); }
 
-std::string fileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string writeFile(const std::string& name, const std::string& text, mode_t mode) {
   std::string path = scratch() / name;
   std::ofstream(path) << text;
@@ -81,14 +74,6 @@ bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds l
     std::this_thread::sleep_for(10ms);
   }
   return condition();
-}
-
-std::vector<pid_t> childrenOf(pid_t pid) {
-  std::vector<pid_t> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t c;
-  while (in >> c) out.push_back(c);
-  return out;
 }
 
 // The port of "tcp:HOST:PORT" / "tls:HOST:PORT".

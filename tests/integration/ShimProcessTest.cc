@@ -81,14 +81,6 @@ struct SignalState {
 
 void customHandler(int) {}
 
-std::vector<pid_t> childrenOf(pid_t pid) {
-  std::vector<pid_t> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t c;
-  while (in >> c) out.push_back(c);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("signals: loading, using and unloading the shim changes no disposition or mask") {

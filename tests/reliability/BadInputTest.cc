@@ -78,8 +78,7 @@ TEST_CASE("from the vendor DLL: unterminated strings and absurd fetch sizes are 
   // The session goes on.
   CHECK(d.dll().update_communicator_list(p) == mqs_ok);
   CHECK(d.dll().setup_communicator_iterator(p) == mqs_end_of_list);
-  std::ifstream in(scratch() / "hostile.log");
-  std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string log = fileText(scratch() / "hostile.log");
   CHECK(log.find("not NUL-terminated") != std::string::npos);
   CHECK(kill(server.pid(), 0) == 0);
 }

@@ -37,13 +37,6 @@ TempDir& scratch() {
   return dir;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void configure(const std::string& endpoint, const char* cache, const char* timeout = "10") {
   setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
   setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
@@ -73,7 +66,7 @@ class Child {
     waitpid(pid_, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
-  std::string output() const { return slurp(out_); }
+  std::string output() const { return fileText(out_); }
 
  private:
   pid_t pid_;
@@ -164,7 +157,7 @@ TEST_CASE("a vendor DLL that crashes: WORKER_DIED naming signal, DLL and call; o
       MESSAGE("other session: ", summary);
     }
   }
-  std::string log = slurp(scratch() / "crash.log");
+  std::string log = fileText(scratch() / "crash.log");
   CHECK(log.find("killed by SIGSEGV in vendor DLL") != std::string::npos);
   CHECK(log.find("killed by SIGABRT in vendor DLL") != std::string::npos);
   CHECK(log.find("during mqs_next_operation") != std::string::npos);
@@ -274,7 +267,7 @@ TEST_CASE("broken connections: drop, stall, truncate, corrupt, either way, mid-c
           }
         }
         CHECK(complete == 2);
-        bool injected = !slurp(log).empty();
+        bool injected = !fileText(log).empty();
         CHECK(injected);
         faultsSeen += injected;
         ++cases;
