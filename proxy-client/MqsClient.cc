@@ -167,54 +167,27 @@ void MqsClient::reestablish() {
     switch (e.kind) {
       case SessionSetUp::Kind::Image:
         what = "mqs_setup_image";
-        rc = roundTrip<wire::Session::SetupImageResults>(
-                 what, [token](wire::Session::Client& s) {
-                   auto r = s.setupImageRequest();
-                   r.setImage(token);
-                   return r.send();
-                 }).get().getRc();
+        rc = sendSetupImage(token).get().getRc();
         if (rc == mqs_ok && e.queriedQueues) {
           what = "mqs_image_has_queues";
-          rc = roundTrip<wire::Session::ImageHasQueuesResults>(
-                   what, [token](wire::Session::Client& s) {
-                     auto r = s.imageHasQueuesRequest();
-                     r.setImage(token);
-                     return r.send();
-                   }).get().getRc();
+          rc = sendImageHasQueues(token).get().getRc();
         }
         break;
       case SessionSetUp::Kind::Job:
         if (!dll_.has("mqs_setup_job")) break;
         what = "mqs_setup_job";
-        rc = roundTrip<wire::Session::SetupJobResults>(
-                 what, [token](wire::Session::Client& s) {
-                   auto r = s.setupJobRequest();
-                   r.setJob(token);
-                   return r.send();
-                 }).get().getRc();
+        rc = sendSetupJob(token).get().getRc();
         break;
       case SessionSetUp::Kind::Process:
         what = "mqs_setup_process";
         rc = sendSetupProcess(token, e.targetBigEndian);
         if (rc == mqs_ok && e.queriedQueues) {
           what = "mqs_process_has_queues";
-          rc = roundTrip<wire::Session::ProcessHasQueuesResults>(
-                   what, [token](wire::Session::Client& s) {
-                     auto r = s.processHasQueuesRequest();
-                     r.setProcess(token);
-                     return r.send();
-                   }).get().getRc();
+          rc = sendProcessHasQueues(token).get().getRc();
         }
         if (rc == mqs_ok && e.updated) {
           what = "mqs_update_communicator_list";
-          const ClientCounters* c = &counters_;
-          rc = roundTrip<wire::Session::UpdateCommunicatorListResults>(
-                   what, [token, c](wire::Session::Client& s) {
-                     auto r = s.updateCommunicatorListRequest();
-                     r.setProcess(token);
-                     c->write(r.initClientCounters(ClientCounters::kCount));
-                     return r.send();
-                   }).get().getRc();
+          rc = sendUpdate(token).get().getRc();
         }
         if (rc == mqs_ok && e.updated && setUp_.cursor(token).setUp) {
           // Bring the interrupted iteration back to where the debugger stands.
@@ -485,12 +458,7 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
     uint64_t token = side_.images.tokenOf(image);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
-    auto reply = roundTrip<wire::Session::SetupImageResults>(
-        "mqs_setup_image", [token](wire::Session::Client& s) {
-          auto r = s.setupImageRequest();
-          r.setImage(token);
-          return r.send();
-        });
+    auto reply = sendSetupImage(token);
     setUp_.setUp(SessionSetUp::Kind::Image, token);
     return resultOf(reply, reply.get().getRc());
   });
@@ -500,12 +468,7 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
   return call("mqs_image_has_queues", [&]() {
     ensureSession();
     uint64_t token = setUpImage(image, "mqs_image_has_queues");
-    auto reply = roundTrip<wire::Session::ImageHasQueuesResults>(
-        "mqs_image_has_queues", [token](wire::Session::Client& s) {
-          auto r = s.imageHasQueuesRequest();
-          r.setImage(token);
-          return r.send();
-        });
+    auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
@@ -545,6 +508,56 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
   });
 }
 
+MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uint64_t image) {
+  return roundTrip<wire::Session::SetupImageResults>(
+      "mqs_setup_image", [image](wire::Session::Client& s) {
+        auto r = s.setupImageRequest();
+        r.setImage(image);
+        return r.send();
+      });
+}
+
+MqsClient::Reply<wire::Session::ImageHasQueuesResults> MqsClient::sendImageHasQueues(
+    uint64_t image) {
+  return roundTrip<wire::Session::ImageHasQueuesResults>(
+      "mqs_image_has_queues", [image](wire::Session::Client& s) {
+        auto r = s.imageHasQueuesRequest();
+        r.setImage(image);
+        return r.send();
+      });
+}
+
+MqsClient::Reply<wire::Session::SetupJobResults> MqsClient::sendSetupJob(uint64_t job) {
+  return roundTrip<wire::Session::SetupJobResults>(
+      "mqs_setup_job", [job](wire::Session::Client& s) {
+        auto r = s.setupJobRequest();
+        r.setJob(job);
+        return r.send();
+      });
+}
+
+MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessHasQueues(
+    uint64_t process) {
+  return roundTrip<wire::Session::ProcessHasQueuesResults>(
+      "mqs_process_has_queues", [process](wire::Session::Client& s) {
+        auto r = s.processHasQueuesRequest();
+        r.setProcess(process);
+        return r.send();
+      });
+}
+
+MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdate(
+    uint64_t process) {
+  const ClientCounters* c = &counters_;
+  return roundTrip<wire::Session::UpdateCommunicatorListResults>(
+      "mqs_update_communicator_list", [process, c](wire::Session::Client& s) {
+        auto r = s.updateCommunicatorListRequest();
+        r.setProcess(process);
+        c->write(r.initClientCounters(ClientCounters::kCount));
+        return r.send();
+      });
+}
+
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
   // Sent along, so that the server never has to ask (cache policies call and epoch).
   bool withAttributes = config_.cache != wire::CachePolicy::OFF;
@@ -578,12 +591,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_process_has_queues");
     leaveWalk(token);
-    auto reply = roundTrip<wire::Session::ProcessHasQueuesResults>(
-        "mqs_process_has_queues", [token](wire::Session::Client& s) {
-          auto r = s.processHasQueuesRequest();
-          r.setProcess(token);
-          return r.send();
-        });
+    auto reply = sendProcessHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     applyMessage(reply.get().getMessage(), message, strings_);
@@ -613,14 +621,7 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_update_communicator_list");
     walks_.erase(token);  // a new epoch: the old record is stale
-    const ClientCounters* c = &counters_;
-    auto reply = roundTrip<wire::Session::UpdateCommunicatorListResults>(
-        "mqs_update_communicator_list", [token, c](wire::Session::Client& s) {
-          auto r = s.updateCommunicatorListRequest();
-          r.setProcess(token);
-          c->write(r.initClientCounters(ClientCounters::kCount));
-          return r.send();
-        });
+    auto reply = sendUpdate(token);
     setUp_.updated(token);
     int rc = resultOf(reply, reply.get().getRc());
     if (reply.get().getWalk().getSize() > 0) {
@@ -806,12 +807,7 @@ int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
     uint64_t token = side_.jobs.tokenOf(job);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL job");
     side_.setJobCallbacks(token, callbacks);
-    auto reply = roundTrip<wire::Session::SetupJobResults>(
-        "mqs_setup_job", [token](wire::Session::Client& s) {
-          auto r = s.setupJobRequest();
-          r.setJob(token);
-          return r.send();
-        });
+    auto reply = sendSetupJob(token);
     setUp_.setUp(SessionSetUp::Kind::Job, token);
     return resultOf(reply, reply.get().getRc());
   });

@@ -89,6 +89,12 @@ class MqsClient {
   [[noreturn]] void failLost(int code, const std::string& detail, const char* entryPoint);
   // Sends mqs_setup_process for a process whose table the debugger gave.
   int sendSetupProcess(uint64_t token, bool bigEndian);
+  // One request each, for the entry points themselves and for a set-up replay.
+  Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image);
+  Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
+  Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
+  Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(uint64_t process);
+  Reply<wire::Session::UpdateCommunicatorListResults> sendUpdate(uint64_t process);
 
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.
