@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "AsanFiber.h"
 #include "Bulk.h"
 #include "Log.h"
 #include "ProxyErrors.h"
@@ -18,6 +19,7 @@ namespace {
 template <typename Request>
 auto await(DllCall& call, Request& request) {
   Metrics::add(Count::Callbacks);
+  AsanFiber::Wait onLoopStack;
   return request.send().wait(call.waitScope());
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "AsanFiber.h"
 #include "Bulk.h"
 #include "CallbackTables.h"
 #include "CommunicatorWalker.h"
@@ -122,6 +123,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
   auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
         [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
+          AsanFiber onFiber(kFiberStackBytes);
           DllCall call(*this, waitScope, entryPoint);
           // Policy call: target memory is only trusted within one call.
           objects_.forEachProcess([this](RemoteProcess& p) { remote_.forgetCallMemory(p); });
@@ -137,7 +139,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
             lookupsSaved_ = remote_.lookupsSeen().size();
             learned_.save(remote_.lookupsSeen());
           }
-        });
+        }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); }));
   };
   auto result = queue_.addBranch().then(kj::mv(run)).fork();
   queue_ = result.addBranch().catch_([](kj::Exception&&) {}).fork();

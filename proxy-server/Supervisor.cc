@@ -15,6 +15,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "LeakCheck.h"
 #include "Log.h"
 #include "Worker.h"
 
@@ -230,7 +231,7 @@ void Supervisor::forkWorker(uv_stream_t* client) {
     logSetComponent("mqd-proxy-worker");
     if (slot != nullptr) slot->worker = ::getpid();
     WorkerConfig config{&dlls_, options_.stateDir, options_.blockSize, &board_, slot};
-    ::_exit(runWorker(worker, config));
+    ::_exit(leakCheckedStatus(runWorker(worker, config)));
   }
   if (slot != nullptr) slot->worker = pid;
   workers_[pid] = Worker{pid, connection, slot};
