@@ -64,7 +64,33 @@ SessionService::~SessionService() noexcept(false) {
   objects_.forEachProcess([this](RemoteProcess& p) {
     if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->currentWindows());
   });
+  destroyLeftInfos();
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
+}
+
+void SessionService::destroyLeftInfos() {
+  // A debugger that detaches often leaves its infos; a native one would keep the DLL's memory
+  // until it unloads the DLL, and so would this worker until it exits. Destroy them as the
+  // debugger would (jobs, then processes, then images: the outer objects last), outside any
+  // call: callbacks that need the debugger are refused (DllCall::current() is null).
+  const VendorDll::EntryPoints& entry = dll_->entry();
+  try {
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::JOB)) {
+      if (entry.mqs_destroy_job_info) entry.mqs_destroy_job_info(static_cast<mqs_job_info*>(info));
+    }
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::PROCESS)) {
+      if (entry.mqs_destroy_process_info) {
+        entry.mqs_destroy_process_info(static_cast<mqs_process_info*>(info));
+      }
+    }
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::IMAGE)) {
+      if (entry.mqs_destroy_image_info) {
+        entry.mqs_destroy_image_info(static_cast<mqs_image_info*>(info));
+      }
+    }
+  } catch (...) {
+    MQD_LOG(Warn, "destroying the infos left at the end of the session failed");
+  }
 }
 
 void SessionService::relayDllOutput(DllCall& call) {
