@@ -15,6 +15,8 @@ packages=(
   # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
   # headers (for the debug-type object of the stripped libmpi)
   gdb python3 openmpi-bin libopenmpi-dev
+  # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
+  libasan8 libubsan1
 )
 if [ "${1:-}" = "--cross" ]; then
   packages+=(
