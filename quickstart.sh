@@ -2,7 +2,8 @@
 # mqd-proxy on a fresh Debian 12 machine, in one command:
 #   ./quickstart.sh         install what is missing, build, run the main job: a live 4-rank
 #                           Open MPI job, gdb attached to every rank, queues through the proxy
-#   ./quickstart.sh test    install what is missing, build, run the whole test suite
+#   ./quickstart.sh test    install what is missing, build (also a sanitized copy), run the
+#                           whole test suite
 # BUILD_DIR (default: build), JOBS (default: 2) and MQD_CROSS (architectures tested besides
 # x86_64; default for `test`: all) can be set in the environment.
 set -euo pipefail
@@ -18,14 +19,18 @@ esac
 
 # The test suite includes the cross-architecture tests (tests/cross/): foreign servers under
 # qemu-user and a 32-bit debugger side. MQD_CROSS overrides which architectures.
+# It also builds and tests a sanitized copy (ASan+UBSan, tests/sanitize/).
 if [ "$mode" = test ]; then
   tools/install-deps.sh --cross
   cross=${MQD_CROSS-aarch64;ppc64el;s390x;i686;i686-taddr64}
+  sanitized=ON
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}
+  sanitized=OFF
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross" \
+  -DMQD_SANITIZED_COPY=$sanitized
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then

@@ -134,6 +134,20 @@ void DebuggerObjects::forgetInfo(uint64_t token) {
   infoByToken_.erase(it);
 }
 
+std::vector<void*> DebuggerObjects::takeLiveInfos(wire::InfoKind kind) {
+  std::vector<void*> out;
+  for (auto it = infoByToken_.begin(); it != infoByToken_.end();) {
+    if (it->second.kind == kind) {
+      out.push_back(it->second.info);
+      tokenByInfo_.erase(it->second.info);
+      it = infoByToken_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
 void DebuggerObjects::forEachProcess(const std::function<void(RemoteProcess&)>& fn) {
   for (auto& [token, process] : processes_) fn(*process);
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "TargetMemory.h"
 
@@ -107,6 +108,9 @@ class DebuggerObjects {
   void* infoFromToken(wire::InfoKind kind, uint64_t token, const char* entryPoint);
   // Forget a destroyed info (a later destroy of the same token is refused).
   void forgetInfo(uint64_t token);
+  // The infos of `kind` the DLL handed out and nobody destroyed, forgotten as they are
+  // returned: the session's end destroys them on the debugger's behalf.
+  std::vector<void*> takeLiveInfos(wire::InfoKind kind);
 
   void forEachProcess(const std::function<void(RemoteProcess&)>& fn);
 

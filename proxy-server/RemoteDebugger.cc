@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "AsanFiber.h"
 #include "Bulk.h"
 #include "Log.h"
 #include "ProxyErrors.h"
@@ -18,6 +19,7 @@ namespace {
 template <typename Request>
 auto await(DllCall& call, Request& request) {
   Metrics::add(Count::Callbacks);
+  AsanFiber::Wait onLoopStack;
   return request.send().wait(call.waitScope());
 }
 
@@ -400,7 +402,8 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
   }
   auto request = client_.errorStringRequest();
   request.setCode(code);
-  auto text = await(call, request).getText();
+  auto response = await(call, request);  // owns the message `text` points into
+  auto text = response.getText();
   bool isNull = !text.isText();
   std::string value = isNull ? "" : std::string(text.getText());
   if (caches()) {

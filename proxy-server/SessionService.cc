@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "AsanFiber.h"
 #include "Bulk.h"
 #include "CallbackTables.h"
 #include "CommunicatorWalker.h"
@@ -64,7 +65,33 @@ SessionService::~SessionService() noexcept(false) {
   objects_.forEachProcess([this](RemoteProcess& p) {
     if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->currentWindows());
   });
+  destroyLeftInfos();
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
+}
+
+void SessionService::destroyLeftInfos() {
+  // A debugger that detaches often leaves its infos; a native one would keep the DLL's memory
+  // until it unloads the DLL, and so would this worker until it exits. Destroy them as the
+  // debugger would (jobs, then processes, then images: the outer objects last), outside any
+  // call: callbacks that need the debugger are refused (DllCall::current() is null).
+  const VendorDll::EntryPoints& entry = dll_->entry();
+  try {
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::JOB)) {
+      if (entry.mqs_destroy_job_info) entry.mqs_destroy_job_info(static_cast<mqs_job_info*>(info));
+    }
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::PROCESS)) {
+      if (entry.mqs_destroy_process_info) {
+        entry.mqs_destroy_process_info(static_cast<mqs_process_info*>(info));
+      }
+    }
+    for (void* info : objects_.takeLiveInfos(wire::InfoKind::IMAGE)) {
+      if (entry.mqs_destroy_image_info) {
+        entry.mqs_destroy_image_info(static_cast<mqs_image_info*>(info));
+      }
+    }
+  } catch (...) {
+    MQD_LOG(Warn, "destroying the infos left at the end of the session failed");
+  }
 }
 
 void SessionService::relayDllOutput(DllCall& call) {
@@ -123,6 +150,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
   auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
         [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
+          AsanFiber onFiber(kFiberStackBytes);
           DllCall call(*this, waitScope, entryPoint);
           // Policy call: target memory is only trusted within one call.
           objects_.forEachProcess([this](RemoteProcess& p) { remote_.forgetCallMemory(p); });
@@ -138,7 +166,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
             lookupsSaved_ = remote_.lookupsSeen().size();
             learned_.save(remote_.lookupsSeen());
           }
-        });
+        }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); }));
   };
   auto result = queue_.addBranch().then(kj::mv(run)).fork();
   queue_ = result.addBranch().catch_([](kj::Exception&&) {}).fork();

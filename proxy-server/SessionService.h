@@ -72,6 +72,8 @@ class SessionService final : public wire::Session::Server {
   kj::Promise<void> reposition(RepositionContext context) override;
 
  private:
+  // At the session's end: mqs_destroy_*_info for every info the debugger did not destroy.
+  void destroyLeftInfos();
   // Runs `body(DllCall&)` on a fiber after every earlier call has finished. `roundTrip`: the
   // shim waits for the answer (counted as a round trip).
   template <typename Body>

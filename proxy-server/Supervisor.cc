@@ -16,6 +16,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "LeakCheck.h"
 #include "Log.h"
 #include "TokenFile.h"
 #include "mqd_proxy.h"
@@ -303,7 +304,7 @@ void Supervisor::forkWorker(uv_stream_t* client, const std::string& refusal) {
                         options_.idleTimeoutS,
                         options_.dllCpuLimitS,
                         options_.shutdownGraceMs};
-    ::_exit(runWorker(worker, config));
+    ::_exit(leakCheckedStatus(runWorker(worker, config)));
   }
   if (slot != nullptr) slot->worker = pid;
   workers_[pid] = Worker{pid, connection, slot, refuser};

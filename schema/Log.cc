@@ -21,6 +21,19 @@ bool gOwnFd = false;
 
 constexpr const char* kNames[] = {"error", "warn", "info", "debug", "trace"};
 
+// Closes the log file this copy of the code opened when it goes away: at exit, or when a
+// debugger dlclose()s the shim, which would otherwise leave one descriptor open per load.
+// Later lines (none are expected) go to stderr. Constructed after the state above, so it is
+// destroyed before it; a function-local static (the shim's MqsClient) is destroyed before it.
+struct LogFileCloser {
+  ~LogFileCloser() {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gOwnFd) ::close(gFd);
+    gFd = STDERR_FILENO;
+    gOwnFd = false;
+  }
+} gLogFileCloser;
+
 }  // namespace
 
 LogLevel parseLogLevel(const std::string& text) {

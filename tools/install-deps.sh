@@ -17,6 +17,8 @@ packages=(
   gdb python3 openmpi-bin libopenmpi-dev
   # the security tests make their TLS certificates at run time with the openssl command
   openssl
+  # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
+  libasan8 libubsan1
 )
 if [ "${1:-}" = "--cross" ]; then
   packages+=(

@@ -9,6 +9,7 @@ byte-identical, and they must show what each rank posted, as recorded in its man
 peers (local and world), lengths, buffers, communicator names, sizes and group translations.
 
 usage: e2e_openmpi.py --build DIR --ompi-dll PATH --frontend PATH --ops N [--ranks 4]
+                     [--shim PATH]
 """
 import argparse
 import json
@@ -56,6 +57,10 @@ class Job:
     def __init__(self, program, ranks, ops, workdir):
         self.dir = workdir
         env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
+        # A sanitized build (tests/sanitize/) adds options for the MPI ranks alone.
+        extra = os.environ.get("MQD_TEST_TARGET_ASAN_OPTIONS")
+        if extra:
+            env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), extra) if o)
         self.log = open(os.path.join(workdir, "mpirun.log"), "w")
         self.proc = subprocess.Popen(
             ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
@@ -211,9 +216,10 @@ def main():
     ap.add_argument("--frontend", required=True)
     ap.add_argument("--ops", type=int, required=True)
     ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    shim = os.path.join(build, "shim", "libmqdproxy.so")
+    shim = args.shim or os.path.join(build, "shim", "libmqdproxy.so")
     server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
     program = os.path.join(build, "tests", "e2e", "pending")
 

@@ -173,5 +173,8 @@ int main(int argc, char **argv) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
+  for (i = 0; i < n; ++i) free(buffers[i]); /* calloc'd: NULL where nothing was allocated */
+  free(buffers);
+  free(requests);
   return 0;
 }

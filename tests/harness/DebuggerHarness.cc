@@ -53,6 +53,7 @@ char* cbErrorString(int code) {
 }
 void cbPutImageInfo(mqs_image* image, mqs_image_info* info) {
   count("put_image_info");
+  if (imageOf(image)->info != nullptr && imageOf(image)->info != info) h().retire(imageOf(image)->info);
   imageOf(image)->info = info;
   h().effects().push_back("put_image_info(" + imageOf(image)->name + ", " + h().infoName(info) + ")");
 }
@@ -62,6 +63,7 @@ mqs_image_info* cbGetImageInfo(mqs_image* image) {
 }
 void cbPutProcessInfo(mqs_process* process, mqs_process_info* info) {
   count("put_process_info");
+  if (processOf(process)->info != nullptr && processOf(process)->info != info) h().retire(processOf(process)->info);
   processOf(process)->info = info;
   h().effects().push_back("put_process_info(" + processOf(process)->name + ", " +
                           h().infoName(info) + ")");
@@ -72,6 +74,7 @@ mqs_process_info* cbGetProcessInfo(mqs_process* process) {
 }
 void cbPutJobInfo(mqs_job* job, mqs_job_info* info) {
   count("put_job_info");
+  if (jobOf(job)->info != nullptr && jobOf(job)->info != info) h().retire(jobOf(job)->info);
   jobOf(job)->info = info;
   h().effects().push_back("put_job_info(job, " + h().infoName(info) + ")");
 }
@@ -182,6 +185,26 @@ DebuggerHarness::DebuggerHarness(const std::string& dllPath, Options options)
 }
 
 DebuggerHarness::~DebuggerHarness() {
+  // As a debugger that is done with the DLL: destroy the infos it still holds (jobs, then
+  // processes, then images), so that the DLL's memory is returned before it is unloaded.
+  for (auto& j : jobs_) {
+    if (j->info != nullptr) retiredJobInfos_.push_back(j->info);
+  }
+  for (auto& p : processes_) {
+    if (p->info != nullptr) retiredProcessInfos_.push_back(p->info);
+  }
+  for (auto& i : images_) {
+    if (i->info != nullptr) retiredImageInfos_.push_back(i->info);
+  }
+  if (dll_->destroy_job_info != nullptr) {
+    for (mqs_job_info* info : retiredJobInfos_) dll_->destroy_job_info(info);
+  }
+  if (dll_->destroy_process_info != nullptr) {
+    for (mqs_process_info* info : retiredProcessInfos_) dll_->destroy_process_info(info);
+  }
+  if (dll_->destroy_image_info != nullptr) {
+    for (mqs_image_info* info : retiredImageInfos_) dll_->destroy_image_info(info);
+  }
   dll_.reset();
   gActive = nullptr;
 }

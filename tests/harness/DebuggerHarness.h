@@ -53,7 +53,8 @@ class DebuggerHarness {
     mqs_job_info* info = nullptr;
   };
 
-  // Loads the DLL (vendor or shim) at `dllPath`.
+  // Loads the DLL (vendor or shim) at `dllPath`. The destructor destroys the infos still held
+  // (mqs_destroy_*_info), then unloads the DLL.
   DebuggerHarness(const std::string& dllPath, Options options);
   ~DebuggerHarness();
   DebuggerHarness(const DebuggerHarness&) = delete;
@@ -84,6 +85,12 @@ class DebuggerHarness {
 
   static DebuggerHarness* active();
 
+  // An info the DLL replaced with put_*_info while this harness still held it: a debugger
+  // destroys the old one when it is done with it, this harness in its destructor.
+  void retire(mqs_image_info* info) { retiredImageInfos_.push_back(info); }
+  void retire(mqs_process_info* info) { retiredProcessInfos_.push_back(info); }
+  void retire(mqs_job_info* info) { retiredJobInfos_.push_back(info); }
+
   // Debugger error codes this harness returns, and their texts.
   enum { kNoSymbol = 1001, kUnmapped = 1002, kBadHandle = 1003 };
 
@@ -98,6 +105,9 @@ class DebuggerHarness {
   int nextInfoName_ = 1;
   std::map<std::string, long> counts_;
   std::set<std::thread::id> threads_;
+  std::vector<mqs_image_info*> retiredImageInfos_;
+  std::vector<mqs_process_info*> retiredProcessInfos_;
+  std::vector<mqs_job_info*> retiredJobInfos_;
   mqs_basic_callbacks basic_;
   mqs_image_callbacks image_;
   mqs_process_callbacks process_;
