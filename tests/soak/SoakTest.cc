@@ -64,14 +64,6 @@ int countFromEnv(const char* name, int fallback) {
   return n;
 }
 
-std::vector<pid_t> childrenOf(pid_t pid) {
-  std::vector<pid_t> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t c;
-  while (in >> c) out.push_back(c);
-  return out;
-}
-
 TempDir& scratch() {
   static TempDir dir;
   return dir;
