@@ -10,12 +10,24 @@
 #include "ProxyService.h"
 
 namespace mqd::server {
-namespace {
 
-// Replies are small except fetched memory; 64 Mi words bounds what a peer can make us parse.
-constexpr uint64_t kTraversalLimitWords = 64ull << 20;
+capnp::ReaderOptions connectionReaderOptions() {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxMessageWords;
+  options.nestingLimit = kMaxMessageNesting;
+  return options;
+}
 
-}  // namespace
+kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
+                                  DllOutput* output) {
+  auto network = kj::heap<capnp::TwoPartyVatNetwork>(stream, capnp::rpc::twoparty::Side::SERVER,
+                                                     connectionReaderOptions());
+  auto rpc = kj::heap(capnp::makeRpcServer(*network, kj::heap<ProxyService>(config, output)));
+  auto disconnected = network->onDisconnect();
+  // An attachment outlives the promise it is attached to: the RPC system (and with it every
+  // capability and session) goes before the network it uses.
+  return disconnected.attach(kj::mv(rpc)).attach(kj::mv(network));
+}
 
 int runWorker(int fd, const WorkerConfig& config) {
   try {
@@ -29,12 +41,7 @@ int runWorker(int fd, const WorkerConfig& config) {
           if (in != 0) Metrics::add(Count::WireBytesIn, in);
           if (out != 0) Metrics::add(Count::WireBytesOut, out);
         });
-    capnp::ReaderOptions readerOptions;
-    readerOptions.traversalLimitInWords = kTraversalLimitWords;
-    capnp::TwoPartyVatNetwork network(stream, capnp::rpc::twoparty::Side::SERVER,
-                                      readerOptions);
-    auto rpc = capnp::makeRpcServer(network, kj::heap<ProxyService>(config, &output));
-    network.onDisconnect().wait(io.waitScope);
+    serveConnection(stream, config, &output).wait(io.waitScope);
     MQD_LOG(Debug, "client disconnected");
     return 0;
   } catch (const kj::Exception& e) {

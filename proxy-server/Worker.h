@@ -6,6 +6,10 @@
 // ends; a DLL crash ends only this worker.
 #pragma once
 
+#include <capnp/message.h>
+#include <kj/async-io.h>
+
+#include <cstdint>
 #include <string>
 
 #include "DllAllowList.h"
@@ -13,13 +17,45 @@
 
 namespace mqd::server {
 
+class DllOutput;
+
 struct WorkerConfig {
   const DllAllowList* dlls;
   std::string stateDir;       // learned look-ups (empty: not kept)
   uint32_t blockSize;         // target memory block size
-  SessionBoard* board;        // shared with the supervisor and the other workers
+  SessionBoard* board;        // shared with the supervisor and the other workers (may be null)
   SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
 };
+
+// Limits on every message a client sends on a connection (the ReaderOptions of the RPC
+// network; clients are untrusted: these are what a hostile peer can make a worker do).
+//
+// kMaxMessageWords bounds the size of one message AND the words a worker traverses in it:
+// Cap'n Proto 0.9 refuses a message whose segment table announces more words than the
+// traversal limit, before allocating room for it, and the connection then ends. The largest
+// legitimate client message is a memory reply (fetch_data, fetchBlocks): at most 64 MiB of
+// target memory (CallbackTables, RemoteDebugger::kMaxPrefetchBytes), which the server may
+// traverse more than once (a compressed block's bytes twice). 64 Mi words (512 MiB) is the
+// limit the server has always used; a --max-message-size option would replace this constant.
+constexpr uint64_t kMaxMessageWords = 64ull << 20;
+// How deeply structs and lists may nest in a message. The deepest legitimate client message
+// is a memory reply: Message > Return > Payload > results > blocks > MemoryBlock > Bulk > Data,
+// 8 levels; 32 leaves room and bounds the recursion of Cap'n Proto's own traversals (capnp's
+// default is 64).
+constexpr int kMaxMessageNesting = 32;
+
+// The ReaderOptions above.
+capnp::ReaderOptions connectionReaderOptions();
+
+// Serves one connection: Cap'n Proto RPC on `stream`, with a fresh ProxyService (so at most
+// one session and one loaded DLL) as its bootstrap capability. The promise resolves when the
+// peer disconnects (an orderly close, end of stream, or a protocol error that made the RPC
+// system drop the connection). Destroying the promise tears down the connection: the RPC
+// system, every capability and session on it, and the DLL it loaded. `stream`, `config` and
+// `output` (may be null: DLL output is not captured) must outlive the promise. Must run on a
+// thread with a kj event loop; needs no I/O provider of its own.
+kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
+                                  DllOutput* output);
 
 // Serves the connection on `fd` (taking ownership) until the peer disconnects. Returns the
 // process exit status: 0 after a normal disconnect, 1 on an internal failure.
