@@ -146,8 +146,8 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
 
 // ---- global ----
 
-kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
-  return runDll("mqs_setup_basic_callbacks", [this, context](DllCall&) mutable {
+kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext) {
+  return runDll("mqs_setup_basic_callbacks", [this](DllCall&) {
     dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
     basicCallbacksSet_ = true;
   });
