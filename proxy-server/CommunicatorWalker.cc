@@ -10,13 +10,14 @@
 #include "OutputCapture.h"
 #include "SessionBoard.h"
 #include "SessionService.h"
+#include "WalkLimits.h"
 
 namespace mqd::server {
 namespace {
 
 // A walk larger than this is not recorded (each operation costs a few hundred bytes).
-constexpr size_t kMaxRecordedOperations = 1u << 20;
-constexpr size_t kMaxRecordedCommunicators = 1u << 16;
+constexpr size_t kMaxRecordedOperations = kMaxWalkOperations;
+constexpr size_t kMaxRecordedCommunicators = kMaxWalkCommunicators;
 constexpr int kCollectives = 14;  // Barrier .. Scatterv
 
 // Runs one DLL call with its effects captured, as the unrecorded call would run.
