@@ -17,15 +17,19 @@ case "$mode" in
 esac
 
 # The test suite includes the cross-architecture tests (tests/cross/): foreign servers under
-# qemu-user and a 32-bit debugger side. MQD_CROSS overrides which architectures.
+# qemu-user and a 32-bit debugger side. MQD_CROSS overrides which architectures. It also
+# includes a bounded fuzz run (tests/fuzz/: a clang build with sanitizers, fuzz-smoke).
 if [ "$mode" = test ]; then
-  tools/install-deps.sh --cross
+  tools/install-deps.sh --test
   cross=${MQD_CROSS-aarch64;ppc64el;s390x;i686;i686-taddr64}
+  fuzz=ON
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}
+  fuzz=OFF
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross" \
+  "-DMQD_FUZZ=$fuzz"
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then
