@@ -400,7 +400,8 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
   }
   auto request = client_.errorStringRequest();
   request.setCode(code);
-  auto text = await(call, request).getText();
+  auto response = await(call, request);  // owns the message `text` points into
+  auto text = response.getText();
   bool isNull = !text.isText();
   std::string value = isNull ? "" : std::string(text.getText());
   if (caches()) {
