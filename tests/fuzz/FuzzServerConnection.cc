@@ -34,9 +34,9 @@ namespace {
 using mqd::server::DllAllowList;
 using mqd::server::WorkerConfig;
 
-// An upper bound on the event-loop turns of one connection. The largest seed (a whole session)
-// takes a few thousand; an input that needs more is cut off there, as a hang would be by the
-// fuzzer's -timeout.
+// An upper bound on the event-loop turns of one connection. The longest seed (a whole session
+// with caching off) takes under 20,000; an input that needs more is cut off there, as a hang
+// would be by the fuzzer's -timeout.
 constexpr unsigned kMaxTurns = 1u << 20;
 
 const WorkerConfig* config = nullptr;
