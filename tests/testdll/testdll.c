@@ -375,6 +375,7 @@ static int rebuild(mqs_process *p, process_info *pi, image_info *ii) {
     if ((rc = fetch_int(p, at + ii->comm_rank, pi->sizes.int_size, &v)) != mqs_ok) return rc;
     c->comm.local_rank = (mqs_tword_t)v;
     if ((rc = fetch_int(p, at + ii->comm_size, pi->sizes.int_size, &v)) != mqs_ok) return rc;
+    if (v < 0 || v > max_group_size) return err_implausible;
     c->comm.size = (mqs_tword_t)v;
     if ((rc = fetch_bytes(p, at + ii->comm_name, 64, c->comm.name)) != mqs_ok) return rc;
     c->comm.name[63] = '\0';
