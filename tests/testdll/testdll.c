@@ -40,7 +40,7 @@ enum {
 
 /* What this DLL believes of a target: more is taken for corrupt data (and refused with
    err_implausible), as a careful vendor DLL does; the synthetic targets stay far below. */
-enum { max_communicators = 4096, max_group_size = 1 << 16 };
+enum { max_communicators = 4096, max_group_size = 1 << 16, max_walk_operations = 1 << 16 };
 
 static const mqs_basic_callbacks *basic;
 
@@ -77,6 +77,7 @@ typedef struct {
   comm_node *comms, *current;
   mqs_taddr_t cursor;
   int op_class;
+  int walked; /* operations served since mqs_setup_communicator_iterator */
   int identity;
   mqs_taddr_t new_procs;
   int new_count, new_index;
@@ -417,6 +418,7 @@ EXPORT int mqs_setup_communicator_iterator(mqs_process *process) {
   pi->current = pi->comms;
   pi->cursor = 0;
   pi->op_class = -1;
+  pi->walked = 0;
   return pi->current ? mqs_ok : mqs_end_of_list;
 }
 
@@ -466,7 +468,7 @@ EXPORT int mqs_setup_operation_iterator(mqs_process *process, int op_class) {
 }
 
 static int world_of(comm_node *c, long long local) {
-  if (local < 0 || local >= c->comm.size) return -1;
+  if (local < 0 || local >= c->comm.size || local >= c->world_size) return -1;
   return c->world[local];
 }
 
@@ -481,6 +483,7 @@ EXPORT int mqs_next_operation(mqs_process *process, mqs_pending_operation *op) {
   if (!pi->current) return err_no_current;
   if (pi->op_class < 0) return err_bad_request;
   if (pi->cursor == 0) return mqs_end_of_list;
+  if (++pi->walked > max_walk_operations) return err_implausible; /* a cycle in the queues */
   ii = image_of(process);
   if (!ii) return err_no_info;
   at = pi->cursor;
