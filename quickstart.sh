@@ -19,18 +19,21 @@ esac
 
 # The test suite includes the cross-architecture tests (tests/cross/): foreign servers under
 # qemu-user and a 32-bit debugger side. MQD_CROSS overrides which architectures.
-# It also builds and tests a sanitized copy (ASan+UBSan, tests/sanitize/).
+# It also builds and tests a sanitized copy (ASan+UBSan, tests/sanitize/) and includes a
+# bounded fuzz run (tests/fuzz/: a clang build with sanitizers, fuzz-smoke).
 if [ "$mode" = test ]; then
-  tools/install-deps.sh --cross
+  tools/install-deps.sh --test
   cross=${MQD_CROSS-aarch64;ppc64el;s390x;i686;i686-taddr64}
   sanitized=ON
+  fuzz=ON
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}
   sanitized=OFF
+  fuzz=OFF
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross" \
-  -DMQD_SANITIZED_COPY=$sanitized
+  -DMQD_SANITIZED_COPY=$sanitized "-DMQD_FUZZ=$fuzz"
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then

@@ -1,6 +1,7 @@
 #include "RecordedWalk.h"
 
 #include "ProxyErrors.h"
+#include "WalkLimits.h"
 #include "mqs_interface.h"
 
 namespace mqd::client {
@@ -9,9 +10,18 @@ RecordedWalk::RecordedWalk(wire::Bulk::Reader walk) : message_(walk) {
   if (message_.empty()) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "empty walk");
   walk_ = message_.getRoot<wire::CommunicatorWalk>();
   communicators_ = walk_.getCommunicators();
+  if (communicators_.size() > kMaxWalkCommunicators) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "walk with more communicators than a server records");
+  }
+  size_t operations = 0;
   for (auto c : communicators_) {
-    if (c.getQueues().size() != 0 && c.getQueues().size() != 3) {
+    auto queues = c.getQueues();
+    if (queues.size() != 0 && queues.size() != 3) {
       throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "walk with a malformed communicator");
+    }
+    for (auto q : queues) operations += q.getOperations().size();
+    if (operations > kMaxWalkOperations) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "walk with more operations than a server records");
     }
   }
 }

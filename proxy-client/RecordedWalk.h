@@ -17,7 +17,7 @@ namespace mqd::client {
 
 class RecordedWalk {
  public:
-  // Throws ProxyError(PROTOCOL) if the payload is malformed.
+  // Throws ProxyError(PROTOCOL) if the payload is malformed or exceeds WalkLimits.
   explicit RecordedWalk(wire::Bulk::Reader walk);
 
   using Effects = capnp::List<wire::Effect>::Reader;

@@ -10,13 +10,14 @@
 #include "OutputCapture.h"
 #include "SessionBoard.h"
 #include "SessionService.h"
+#include "WalkLimits.h"
 
 namespace mqd::server {
 namespace {
 
 // A walk larger than this is not recorded (each operation costs a few hundred bytes).
-constexpr size_t kMaxRecordedOperations = 1u << 20;
-constexpr size_t kMaxRecordedCommunicators = 1u << 16;
+constexpr size_t kMaxRecordedOperations = kMaxWalkOperations;
+constexpr size_t kMaxRecordedCommunicators = kMaxWalkCommunicators;
 constexpr int kCollectives = 14;  // Barrier .. Scatterv
 
 // Runs one DLL call with its effects captured, as the unrecorded call would run.
@@ -93,6 +94,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
   auto orphanage = capnp::Orphanage::getForMessageContaining(out);
   std::vector<capnp::Orphan<wire::WalkedCommunicator>> comms;
   size_t operations = 0;
+  size_t groupBytes = 0;
   for (;;) {
     if (comms.size() >= kMaxRecordedCommunicators) return false;
     comms.push_back(orphanage.newOrphan<wire::WalkedCommunicator>());
@@ -113,8 +115,12 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     if (getRc != mqs_ok) break;  // a debugger stops here
     if (e.mqs_get_comm_group != nullptr) {
       Recording r(call_, "mqs_get_comm_group");
-      size_t capacity = communicator.size > 0 ? static_cast<size_t>(communicator.size) : 0;
-      GroupBuffer ranks(capacity < 4096 ? 4096 : capacity);
+      size_t capacity = GroupBuffer::capacityFor(communicator.size);
+      // Every group buffer is allocated and marked in full; beyond the minimum, a walk may
+      // spend no more on them than its whole message may hold (sizes come from the target).
+      groupBytes += (capacity - GroupBuffer::kMinCapacity) * sizeof(int);
+      if (groupBytes > kMaxWalkBytes) return false;
+      GroupBuffer ranks(capacity);
       int rc = e.mqs_get_comm_group(handle(), ranks.data());
       codes.insert(rc);
       auto group = c.initGroup();

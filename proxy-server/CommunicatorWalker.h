@@ -37,7 +37,8 @@ class CommunicatorWalker {
   static constexpr size_t kMaxWalkBytes = 96u << 20;
 
   // Records the walk into the root of `message`; false when it grew past the limits (then the
-  // shim gets no walk and forwards every call).
+  // shim gets no walk and forwards every call): kMaxWalkBytes of message, the WalkLimits
+  // counts, and kMaxWalkBytes of group buffers beyond their minimum size.
   bool record(capnp::MessageBuilder& message);
 
   // Replays the cursor's calls, their effects discarded (the debugger saw them already).

@@ -103,6 +103,12 @@ void capture(const int& in, wire::OutInt::Builder out) {
   }
 }
 
+size_t GroupBuffer::capacityFor(long long size) {
+  if (size <= static_cast<long long>(kMinCapacity)) return kMinCapacity;
+  if (size >= static_cast<long long>(kMaxCapacity)) return kMaxCapacity;
+  return static_cast<size_t>(size);
+}
+
 GroupBuffer::GroupBuffer(size_t capacity) : capacity_(capacity) {
   size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   size_t bytes = (capacity * sizeof(int) + page - 1) / page * page;

@@ -31,6 +31,14 @@ void capture(const int& in, wire::OutInt::Builder out);
 // in this worker instead of corrupting it silently.
 class GroupBuffer {
  public:
+  // The capacity for a communicator whose size the DLL reported as `size` (0 or less: not
+  // reported): at least kMinCapacity, so a debugger that skips mqs_get_communicator still gets
+  // an answer; at most kMaxCapacity, as the size comes from target memory, which a corrupt or
+  // hostile target (or debugger) makes anything up to 2^31 - 1.
+  static constexpr size_t kMinCapacity = 4096;
+  static constexpr size_t kMaxCapacity = 1u << 24;
+  static size_t capacityFor(long long size);
+
   explicit GroupBuffer(size_t capacity);  // marks every element
   ~GroupBuffer();
   GroupBuffer(const GroupBuffer&) = delete;

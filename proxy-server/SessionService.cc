@@ -20,12 +20,6 @@ namespace {
 // Fiber stack for vendor code: as large as a default thread stack; pages are committed lazily.
 constexpr size_t kFiberStackBytes = 8u << 20;
 
-// get_comm_group: the DLL writes as many ints as the size it reported for the communicator.
-// The buffer holds at least this many, so a debugger that skips mqs_get_communicator still
-// gets an answer; beyond it a guard page stops the DLL.
-constexpr size_t kMinGroupCapacity = 4096;
-constexpr size_t kMaxGroupCapacity = 1u << 24;
-
 // Marker for "the DLL did not store into this char** output".
 char kUntouched;
 
@@ -175,8 +169,8 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
 
 // ---- global ----
 
-kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
-  return runDll("mqs_setup_basic_callbacks", [this, context](DllCall&) mutable {
+kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext) {
+  return runDll("mqs_setup_basic_callbacks", [this](DllCall&) {
     dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
     basicCallbacksSet_ = true;
   });
@@ -316,12 +310,8 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
     if (dll_->entry().mqs_get_comm_group == nullptr) {
       throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, "mqs_get_comm_group");
     }
-    size_t capacity = kMinGroupCapacity;
-    if (process.communicatorSize > 0) {
-      capacity = std::max(capacity, static_cast<size_t>(process.communicatorSize));
-    }
-    capacity = std::min(capacity, kMaxGroupCapacity);
-    GroupBuffer ranks(capacity);
+    // The DLL writes as many ints as the size it reported for the communicator.
+    GroupBuffer ranks(GroupBuffer::capacityFor(process.communicatorSize));
     int rc = dll_->entry().mqs_get_comm_group(reinterpret_cast<mqs_process*>(&process),
                                               ranks.data());
     auto results = context.getResults();

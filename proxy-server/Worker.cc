@@ -15,6 +15,30 @@
 
 namespace mqd::server {
 
+capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = config.traversalLimitWords;
+  options.nestingLimit = kMaxMessageNesting;
+  return options;
+}
+
+kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
+                                  DllOutput* output, kj::Timer& timer) {
+  auto messages = kj::heap<capnp::AsyncIoMessageStream>(stream);
+  // Says why an oversized message ends the session.
+  auto logged = kj::heap<LoggingMessageStream>(*messages);
+  auto network = kj::heap<capnp::TwoPartyVatNetwork>(*logged, capnp::rpc::twoparty::Side::SERVER,
+                                                     connectionReaderOptions(config));
+  auto rpc = kj::heap(
+      capnp::makeRpcServer(*network, kj::heap<ProxyService>(config, output, timer)));
+  auto disconnected = network->onDisconnect();
+  // An attachment outlives the promise it is attached to, and attachments go last first: the
+  // RPC system (and with it every capability and session) goes before the network it uses,
+  // the network before the message streams under it.
+  return disconnected.attach(kj::mv(rpc)).attach(kj::mv(network)).attach(kj::mv(logged))
+      .attach(kj::mv(messages));
+}
+
 int runWorker(int fd, const WorkerConfig& config) {
   try {
     Metrics::attach(config.slot);
@@ -34,16 +58,8 @@ int runWorker(int fd, const WorkerConfig& config) {
       if (out != 0) Metrics::add(Count::WireBytesOut, out);
       idle.touch();
     });
-    capnp::ReaderOptions readerOptions;
-    readerOptions.traversalLimitInWords = config.traversalLimitWords;
-    capnp::AsyncIoMessageStream messages(stream);
-    LoggingMessageStream logged(messages);  // says why an oversized message ends the session
-    capnp::TwoPartyVatNetwork network(logged, capnp::rpc::twoparty::Side::SERVER,
-                                      readerOptions);
-    auto rpc = capnp::makeRpcServer(
-        network, kj::heap<ProxyService>(config, &output, io.provider->getTimer()));
     bool idled = false;
-    kj::Promise<void> end = network.onDisconnect();
+    kj::Promise<void> end = serveConnection(stream, config, &output, timer);
     if (config.idleTimeoutS > 0) {
       end = end.exclusiveJoin(idle.expired().then([&idled]() { idled = true; }));
     }

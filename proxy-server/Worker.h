@@ -7,6 +7,10 @@
 // DLL crash ends only this worker.
 #pragma once
 
+#include <capnp/message.h>
+#include <kj/async-io.h>
+
+#include <cstdint>
 #include <string>
 
 #include "Admission.h"
@@ -15,11 +19,13 @@
 
 namespace mqd::server {
 
+class DllOutput;
+
 struct WorkerConfig {
   const DllAllowList* dlls;
   std::string stateDir;       // learned look-ups (empty: not kept)
   uint32_t blockSize;         // target memory block size
-  SessionBoard* board;        // shared with the supervisor and the other workers
+  SessionBoard* board;        // shared with the supervisor and the other workers (may be null)
   SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
   const AdmissionPolicy* admission;  // TLS and token, checked before any RPC
   uint64_t traversalLimitWords;      // the largest message read (--max-message-mib)
@@ -30,10 +36,40 @@ struct WorkerConfig {
                                      // (DisconnectWatchdog)
 };
 
-// Admits the connection on `fd` (taking ownership; see Admission.h), then serves it until the
-// peer disconnects, a message exceeds the traversal limit, or the session stays idle for
-// `idleTimeoutS`. Returns the process exit status: 0 after a normal disconnect, a refusal or
-// an idle timeout, 1 on an internal failure (an oversized message included).
+// Limits on every message a client sends on a connection (the ReaderOptions of the RPC
+// network; clients are untrusted: these are what a hostile peer can make a worker do).
+//
+// WorkerConfig::traversalLimitWords (--max-message-mib, default 128 MiB) bounds the size of
+// one message AND the words a worker traverses in it: Cap'n Proto 0.9 refuses a message whose
+// segment table announces more words than the traversal limit, before allocating room for it,
+// and the connection then ends. The largest legitimate client message is a memory reply
+// (fetch_data, fetchBlocks): at most 64 MiB of target memory (CallbackTables,
+// RemoteDebugger::kMaxPrefetchBytes).
+// How deeply structs and lists may nest in a message. The deepest legitimate client message
+// is a memory reply: Message > Return > Payload > results > blocks > MemoryBlock > Bulk > Data,
+// 8 levels; 32 leaves room and bounds the recursion of Cap'n Proto's own traversals (capnp's
+// default is 64).
+constexpr int kMaxMessageNesting = 32;
+
+// The ReaderOptions above, for `config`.
+capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config);
+
+// Serves one connection: Cap'n Proto RPC on `stream`, with a fresh ProxyService (so at most
+// one session and one loaded DLL) as its bootstrap capability. The promise resolves when the
+// peer disconnects (an orderly close, end of stream, or a protocol error that made the RPC
+// system drop the connection, an oversized message included, which is logged). Destroying the
+// promise tears down the connection: the RPC system, every capability and session on it, and
+// the DLL it loaded. `stream`, `config`, `output` (may be null: DLL output is not captured) and
+// `timer` (paces Proxy.postMortem) must outlive the promise. Must run on a thread with a kj
+// event loop.
+kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
+                                  DllOutput* output, kj::Timer& timer);
+
+// Admits the connection on `fd` (taking ownership; see Admission.h), then serves it
+// (serveConnection) until the peer disconnects, a message exceeds the traversal limit, or the
+// session stays idle for `idleTimeoutS`. Returns the process exit status: 0 after a normal
+// disconnect, a refusal or an idle timeout, 1 on an internal failure (an oversized message
+// included).
 int runWorker(int fd, const WorkerConfig& config);
 
 }  // namespace mqd::server

@@ -50,6 +50,9 @@ Endpoint Endpoint::parse(const std::string& text) {
     portText = rest.substr(colon + 1);
   }
   if (e.host.empty()) bad(text, "empty host");
+  // No host name or address contains a bracket; "tcp:[[]:1" would otherwise give a host that
+  // toString() cannot write back.
+  if (e.host.find_first_of("[]") != std::string::npos) bad(text, "stray [ or ] in the host");
   if (portText.empty() || portText.size() > 5 ||
       portText.find_first_not_of("0123456789") != std::string::npos) {
     bad(text, "port must be a number");

@@ -52,7 +52,8 @@ void applyChars(wire::WrittenChars::Reader in, char* dst, size_t size) {
                            std::to_string(bytes.size()) + ") exceeds a " + std::to_string(size) +
                            "-byte field");
     }
-    std::memcpy(dst + offset, bytes.begin(), bytes.size());
+    // An empty run may come with no bytes at all (a null pointer), which memcpy must not see.
+    if (bytes.size() != 0) std::memcpy(dst + offset, bytes.begin(), bytes.size());
   }
 }
 

@@ -5,6 +5,8 @@
 #   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
 #                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
+#   install-deps.sh --test   everything the whole test suite needs: --cross, and clang with its
+#                            sanitizer and libFuzzer runtimes (tests/fuzz/)
 set -euo pipefail
 
 packages=(
@@ -20,15 +22,18 @@ packages=(
   # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
   libasan8 libubsan1
 )
-if [ "${1:-}" = "--cross" ]; then
+if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   packages+=(
     g++-aarch64-linux-gnu g++-powerpc64le-linux-gnu g++-s390x-linux-gnu g++-i686-linux-gnu
     qemu-user gdb-multiarch
     # make-sysroot.sh: a private apt instance, dpkg-deb, realpath
     apt dpkg coreutils ca-certificates
   )
+  if [ "$1" = "--test" ]; then
+    packages+=(clang-14 libclang-rt-14-dev)
+  fi
 elif [ -n "${1:-}" ]; then
-  echo "usage: install-deps.sh [--cross]" >&2
+  echo "usage: install-deps.sh [--cross|--test]" >&2
   exit 2
 fi
 

@@ -22,6 +22,10 @@
 #ifndef TESTDLL_LEVEL
 #define TESTDLL_LEVEL 3
 #endif
+/* Request kinds 97 and 98 crash the DLL (tests/reliability); 0 turns that off (tests/fuzz). */
+#ifndef TESTDLL_CRASH_ON_DEMAND
+#define TESTDLL_CRASH_ON_DEMAND 1
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -35,11 +39,18 @@ enum {
   err_missing_symbol,
   err_fetch,
   err_no_info,
-  err_poisoned /* 109 */
+  err_poisoned, /* 109 */
+  err_implausible /* 110 */
 };
 
+/* What this DLL believes of a target: more is taken for corrupt data (and refused with
+   err_implausible), as a careful vendor DLL does; the synthetic targets stay far below. */
+enum { max_communicators = 4096, max_group_size = 1 << 16, max_walk_operations = 1 << 16 };
+
 static const mqs_basic_callbacks *basic;
+#if TESTDLL_CRASH_ON_DEMAND
 static volatile int *volatile crash_at; /* stays NULL */
+#endif
 
 /* ---- image state: type layout learned from the debugger ---- */
 
@@ -59,6 +70,8 @@ typedef struct comm_node {
   struct comm_node *next;
   mqs_communicator comm;
   int *world; /* local rank -> world rank */
+  int world_size; /* entries in world (the group's size, which a corrupt target may make
+                     differ from comm.size) */
   mqs_taddr_t queue[3];
 } comm_node;
 
@@ -72,6 +85,7 @@ typedef struct {
   comm_node *comms, *current;
   mqs_taddr_t cursor;
   int op_class;
+  int walked; /* operations served since mqs_setup_communicator_iterator */
   int identity;
   mqs_taddr_t new_procs;
   int new_count, new_index;
@@ -84,10 +98,11 @@ typedef struct {
 
 /* ---- helpers ---- */
 
+/* NULL when the debugger names no image, or one this DLL never set up. */
 static image_info *image_of(mqs_process *p) {
   process_info *pi = (process_info *)basic->mqs_get_process_info_fp(p);
-  mqs_image *image = pi->cb->mqs_get_image_fp(p);
-  return (image_info *)basic->mqs_get_image_info_fp(image);
+  mqs_image *image = pi ? pi->cb->mqs_get_image_fp(p) : NULL;
+  return image ? (image_info *)basic->mqs_get_image_info_fp(image) : NULL;
 }
 
 static void note(const char *text) { basic->mqs_dprints_fp(text); }
@@ -185,6 +200,7 @@ EXPORT char *mqs_dll_error_string(int code) {
     case err_fetch: return "could not read target memory";
     case err_no_info: return "no info hung on the object";
     case err_poisoned: return "found a request of unknown kind";
+    case err_implausible: return "implausible target data";
     default: return NULL; /* unknown codes: NULL, which the proxy must reproduce */
   }
 }
@@ -343,7 +359,10 @@ EXPORT int mqs_process_has_queues(mqs_process *process, char **message) {
 static int rebuild(mqs_process *p, process_info *pi, image_info *ii) {
   mqs_taddr_t at;
   comm_node **tail;
-  int rc = fetch_ptr(p, pi->list_symbol, &at);
+  int count = 0;
+  int rc;
+  if (!ii) return err_no_info;
+  rc = fetch_ptr(p, pi->list_symbol, &at);
   if (rc != mqs_ok) return rc;
   free_comms(pi);
   tail = &pi->comms;
@@ -352,6 +371,10 @@ static int rebuild(mqs_process *p, process_info *pi, image_info *ii) {
     long long v;
     mqs_taddr_t group, ranks;
     int i, n;
+    if (++count > max_communicators) {
+      basic->mqs_free_fp(c);
+      return err_implausible;
+    }
     if (!c) return err_no_store;
     memset(c, 0, sizeof *c);
     *tail = c;
@@ -361,6 +384,7 @@ static int rebuild(mqs_process *p, process_info *pi, image_info *ii) {
     if ((rc = fetch_int(p, at + ii->comm_rank, pi->sizes.int_size, &v)) != mqs_ok) return rc;
     c->comm.local_rank = (mqs_tword_t)v;
     if ((rc = fetch_int(p, at + ii->comm_size, pi->sizes.int_size, &v)) != mqs_ok) return rc;
+    if (v < 0 || v > max_group_size) return err_implausible;
     c->comm.size = (mqs_tword_t)v;
     if ((rc = fetch_bytes(p, at + ii->comm_name, 64, c->comm.name)) != mqs_ok) return rc;
     c->comm.name[63] = '\0';
@@ -368,11 +392,14 @@ static int rebuild(mqs_process *p, process_info *pi, image_info *ii) {
       if ((rc = fetch_ptr(p, at + ii->comm_queue[i], &c->queue[i])) != mqs_ok) return rc;
     if ((rc = fetch_ptr(p, at + ii->comm_group, &group)) != mqs_ok) return rc;
     if ((rc = fetch_int(p, group + ii->grp_size, pi->sizes.int_size, &v)) != mqs_ok) return rc;
+    if (v < 0 || v > max_group_size) return err_implausible;
     n = (int)v;
     if ((rc = fetch_ptr(p, group + ii->grp_ranks, &ranks)) != mqs_ok) return rc;
     c->world = (int *)basic->mqs_malloc_fp((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (!c->world) return err_no_store;
+    c->world_size = n;
     for (i = 0; i < n; ++i) {
-      if ((rc = fetch_int(p, ranks + (mqs_taddr_t)(i * 4), 4, &v)) != mqs_ok) return rc;
+      if ((rc = fetch_int(p, ranks + (mqs_taddr_t)i * 4, 4, &v)) != mqs_ok) return rc;
       c->world[i] = (int)v;
     }
     if ((rc = fetch_ptr(p, at + ii->comm_next, &at)) != mqs_ok) return rc;
@@ -399,6 +426,7 @@ EXPORT int mqs_setup_communicator_iterator(mqs_process *process) {
   pi->current = pi->comms;
   pi->cursor = 0;
   pi->op_class = -1;
+  pi->walked = 0;
   return pi->current ? mqs_ok : mqs_end_of_list;
 }
 
@@ -419,7 +447,8 @@ EXPORT int mqs_get_comm_group(mqs_process *process, int *ranks) {
   int i;
   if (!pi) return err_no_info;
   if (!pi->current) return err_no_current;
-  for (i = 0; i < pi->current->comm.size; ++i) ranks[i] = pi->current->world[i];
+  for (i = 0; i < pi->current->comm.size; ++i)
+    ranks[i] = i < pi->current->world_size ? pi->current->world[i] : -1;
   return mqs_ok;
 }
 #endif
@@ -447,7 +476,7 @@ EXPORT int mqs_setup_operation_iterator(mqs_process *process, int op_class) {
 }
 
 static int world_of(comm_node *c, long long local) {
-  if (local < 0 || local >= c->comm.size) return -1;
+  if (local < 0 || local >= c->comm.size || local >= c->world_size) return -1;
   return c->world[local];
 }
 
@@ -462,13 +491,17 @@ EXPORT int mqs_next_operation(mqs_process *process, mqs_pending_operation *op) {
   if (!pi->current) return err_no_current;
   if (pi->op_class < 0) return err_bad_request;
   if (pi->cursor == 0) return mqs_end_of_list;
+  if (++pi->walked > max_walk_operations) return err_implausible; /* a cycle in the queues */
   ii = image_of(process);
+  if (!ii) return err_no_info;
   at = pi->cursor;
   if ((rc = fetch_int(process, at + ii->req_kind, 4, &kind)) != mqs_ok) return rc;
   if (kind == 99) return err_poisoned;
+#if TESTDLL_CRASH_ON_DEMAND
   /* Crashes on demand, as a vendor DLL may on corrupt target data. */
   if (kind == 98) *crash_at = 1; /* a NULL store: SIGSEGV */
   if (kind == 97) abort();
+#endif
   if ((rc = fetch_int(process, at + ii->req_status, 4, &status)) != mqs_ok) return rc;
   if ((rc = fetch_int(process, at + ii->req_peer, 4, &peer)) != mqs_ok) return rc;
   if ((rc = fetch_int(process, at + ii->req_tag, 4, &tag)) != mqs_ok) return rc;

@@ -56,7 +56,8 @@ TEST_CASE("Endpoint: tcp without a host is loopback, never a wildcard; tls: is T
 TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") {
   for (const char* bad : {"", "unix:", "tcp:", "tcp:host", "tcp::", "tcp:h:99999", "tcp:h:8x",
                           "tcp:::1:80", "tcp:[::1]80", "tcp:[::1", "udp:h:1", "/tmp/x.sock",
-                          "tls:", "tls:host", "tcp:99999", "tcp::8x"}) {
+                          "tls:", "tls:host", "tcp:99999", "tcp::8x", "tcp:[[]:1", "tcp:a]:1",
+                          "tcp:[a[]:1"}) {
     INFO(bad);
     try {
       Endpoint::parse(bad);
@@ -66,5 +67,18 @@ TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") 
       CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT or tls:HOST:PORT") !=
             std::string::npos);
     }
+  }
+}
+
+TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
+  for (const char* text : {"unix:/tmp/x.sock", "unix:rel", "tcp:host:1", "tcp:10.0.0.1:80",
+                           "tcp:[::1]:4000", "tcp:[fe80::1%eth0]:0", "tcp:[name]:7"}) {
+    INFO(text);
+    Endpoint e = Endpoint::parse(text);
+    Endpoint again = Endpoint::parse(e.toString());
+    CHECK(static_cast<int>(again.kind) == static_cast<int>(e.kind));
+    CHECK(again.path == e.path);
+    CHECK(again.host == e.host);
+    CHECK(again.port == e.port);
   }
 }

@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "LearnedLookups.h"
 #include "LearnedMemory.h"
@@ -62,4 +64,32 @@ TEST_CASE("LearnedLookups and LearnedMemory: an unreadable file is ignored, then
   CHECK(windows[1].size == 65536);
   CHECK(memory.load(0xbb).empty());  // another process
   CHECK(memory.load(0).empty());     // no fingerprint: nothing to recognise
+}
+
+TEST_CASE("LearnedLookups: a truncated file is ignored without a word on stderr but our warning") {
+  // In a worker, stderr is the vendor DLL's output, relayed to the debugger: nothing else may
+  // write there (the server's own log has moved off it).
+  TempDir dir;
+  std::string state = dir / "state";
+  LearnedLookups(state, "x", "abc123").save({{LookupKey::Symbol, "s", 0, ""},
+                                            {LookupKey::Type, std::string(40000, 't'), 0, ""}});
+  std::string file = state + "/lookups-abc123.capnp";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  REQUIRE(bytes.size() > 1000);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  std::string printed;
+  {
+    mqd::harness::StderrCapture capture;
+    CHECK(LearnedLookups(state, "x", "abc123").load().empty());
+    printed = capture.text();
+  }
+  std::istringstream lines(printed);
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    CHECK(line.find("ignoring unreadable") != std::string::npos);
+  }
 }

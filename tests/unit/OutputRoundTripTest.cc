@@ -112,3 +112,12 @@ TEST_CASE("round trip: int outputs") {
   CHECK(debugger == 0);
   client::apply(out.asReader(), nullptr);  // the debugger passed no buffer: nothing happens
 }
+
+TEST_CASE("GroupBuffer: sized for the reported communicator, within fixed bounds") {
+  using mqd::server::GroupBuffer;
+  CHECK(GroupBuffer::capacityFor(-1) == GroupBuffer::kMinCapacity);  // not reported
+  CHECK(GroupBuffer::capacityFor(3) == GroupBuffer::kMinCapacity);
+  CHECK(GroupBuffer::capacityFor(100000) == 100000);
+  // A size read from a corrupt or hostile target is not an allocation size.
+  CHECK(GroupBuffer::capacityFor(2147483647) == GroupBuffer::kMaxCapacity);
+}

@@ -5,6 +5,7 @@
 #include "Bulk.h"
 #include "ProxyErrors.h"
 #include "RecordedWalk.h"
+#include "WalkLimits.h"
 #include "mqd_proxy.h"
 #include "mqs_interface.h"
 
@@ -107,6 +108,20 @@ TEST_CASE("RecordedWalk: a malformed record is a protocol error") {
   code = 0;
   try {
     RecordedWalk r(b.asReader());
+  } catch (const ProxyError& e) {
+    code = e.code();
+  }
+  CHECK(code == MQD_PROXY_ERR_PROTOCOL);
+}
+
+TEST_CASE("RecordedWalk: a walk larger than any a server records is a protocol error") {
+  capnp::MallocMessageBuilder walk, holder;
+  auto w = walk.initRoot<wire::CommunicatorWalk>();
+  w.initSetup().setRc(mqs_ok);
+  w.initCommunicators(static_cast<unsigned>(kMaxWalkCommunicators) + 1);
+  int code = 0;
+  try {
+    RecordedWalk r(asBulk(holder, walk));
   } catch (const ProxyError& e) {
     code = e.code();
   }

@@ -1,0 +1,346 @@
+// make-corpus: seeds for the fuzz targets, recorded from real sessions.
+//
+// A real mqd-proxy-server (this build's, with the level-3 test DLL, configured as the fuzz
+// target's worker: SeedSessions.h) is reached through a recording relay; the real shim, loaded
+// into the debugger harness, runs the usual debugger sequences (set-up, refreshes) under every
+// cache policy, with and without compression, plus a refused session and a `mqd-proxy stats`
+// connection. A second server, which keeps learned state, provides the state files. Then
+//   corpus/fuzz_server_connection/  every connection's client-to-server bytes
+//   corpus/fuzz_parsers/             the walks the server recorded (taken from its replies),
+//                                    Bulk payloads, the server's state files, endpoints
+// Run: MQD_FUZZ_CORPUS_OUT=DIR make-corpus (a doctest program; writes into DIR/<target>/).
+// The committed corpus is this output minimised with libFuzzer's -merge=1 (README.md).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <capnp/rpc.capnp.h>
+#include <capnp/serialize.h>
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Bulk.h"
+#include "SeedSessions.h"
+#include "ServerProcess.h"
+#include "ShimRig.h"
+#include "TestPaths.h"
+#include "mqd.capnp.h"
+
+using namespace mqd::harness;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One relayed connection: the bytes each way.
+struct Recording {
+  std::string up;    // client to server
+  std::string down;  // server to client
+};
+
+// A file descriptor, closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+sockaddr_un unixAddress(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) throw std::runtime_error("socket path too long: " + path);
+  std::strcpy(a.sun_path, path.c_str());
+  return a;
+}
+
+// Listens on a unix socket and relays each connection to `upstream`, recording both
+// directions. Connections are served one at a time (the sessions here are sequential).
+class RecordingRelay {
+ public:
+  RecordingRelay(const std::string& listenPath, const std::string& upstreamPath)
+      : upstream_(upstreamPath), listener_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_un a = unixAddress(listenPath);
+    REQUIRE(listener_.get() >= 0);
+    REQUIRE(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listener_.get(), 8) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RecordingRelay() {
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+
+  // Waits until `n` connections have ended in all, and returns those not taken yet.
+  std::vector<Recording> take(size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    REQUIRE(ended_.wait_for(lock, 20s, [&] { return count_ >= n; }));
+    return std::move(done_);
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      Fd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (client.get() < 0) return;
+      Fd server(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_un a = unixAddress(upstream_);
+      if (::connect(server.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+      Recording r = relay(client.get(), server.get());
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_.push_back(std::move(r));
+      ++count_;
+      ended_.notify_all();
+    }
+  }
+
+  // Copies both ways until both directions have ended.
+  static Recording relay(int client, int server) {
+    Recording r;
+    bool upOpen = true, downOpen = true;
+    char buffer[65536];
+    while (upOpen || downOpen) {
+      pollfd fds[2] = {{upOpen ? client : -1, POLLIN, 0}, {downOpen ? server : -1, POLLIN, 0}};
+      if (::poll(fds, 2, 30000) <= 0) break;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        int from = i == 0 ? client : server, to = i == 0 ? server : client;
+        ssize_t n = ::read(from, buffer, sizeof buffer);
+        if (n <= 0) {
+          ::shutdown(to, SHUT_WR);
+          (i == 0 ? upOpen : downOpen) = false;
+          continue;
+        }
+        (i == 0 ? r.up : r.down).append(buffer, static_cast<size_t>(n));
+        for (ssize_t done = 0; done < n;) {
+          ssize_t w = ::send(to, buffer + done, static_cast<size_t>(n - done), MSG_NOSIGNAL);
+          if (w <= 0) break;
+          done += w;
+        }
+      }
+    }
+    return r;
+  }
+
+  std::string upstream_;
+  Fd listener_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable ended_;
+  std::vector<Recording> done_;
+  size_t count_ = 0;
+};
+
+// Every Cap'n Proto message in a recorded stream, in order.
+template <typename Visit>
+void forEachMessage(const std::string& bytes, Visit&& visit) {
+  kj::ArrayInputStream in(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()),
+                                       bytes.size()));
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = 1ull << 30;
+  while (in.tryGetReadBuffer().size() > 0) {
+    capnp::InputStreamMessageReader reader(in, options);
+    visit(reader.getRoot<capnp::rpc::Message>());
+  }
+}
+
+// The walks the server sent in its replies to updateCommunicatorList (payload bytes as the
+// server built them, before any compression). Question ids are reused once a question is
+// finished, so the k-th Return for an id answers the k-th question (Call or Bootstrap) with it.
+std::vector<std::string> recordedWalks(const Recording& r) {
+  std::map<uint32_t, std::deque<bool>> asked;  // question id -> "is updateCommunicatorList"
+  forEachMessage(r.up, [&](capnp::rpc::Message::Reader m) {
+    if (m.isCall()) {
+      auto call = m.getCall();
+      asked[call.getQuestionId()].push_back(
+          call.getInterfaceId() == capnp::typeId<mqd::wire::Session>() &&
+          call.getMethodId() == 8);  // updateCommunicatorList @8
+    } else if (m.isBootstrap()) {
+      asked[m.getBootstrap().getQuestionId()].push_back(false);
+    }
+  });
+  std::vector<std::string> walks;
+  forEachMessage(r.down, [&](capnp::rpc::Message::Reader m) {
+    if (!m.isReturn()) return;
+    auto& questions = asked[m.getReturn().getAnswerId()];
+    REQUIRE_FALSE(questions.empty());
+    bool wanted = questions.front();
+    questions.pop_front();
+    if (!wanted || !m.getReturn().isResults()) return;
+    auto results = m.getReturn()
+                       .getResults()
+                       .getContent()
+                       .getAs<mqd::wire::Session::UpdateCommunicatorListResults>();
+    if (results.getWalk().getSize() == 0) return;
+    kj::Array<kj::byte> walk = mqd::readBulk(results.getWalk());
+    walks.emplace_back(reinterpret_cast<const char*>(walk.begin()), walk.size());
+  });
+  return walks;
+}
+
+struct Corpus {
+  std::string dir;
+  std::set<std::string> written;
+  void add(const std::string& target, const std::string& name, const std::string& bytes) {
+    if (!written.insert(target + "\n" + bytes).second) return;  // the same bytes once
+    std::ofstream(dir + "/" + target + "/" + name, std::ios::binary) << bytes;
+  }
+};
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void configure(const std::string& endpoint, const std::string& dll, const char* cache,
+               const char* compress, TempDir& dir) {
+  setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
+  setenv("MQD_PROXY_DLL", dll.c_str(), 1);
+  setenv("MQD_PROXY_LOG_FILE", (dir / "shim.log").c_str(), 1);
+  setenv("MQD_PROXY_CACHE", cache, 1);
+  setenv("MQD_PROXY_COMPRESS", compress, 1);
+}
+
+}  // namespace
+
+TEST_CASE("record real sessions as fuzz seeds") {
+  const char* out = std::getenv("MQD_FUZZ_CORPUS_OUT");
+  REQUIRE_MESSAGE(out != nullptr, "set MQD_FUZZ_CORPUS_OUT to the corpus directory to write");
+  Corpus corpus{out, {}};
+  for (const char* t : {"fuzz_server_connection", "fuzz_parsers"}) {
+    REQUIRE(system(("mkdir -p '" + corpus.dir + "/" + t + "'").c_str()) == 0);
+  }
+
+  TempDir dir;
+  // Configured as fuzz_server_connection's worker (SeedSessions.h).
+  const std::string blockSize = std::to_string(mqd::fuzz::kSeedBlockSize);
+  ServerProcess server(mqd::test::kServer,
+                       {"--listen", "unix:" + (dir / "s.sock"), "--dll", mqd::test::kTestDll3,
+                        "--log-file", dir / "server.log", "--state-dir", "none",
+                        "--block-size", blockSize});
+  RecordingRelay relay(dir / "r.sock", dir / "s.sock");
+  const std::string relayed = "unix:" + (dir / "r.sock");
+
+  std::vector<std::pair<std::string, Recording>> sessions;
+  size_t connections = 0;
+  auto record = [&](const std::string& name) {
+    for (Recording& r : relay.take(++connections)) sessions.emplace_back(name, std::move(r));
+  };
+
+  // A session: set-up and two refreshes (the second one, under the epoch policy, served from
+  // the recorded walk).
+  auto session = [&](const std::string& endpoint, const char* cache, const char* compress,
+                     size_t ops) {
+    configure(endpoint, mqd::test::kTestDll3, cache, compress, dir);
+    Rig rig(ops);
+    rig.setUp();
+    CHECK(rig.refresh() == static_cast<int>(ops * 3 * 5));
+    CHECK(rig.refresh() == static_cast<int>(ops * 3 * 5));
+    char* m = nullptr;
+    rig.dll().image_has_queues(rig.i(), &m);
+  };
+  // Every cache policy, compressed or not, with small queues; larger ones once.
+  for (const char* cache : {"off", "call", "epoch"}) {
+    for (const char* compress : {"off", "on"}) {
+      session(relayed, cache, compress, 2);
+      record(std::string("session-") + cache + "-compress-" + compress);
+    }
+  }
+  session(relayed, "epoch", "on", 40);
+  record("session-epoch-compress-on-40-ops");
+  // A session the server refuses (a DLL not on its allow-list).
+  configure(relayed, "/no/such/libmpi_dbg_msgq.so", "epoch", "off", dir);
+  {
+    Rig rig(1);
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    CHECK(rig.dll().setup_image(rig.i(), rig.d->imageCallbacks()) != mqs_ok);
+  }
+  record("session-refused");
+  // The CLI's stats connection (describe, stats).
+  REQUIRE(system((std::string(mqd::test::kCli) + " --server " + relayed + " stats >/dev/null")
+                     .c_str()) == 0);
+  record("stats");
+
+  size_t walks = 0;
+  for (auto& [name, r] : sessions) {
+    corpus.add("fuzz_server_connection", name, r.up);
+    int n = 0;
+    for (const std::string& walk : recordedWalks(r)) {
+      ++walks;
+      std::string tag = name + "-" + std::to_string(n++);
+      // 2: RecordedWalk, sent raw (0) or compressed (1).
+      corpus.add("fuzz_parsers", "walk-" + tag, std::string("\x02\x00", 2) + walk);
+      corpus.add("fuzz_parsers", "walk-zstd-" + tag, std::string("\x02\x01", 2) + walk);
+      // 1: the same bytes as a Bulk, raw and zstd: flag, announced size, payload.
+      capnp::MallocMessageBuilder message;
+      auto bulk = message.initRoot<mqd::wire::Bulk>();
+      mqd::setBulk(bulk, kj::arrayPtr(reinterpret_cast<const kj::byte*>(walk.data()), walk.size()),
+                   true);
+      std::string size(4, '\0');
+      for (int i = 0; i < 4; ++i) size[i] = static_cast<char>(walk.size() >> (8 * i));
+      if (bulk.isZstd()) {
+        auto z = bulk.getZstd();
+        corpus.add("fuzz_parsers", "bulk-zstd-" + tag,
+                   std::string("\x01\x01", 2) + size +
+                       std::string(reinterpret_cast<const char*>(z.begin()), z.size()));
+      }
+      corpus.add("fuzz_parsers", "bulk-raw-" + tag, std::string("\x01\x00", 2) + size + walk);
+    }
+  }
+  CHECK(walks > 0);
+
+  // 3, 4: the state files a server writes (learned look-ups and memory windows), from a
+  // session with a server that keeps them.
+  ServerProcess learning(mqd::test::kServer,
+                         {"--listen", "unix:" + (dir / "l.sock"), "--dll", mqd::test::kTestDll3,
+                          "--log-file", dir / "learning.log", "--block-size", blockSize});
+  session(learning.endpoint(), "epoch", "off", 2);
+  size_t stateFiles = 0;
+  for (int tries = 0; tries < 100 && stateFiles == 0; ++tries) {
+    std::this_thread::sleep_for(100ms);
+    if (DIR* d = ::opendir(learning.stateDir().c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        char selector = name.rfind("lookups-", 0) == 0 ? 3 : name.rfind("blocks-", 0) == 0 ? 4 : 0;
+        if (selector == 0 || name.find(".tmp") != std::string::npos) continue;
+        corpus.add("fuzz_parsers", "state-" + name,
+                   std::string(1, selector) + readFile(learning.stateDir() + "/" + name));
+        ++stateFiles;
+      }
+      ::closedir(d);
+    }
+  }
+  CHECK(stateFiles > 0);
+
+  // 0: endpoints as users write them (README, --listen, MQD_PROXY_SERVER).
+  int e = 0;
+  for (const char* text : {"unix:/run/user/1000/mqd-proxy.sock", "unix:relative.sock",
+                           "tcp:127.0.0.1:4000", "tcp:[::1]:0", "tcp:node17.cluster:65535",
+                           "tcp:[fe80::1%eth0]:4000"}) {
+    corpus.add("fuzz_parsers", "endpoint-" + std::to_string(e++), std::string(1, '\0') + text);
+  }
+  MESSAGE(sessions.size() << " connections, " << walks << " walks, " << stateFiles
+                          << " state files recorded");
+}
