@@ -443,9 +443,19 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
     MESSAGE("not root: the privilege drop itself is tested only when run as root (as in CI)");
     return;
   }
-  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "user.sock"),
-                                       "--worker-user", "nobody", "--dll", mqd::test::kTestDll3,
-                                       "--log-file", scratch() / "user.log"});
+  // The worker (and, below, the server run as nobody) must be able to reach the DLL and the
+  // server binary: the build tree may sit in a directory only root may enter (a mktemp -d
+  // clone), so both are copied to one everybody may read.
+  TempDir shared;
+  chmod(shared.path().c_str(), 0755);
+  std::string dll = shared / "libmqd_testdll_l3.so";
+  std::string serverBinary = shared / "mqd-proxy-server";
+  REQUIRE(shell("cp " + std::string(mqd::test::kTestDll3) + " " + dll + " && cp " +
+                mqd::test::kServer + " " + serverBinary + " && chmod 755 " + dll + " " +
+                serverBinary).status == 0);
+  ServerProcess s(serverBinary, {"--listen", "unix:" + (scratch() / "user.sock"),
+                                 "--worker-user", "nobody", "--dll", dll, "--log-file",
+                                 scratch() / "user.log"});
   useServer(s.endpoint());
   Rig rig;
   rig.setUp();
@@ -474,8 +484,8 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
   CHECK(unknown.output.find("no such user") != std::string::npos);
   // Started by an ordinary user, the option is refused rather than ignored.
   Run asNobody = shell("setpriv --reuid=" + uid + " --regid=" + gid + " --clear-groups " +
-                       mqd::test::kServer + " --worker-user nobody --listen unix:/tmp/mqd-nobody-" +
-                       std::to_string(getpid()) + ".sock --dll " + mqd::test::kTestDll3);
+                       serverBinary + " --worker-user nobody --listen unix:/tmp/mqd-nobody-" +
+                       std::to_string(getpid()) + ".sock --dll " + dll);
   CHECK(asNobody.status == 1);
   CHECK(asNobody.output.find("must start as root") != std::string::npos);
 }
