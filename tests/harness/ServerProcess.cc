@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,9 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    // A test that dies without its destructors (a sanitizer abort, a crash) must not leave
+    // its servers behind: they would hold ctest's output pipe open until the test times out.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::execvp(cargs[0], cargs.data());
     std::perror("exec mqd-proxy-server");
     ::_exit(127);

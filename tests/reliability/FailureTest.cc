@@ -105,9 +105,11 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 // would catch its SIGSEGV in the worker and report it as a finding; what is tested here is what
 // happens when the worker dies of the signal, as it does unsanitized.
 void letCrashesBeCrashes() {
-  const char* asan = getenv("ASAN_OPTIONS");
-  if (asan != nullptr && std::strstr(asan, "handle_segv=0") == nullptr) {
-    setenv("ASAN_OPTIONS", (std::string(asan) + ":handle_segv=0").c_str(), 1);
+  for (const char* variable : {"ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    const char* options = getenv(variable);
+    if (options != nullptr && std::strstr(options, "handle_segv=0") == nullptr) {
+      setenv(variable, (std::string(options) + ":handle_segv=0").c_str(), 1);
+    }
   }
 }
 
@@ -199,7 +201,8 @@ TEST_CASE("an iteration cut by a crash reports it once, then goes on where it st
   // crashed (now sane) and then the rest of the queue.
   CHECK(rewriteRequestKinds(rig.target, 98, 1) == 1);
   CHECK(rig.dll().next_operation(rig.p(), &op) == mqs_ok);
-  const auto& queue = standardJob(3).communicators[2].queues[1];
+  Job job = standardJob(3);
+  const auto& queue = job.communicators[2].queues[1];
   CHECK(std::string(op.extra_text[0]) == queue[1].note);
   CHECK(std::string(first.extra_text[0]) == queue[0].note);
   int rest = 0;
