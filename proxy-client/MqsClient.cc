@@ -502,8 +502,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
     int rc = sendSetupProcess(token, bigEndian);
-    setUp_.setUp(SessionSetUp::Kind::Process, token);
-    setUp_.find(SessionSetUp::Kind::Process, token)->targetBigEndian = bigEndian;
+    setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
     return rc;
   });
 }

@@ -16,17 +16,14 @@ SessionSetUp::Entry* SessionSetUp::find(Kind kind, uint64_t token) {
   return nullptr;
 }
 
-void SessionSetUp::setUp(Kind kind, uint64_t token) {
-  if (Entry* e = find(kind, token)) {
-    // Set up again: what the debugger asked of it since starts over.
-    e->queriedQueues = false;
-    e->updated = false;
-    e->newProcessIteration = false;
-    e->newProcessesLost = false;
-  } else {
-    entries_.push_back(Entry{kind, token});
-  }
+SessionSetUp::Entry& SessionSetUp::setUp(Kind kind, uint64_t token) {
   if (kind == Kind::Process) cursors_[token].reset();
+  if (Entry* e = find(kind, token)) {
+    // Set up again: what the debugger asked of it since starts over (its place stays).
+    *e = Entry{kind, token};
+    return *e;
+  }
+  return entries_.emplace_back(Entry{kind, token});
 }
 
 void SessionSetUp::queriedQueues(Kind kind, uint64_t token) {

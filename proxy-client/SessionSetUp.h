@@ -58,7 +58,8 @@ class SessionSetUp {
   };
 
   // A set-up call reached the DLL. The first set-up of an object fixes its place in the order.
-  void setUp(Kind kind, uint64_t token);
+  // Returns the object's entry.
+  Entry& setUp(Kind kind, uint64_t token);
   void queriedQueues(Kind kind, uint64_t token);
   void updated(uint64_t process);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "ForwardingStream.h"
 #include "Handshake.h"
 #include "ProxyErrors.h"
 
@@ -17,10 +18,10 @@ namespace {
 // plain-text REFUSED line: then it reads the whole line into `refusal` and reports end of
 // stream, so the handshake fails and the caller can show the server's reason instead of an
 // OpenSSL record error.
-class RefusalTap final : public kj::AsyncIoStream {
+class RefusalTap final : public ForwardingStream {
  public:
   RefusalTap(kj::Own<kj::AsyncIoStream> inner, std::shared_ptr<std::string> refusal)
-      : inner_(kj::mv(inner)), refusal_(std::move(refusal)) {}
+      : ForwardingStream(kj::mv(inner)), refusal_(std::move(refusal)) {}
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
     if (!first_) return inner_->tryRead(buffer, minBytes, maxBytes);
@@ -42,24 +43,8 @@ class RefusalTap final : public kj::AsyncIoStream {
           });
         });
   }
-  kj::Promise<void> write(const void* buffer, size_t size) override {
-    return inner_->write(buffer, size);
-  }
-  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
-    return inner_->write(pieces);
-  }
-  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
-  void shutdownWrite() override { inner_->shutdownWrite(); }
-  void abortRead() override { inner_->abortRead(); }
-  void getsockopt(int level, int option, void* value, kj::uint* length) override {
-    inner_->getsockopt(level, option, value, length);
-  }
-  void setsockopt(int level, int option, const void* value, kj::uint length) override {
-    inner_->setsockopt(level, option, value, length);
-  }
 
  private:
-  kj::Own<kj::AsyncIoStream> inner_;
   std::shared_ptr<std::string> refusal_;
   bool first_ = true;
 };

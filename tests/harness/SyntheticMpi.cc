@@ -262,32 +262,44 @@ void replaceCommunicators(TargetModel& t, const Job& job) {
   t.writeInt(symbolOf(t, "tmpi_comm_sequence"), 4, job.sequence);
 }
 
-size_t progressRequests(TargetModel& t, int step) {
-  Types ty = typesOf(t);
+namespace {
+
+// The first request of every queue of every communicator now in the target.
+std::vector<uint64_t> queueHeads(TargetModel& t, const Types& ty) {
   const auto& cf = ty.comm.fields;
-  const auto& rf = ty.request.fields;
-  size_t changed = 0;
+  std::vector<uint64_t> heads;
   uint64_t comm = static_cast<uint64_t>(t.readInt(symbolOf(t, "tmpi_comm_list"), t.pointerSize()));
   for (; comm != 0; comm = static_cast<uint64_t>(t.readInt(comm + cf.at("next"), t.pointerSize()))) {
     for (const char* queue : {"sends", "recvs", "unexpected"}) {
-      uint64_t at = static_cast<uint64_t>(t.readInt(comm + cf.at(queue), t.pointerSize()));
-      for (size_t i = 0; at != 0; ++i) {
-        uint64_t next = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()));
-        if (t.readInt(at + rf.at("kind"), 4) == 99) break;  // leave poisoned requests alone
-        t.writeInt(at + rf.at("tag"), 4, t.readInt(at + rf.at("tag"), 4) + 1000 * step);
-        t.writeInt(at + rf.at("status"), 4, (t.readInt(at + rf.at("status"), 4) + step) % 3);
-        t.writeInt(at + rf.at("actual_length"), t.longSize(), 17 * step + static_cast<int>(i));
-        writeString(t, at + rf.at("note"), "progressed " + std::to_string(step), 32);
+      heads.push_back(static_cast<uint64_t>(t.readInt(comm + cf.at(queue), t.pointerSize())));
+    }
+  }
+  return heads;
+}
+
+}  // namespace
+
+size_t progressRequests(TargetModel& t, int step) {
+  Types ty = typesOf(t);
+  const auto& rf = ty.request.fields;
+  size_t changed = 0;
+  for (uint64_t at : queueHeads(t, ty)) {
+    for (size_t i = 0; at != 0; ++i) {
+      uint64_t next = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()));
+      if (t.readInt(at + rf.at("kind"), 4) == 99) break;  // leave poisoned requests alone
+      t.writeInt(at + rf.at("tag"), 4, t.readInt(at + rf.at("tag"), 4) + 1000 * step);
+      t.writeInt(at + rf.at("status"), 4, (t.readInt(at + rf.at("status"), 4) + step) % 3);
+      t.writeInt(at + rf.at("actual_length"), t.longSize(), 17 * step + static_cast<int>(i));
+      writeString(t, at + rf.at("note"), "progressed " + std::to_string(step), 32);
+      ++changed;
+      // Every third request completes and leaves its queue.
+      if (i % 3 == 1 && next != 0) {
+        uint64_t after = static_cast<uint64_t>(t.readInt(next + rf.at("next"), t.pointerSize()));
+        t.writePointer(at + rf.at("next"), after);
+        next = after;
         ++changed;
-        // Every third request completes and leaves its queue.
-        if (i % 3 == 1 && next != 0) {
-          uint64_t after = static_cast<uint64_t>(t.readInt(next + rf.at("next"), t.pointerSize()));
-          t.writePointer(at + rf.at("next"), after);
-          next = after;
-          ++changed;
-        }
-        at = next;
       }
+      at = next;
     }
   }
   return changed;
@@ -295,18 +307,13 @@ size_t progressRequests(TargetModel& t, int step) {
 
 size_t rewriteRequestKinds(TargetModel& t, int from, int to) {
   Types ty = typesOf(t);
-  const auto& cf = ty.comm.fields;
   const auto& rf = ty.request.fields;
   size_t changed = 0;
-  uint64_t comm = static_cast<uint64_t>(t.readInt(symbolOf(t, "tmpi_comm_list"), t.pointerSize()));
-  for (; comm != 0; comm = static_cast<uint64_t>(t.readInt(comm + cf.at("next"), t.pointerSize()))) {
-    for (const char* queue : {"sends", "recvs", "unexpected"}) {
-      uint64_t at = static_cast<uint64_t>(t.readInt(comm + cf.at(queue), t.pointerSize()));
-      for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
-        if (t.readInt(at + rf.at("kind"), 4) != from) continue;
-        t.writeInt(at + rf.at("kind"), 4, to);
-        ++changed;
-      }
+  for (uint64_t at : queueHeads(t, ty)) {
+    for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
+      if (t.readInt(at + rf.at("kind"), 4) != from) continue;
+      t.writeInt(at + rf.at("kind"), 4, to);
+      ++changed;
     }
   }
   return changed;

@@ -14,7 +14,8 @@
 
 namespace mqd::harness {
 
-// A debugger with the shim loaded, one image, one process and a job, over a synthetic target.
+// A debugger with the shim (or, given its path, another MQD DLL) loaded, one image, one
+// process and a job, over a synthetic target.
 struct Rig {
   TargetModel target{8, false};
   std::unique_ptr<DebuggerHarness> d;
@@ -22,11 +23,12 @@ struct Rig {
   DebuggerHarness::Process* process;
   DebuggerHarness::Job* job;
 
-  explicit Rig(size_t ops = 3, std::function<void(Job&)> edit = nullptr) {
+  explicit Rig(size_t ops = 3, std::function<void(Job&)> edit = nullptr,
+               const std::string& dll = mqd::test::kShim) {
     Job j = standardJob(ops);
     if (edit) edit(j);
     layOut(target, j);
-    d = std::make_unique<DebuggerHarness>(mqd::test::kShim, DebuggerHarness::Options{});
+    d = std::make_unique<DebuggerHarness>(dll, DebuggerHarness::Options{});
     image = d->addImage(target, "a.out");
     process = d->addProcess(image, 0, "rank0");
     job = d->addJob({process});
@@ -43,6 +45,18 @@ struct Rig {
     REQUIRE(dll().image_has_queues(i(), &m) == mqs_ok);
     REQUIRE(dll().setup_process(p(), d->processCallbacks()) == mqs_ok);
     REQUIRE(dll().process_has_queues(p(), &m) == mqs_ok);
+  }
+
+  // The same set-up, for a debugger that expects failures: the first answer other than
+  // mqs_ok (mqs_ok when every call succeeded).
+  int trySetUp() {
+    dll().setup_basic_callbacks(d->basicCallbacks());
+    char* m = nullptr;
+    int rc = dll().setup_image(i(), d->imageCallbacks());
+    if (rc == mqs_ok) rc = dll().image_has_queues(i(), &m);
+    if (rc == mqs_ok) rc = dll().setup_process(p(), d->processCallbacks());
+    if (rc == mqs_ok) rc = dll().process_has_queues(p(), &m);
+    return rc;
   }
 
   // A refresh; returns the number of operations seen.

@@ -77,22 +77,9 @@ class Child {
 
 // The native reference dump of the standard job with `ops` operations per queue (edited).
 std::string nativeDump(size_t ops, std::function<void(Job&)> edit = nullptr) {
-  TargetModel target{8, false};
-  Job job = standardJob(ops);
-  if (edit) edit(job);
-  layOut(target, job);
-  DebuggerHarness d(mqd::test::kTestDll3, DebuggerHarness::Options{});
-  auto* image = d.addImage(target, "a.out");
-  auto* process = d.addProcess(image, 0, "rank0");
-  d.dll().setup_basic_callbacks(d.basicCallbacks());
-  auto* i = reinterpret_cast<mqs_image*>(image);
-  char* m = nullptr;
-  REQUIRE(d.dll().setup_image(i, d.imageCallbacks()) == mqs_ok);
-  REQUIRE(d.dll().image_has_queues(i, &m) == mqs_ok);
-  auto* p = reinterpret_cast<mqs_process*>(process);
-  REQUIRE(d.dll().setup_process(p, d.processCallbacks()) == mqs_ok);
-  REQUIRE(d.dll().process_has_queues(p, &m) == mqs_ok);
-  QueueDump dump = dumpQueues(d.dll(), p);
+  Rig native(ops, edit, mqd::test::kTestDll3);
+  native.setUp();
+  QueueDump dump = dumpQueues(native.dll(), native.p());
   REQUIRE(dump.complete());
   return dump.text;
 }
@@ -231,12 +218,7 @@ namespace {
 // returns how many attempts failed.
 int setUpDespiteFaults(Rig& rig) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
-    char* m = nullptr;
-    int rc = rig.dll().setup_image(rig.i(), rig.d->imageCallbacks());
-    if (rc == mqs_ok) rc = rig.dll().image_has_queues(rig.i(), &m);
-    if (rc == mqs_ok) rc = rig.dll().setup_process(rig.p(), rig.d->processCallbacks());
-    if (rc == mqs_ok) rc = rig.dll().process_has_queues(rig.p(), &m);
+    int rc = rig.trySetUp();
     if (rc == mqs_ok) return attempt;
     REQUIRE(MQD_PROXY_IS_PROXY_ERROR(rc));
     CHECK(rig.errorText(rc).find("mqd-proxy: ") == 0);
