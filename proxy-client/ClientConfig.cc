@@ -1,7 +1,14 @@
 #include "ClientConfig.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "Endpoint.h"
@@ -14,91 +21,251 @@ const char* env(const char* name) {
   return (v != nullptr && v[0] != '\0') ? v : nullptr;
 }
 
-}  // namespace
-
-const char* ClientConfig::help() {
-  return R"(  MQD_PROXY_SERVER    the server: unix:PATH, tcp:HOST:PORT (IPv6: tcp:[ADDR]:PORT;
-                      tcp:PORT is 127.0.0.1), or tls:HOST:PORT for a server listening with
-                      TLS. Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else
-                      unix:/tmp/mqd-proxy-$UID.sock
-  MQD_PROXY_TOKEN_FILE  a file holding the token the server was given (--token-file); it
-                      must be private to its owner (chmod 600). Default: no token
-  MQD_PROXY_TLS_CA    PEM file of the CA certificate(s) that signed a tls: server's
-                      certificate. Default: the system's trust store
-  MQD_PROXY_TLS_NAME  the host name the tls: server's certificate must name. Default: the
-                      HOST of MQD_PROXY_SERVER
-  MQD_PROXY_DLL       the vendor DLL to use on the server: a path or base name on its
-                      allow-list. Default: the server's first --dll
-  MQD_PROXY_TIMEOUT   seconds (fractions allowed) without any sign of progress from the server
-                      before a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30
-  MQD_PROXY_CACHE     off: forward every call and callback; call: look-ups for the session,
-                      target memory within one mqs_* call; epoch: memory for the epoch (from
-                      one mqs_update_communicator_list to the next), recorded walks, learned
-                      look-ups and memory. Default epoch
-  MQD_PROXY_COMPRESS  zstd for bulk data: auto (on for TCP, off for unix sockets), on, off.
-                      Default auto
-  MQD_PROXY_LOG       error, warn, info, debug or trace. Default warn
-  MQD_PROXY_LOG_FILE  append the shim's log to this file instead of the debugger's stderr
-)";
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
 }
 
-ClientConfig ClientConfig::fromEnvironment(std::vector<std::string>* problems) {
+std::string setText(std::string& field, const std::string& value) {
+  field = value;
+  return "";
+}
+
+std::string setServer(ClientConfig& c, const std::string& v) {
+  c.server = v;  // kept even when malformed: connecting reports the same problem to the debugger
+  try {
+    Endpoint::parse(v);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string setTimeout(ClientConfig& c, const std::string& v) {
+  char* end = nullptr;
+  double seconds = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(seconds > 0) || seconds > 86400 || std::isnan(seconds)) {
+    return "\"" + v + "\" is not a number of seconds between 0 and 86400";
+  }
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+  return "";
+}
+
+std::string showTimeout(const ClientConfig& c) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(c.timeout.count()) / 1000.0);
+  return buf;
+}
+
+std::string setLog(ClientConfig& c, const std::string& v) {
+  try {
+    c.logLevel = parseLogLevel(v);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string setCache(ClientConfig& c, const std::string& v) {
+  if (v == "off") {
+    c.cache = wire::CachePolicy::OFF;
+  } else if (v == "call") {
+    c.cache = wire::CachePolicy::CALL;
+  } else if (v == "epoch") {
+    c.cache = wire::CachePolicy::EPOCH;
+  } else {
+    return "\"" + v + "\" is not off, call or epoch";
+  }
+  return "";
+}
+
+std::string showCache(const ClientConfig& c) {
+  switch (c.cache) {
+    case wire::CachePolicy::OFF: return "off";
+    case wire::CachePolicy::CALL: return "call";
+    default: return "epoch";
+  }
+}
+
+std::string setCompress(ClientConfig& c, const std::string& v) {
+  if (v == "auto") {
+    c.compress = ClientConfig::Compress::Auto;
+  } else if (v == "on") {
+    c.compress = ClientConfig::Compress::On;
+  } else if (v == "off") {
+    c.compress = ClientConfig::Compress::Off;
+  } else {
+    return "\"" + v + "\" is not auto, on or off";
+  }
+  return "";
+}
+
+std::string showCompress(const ClientConfig& c) {
+  switch (c.compress) {
+    case ClientConfig::Compress::On: return "on";
+    case ClientConfig::Compress::Off: return "off";
+    default: return "auto";
+  }
+}
+
+std::string homeDirectory() {
+  if (const char* home = env("HOME")) return home;
+  struct passwd* pw = ::getpwuid(::getuid());
+  return (pw != nullptr && pw->pw_dir != nullptr) ? pw->pw_dir : "";
+}
+
+// Applies `value` for `s`, recording the source or the problem.
+void applyOne(ClientConfig& c, const Setting& s, const std::string& value,
+              const std::string& source, std::vector<std::string>* problems) {
+  std::string problem = s.apply(c, value);
+  if (problem.empty() || std::string(s.key) == "server") c.sources[s.key] = source;
+  if (!problem.empty()) {
+    std::string label = source == s.variable ? source : source + ": " + s.key;
+    problems->push_back(label + ": " + problem + "; using " +
+                        (s.show(c).empty() ? "the default" : "\"" + s.show(c) + "\""));
+  }
+}
+
+void readFile(ClientConfig& c, std::vector<std::string>* problems) {
+  if (c.file.empty()) return;
+  std::ifstream in(c.file);
+  if (!in) {
+    if (errno != ENOENT) {
+      problems->push_back(c.file + ": cannot be read: " + std::strerror(errno));
+    }
+    return;
+  }
+  c.fileRead = true;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::string where = c.file + ":" + std::to_string(number);
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      problems->push_back(where + ": expected `key = value`, got \"" + line + "\"");
+      continue;
+    }
+    std::string key = trim(line.substr(0, eq));
+    std::string value = trim(line.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    const Setting* found = nullptr;
+    for (const Setting& s : settings()) {
+      if (key == s.key) found = &s;
+    }
+    if (found == nullptr) {
+      problems->push_back(where + ": unknown setting \"" + key + "\" (see mqd-proxy --help)");
+      continue;
+    }
+    applyOne(c, *found, value, where, problems);
+  }
+}
+
+}  // namespace
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = {
+      {"server", "MQD_PROXY_SERVER",
+       "the server: unix:PATH, tcp:HOST:PORT (IPv6: tcp:[ADDR]:PORT; tcp:PORT is\n"
+       "127.0.0.1), tls:HOST:PORT for a server listening with TLS, or\n"
+       "ssh://[USER@]HOST[:PORT][/PATH/TO/mqd-proxy-server] to start the server over ssh\n"
+       "(`mqd-proxy-server --stdio`: ssh authenticates, no port or token is needed).\n"
+       "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else unix:/tmp/mqd-proxy-$UID.sock",
+       setServer, [](const ClientConfig& c) { return c.server; }},
+      {"dll", "MQD_PROXY_DLL",
+       "the vendor DLL to use on the server: a path or base name on its allow-list (over\n"
+       "ssh, without --dll on the remote side: the DLL's path on that host). Default: the\n"
+       "server's first --dll",
+       [](ClientConfig& c, const std::string& v) { return setText(c.dll, v); },
+       [](const ClientConfig& c) { return c.dll; }},
+      {"timeout", "MQD_PROXY_TIMEOUT",
+       "seconds (fractions allowed) without any sign of progress from the server before\n"
+       "a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30",
+       setTimeout, showTimeout},
+      {"cache", "MQD_PROXY_CACHE",
+       "off: forward every call and callback; call: look-ups for the session, target\n"
+       "memory within one mqs_* call; epoch: memory for the epoch (from one\n"
+       "mqs_update_communicator_list to the next), recorded walks, learned look-ups and\n"
+       "memory. Default epoch",
+       setCache, showCache},
+      {"compress", "MQD_PROXY_COMPRESS",
+       "zstd for bulk data: auto (on for TCP and ssh, off for unix sockets), on, off.\n"
+       "Default auto",
+       setCompress, showCompress},
+      {"log", "MQD_PROXY_LOG",
+       "error, warn, info, debug or trace (trace: every mqs_* call with its duration\n"
+       "and the callbacks it caused). Default warn",
+       setLog, [](const ClientConfig& c) { return std::string(logLevelName(c.logLevel)); }},
+      {"log_file", "MQD_PROXY_LOG_FILE",
+       "append the log to this file instead of the debugger's stderr. Default: stderr",
+       [](ClientConfig& c, const std::string& v) { return setText(c.logFile, v); },
+       [](const ClientConfig& c) { return c.logFile; }},
+      {"token_file", "MQD_PROXY_TOKEN_FILE",
+       "a file holding the token the server was given (--token-file); it must be private\n"
+       "to its owner (chmod 600). Default: no token",
+       [](ClientConfig& c, const std::string& v) { return setText(c.tokenFile, v); },
+       [](const ClientConfig& c) { return c.tokenFile; }},
+      {"tls_ca", "MQD_PROXY_TLS_CA",
+       "PEM file of the CA certificate(s) that signed a tls: server's certificate.\n"
+       "Default: the system's trust store",
+       [](ClientConfig& c, const std::string& v) { return setText(c.tlsCa, v); },
+       [](const ClientConfig& c) { return c.tlsCa; }},
+      {"tls_name", "MQD_PROXY_TLS_NAME",
+       "the host name the tls: server's certificate must name. Default: the HOST of\n"
+       "the server setting",
+       [](ClientConfig& c, const std::string& v) { return setText(c.tlsName, v); },
+       [](const ClientConfig& c) { return c.tlsName; }},
+      {"ssh", "MQD_PROXY_SSH",
+       "the ssh program that starts ssh:// servers. Default ssh (from PATH)",
+       [](ClientConfig& c, const std::string& v) { return setText(c.ssh, v); },
+       [](const ClientConfig& c) { return c.ssh; }},
+      {"ssh_options", "MQD_PROXY_SSH_OPTIONS",
+       "extra arguments for ssh, split at white space, e.g. \"-i ~/.ssh/cluster -J\n"
+       "login.example.org\" (~/.ssh/config applies too). The shim always adds -T, -o\n"
+       "BatchMode=yes (no prompts: use keys or an agent) and a ConnectTimeout from\n"
+       "the timeout setting. Default: none",
+       [](ClientConfig& c, const std::string& v) { return setText(c.sshOptions, v); },
+       [](const ClientConfig& c) { return c.sshOptions; }},
+  };
+  return table;
+}
+
+std::string ClientConfig::configFilePath() {
+  if (const char* set = std::getenv("MQD_PROXY_CONFIG")) return set;  // empty: no file
+  if (const char* xdg = env("XDG_CONFIG_HOME")) {
+    if (xdg[0] == '/') return std::string(xdg) + "/mqd-proxy/config";
+  }
+  std::string home = homeDirectory();
+  return home.empty() ? "" : home + "/.config/mqd-proxy/config";
+}
+
+std::string ClientConfig::help() {
+  std::string out;
+  for (const Setting& s : settings()) {
+    out += "  " + std::string(s.variable) + "  (file: " + s.key + ")\n";
+    std::istringstream lines(s.help);
+    std::string line;
+    while (std::getline(lines, line)) out += "      " + line + "\n";
+  }
+  out +=
+      "  MQD_PROXY_CONFIG  (environment only)\n"
+      "      the configuration file. Default $XDG_CONFIG_HOME/mqd-proxy/config, else\n"
+      "      ~/.config/mqd-proxy/config; set but empty: no file\n";
+  return out;
+}
+
+ClientConfig ClientConfig::load(std::vector<std::string>* problems) {
   ClientConfig c;
   c.server = "unix:" + defaultSocketPath();
-  if (const char* v = env("MQD_PROXY_SERVER")) {
-    try {
-      Endpoint::parse(v);
-      c.server = v;
-    } catch (const std::invalid_argument& e) {
-      problems->push_back(std::string("MQD_PROXY_SERVER: ") + e.what());
-      c.server = v;  // keep it: connecting reports the same problem to the debugger
-    }
-  }
-  if (const char* v = env("MQD_PROXY_DLL")) c.dll = v;
-  if (const char* v = env("MQD_PROXY_TIMEOUT")) {
-    char* end = nullptr;
-    double seconds = std::strtod(v, &end);
-    if (*end != '\0' || !(seconds > 0) || seconds > 86400 || std::isnan(seconds)) {
-      problems->push_back(std::string("MQD_PROXY_TIMEOUT: \"") + v +
-                          "\" is not a number of seconds between 0 and 86400; using 30");
-    } else {
-      c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
-    }
-  }
-  if (const char* v = env("MQD_PROXY_LOG")) {
-    try {
-      c.logLevel = parseLogLevel(v);
-    } catch (const std::invalid_argument& e) {
-      problems->push_back(std::string("MQD_PROXY_LOG: ") + e.what());
-    }
-  }
-  if (const char* v = env("MQD_PROXY_LOG_FILE")) c.logFile = v;
-  if (const char* v = env("MQD_PROXY_TOKEN_FILE")) c.tokenFile = v;
-  if (const char* v = env("MQD_PROXY_TLS_CA")) c.tlsCa = v;
-  if (const char* v = env("MQD_PROXY_TLS_NAME")) c.tlsName = v;
-  if (const char* v = env("MQD_PROXY_CACHE")) {
-    std::string p = v;
-    if (p == "off") {
-      c.cache = wire::CachePolicy::OFF;
-    } else if (p == "call") {
-      c.cache = wire::CachePolicy::CALL;
-    } else if (p == "epoch") {
-      c.cache = wire::CachePolicy::EPOCH;
-    } else {
-      problems->push_back("MQD_PROXY_CACHE: \"" + p + "\" is not off, call or epoch; using epoch");
-    }
-  }
-  if (const char* v = env("MQD_PROXY_COMPRESS")) {
-    std::string p = v;
-    if (p == "auto") {
-      c.compress = Compress::Auto;
-    } else if (p == "on") {
-      c.compress = Compress::On;
-    } else if (p == "off") {
-      c.compress = Compress::Off;
-    } else {
-      problems->push_back("MQD_PROXY_COMPRESS: \"" + p + "\" is not auto, on or off; using auto");
-    }
+  for (const Setting& s : settings()) c.sources[s.key] = "default";
+  c.file = configFilePath();
+  readFile(c, problems);
+  for (const Setting& s : settings()) {
+    if (const char* v = env(s.variable)) applyOne(c, s, v, s.variable, problems);
   }
   return c;
 }

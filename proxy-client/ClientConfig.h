@@ -1,9 +1,19 @@
-// ClientConfig: every setting of the shim, read from the environment of the debugger process
-// when a session is opened (so a debugger can change them before loading the shim). help()
-// describes each one; `mqd-proxy --help` prints it and README.md mirrors it.
+// ClientConfig: every setting of the shim and the mqd-proxy CLI, in one table (settings()).
+//
+// Where a value comes from, lowest to highest precedence:
+//   1. the default in the table;
+//   2. the configuration file: $MQD_PROXY_CONFIG if set (empty: no file), else
+//      $XDG_CONFIG_HOME/mqd-proxy/config, else ~/.config/mqd-proxy/config. Lines are
+//      `key = value` (the key is the variable's name without MQD_PROXY_, in lower case, e.g.
+//      `server = ssh://node7`); `#` starts a comment line; a value may be double-quoted;
+//   3. the environment (MQD_PROXY_SERVER, ...): an empty variable counts as unset.
+// The shim reads it when a session is opened, so a debugger can change the environment before
+// loading the shim. help() describes each setting; `mqd-proxy --help` prints it, README.md
+// mirrors it, and `mqd-proxy config` shows the effective values with their sources.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,16 +32,42 @@ struct ClientConfig {
   std::string logFile;
   wire::CachePolicy cache = wire::CachePolicy::EPOCH;
   Compress compress = Compress::Auto;
-  std::string tokenFile;  // MQD_PROXY_TOKEN_FILE: the token to present (read at connect time)
-  std::string tlsCa;      // MQD_PROXY_TLS_CA: PEM CA certificate(s) for tls: servers
-  std::string tlsName;    // MQD_PROXY_TLS_NAME: name the certificate must carry (default: HOST)
+  std::string tokenFile;  // the token to present (read at connect time)
+  std::string tlsCa;      // PEM CA certificate(s) for tls: servers
+  std::string tlsName;    // name the certificate must carry (default: HOST)
+  std::string ssh = "ssh";           // the ssh program for ssh:// servers
+  std::string sshOptions;            // extra ssh arguments, split at white space
 
-  // From the environment. Malformed values are reported in `problems` (and the default kept)
-  // rather than thrown: the shim must keep working inside the debugger.
-  static ClientConfig fromEnvironment(std::vector<std::string>* problems);
+  // Where each setting's value came from, by key: "default", "FILE:LINE" or "MQD_PROXY_X".
+  std::map<std::string, std::string> sources;
+  std::string file;        // the configuration file consulted (may not exist)
+  bool fileRead = false;   // whether it existed and was read
 
-  // Every variable, its values and its default, as help text.
-  static const char* help();
+  // Defaults, then the configuration file, then the environment. Malformed values and lines
+  // are reported in `problems` (and the lower-precedence value kept) rather than thrown: the
+  // shim must keep working inside the debugger.
+  static ClientConfig load(std::vector<std::string>* problems);
+
+  // The configuration file load() consults (see above); empty when MQD_PROXY_CONFIG is set
+  // but empty.
+  static std::string configFilePath();
+
+  // Every setting, its values and its default, as help text.
+  static std::string help();
 };
+
+// One row of the settings table.
+struct Setting {
+  const char* key;          // in the configuration file, e.g. "log_file"
+  const char* variable;     // in the environment, e.g. "MQD_PROXY_LOG_FILE"
+  const char* help;         // what it does, its values and default (wrapped, indented text)
+  // Sets `value` into `c`; returns an empty string, or why the value is not taken (the
+  // previous value is then kept).
+  std::string (*apply)(ClientConfig& c, const std::string& value);
+  // The effective value, as it would be written in the file.
+  std::string (*show)(const ClientConfig& c);
+};
+
+const std::vector<Setting>& settings();
 
 }  // namespace mqd::client

@@ -104,7 +104,7 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
 
 void MqsClient::openSession() {
   std::vector<std::string> problems;
-  config_ = ClientConfig::fromEnvironment(&problems);
+  config_ = ClientConfig::load(&problems);
   logSetComponent("libmqdproxy");
   logSetLevel(config_.logLevel);
   if (!config_.logFile.empty()) {

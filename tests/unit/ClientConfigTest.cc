@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "ClientConfig.h"
@@ -13,19 +15,27 @@ struct Env {
   static void clear() {
     for (const char* v : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
                           "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
-                          "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME"}) {
+                          "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME", "MQD_PROXY_CACHE",
+                          "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS"}) {
       unsetenv(v);
     }
   }
-  Env() { clear(); }
-  ~Env() { clear(); }
+  // No configuration file unless a test asks for one: the machine's own must not leak in.
+  Env() {
+    clear();
+    setenv("MQD_PROXY_CONFIG", "", 1);
+  }
+  ~Env() {
+    clear();
+    unsetenv("MQD_PROXY_CONFIG");
+  }
 };
 }  // namespace
 
 TEST_CASE("ClientConfig: defaults") {
   Env env;
   std::vector<std::string> problems;
-  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  ClientConfig c = ClientConfig::load(&problems);
   CHECK(problems.empty());
   CHECK(c.server == "unix:" + mqd::defaultSocketPath());
   CHECK(c.dll.empty());
@@ -43,7 +53,7 @@ TEST_CASE("ClientConfig: token and TLS settings") {
   setenv("MQD_PROXY_TLS_CA", "/etc/mqd/ca.pem", 1);
   setenv("MQD_PROXY_TLS_NAME", "server.example", 1);
   std::vector<std::string> problems;
-  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  ClientConfig c = ClientConfig::load(&problems);
   CHECK(problems.empty());
   CHECK(c.server == "tls:server.example:4443");
   CHECK(c.tokenFile == "/home/me/.mqd-token");
@@ -58,7 +68,7 @@ TEST_CASE("ClientConfig: values and malformed values") {
   setenv("MQD_PROXY_TIMEOUT", "2.5", 1);
   setenv("MQD_PROXY_LOG", "debug", 1);
   std::vector<std::string> problems;
-  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  ClientConfig c = ClientConfig::load(&problems);
   CHECK(problems.empty());
   CHECK(c.server == "tcp:host:7");
   CHECK(c.dll == "libompi_dbg_msgq.so");
@@ -69,7 +79,7 @@ TEST_CASE("ClientConfig: values and malformed values") {
   setenv("MQD_PROXY_LOG", "chatty", 1);
   setenv("MQD_PROXY_SERVER", "host:7", 1);
   problems.clear();
-  c = ClientConfig::fromEnvironment(&problems);
+  c = ClientConfig::load(&problems);
   CHECK(problems.size() == 3);
   CHECK(c.timeout.count() == 30000);
   CHECK(c.logLevel == mqd::LogLevel::Warn);
@@ -86,31 +96,114 @@ TEST_CASE("ClientConfig: help describes every variable the shim reads") {
 }
 
 TEST_CASE("ClientConfig: cache policy and compression") {
-  using mqd::client::ClientConfig;
-  unsetenv("MQD_PROXY_CACHE");
-  unsetenv("MQD_PROXY_COMPRESS");
+  Env env;
   std::vector<std::string> problems;
-  ClientConfig c = ClientConfig::fromEnvironment(&problems);
+  ClientConfig c = ClientConfig::load(&problems);
   CHECK(c.cache == mqd::wire::CachePolicy::EPOCH);
   CHECK(c.compress == ClientConfig::Compress::Auto);
   setenv("MQD_PROXY_CACHE", "call", 1);
   setenv("MQD_PROXY_COMPRESS", "off", 1);
-  c = ClientConfig::fromEnvironment(&problems);
+  c = ClientConfig::load(&problems);
   CHECK(c.cache == mqd::wire::CachePolicy::CALL);
   CHECK(c.compress == ClientConfig::Compress::Off);
   setenv("MQD_PROXY_CACHE", "off", 1);
   setenv("MQD_PROXY_COMPRESS", "on", 1);
-  c = ClientConfig::fromEnvironment(&problems);
+  c = ClientConfig::load(&problems);
   CHECK(c.cache == mqd::wire::CachePolicy::OFF);
   CHECK(c.compress == ClientConfig::Compress::On);
   CHECK(problems.empty());
   setenv("MQD_PROXY_CACHE", "sometimes", 1);
   setenv("MQD_PROXY_COMPRESS", "maybe", 1);
-  c = ClientConfig::fromEnvironment(&problems);
+  c = ClientConfig::load(&problems);
   REQUIRE(problems.size() == 2);
   CHECK(problems[0].find("sometimes") != std::string::npos);
   CHECK(c.cache == mqd::wire::CachePolicy::EPOCH);
   CHECK(c.compress == ClientConfig::Compress::Auto);
-  unsetenv("MQD_PROXY_CACHE");
-  unsetenv("MQD_PROXY_COMPRESS");
+}
+
+namespace {
+std::string writeFile(const std::string& text) {
+  char path[] = "/tmp/mqd-config-test-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  close(fd);
+  return path;
+}
+}  // namespace
+
+TEST_CASE("ClientConfig: the configuration file, overridden by the environment") {
+  Env env;
+  std::string path = writeFile(
+      "# a comment\n"
+      "server = ssh://me@node7:2222/opt/mqd/bin/mqd-proxy-server\n"
+      "\n"
+      "  timeout=12.5  \n"
+      "dll = \"/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/libompi_dbg_msgq.so\"\n"
+      "ssh_options = -i /home/me/.ssh/cluster -J login\n"
+      "cache = epoch\n");
+  setenv("MQD_PROXY_CONFIG", path.c_str(), 1);
+  setenv("MQD_PROXY_TIMEOUT", "3", 1);
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::load(&problems);
+  CHECK(problems.empty());
+  CHECK(c.fileRead);
+  CHECK(c.file == path);
+  CHECK(c.server == "ssh://me@node7:2222/opt/mqd/bin/mqd-proxy-server");
+  CHECK(c.sources["server"] == path + ":2");
+  CHECK(c.timeout.count() == 3000);  // the environment wins
+  CHECK(c.sources["timeout"] == "MQD_PROXY_TIMEOUT");
+  CHECK(c.dll == "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/libompi_dbg_msgq.so");
+  CHECK(c.sshOptions == "-i /home/me/.ssh/cluster -J login");
+  CHECK(c.sources["ssh_options"] == path + ":6");
+  CHECK(c.sources["log"] == "default");
+  unlink(path.c_str());
+}
+
+TEST_CASE("ClientConfig: a bad line in the file is reported and loses nothing else") {
+  Env env;
+  std::string path = writeFile(
+      "timeout = forever\n"
+      "colour = blue\n"
+      "just words\n"
+      "log = debug\n");
+  setenv("MQD_PROXY_CONFIG", path.c_str(), 1);
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::load(&problems);
+  REQUIRE(problems.size() == 3);
+  CHECK(problems[0].find(path + ":1: timeout") != std::string::npos);
+  CHECK(problems[1].find("unknown setting \"colour\"") != std::string::npos);
+  CHECK(problems[2].find(path + ":3: expected `key = value`") != std::string::npos);
+  CHECK(c.timeout.count() == 30000);
+  CHECK(c.logLevel == mqd::LogLevel::Debug);
+  CHECK(c.sources["timeout"] == "default");
+  unlink(path.c_str());
+}
+
+TEST_CASE("ClientConfig: where the file is looked for") {
+  Env env;
+  unsetenv("MQD_PROXY_CONFIG");
+  std::string savedXdg = getenv("XDG_CONFIG_HOME") ? getenv("XDG_CONFIG_HOME") : "";
+  std::string savedHome = getenv("HOME") ? getenv("HOME") : "";
+  setenv("XDG_CONFIG_HOME", "/xdg", 1);
+  CHECK(ClientConfig::configFilePath() == "/xdg/mqd-proxy/config");
+  unsetenv("XDG_CONFIG_HOME");
+  setenv("HOME", "/home/someone", 1);
+  CHECK(ClientConfig::configFilePath() == "/home/someone/.config/mqd-proxy/config");
+  setenv("MQD_PROXY_CONFIG", "", 1);
+  CHECK(ClientConfig::configFilePath().empty());
+  if (!savedXdg.empty()) setenv("XDG_CONFIG_HOME", savedXdg.c_str(), 1);
+  if (!savedHome.empty()) setenv("HOME", savedHome.c_str(), 1);
+}
+
+TEST_CASE("ClientConfig: every setting has a variable, help and a shown value") {
+  std::string help = ClientConfig::help();
+  for (const mqd::client::Setting& s : mqd::client::settings()) {
+    CHECK_MESSAGE(help.find(s.variable) != std::string::npos, s.variable);
+    CHECK(std::string(s.variable) == "MQD_PROXY_" + [&] {
+      std::string upper = s.key;
+      for (char& ch : upper) ch = static_cast<char>(toupper(ch));
+      return upper;
+    }());
+  }
 }
