@@ -13,6 +13,7 @@
 #include "Handshake.h"
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "SshTransport.h"
 #include "TlsClient.h"
 #include "TokenFile.h"
 #include "mqs_interface.h"
@@ -111,6 +112,59 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
       });
 }
 
+// ssh://: ssh (SshTransport.h) runs the server with --stdio; the token, if any, is still
+// presented (a --stdio server started with --token-file asks for it). A failure before the
+// handshake completes is explained with what ssh and the remote side wrote to stderr.
+kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const Endpoint& endpoint,
+                                                ClientCounters* counters,
+                                                const ClientConfig& config, std::string token) {
+  std::string where = endpoint.toString();
+  struct Holder {
+    kj::Own<kj::AsyncIoStream> stream;
+    SshProcess* ssh = nullptr;
+  };
+  auto holder = kj::heap<Holder>();
+  Holder* h = holder.get();
+  kj::Own<SshProcess> ssh;
+  try {
+    ssh = SshProcess::start(io, endpoint, config, &h->stream);
+  } catch (kj::Exception& e) {
+    return kj::mv(e);
+  }
+  h->ssh = ssh.get();
+  h->stream = h->stream.attach(kj::mv(ssh));
+  auto handshake = clientHandshake(*h->stream, token);
+  std::fill(token.begin(), token.end(), '\0');
+  return handshake
+      .then([h, where, counters](HandshakeReply reply) -> kj::Own<Connection> {
+        if (!reply.ok && reply.closed) {
+          kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, reply.reason));
+        }
+        if (!reply.ok) throw toWireException(reply.code, where + ": " + reply.reason);
+        return kj::heap<Connection>(kj::mv(h->stream), where, counters);
+      })
+      .catch_([h, where](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
+        std::string detail;
+        if (fromWireException(e, 0, &detail) != 0 || h->stream.get() == nullptr) {
+          return kj::mv(e);
+        }
+        // Most likely ssh itself failed (authentication, host key, no such command): wait
+        // briefly for its last words.
+        return h->ssh->whenEnded(std::chrono::milliseconds(2000))
+            .then([h, where, detail]() -> kj::Own<Connection> {
+              std::string said = h->ssh->stderrTail();
+              throw toWireException(
+                  MQD_PROXY_ERR_UNREACHABLE,
+                  where + ": " +
+                      (said.empty() ? "the connection through ssh ended: " + detail
+                                    : "ssh: " + said) +
+                      " (ssh runs with BatchMode=yes; MQD_PROXY_SSH_OPTIONS passes options to "
+                      "it)");
+            });
+      })
+      .attach(kj::mv(holder));
+}
+
 kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint,
                                            ClientCounters* counters, const ClientConfig& config) {
   std::string where = endpoint.toString();
@@ -123,6 +177,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                              where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
+  if (endpoint.kind == Endpoint::Kind::Ssh) return connectOverSsh(io, endpoint, counters, config, kj::mv(token));
   std::string caFile = config.tlsCa;
   std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
   bool tls = endpoint.tls;
@@ -226,7 +281,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
   wire::CachePolicy cache = config.cache;
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
-                   endpoint.kind == Endpoint::Kind::Tcp);
+                   endpoint.kind != Endpoint::Kind::Unix);
   auto opened = connectTo(io, endpoint, &counters, config).then([&side, dll, where, cache, compress](
                                                  kj::Own<Connection> c) {
     c->compress_ = compress;

@@ -15,7 +15,8 @@ std::string baseName(const std::string& path) {
 
 }  // namespace
 
-DllAllowList::DllAllowList(const std::vector<std::string>& paths) {
+DllAllowList::DllAllowList(const std::vector<std::string>& paths, bool open)
+    : open_(open && paths.empty()) {
   for (const std::string& given : paths) {
     char resolved[PATH_MAX];
     if (::realpath(given.c_str(), resolved) == nullptr) {
@@ -25,7 +26,20 @@ DllAllowList::DllAllowList(const std::vector<std::string>& paths) {
   }
 }
 
-const std::string& DllAllowList::select(const std::string& requested) const {
+std::string DllAllowList::select(const std::string& requested) const {
+  if (open_) {
+    if (requested.empty() || requested[0] != '/') {
+      throw std::runtime_error(
+          "this server (started with --stdio and no --dll) loads the vendor DLL the debugger "
+          "names by its absolute path on the server's host; set MQD_PROXY_DLL to it" +
+          (requested.empty() ? std::string() : " (got \"" + requested + "\")"));
+    }
+    char resolved[PATH_MAX];
+    if (::realpath(requested.c_str(), resolved) == nullptr) {
+      throw std::runtime_error("vendor DLL \"" + requested + "\": " + std::strerror(errno));
+    }
+    return requested;
+  }
   if (entries_.empty()) {
     throw std::runtime_error("this server allows no vendor DLL (start it with --dll PATH)");
   }

@@ -5,6 +5,10 @@
 // one allowed DLL has it (so a target's MPIR_dll_name selects the server's copy of that DLL);
 // an empty name selects the first (default) DLL. Client input never reaches the file
 // system: it is only compared against this list.
+//
+// The one exception is a server started for one user over ssh (--stdio) without any --dll: ssh
+// authenticated that user and the server runs with their rights, so it loads the DLL they
+// name by absolute path (an "open" list), as they could themselves.
 #pragma once
 
 #include <string>
@@ -16,10 +20,13 @@ class DllAllowList {
  public:
   // Canonicalises every path; throws std::runtime_error naming a path that does not exist.
   // An empty list is allowed (the server then refuses every session, saying why).
-  explicit DllAllowList(const std::vector<std::string>& paths);
+  // With `open`, an empty list admits any existing absolute path a client names.
+  explicit DllAllowList(const std::vector<std::string>& paths, bool open = false);
 
   // The path to load for a client's request; throws std::runtime_error explaining the refusal.
-  const std::string& select(const std::string& requested) const;
+  std::string select(const std::string& requested) const;
+
+  bool open() const { return open_; }
 
   // The paths as given on the command line, default first.
   std::vector<std::string> paths() const;
@@ -31,6 +38,7 @@ class DllAllowList {
     std::string baseName;
   };
   std::vector<Entry> entries_;
+  bool open_ = false;
 };
 
 }  // namespace mqd::server

@@ -63,6 +63,7 @@ kj::Promise<void> ProxyService::describe(DescribeContext context) {
   auto list = server.initDlls(static_cast<unsigned>(paths.size()));
   for (size_t i = 0; i < paths.size(); ++i) list.set(static_cast<unsigned>(i), paths[i]);
   server.setProtocolVersion(wire::PROTOCOL_VERSION);
+  server.setAnyDll(config_.dlls->open());
   return kj::READY_NOW;
 }
 
@@ -82,7 +83,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   }
   std::unique_ptr<VendorDll> dll;
   try {
-    const std::string& path = config_.dlls->select(options.getDll());
+    std::string path = config_.dlls->select(options.getDll());
     dll = VendorDll::load(path);
   } catch (const std::exception& e) {
     MQD_LOG(Warn, "session refused: %s", e.what());

@@ -48,6 +48,8 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--listen: ") + e.what());
       }
+    } else if (arg == "--stdio") {
+      o.stdio = true;
     } else if (arg == "--dll") {
       std::string path = next();
       if (path.empty()) throw UsageError("--dll needs a path");
@@ -97,8 +99,22 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       throw UsageError("unknown option \"" + arg + "\" (see --help)");
     }
   }
+  if (o.stdio) {
+    if (!o.listen.empty() || !o.readyFile.empty() || !o.tlsCert.empty() || !o.tlsKey.empty()) {
+      throw UsageError("--stdio serves the connection on stdin and stdout: it takes no "
+                       "--listen, --ready-file, --tls-cert or --tls-key");
+    }
+    if (!o.workerUser.empty()) {
+      throw UsageError("--stdio runs as the user ssh authenticated: it takes no --worker-user");
+    }
+  }
   if (o.listen.empty()) o.listen = "unix:" + defaultSocketPath();
-  bool tls = Endpoint::parse(o.listen).tls;
+  Endpoint listening = Endpoint::parse(o.listen);
+  if (listening.kind == Endpoint::Kind::Ssh) {
+    throw UsageError("--listen " + o.listen + ": ssh:// is for clients (MQD_PROXY_SERVER); "
+                     "ssh runs this server with --stdio");
+  }
+  bool tls = listening.tls;
   if (tls && (o.tlsCert.empty() || o.tlsKey.empty())) {
     throw UsageError("--listen " + o.listen + " needs --tls-cert and --tls-key");
   }
@@ -112,6 +128,7 @@ ServerOptions parseServerOptions(int argc, char** argv) {
 
 std::string serverHelp() {
   return R"(Usage: mqd-proxy-server --dll PATH [--dll PATH ...] [options]
+       mqd-proxy-server --stdio [--dll PATH ...] [options]
 
 Runs MPI message-queue (MQD) DLLs on this machine for debuggers elsewhere. A debugger loads
 libmqdproxy.so, which forwards every mqs_* call here. Each connection gets its own worker
@@ -132,6 +149,12 @@ Options:
                             tls:HOST:PORT    TCP with TLS (needs --tls-cert and --tls-key)
                           Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
                           unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
+  --stdio                 Serve one debugger on stdin/stdout instead of listening, and exit
+                          when it hangs up: what a client's MQD_PROXY_SERVER=ssh://HOST runs
+                          through ssh (`ssh HOST mqd-proxy-server --stdio`). The log goes to
+                          stderr, which ssh carries back to the debugger's log. Without --dll,
+                          the DLL the debugger names by absolute path is loaded (ssh has
+                          authenticated the user, and the server runs with their rights).
   --log-level LEVEL       error, warn, info (default), debug or trace.
   --log-file PATH         Append the log to PATH instead of stderr.
   --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH.

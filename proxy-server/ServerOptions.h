@@ -12,6 +12,7 @@ namespace mqd::server {
 
 struct ServerOptions {
   std::string listen;              // --listen, endpoint syntax; default unix:<defaultSocketPath>
+  bool stdio = false;              // --stdio: serve one connection on stdin/stdout (over ssh)
   std::vector<std::string> dlls;   // --dll, repeatable: the allow-list, first is the default
   LogLevel logLevel = LogLevel::Info;  // --log-level
   std::string logFile;             // --log-file; default stderr

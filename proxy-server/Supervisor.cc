@@ -170,6 +170,45 @@ void Supervisor::bindListener() {
   if (!options_.readyFile.empty()) writeReadyFile(bound);
 }
 
+void Supervisor::startStdio() {
+  // The protocol gets private copies of stdin and stdout; fd 0 becomes /dev/null and fd 1 a
+  // copy of stderr, so that nothing else in this process or its workers (a vendor DLL's
+  // printf) can write into the stream.
+  int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  if (in < 0 || out < 0) {
+    throw std::runtime_error(std::string("--stdio: standard input or output is closed: ") +
+                             std::strerror(errno));
+  }
+  int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::close(null);
+  }
+  ::dup2(2, 1);
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    ::close(in);
+    ::close(out);
+    throw std::runtime_error(std::string("--stdio: socketpair: ") + std::strerror(errno));
+  }
+  relay_ = std::make_unique<StdioRelay>(&loop_, in, out, pair[0], [this]() {
+    // The worker's side ended and everything it sent is written: the server is done.
+    relay_->close();
+    beginShutdown(0);
+  });
+  childCloses_ = {in, out, pair[0]};
+  MQD_LOG(Debug, "serving one connection on stdin/stdout");
+  forkWorker(pair[1]);
+  ::close(pair[1]);
+  childCloses_.clear();
+  if (workers_.empty()) {
+    relay_->close();
+    throw std::runtime_error("--stdio: could not start the worker");
+  }
+  relay_->start();
+}
+
 void Supervisor::writeReadyFile(const std::string& bound) {
   std::string tmp = options_.readyFile + ".tmp";
   {
@@ -193,7 +232,11 @@ int Supervisor::run() {
   uv_signal_start(&sigterm_, signalCallback, SIGTERM);
   uv_signal_start(&sigchld_, signalCallback, SIGCHLD);
   try {
-    bindListener();
+    if (options_.stdio) {
+      startStdio();
+    } else {
+      bindListener();
+    }
   } catch (...) {
     for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigint_),
                            reinterpret_cast<uv_handle_t*>(&sigterm_),
@@ -227,16 +270,18 @@ void Supervisor::onConnection(int status) {
     uv_tcp_init(&loop_, tcp);
     client = reinterpret_cast<uv_stream_t*>(tcp);
   }
-  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), client) == 0 && !stopping_) {
+  uv_os_fd_t fd = -1;
+  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), client) == 0 && !stopping_ &&
+      uv_fileno(reinterpret_cast<uv_handle_t*>(client), &fd) == 0) {
     // Every MQD call is a small request and a small reply: Nagle's algorithm would hold each
     // one back for the peer's delayed ACK.
     if (client->type == UV_TCP) uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(client), 1);
     if (sessions_ < static_cast<size_t>(options_.maxSessions)) {
-      forkWorker(client);
+      forkWorker(fd);
     } else if (refusers_ < kMaxRefusers) {
       MQD_LOG(Warn, "connection refused: %zu session(s) already (--max-sessions %d)", sessions_,
               options_.maxSessions);
-      forkWorker(client, "the server already serves " + std::to_string(sessions_) +
+      forkWorker(fd, "the server already serves " + std::to_string(sessions_) +
                              " session(s), its limit (--max-sessions " +
                              std::to_string(options_.maxSessions) + "); try again later");
     } else {
@@ -254,9 +299,7 @@ void Supervisor::onConnection(int status) {
   });
 }
 
-void Supervisor::forkWorker(uv_stream_t* client, const std::string& refusal) {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(client), &fd) != 0) return;
+void Supervisor::forkWorker(int fd, const std::string& refusal) {
   bool refuser = !refusal.empty();
   uint64_t connection = ++connections_;
   SessionBoard::Slot* slot = refuser ? nullptr : board_.claim(connection);
@@ -288,6 +331,7 @@ void Supervisor::forkWorker(uv_stream_t* client, const std::string& refusal) {
       ::close(listenerFd);
     }
     ::close(uv_backend_fd(&loop_));
+    for (int other : childCloses_) ::close(other);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
     int worker = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -364,14 +408,22 @@ void Supervisor::reapWorkers() {
 void Supervisor::beginShutdown(int signum) {
   if (stopping_) return;
   stopping_ = true;
-  MQD_LOG(Info, "%s: shutting down (%zu worker(s))", signalName(signum).c_str(), workers_.size());
+  if (signum != 0) {
+    MQD_LOG(Info, "%s: shutting down (%zu worker(s))", signalName(signum).c_str(),
+            workers_.size());
+  }
+  if (relay_) relay_->close();
   if (listenerOpen_) {
     uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
     listenerOpen_ = false;
     if (endpoint_.kind == Endpoint::Kind::Unix) ::unlink(endpoint_.path.c_str());
   }
   if (!options_.readyFile.empty()) ::unlink(options_.readyFile.c_str());
-  for (auto& [pid, worker] : workers_) ::kill(pid, SIGTERM);
+  // After a signal, workers are asked to end; after a --stdio connection ended, the worker is
+  // ending by itself and only gets the grace period.
+  if (signum != 0) {
+    for (auto& [pid, worker] : workers_) ::kill(pid, SIGTERM);
+  }
   uv_timer_start(&killTimer_, killTimerCallback, static_cast<uint64_t>(options_.shutdownGraceMs),
                  0);
   finishIfIdle();

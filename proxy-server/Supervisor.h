@@ -1,5 +1,8 @@
 // Supervisor: the listening half of mqd-proxy-server, on libuv.
 //
+// With --stdio it listens for nothing: the one connection is stdin/stdout, relayed to a single
+// worker through a socketpair (StdioRelay), and the server ends with it.
+//
 // It accepts connections and forks one Worker per connection, so that each debugger gets its
 // own copy of the vendor DLL's global state and a crash takes down one session only. It never
 // loads vendor code itself. Handles and their lives:
@@ -26,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "Admission.h"
 #include "DllAllowList.h"
@@ -33,6 +37,7 @@
 #include "PrivilegeDrop.h"
 #include "ServerOptions.h"
 #include "SessionBoard.h"
+#include "StdioRelay.h"
 #include "TlsIdentity.h"
 
 namespace mqd::server {
@@ -60,10 +65,12 @@ class Supervisor {
   };
 
   void bindListener();
+  // --stdio: one connection on stdin/stdout, relayed to a worker (StdioRelay.h).
+  void startStdio();
   void writeReadyFile(const std::string& bound);
   void onConnection(int status);
   // Forks a worker for `client`; with a non-empty `refusal`, a child that only refuses it.
-  void forkWorker(uv_stream_t* client, const std::string& refusal = "");
+  void forkWorker(int fd, const std::string& refusal = "");
   void reapWorkers();
   void beginShutdown(int signum);
   void finishIfIdle();
@@ -88,6 +95,8 @@ class Supervisor {
   std::optional<WorkerUser> workerUser_;
   AdmissionPolicy admission_;
   std::map<pid_t, Worker> workers_;
+  std::unique_ptr<StdioRelay> relay_;  // --stdio only
+  std::vector<int> childCloses_;       // descriptors a forked worker must not keep
   size_t sessions_ = 0;  // workers_ that are not refusers
   size_t refusers_ = 0;
   uint64_t connections_ = 0;

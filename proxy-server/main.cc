@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   logSetLevel(options.logLevel);
   try {
     if (!options.logFile.empty()) logSetFile(options.logFile);
-    DllAllowList dlls(options.dlls);
-    if (options.dlls.empty()) {
+    DllAllowList dlls(options.dlls, options.stdio);
+    if (options.dlls.empty() && !options.stdio) {
       MQD_LOG(Warn, "no --dll given: every session will be refused");
     }
     Supervisor supervisor(options, dlls);

@@ -10,13 +10,75 @@ namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw std::invalid_argument("invalid endpoint \"" + text + "\": " + why +
-                              " (expected unix:PATH, tcp:HOST:PORT or tls:HOST:PORT)");
+                              " (expected unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or "
+                              "ssh://[USER@]HOST[:PORT][/PATH])");
+}
+
+// Characters that never appear in a user or host name, and would let the value act as an
+// option or a shell word on either side of ssh.
+bool unsafeName(const std::string& s) {
+  return s.empty() || s[0] == '-' || s.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos;
 }
 
 }  // namespace
 
+Endpoint Endpoint::parseSsh(const std::string& text) {
+  Endpoint e;
+  e.kind = Kind::Ssh;
+  std::string rest = text.substr(6);
+  size_t slash = rest.find('/');
+  if (slash != std::string::npos) {
+    e.path = rest.substr(slash);
+    rest = rest.substr(0, slash);
+    // ssh://host/~/bin/mqd-proxy-server names a path in the remote home directory.
+    if (e.path.rfind("/~/", 0) == 0) e.path = e.path.substr(1);
+    if (e.path == "/") e.path.clear();
+    if (!e.path.empty() && e.path.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos) {
+      bad(text, "the server path contains a character ssh's remote shell would interpret");
+    }
+  }
+  size_t at = rest.rfind('@');
+  if (at != std::string::npos) {
+    e.user = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (unsafeName(e.user)) bad(text, "invalid user name");
+  }
+  std::string portText;
+  if (!rest.empty() && rest[0] == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string::npos) bad(text, "unterminated [IPv6] host");
+    e.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') bad(text, "unexpected text after ]");
+      portText = rest.substr(close + 2);
+      if (portText.empty()) bad(text, "empty port");
+    }
+  } else {
+    size_t colon = rest.find(':');
+    e.host = rest.substr(0, colon);
+    if (colon != std::string::npos) {
+      portText = rest.substr(colon + 1);
+      if (portText.empty()) bad(text, "empty port");
+    }
+  }
+  if (e.host.empty()) bad(text, "empty host");
+  if (unsafeName(e.host) || e.host.find_first_of("[]@") != std::string::npos) {
+    bad(text, "invalid host");
+  }
+  if (!portText.empty()) {
+    if (portText.size() > 5 || portText.find_first_not_of("0123456789") != std::string::npos) {
+      bad(text, "port must be a number");
+    }
+    unsigned long port = std::strtoul(portText.c_str(), nullptr, 10);
+    if (port == 0 || port > 65535) bad(text, "port out of range");
+    e.port = static_cast<uint16_t>(port);
+  }
+  return e;
+}
+
 Endpoint Endpoint::parse(const std::string& text) {
   Endpoint e;
+  if (text.rfind("ssh://", 0) == 0) return parseSsh(text);
   if (text.rfind("unix:", 0) == 0) {
     e.kind = Kind::Unix;
     e.path = text.substr(5);
@@ -65,12 +127,20 @@ Endpoint Endpoint::parse(const std::string& text) {
 
 std::string Endpoint::toString() const {
   if (kind == Kind::Unix) return "unix:" + path;
+  if (kind == Kind::Ssh) {
+    bool v6 = host.find(':') != std::string::npos;
+    std::string h = v6 && port != 0 ? "[" + host + "]" : host;
+    return "ssh://" + (user.empty() ? "" : user + "@") + h +
+           (port != 0 ? ":" + std::to_string(port) : "") +
+           (path.empty() ? "" : (path[0] == '/' ? path : "/" + path));
+  }
   bool v6 = host.find(':') != std::string::npos;
   return (tls ? "tls:" : "tcp:") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string Endpoint::toKjAddress() const {
   if (kind == Kind::Unix) return "unix:" + path;
+  if (kind == Kind::Ssh) throw std::invalid_argument(toString() + " is reached through ssh, not an address");
   bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }

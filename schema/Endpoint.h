@@ -5,6 +5,9 @@
 //   tcp:PORT, tcp::PORT                 TCP on the loopback address 127.0.0.1
 //   tls:HOST:PORT (tls:PORT, tls::PORT) TCP carrying TLS (kj-tls): the server needs a
 //                                       certificate and key, the client verifies them
+//   ssh://[USER@]HOST[:PORT][/PATH]     clients only: run PATH (default mqd-proxy-server from
+//                                       the remote PATH; /~/x is x in the remote home) with
+//                                       --stdio through ssh, and speak over its stdin/stdout
 //
 // The same syntax is used by `mqd-proxy-server --listen` and by MQD_PROXY_SERVER. A host is
 // never implied to be a wildcard: listening on every interface must be asked for by address
@@ -18,21 +21,24 @@
 namespace mqd {
 
 struct Endpoint {
-  enum class Kind { Unix, Tcp };
+  enum class Kind { Unix, Tcp, Ssh };
   Kind kind = Kind::Unix;
-  std::string path;  // Unix
-  std::string host;  // Tcp, without brackets
-  uint16_t port = 0; // Tcp
+  std::string path;  // Unix: the socket; Ssh: the server program ("" = mqd-proxy-server)
+  std::string host;  // Tcp, Ssh: without brackets
+  uint16_t port = 0; // Tcp; Ssh: 0 = ssh's own default
+  std::string user;  // Ssh: "" = ssh's own default
   bool tls = false;   // Tcp: written tls:..., the stream carries TLS
 
   // Parses `text`; throws std::invalid_argument with a message that quotes the input and
   // shows the accepted forms.
   static Endpoint parse(const std::string& text);
+  static Endpoint parseSsh(const std::string& text);  // text starts with ssh://
 
   // The canonical user-facing form, e.g. "tcp:[::1]:4000", "tls:example.org:4000".
   std::string toString() const;
 
-  // The form kj's network parser accepts ("unix:/p", "host:port", "[::1]:port").
+  // The form kj's network parser accepts ("unix:/p", "host:port", "[::1]:port"); throws
+  // std::invalid_argument for ssh://.
   std::string toKjAddress() const;
 
   // Whether HOST is written as a loopback address or "localhost" (unix sockets count as

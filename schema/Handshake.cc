@@ -88,6 +88,7 @@ kj::Promise<HandshakeReply> clientHandshake(kj::AsyncIoStream& stream, const std
           HandshakeReply r;
           r.code = MQD_PROXY_ERR_SESSION_REFUSED;
           r.reason = "the server closed the connection during the handshake";
+          r.closed = true;
           return r;
         }
         return parseReply(line);

@@ -34,6 +34,7 @@ struct HandshakeReply {
   bool ok = false;
   int code = 0;        // a MQD_PROXY_ERR_* code when !ok
   std::string reason;  // the server's sentence when !ok
+  bool closed = false;  // no reply at all: the connection ended first
 };
 
 // The client's hello, as bytes to write.

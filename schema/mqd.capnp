@@ -319,6 +319,8 @@ struct ServerDescription {
   pointerSize @3 :UInt8;   # the server's sizeof(void *) and sizeof(mqs_taddr_t)
   dlls @4 :List(Text);     # the allow-list, default first
   protocolVersion @5 :UInt32;
+  anyDll @6 :Bool;         # dlls is empty and the server loads any absolute path a client
+                           # names (a --stdio server without --dll, reached over ssh)
 }
 
 enum CachePolicy {

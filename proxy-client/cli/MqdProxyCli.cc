@@ -1,19 +1,13 @@
-// mqd-proxy: the command-line client of mqd-proxy-server.
-//
-//   mqd-proxy [--server ENDPOINT] [--timeout SECONDS] stats [--json]
-//
-// ENDPOINT defaults to $MQD_PROXY_SERVER, else the default unix socket. See usage() for the
-// whole command line.
+// mqd-proxy: the command-line client of mqd-proxy-server. See usage() for the command line;
+// each command is in its own file (Cli.h).
 #include <kj/async-io.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "ClientConfig.h"
-#include "Connection.h"
+#include "Cli.h"
 #include "Log.h"
 #include "ProxyErrors.h"
 
@@ -23,168 +17,129 @@ using namespace mqd::client;
 namespace {
 
 std::string usage() {
-  return std::string(R"(Usage: mqd-proxy [--server ENDPOINT] [--timeout SECONDS] COMMAND [--json]
+  return std::string(R"(Usage: mqd-proxy [OPTIONS] COMMAND [--json]
 
-Talks to an mqd-proxy-server.
+Talks to an mqd-proxy-server, and shows the configuration a debugger's libmqdproxy.so uses.
 
 Commands:
+  config    The effective configuration: every setting, its value, and where the value
+            came from (default, configuration file and line, or environment variable).
+  ping      Connects (timing the connection and admission) and measures --count round
+            trips to the server.
+  info      The server's version, architecture, byte order and pointer size, and each vendor
+            DLL it offers, loaded in a session of its own: version string, compatibility
+            level, address width, build id. Exit 1 when a DLL does not load.
   stats     Every session open on the server and the most recent ended ones: round trips
             (calls the debugger's shim made, callbacks the server made), messages, bytes on
             the wire, bulk bytes before and after compression, cache hits and misses by kind,
             and what the shim reported (calls answered from recorded walks, error texts).
+  doctor    A checklist: configuration, server reachable, authentication, version,
+            architecture, latency, and the vendor DLL loads; each failure says what to fix.
+            Exit 1 when any check fails.
 
 Options:
-  --server ENDPOINT   unix:PATH or tcp:HOST:PORT (default: $MQD_PROXY_SERVER, else the default
-                      unix socket)
-  --timeout SECONDS   give up after this long without an answer (default: $MQD_PROXY_TIMEOUT,
-                      else 30)
-  --json              machine-readable output
+  --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
+                      (default: the server setting below)
+  --dll PATH          the vendor DLL for info and doctor (default: the dll setting)
+  --timeout SECONDS   give up after this long without an answer (default: the timeout
+                      setting, 30)
+  --count N           round trips for ping and doctor (default 5)
+  --json              machine-readable output (config, ping, info, stats)
   -h, --help          this text
-)") +
-         "\nEnvironment of a debugger that loads libmqdproxy.so (MQD_PROXY_SERVER and\n"
-         "MQD_PROXY_TIMEOUT are also read by this command):\n" +
-         ClientConfig::help();
+  --version           the version of this client
+
+Exit status: 0 success, 1 failure (explained on stderr or in the output), 2 usage error.
+
+Settings, shared with the debugger's libmqdproxy.so: each can be set in the environment or
+in the configuration file (environment wins; `mqd-proxy config` shows the result):
+)") + ClientConfig::help();
 }
 
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-int stats(Connection& connection, kj::WaitScope& waitScope, bool json) {
-  auto response = connection.proxy().statsRequest().send().wait(waitScope);
-  auto sessions = response.getSessions();
-  if (json) {
-    std::printf("[");
-    for (unsigned i = 0; i < sessions.size(); ++i) {
-      auto s = sessions[i];
-      std::printf("%s\n {\"connection\": %llu, \"worker\": %d, \"state\": %s, \"dll\": %s, "
-                  "\"client\": %s, \"started_ms\": %lld, \"ended_ms\": %lld, \"last_call\": %s, "
-                  "\"exit\": %s, \"counters\": {",
-                  i ? "," : "", static_cast<unsigned long long>(s.getConnection()), s.getWorker(),
-                  jsonString(s.getState()).c_str(), jsonString(s.getDll()).c_str(),
-                  jsonString(s.getClient()).c_str(), static_cast<long long>(s.getStartedMs()),
-                  static_cast<long long>(s.getEndedMs()), jsonString(s.getLastCall()).c_str(),
-                  jsonString(s.getExit()).c_str());
-      auto counters = s.getCounters();
-      for (unsigned k = 0; k < counters.size(); ++k) {
-        std::printf("%s%s: %llu", k ? ", " : "", jsonString(counters[k].getName()).c_str(),
-                    static_cast<unsigned long long>(counters[k].getValue()));
-      }
-      std::printf("}}");
-    }
-    std::printf("\n]\n");
-    return 0;
-  }
-  std::printf("%u session(s) on %s\n", sessions.size(), connection.endpoint().c_str());
-  for (auto s : sessions) {
-    auto get = [&s](const char* name) -> uint64_t {
-      for (auto c : s.getCounters()) {
-        if (c.getName() == name) return c.getValue();
-      }
-      return 0;
-    };
-    std::string dll = s.getDll();
-    size_t slash = dll.rfind('/');
-    std::printf("\nconnection %llu: %s, worker %d, %s, %s debugger%s%s\n",
-                static_cast<unsigned long long>(s.getConnection()), s.getState().cStr(),
-                s.getWorker(), dll.empty() ? "no DLL" : dll.substr(slash + 1).c_str(),
-                s.getClient().size() ? s.getClient().cStr() : "unknown",
-                s.getExit().size() ? ", ended: " : "", s.getExit().cStr());
-    std::printf("  round trips %llu: %llu calls from the shim, %llu callbacks from the server; "
-                "%llu notifications\n",
-                static_cast<unsigned long long>(get("rt.calls") + get("rt.callbacks")),
-                static_cast<unsigned long long>(get("rt.calls")),
-                static_cast<unsigned long long>(get("rt.callbacks")),
-                static_cast<unsigned long long>(get("msg.notifications")));
-    std::printf("  wire: %s in, %s out; bulk: %s before compression, %s sent\n",
-                formatBytes(get("wire.bytes_in")).c_str(), formatBytes(get("wire.bytes_out")).c_str(),
-                formatBytes(get("bulk.raw_bytes")).c_str(), formatBytes(get("bulk.wire_bytes")).c_str());
-    std::printf("  cache: memory %llu hits / %llu misses (%llu blocks, %llu fetched ahead); "
-                "look-ups %llu hits / %llu misses (%llu fetched ahead); process %llu / %llu; "
-                "%llu walks\n",
-                static_cast<unsigned long long>(get("cache.memory_hits")),
-                static_cast<unsigned long long>(get("cache.memory_misses")),
-                static_cast<unsigned long long>(get("memory.blocks")),
-                static_cast<unsigned long long>(get("memory.blocks_prefetched")),
-                static_cast<unsigned long long>(get("cache.lookup_hits")),
-                static_cast<unsigned long long>(get("cache.lookup_misses")),
-                static_cast<unsigned long long>(get("cache.lookups_prefetched")),
-                static_cast<unsigned long long>(get("cache.process_hits")),
-                static_cast<unsigned long long>(get("cache.process_misses")),
-                static_cast<unsigned long long>(get("walk.recorded")));
-    std::printf(
-        "  shim (as of its last update_communicator_list): %llu calls forwarded, %llu answered "
-        "locally (%llu from walks, %llu error texts), %llu callbacks served\n",
-        static_cast<unsigned long long>(get("client.calls_forwarded")),
-        static_cast<unsigned long long>(get("client.calls_from_walk") +
-                                        get("client.error_texts_local")),
-        static_cast<unsigned long long>(get("client.calls_from_walk")),
-        static_cast<unsigned long long>(get("client.error_texts_local")),
-        static_cast<unsigned long long>(get("client.callbacks_served")));
-    std::printf("  last call %s\n", s.getLastCall().size() ? s.getLastCall().cStr() : "none");
-  }
-  return 0;
+int usageError(const std::string& why) {
+  std::fprintf(stderr, "mqd-proxy: %s (see --help)\n", why.c_str());
+  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> problems;
-  ClientConfig config = ClientConfig::fromEnvironment(&problems);
+  cli::Context c;
+  c.config = ClientConfig::load(&c.problems);
+  logSetComponent("mqd-proxy");
+  logSetLevel(c.config.logLevel);
   std::string command;
-  bool json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "-h" || a == "--help") {
       std::fputs(usage().c_str(), stdout);
       return 0;
-    } else if (a == "--server" && i + 1 < argc) {
-      config.server = argv[++i];
-    } else if (a == "--timeout" && i + 1 < argc) {
-      double seconds = std::atof(argv[++i]);
-      if (seconds <= 0) {
-        std::fprintf(stderr, "mqd-proxy: --timeout needs a positive number of seconds\n");
-        return 2;
+    } else if (a == "--version") {
+      std::printf("mqd-proxy %s\n", MQD_VERSION);
+      return 0;
+    } else if (a == "--server") {
+      const char* v = value();
+      if (v == nullptr) return usageError("--server needs an endpoint");
+      c.config.server = v;
+      c.config.sources["server"] = "--server";
+    } else if (a == "--dll") {
+      const char* v = value();
+      if (v == nullptr) return usageError("--dll needs a path");
+      c.config.dll = v;
+      c.config.sources["dll"] = "--dll";
+    } else if (a == "--timeout") {
+      const char* v = value();
+      double seconds = v != nullptr ? std::atof(v) : 0;
+      if (!(seconds > 0) || seconds > 86400) {
+        return usageError("--timeout needs a number of seconds between 0 and 86400");
       }
-      config.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+      c.config.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+      c.config.sources["timeout"] = "--timeout";
+    } else if (a == "--count") {
+      const char* v = value();
+      int n = v != nullptr ? std::atoi(v) : 0;
+      if (n < 1 || n > 100000) return usageError("--count needs a number from 1 to 100000");
+      c.count = n;
     } else if (a == "--json") {
-      json = true;
-    } else if (command.empty() && a[0] != '-') {
+      c.json = true;
+    } else if (command.empty() && !a.empty() && a[0] != '-') {
       command = a;
+    } else if (!command.empty() && !a.empty() && a[0] != '-') {
+      c.args.push_back(a);
     } else {
-      std::fprintf(stderr, "mqd-proxy: unexpected argument \"%s\" (see --help)\n", a.c_str());
-      return 2;
+      return usageError("unexpected argument \"" + a + "\"");
     }
   }
   if (command.empty()) {
     std::fputs(usage().c_str(), stderr);
     return 2;
   }
-  if (command != "stats") {
-    std::fprintf(stderr, "mqd-proxy: unknown command \"%s\" (see --help)\n", command.c_str());
-    return 2;
+  struct Entry {
+    const char* name;
+    int (*run)(cli::Context&);
+    bool operands;  // takes operands after the command
+  };
+  static const Entry commands[] = {
+      {"config", cli::configCommand, false}, {"ping", cli::pingCommand, false},
+      {"info", cli::infoCommand, false},     {"stats", cli::statsCommand, false},
+      {"doctor", cli::doctorCommand, false},
+  };
+  const Entry* chosen = nullptr;
+  for (const Entry& e : commands) {
+    if (command == e.name) chosen = &e;
+  }
+  if (chosen == nullptr) return usageError("unknown command \"" + command + "\"");
+  if (!chosen->operands && !c.args.empty()) {
+    return usageError(command + " takes no operand \"" + c.args[0] + "\"");
+  }
+  // Configuration problems are the subject of config and doctor; the others say them first.
+  if (command != "config" && command != "doctor") {
+    for (const std::string& p : c.problems) std::fprintf(stderr, "mqd-proxy: %s\n", p.c_str());
   }
   try {
-    auto io = kj::setupAsyncIo();
-    auto connection = Connection::connect(io, config).wait(io.waitScope);
-    return stats(*connection, io.waitScope, json);
+    return chosen->run(c);
   } catch (const kj::Exception& e) {
-    std::string detail;
-    int code = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
-    std::fprintf(stderr, "mqd-proxy: %s: %s\n", proxyErrorText(code), detail.c_str());
+    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(e).c_str());
     return 1;
   }
 }

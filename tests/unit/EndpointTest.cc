@@ -64,7 +64,7 @@ TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") 
       FAIL("accepted");
     } catch (const std::invalid_argument& e) {
       CHECK(std::string(e.what()).find(std::string("\"") + bad + "\"") != std::string::npos);
-      CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT or tls:HOST:PORT") !=
+      CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://") !=
             std::string::npos);
     }
   }
@@ -72,7 +72,9 @@ TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") 
 
 TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
   for (const char* text : {"unix:/tmp/x.sock", "unix:rel", "tcp:host:1", "tcp:10.0.0.1:80",
-                           "tcp:[::1]:4000", "tcp:[fe80::1%eth0]:0", "tcp:[name]:7"}) {
+                           "tcp:[::1]:4000", "tcp:[fe80::1%eth0]:0", "tcp:[name]:7",
+                           "ssh://node7", "ssh://me@node7:2222/opt/bin/mqd-proxy-server",
+                           "ssh://[::1]:22", "ssh://node7/~/bin/mqd-proxy-server"}) {
     INFO(text);
     Endpoint e = Endpoint::parse(text);
     Endpoint again = Endpoint::parse(e.toString());
@@ -80,5 +82,35 @@ TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
     CHECK(again.path == e.path);
     CHECK(again.host == e.host);
     CHECK(again.port == e.port);
+    CHECK(again.user == e.user);
+  }
+}
+
+TEST_CASE("Endpoint: ssh:// names a user, host, port and server program") {
+  Endpoint e = Endpoint::parse("ssh://me@node7.example:2222/opt/mqd/bin/mqd-proxy-server");
+  CHECK(e.kind == Endpoint::Kind::Ssh);
+  CHECK(e.user == "me");
+  CHECK(e.host == "node7.example");
+  CHECK(e.port == 2222);
+  CHECK(e.path == "/opt/mqd/bin/mqd-proxy-server");
+  CHECK_THROWS_AS(e.toKjAddress(), std::invalid_argument);
+
+  Endpoint plain = Endpoint::parse("ssh://node7");
+  CHECK(plain.user.empty());
+  CHECK(plain.port == 0);
+  CHECK(plain.path.empty());
+  CHECK(Endpoint::parse("ssh://node7/").path.empty());
+  CHECK(Endpoint::parse("ssh://node7/~/bin/s").path == "~/bin/s");
+  CHECK(Endpoint::parse("ssh://[fe80::1]:22").host == "fe80::1");
+  CHECK(Endpoint::parse("ssh://[fe80::1]").port == 0);
+}
+
+TEST_CASE("Endpoint: ssh:// refuses what ssh or a remote shell would misread") {
+  for (const char* bad : {"ssh://", "ssh://-oProxyCommand=x", "ssh://me@", "ssh://h:0",
+                          "ssh://h:99999", "ssh://h:", "ssh://h:2x", "ssh://h/bin/s;rm",
+                          "ssh://h/a b", "ssh://h/$(x)", "ssh://-l@h", "ssh://a@b@c:1/x'",
+                          "ssh://[::1", "ssh://[::1]x", "ssh://h`x`"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(Endpoint::parse(bad), std::invalid_argument);
   }
 }

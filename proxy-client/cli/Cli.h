@@ -1,0 +1,51 @@
+// The mqd-proxy command-line client: what its commands share. Each command lives in its own
+// file (cli/<Name>Command.cc) and is dispatched from MqdProxyCli.cc; each returns the
+// process's exit status: 0 success, 1 failure (said on stderr), 2 usage error.
+#pragma once
+
+#include <kj/async-io.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ClientConfig.h"
+#include "Connection.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client::cli {
+
+struct Context {
+  ClientConfig config;                // loaded, then --server/--timeout/--dll applied
+  std::vector<std::string> problems;  // from loading the configuration
+  bool json = false;                  // --json
+  int count = 5;                      // --count (ping)
+  std::vector<std::string> args;      // the command's own operands
+};
+
+int statsCommand(Context& c);
+int pingCommand(Context& c);
+int infoCommand(Context& c);
+int doctorCommand(Context& c);
+int configCommand(Context& c);
+
+// ---- shared by the commands ----
+
+std::string jsonString(const std::string& s);
+
+// Milliseconds as "0.214 ms" / "12.3 ms".
+std::string formatMs(double ms);
+
+// "stopped by the server" sentences: the ProxyError code's text and detail of an exception.
+std::string describeFailure(const kj::Exception& e, int* code = nullptr);
+
+// Round-trip times of `count` Proxy.describe calls on `connection`, in milliseconds.
+std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& waitScope,
+                                      int count);
+
+// Opens a session for `dll` ("" = the server's default) on a connection of its own, reads how
+// the server describes the loaded DLL, and closes it. Needs no debugger: loading a DLL and
+// asking its version makes no callbacks. Throws like Connection::open.
+DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll);
+
+}  // namespace mqd::client::cli

@@ -1,0 +1,89 @@
+// Helpers shared by the mqd-proxy commands (Cli.h).
+#include <sys/utsname.h>
+
+#include <cstdio>
+
+#include "Cli.h"
+#include "ProxyErrors.h"
+#include "mqs_interface.h"
+
+namespace mqd::client::cli {
+namespace {
+
+// The Debugger capability of a probe session: a DLL being loaded and described makes no
+// callbacks, so every method is left unimplemented (an attempt would fail that call).
+class NoDebugger final : public wire::Debugger::Server {};
+
+std::string machine() {
+  struct utsname u;
+  return ::uname(&u) == 0 ? u.machine : "unknown";
+}
+
+}  // namespace
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string formatMs(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f ms" : "%.1f ms", ms);
+  return buf;
+}
+
+std::string describeFailure(const kj::Exception& e, int* code) {
+  std::string detail;
+  int c = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
+  if (code != nullptr) *code = c;
+  const char* text = proxyErrorText(c);
+  return std::string(text != nullptr ? text : "error") + ": " + detail;
+}
+
+std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& waitScope,
+                                      int count) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    connection.proxy().describeRequest().send().wait(waitScope);
+    out.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count());
+  }
+  return out;
+}
+
+DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll) {
+  auto connection = Connection::connect(io, config).wait(io.waitScope);
+  auto request = connection->proxy().openSessionRequest();
+  auto options = request.initOptions();
+  options.setProtocolVersion(wire::PROTOCOL_VERSION);
+  options.setDll(dll);
+  options.setClientArch(machine());
+  options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
+  request.setDebugger(kj::heap<NoDebugger>());
+  auto response = request.send().wait(io.waitScope);
+  auto d = response.getDll();
+  DllInfo info;
+  info.path = d.getPath();
+  info.versionString = d.getVersionString();
+  info.compatibility = d.getCompatibility();
+  info.taddrWidth = d.getTaddrWidth();
+  for (auto name : d.getEntryPoints()) info.entryPoints.insert(name);
+  info.buildId = d.getBuildId();
+  return info;
+}
+
+}  // namespace mqd::client::cli

@@ -1,0 +1,123 @@
+// mqd-proxy info: what the server is and which DLLs it offers, each as loaded (Cli.h).
+#include <cstdio>
+
+#include "Cli.h"
+
+namespace mqd::client::cli {
+namespace {
+
+struct Probe {
+  std::string name;  // as the server lists it, or as configured
+  bool ok = false;
+  DllInfo info;
+  std::string error;
+};
+
+std::string compatibilityName(int level) {
+  switch (level) {
+    case 2: return "2 (the classic MPI-1 interface)";
+    case 3: return "3 (MPI-2 additions: jobs, process identity, new processes)";
+    default: return "compatibility " + std::to_string(level);
+  }
+}
+
+}  // namespace
+
+int infoCommand(Context& c) {
+  auto io = kj::setupAsyncIo();
+  auto server = [&]() {
+    auto connection = Connection::connect(io, c.config).wait(io.waitScope);
+    auto response = connection->proxy().describeRequest().send().wait(io.waitScope);
+    capnp::MallocMessageBuilder copy;
+    copy.setRoot(response.getServer());
+    struct Description {
+      std::string version, arch;
+      bool bigEndian;
+      unsigned pointerSize, protocol;
+      bool anyDll;
+      std::vector<std::string> dlls;
+    } d;
+    auto s = copy.getRoot<wire::ServerDescription>().asReader();
+    d.version = s.getVersion();
+    d.arch = s.getArch();
+    d.bigEndian = s.getBigEndian();
+    d.pointerSize = s.getPointerSize();
+    d.protocol = s.getProtocolVersion();
+    d.anyDll = s.getAnyDll();
+    for (auto p : s.getDlls()) d.dlls.push_back(p);
+    return d;
+  }();
+  // Each DLL is loaded in a session of its own (one per connection, in a worker of its own).
+  std::vector<std::string> names = server.dlls;
+  if (server.anyDll && !c.config.dll.empty()) names.push_back(c.config.dll);
+  std::vector<Probe> probes;
+  for (const std::string& name : names) {
+    Probe p;
+    p.name = name;
+    try {
+      p.info = probeDll(io, c.config, name);
+      p.ok = true;
+    } catch (const kj::Exception& e) {
+      p.error = describeFailure(e);
+    }
+    probes.push_back(p);
+  }
+  if (c.json) {
+    std::printf("{\"server\": %s, \"version\": %s, \"arch\": %s, \"byte_order\": %s, "
+                "\"pointer_size\": %u, \"protocol\": %u, \"any_dll\": %s, \"dlls\": [",
+                jsonString(c.config.server).c_str(), jsonString(server.version).c_str(),
+                jsonString(server.arch).c_str(),
+                server.bigEndian ? "\"big-endian\"" : "\"little-endian\"", server.pointerSize,
+                server.protocol, server.anyDll ? "true" : "false");
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const Probe& p = probes[i];
+      std::printf("%s\n {\"name\": %s, \"loaded\": %s", i ? "," : "", jsonString(p.name).c_str(),
+                  p.ok ? "true" : "false");
+      if (p.ok) {
+        std::printf(", \"path\": %s, \"version_string\": %s, \"compatibility\": %d, "
+                    "\"taddr_width\": %d, \"build_id\": %s",
+                    jsonString(p.info.path).c_str(), jsonString(p.info.versionString).c_str(),
+                    p.info.compatibility, p.info.taddrWidth,
+                    jsonString(p.info.buildId).c_str());
+      } else {
+        std::printf(", \"error\": %s", jsonString(p.error).c_str());
+      }
+      std::printf("}");
+    }
+    std::printf("\n]}\n");
+  } else {
+    std::printf("server:        %s\n", c.config.server.c_str());
+    std::printf("version:       mqd-proxy-server %s (protocol %u)\n", server.version.c_str(),
+                server.protocol);
+    std::printf("architecture:  %s, %s, %u-byte pointers\n", server.arch.c_str(),
+                server.bigEndian ? "big-endian" : "little-endian", server.pointerSize);
+    if (server.anyDll) {
+      std::printf("vendor DLLs:   any absolute path the debugger names (a --stdio server "
+                  "without --dll)%s\n",
+                  c.config.dll.empty() ? "; set MQD_PROXY_DLL or --dll to describe one" : "");
+    } else if (server.dlls.empty()) {
+      std::printf("vendor DLLs:   none (the server was started without --dll)\n");
+    }
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const Probe& p = probes[i];
+      std::printf("\nDLL %s%s\n", p.name.c_str(),
+                  i == 0 && !server.anyDll ? " (the default)" : "");
+      if (!p.ok) {
+        std::printf("  does not load: %s\n", p.error.c_str());
+        continue;
+      }
+      std::printf("  version:       %s\n", p.info.versionString.c_str());
+      std::printf("  compatibility: %s\n", compatibilityName(p.info.compatibility).c_str());
+      std::printf("  address width: %s\n",
+                  p.info.taddrWidth != 0 ? (std::to_string(p.info.taddrWidth) + " bytes").c_str()
+                                         : "not stated (no mqs_dll_taddr_width)");
+      std::printf("  build id:      %s\n", p.info.buildId.c_str());
+    }
+  }
+  for (const Probe& p : probes) {
+    if (!p.ok) return 1;
+  }
+  return 0;
+}
+
+}  // namespace mqd::client::cli

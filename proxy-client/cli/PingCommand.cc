@@ -1,0 +1,41 @@
+// mqd-proxy ping: how long it takes to reach the server, and its round-trip time (Cli.h).
+#include <algorithm>
+#include <cstdio>
+
+#include "Cli.h"
+
+namespace mqd::client::cli {
+
+int pingCommand(Context& c) {
+  auto io = kj::setupAsyncIo();
+  auto start = std::chrono::steady_clock::now();
+  auto connection = Connection::connect(io, c.config).wait(io.waitScope);
+  double connectMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  auto server = connection->proxy().describeRequest().send().wait(io.waitScope).getServer();
+  std::vector<double> rtt = measureRoundTrips(*connection, io.waitScope, c.count);
+  std::vector<double> sorted = rtt;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  if (c.json) {
+    std::printf("{\"server\": %s, \"version\": %s, \"connect_ms\": %.3f, \"rtt_ms\": [",
+                jsonString(connection->endpoint()).c_str(),
+                jsonString(server.getVersion()).c_str(), connectMs);
+    for (size_t i = 0; i < rtt.size(); ++i) std::printf("%s%.3f", i ? ", " : "", rtt[i]);
+    std::printf("], \"min_ms\": %.3f, \"median_ms\": %.3f, \"max_ms\": %.3f}\n", sorted.front(),
+                median, sorted.back());
+    return 0;
+  }
+  std::printf("mqd-proxy-server %s (%s) at %s: connected and admitted in %s\n",
+              server.getVersion().cStr(), server.getArch().cStr(),
+              connection->endpoint().c_str(), formatMs(connectMs).c_str());
+  for (size_t i = 0; i < rtt.size(); ++i) {
+    std::printf("round trip %zu: %s\n", i + 1, formatMs(rtt[i]).c_str());
+  }
+  std::printf("%zu round trips: min %s, median %s, max %s\n", rtt.size(),
+              formatMs(sorted.front()).c_str(), formatMs(median).c_str(),
+              formatMs(sorted.back()).c_str());
+  return 0;
+}
+
+}  // namespace mqd::client::cli
