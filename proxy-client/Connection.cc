@@ -133,7 +133,8 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
   }
   h->ssh = ssh.get();
   h->stream = h->stream.attach(kj::mv(ssh));
-  auto handshake = clientHandshake(*h->stream, token);
+  // (evalNow: ssh may already have gone, and a write can fail before any promise exists.)
+  auto handshake = kj::evalNow([&]() { return clientHandshake(*h->stream, token); });
   std::fill(token.begin(), token.end(), '\0');
   return handshake
       .then([h, where, counters](HandshakeReply reply) -> kj::Own<Connection> {

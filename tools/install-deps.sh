@@ -5,8 +5,9 @@
 #   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
 #                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
-#   install-deps.sh --test   everything the whole test suite needs: --cross, and clang with its
-#                            sanitizer and libFuzzer runtimes (tests/fuzz/)
+#   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
+#                            sanitizer and libFuzzer runtimes (tests/fuzz/), and openssh-server
+#                            for the ssh:// tests (tests/cli/)
 set -euo pipefail
 
 packages=(
@@ -30,7 +31,9 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     apt dpkg coreutils ca-certificates
   )
   if [ "$1" = "--test" ]; then
-    packages+=(clang-14 libclang-rt-14-dev)
+    # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
+    # on a loopback port (tests/cli/sshd_fixture.py)
+    packages+=(clang-14 libclang-rt-14-dev openssh-server)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2

@@ -12,7 +12,8 @@ int pingCommand(Context& c) {
   auto connection = Connection::connect(io, c.config).wait(io.waitScope);
   double connectMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  auto server = connection->proxy().describeRequest().send().wait(io.waitScope).getServer();
+  auto description = connection->proxy().describeRequest().send().wait(io.waitScope);
+  auto server = description.getServer();  // valid while `description` lives
   std::vector<double> rtt = measureRoundTrips(*connection, io.waitScope, c.count);
   std::vector<double> sorted = rtt;
   std::sort(sorted.begin(), sorted.end());

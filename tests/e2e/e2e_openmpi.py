@@ -22,6 +22,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from sshd_fixture import Sshd  # noqa: E402
+
 ANY_SOURCE_QUIRK = 4294967295  # Open MPI 4.1's DLL does not sign-extend MPI_ANY_SOURCE
 
 # MPI_Comm_get_name returns "" for communicators the program did not name; Open MPI's DLL shows
@@ -88,6 +91,12 @@ class Job:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.log.close()
+
+
+class Endpoint:
+    """A server the shim starts itself (ssh://): only its endpoint."""
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
 
 
 class Server:
@@ -217,6 +226,9 @@ def main():
     ap.add_argument("--ops", type=int, required=True)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
+    ap.add_argument("--ssh", action="store_true",
+                    help="also dump through ssh://: a loopback sshd (tests/cli/sshd_fixture.py) "
+                         "runs mqd-proxy-server --stdio, as README's ssh set-up describes")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     shim = args.shim or os.path.join(build, "shim", "libmqdproxy.so")
@@ -224,7 +236,7 @@ def main():
     program = os.path.join(build, "tests", "e2e", "pending")
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-")
-    job = servers = None
+    job = servers = sshd = None
     passed = False
     try:
         job = Job(program, args.ranks, args.ops, work)
@@ -238,6 +250,10 @@ def main():
         proxied = [("unix", servers[0], {}), ("tcp", servers[1], {}),
                    ("unix-call", servers[0], {"MQD_PROXY_CACHE": "call"}),
                    ("unix-off", servers[0], {"MQD_PROXY_CACHE": "off"})]
+        if args.ssh:
+            sshd = Sshd(work)
+            proxied.append(("ssh", Endpoint(sshd.url(server_bin)),
+                            {"MQD_PROXY_SSH_OPTIONS": sshd.options}))
         for name, server, env in proxied:
             runs.append((name, "mqd load --server %s --vendor-dll %s %s"
                          % (server.endpoint, args.ompi_dll, shim), env))
@@ -265,8 +281,8 @@ def main():
                 print("FAIL: " + p)
             print("(%d problems; files kept in %s)" % (len(problems), work))
             return 1
-        print("ok: native and proxied dumps (unix, TCP; cache epoch, call, off) identical, "
-              "and matching what every rank posted")
+        print("ok: native and proxied dumps (unix, TCP%s; cache epoch, call, off) identical, "
+              "and matching what every rank posted" % (", ssh" if args.ssh else ""))
         passed = True
         return 0
     except Failure as e:
@@ -276,6 +292,8 @@ def main():
         if servers:
             for s in servers:
                 s.stop()
+        if sshd:
+            sshd.stop()
         if job:
             job.stop()
         if passed and not os.environ.get("MQD_KEEP"):

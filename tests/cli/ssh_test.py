@@ -1,0 +1,143 @@
+"""ssh:// servers against a real OpenSSH server on loopback (sshd_fixture.py): every mqd-proxy
+command through ssh, a whole shim session (the dump client, checked against a native load of
+the test DLL), ssh's options passing through (a configuration file, a jump host), failures that
+must be explained rather than hang (wrong key, no server program, no ssh program), and no
+process left behind.
+
+usage: ssh_test.py --build BUILD
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sshd_fixture import Sshd  # noqa: E402
+
+failures = []
+
+
+def check(condition, what, output=""):
+    if condition:
+        print("ok    " + what)
+    else:
+        failures.append(what)
+        print("FAIL  " + what + ("\n" + output[-3000:] if output else ""))
+
+
+def run(argv, env, timeout=120):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MQD_PROXY_")}
+    e["MQD_PROXY_CONFIG"] = ""
+    e.update(env)
+    started = time.time()
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                       timeout=timeout)
+    r.seconds = time.time() - started
+    r.all = r.stdout + r.stderr
+    return r
+
+
+def stdio_servers(server_bin):
+    r = subprocess.run(["pgrep", "-f", server_bin + " --stdio"], stdout=subprocess.PIPE,
+                       text=True)
+    return r.stdout.split()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    cli = os.path.join(build, "proxy-client", "mqd-proxy")
+    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
+    l3 = os.path.join(build, "tests", "testdll", "libmqd_testdll_l3.so")
+    dump_client = os.path.join(build, "tests", "reliability", "mqd-dump-client")
+    work = tempfile.mkdtemp(prefix="mqd-ssh-")
+    sshd = Sshd(work)
+    try:
+        url = sshd.url(server_bin)
+        env = {"MQD_PROXY_SERVER": url, "MQD_PROXY_SSH_OPTIONS": sshd.options}
+
+        r = run([cli, "ping", "--count", "3"], env)
+        check(r.returncode == 0 and "round trips: min" in r.stdout,
+              "ping through ssh (%.2f s)" % r.seconds, r.all)
+        r = run([cli, "info", "--json"], dict(env, MQD_PROXY_DLL=l3))
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(r.returncode == 0 and doc.get("any_dll") and
+              doc["dlls"][0]["version_string"] == "mqd-proxy test DLL 1.0 (level 3)",
+              "info through ssh: a --stdio server without --dll describes the DLL named by "
+              "path", r.all)
+        r = run([cli, "doctor"], dict(env, MQD_PROXY_DLL=l3))
+        check(r.returncode == 0 and "authentication: by ssh" in r.stdout and
+              "all checks passed" in r.stdout, "doctor through ssh", r.all)
+        r = run([cli, "doctor"], env)
+        check(r.returncode == 1 and "set MQD_PROXY_DLL" in r.stdout,
+              "doctor through ssh without a DLL says to name one", r.all)
+        r = run([cli, "stats"], env)
+        check(r.returncode == 0 and "session(s) on ssh://" in r.stdout, "stats through ssh",
+              r.all)
+
+        # A whole debugger session through the shim over ssh, every answer checked against
+        # a native load of the same DLL.
+        r = run([dump_client, "--dumps", "5", "--ops", "40"], dict(env, MQD_PROXY_DLL=l3))
+        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        check(r.returncode == 0 and result.get("ok") == 5 and result.get("wrong") == 0,
+              "shim session through ssh: 5 dumps identical to the native DLL's", r.all)
+
+        # The --dll allow-list still applies when the remote side is given one.
+        r = run([cli, "info"], dict(env, MQD_PROXY_DLL="/lib/x86_64-linux-gnu/libc.so.6",
+                                    MQD_PROXY_SERVER=url))
+        check(r.returncode == 1, "info with a DLL that is no MQD DLL fails", r.all)
+
+        # ssh's own options pass through: a jump host (here the same sshd) means two logins.
+        before = sshd.accepted()
+        jump = "%s -J %s@127.0.0.1:%d" % (sshd.options, sshd.user, sshd.port)
+        r = run([cli, "ping", "--count", "1"],
+                {"MQD_PROXY_SERVER": "ssh://%s@localhost:%d%s" % (sshd.user, sshd.port,
+                                                                   server_bin),
+                 "MQD_PROXY_SSH_OPTIONS": jump})
+        time.sleep(0.5)
+        check(r.returncode == 0 and sshd.accepted() - before == 2,
+              "a jump host in MQD_PROXY_SSH_OPTIONS is used (%d logins)"
+              % (sshd.accepted() - before), r.all)
+
+        # Failures are explained, promptly.
+        r = run([cli, "ping"], dict(env, MQD_PROXY_SSH_OPTIONS=sshd.options_with(sshd.wrong_key)))
+        check(r.returncode == 1 and "Permission denied" in r.stderr and r.seconds < 20,
+              "a key the server does not accept: ssh's reason, in %.1f s" % r.seconds, r.all)
+        r = run([cli, "ping"], dict(env, MQD_PROXY_SERVER=sshd.url("/nonexistent/mqd-proxy-server")))
+        check(r.returncode == 1 and "No such file or directory" in r.stderr,
+              "no server program at the path: the remote shell's reason", r.all)
+        r = run([cli, "ping"], dict(env, MQD_PROXY_SSH="/nonexistent/ssh"))
+        check(r.returncode == 1 and "cannot start ssh: /nonexistent/ssh: No such file" in r.stderr,
+              "no ssh program: said so", r.all)
+        r = run([cli, "ping"], dict(env, MQD_PROXY_SERVER="ssh://%s@127.0.0.1:1%s" % (
+            sshd.user, server_bin)))
+        check(r.returncode == 1 and "Connection refused" in r.stderr,
+              "nothing listening at the port: ssh's reason", r.all)
+        r = run([cli, "ping"], dict(env, MQD_PROXY_SERVER="ssh://-oProxyCommand=x"))
+        check(r.returncode == 1 and "invalid host" in r.stderr,
+              "an option smuggled in as a host is refused before ssh runs", r.all)
+
+        # No --stdio server outlives its connection.
+        deadline = time.time() + 10
+        while stdio_servers(server_bin) and time.time() < deadline:
+            time.sleep(0.2)
+        left = stdio_servers(server_bin)
+        check(not left, "no mqd-proxy-server --stdio left running", " ".join(left))
+    finally:
+        sshd.stop()
+    if failures:
+        print("\n%d check(s) failed; files kept in %s" % (len(failures), work))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("\nall ssh checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
