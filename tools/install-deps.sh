@@ -21,6 +21,8 @@ packages=(
   openssl
   # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
   libasan8 libubsan1
+  # packaging (packaging/): man pages from --help
+  help2man
 )
 if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   packages+=(
