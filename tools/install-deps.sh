@@ -22,6 +22,9 @@ packages=(
   openssl
   # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
   libasan8 libubsan1
+  # packaging (packaging/, tests/packaging/): man pages from --help, and the .deb's
+  # dependencies (cpack finds its ELF files with file, and runs dpkg-shlibdeps on them)
+  help2man dpkg-dev file
 )
 if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   packages+=(
