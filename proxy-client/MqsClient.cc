@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 
@@ -87,19 +88,39 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
   struct Reset {
     ~Reset() { tInCall = false; }
   } reset;
-  try {
-    return body();
-  } catch (const ProxyError& e) {
-    return report(e.code(), e.what(), entryPoint);
-  } catch (const kj::Exception& e) {
-    std::string detail;
-    int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
-    return report(code, detail, entryPoint);
-  } catch (const std::exception& e) {
-    return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
-  } catch (...) {
-    return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
+  // MQD_PROXY_LOG=trace: one line per call, with what it cost.
+  bool tracing = logEnabled(LogLevel::Trace);
+  uint64_t forwarded = counters_.callsForwarded.load();
+  uint64_t callbacks = counters_.callbacksServed.load();
+  uint64_t notifications = counters_.notifications.load();
+  auto started = std::chrono::steady_clock::now();
+  int rc = [&]() -> int {
+    try {
+      return body();
+    } catch (const ProxyError& e) {
+      return report(e.code(), e.what(), entryPoint);
+    } catch (const kj::Exception& e) {
+      std::string detail;
+      int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+      return report(code, detail, entryPoint);
+    } catch (const std::exception& e) {
+      return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
+    } catch (...) {
+      return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
+    }
+  }();
+  if (tracing) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          started)
+                    .count();
+    uint64_t sent = counters_.callsForwarded.load() - forwarded;
+    logf(LogLevel::Trace, "%s -> %d in %.3f ms: %s, %llu callback(s) to the debugger, %llu "
+         "notification(s)",
+         entryPoint, rc, ms, sent != 0 ? "forwarded" : "answered in the shim",
+         static_cast<unsigned long long>(counters_.callbacksServed.load() - callbacks),
+         static_cast<unsigned long long>(counters_.notifications.load() - notifications));
   }
+  return rc;
 }
 
 void MqsClient::openSession() {

@@ -88,6 +88,22 @@ def main():
         check(r.returncode == 0 and result.get("ok") == 5 and result.get("wrong") == 0,
               "shim session through ssh: 5 dumps identical to the native DLL's", r.all)
 
+        # MQD_PROXY_LOG=trace: each mqs_* call with its duration and callbacks, and the
+        # session's one-line summary at the end, into MQD_PROXY_LOG_FILE.
+        log = os.path.join(work, "shim.log")
+        r = run([dump_client, "--dumps", "1", "--ops", "5"],
+                dict(env, MQD_PROXY_DLL=l3, MQD_PROXY_LOG="trace", MQD_PROXY_LOG_FILE=log))
+        text = open(log).read() if os.path.exists(log) else ""
+        traced = [l for l in text.splitlines() if " trace: mqs_" in l]
+        check(r.returncode == 0 and
+              any("mqs_update_communicator_list -> 0 in" in l and "forwarded" in l
+                  for l in traced) and
+              any("mqs_next_operation ->" in l and "answered in the shim" in l
+                  for l in traced) and
+              "session summary:" in text and "round trips" in text,
+              "trace log: %d calls with durations and callbacks, and the session summary"
+              % len(traced), r.all + text[-2000:])
+
         # The --dll allow-list still applies when the remote side is given one.
         r = run([cli, "info"], dict(env, MQD_PROXY_DLL="/lib/x86_64-linux-gnu/libc.so.6",
                                     MQD_PROXY_SERVER=url))
