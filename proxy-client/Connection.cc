@@ -142,7 +142,9 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
           kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, reply.reason));
         }
         if (!reply.ok) throw toWireException(reply.code, where + ": " + reply.reason);
-        return kj::heap<Connection>(kj::mv(h->stream), where, counters);
+        auto connection = kj::heap<Connection>(kj::mv(h->stream), where, counters);
+        connection->setSsh(h->ssh);
+        return connection;
       })
       .catch_([h, where](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
         std::string detail;
@@ -268,6 +270,23 @@ kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
     return io.provider->getTimer()
         .timeoutAfter(timeout.count() * kj::MILLISECONDS, kj::mv(asked))
         .attach(kj::mv(c));
+  });
+}
+
+kj::Maybe<kj::Promise<PostMortem>> Connection::transportPostMortem(
+    std::chrono::milliseconds timeout) {
+  if (ssh_ == nullptr) return nullptr;
+  SshProcess* ssh = ssh_;
+  return ssh->whenEnded(timeout).then([ssh]() {
+    const RemoteWorkerEnd& end = ssh->workerEnd();
+    PostMortem out;
+    out.known = end.known;
+    out.ended = end.known;
+    out.worker = end.worker;
+    out.how = end.how;
+    out.dll = end.dll;
+    out.lastCall = end.lastCall;
+    return out;
   });
 }
 

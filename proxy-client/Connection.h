@@ -23,6 +23,7 @@
 namespace mqd::client {
 
 class DebuggerSide;
+class SshProcess;
 
 // The vendor DLL as the server described it when the session opened.
 struct DllInfo {
@@ -69,6 +70,8 @@ class Connection {
   static kj::Promise<kj::Own<Connection>> connect(kj::AsyncIoContext& io,
                                                   const ClientConfig& config);
 
+  void setSsh(SshProcess* ssh) { ssh_ = ssh; }
+
   wire::Proxy::Client& proxy() { return proxy_; }
 
   // Asks config.server, on a connection of its own (config's token and TLS settings, but
@@ -79,6 +82,11 @@ class Connection {
 
   Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint, ClientCounters* counters);
   ~Connection() noexcept(false);
+
+  // For an ssh:// connection: how the remote worker ended, from what the --stdio server
+  // said on ssh's stderr, waiting up to `timeout` for ssh to end. Null for other transports
+  // (ask postMortem() instead).
+  kj::Maybe<kj::Promise<PostMortem>> transportPostMortem(std::chrono::milliseconds timeout);
 
   wire::Session::Client& session() { return session_; }
   const DllInfo& dll() const { return dll_; }
@@ -119,6 +127,7 @@ class Connection {
   DllInfo dll_;
   SessionTicket ticket_;
   bool compress_ = false;
+  SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
   std::atomic<int> brokenCode_{0};
   std::string brokenReason_;
 };

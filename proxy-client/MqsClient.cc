@@ -287,7 +287,12 @@ void MqsClient::failLost(int code, const std::string& detail, const char* entryP
   auto wait = std::min<std::chrono::milliseconds>(config_.timeout, std::chrono::seconds(3));
   PostMortem pm;
   try {
-    pm = loop_->run([&]() {
+    pm = loop_->run([&]() -> kj::Promise<PostMortem> {
+      // Over ssh the --stdio server is gone with the connection: it said how its worker
+      // ended on ssh's stderr.
+      if (connection_) {
+        KJ_IF_MAYBE(said, connection_->transportPostMortem(wait)) { return kj::mv(*said); }
+      }
       return Connection::postMortem(loop_->io(), config_, ticket_, wait);
     });
   } catch (const kj::Exception& e) {

@@ -228,6 +228,20 @@ void SshProcess::takeLines(bool flush) {
     start = end + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    if (line.rfind(std::string(kStdioPostMortemPrefix) + "\t", 0) == 0) {
+      std::vector<std::string> f;
+      std::stringstream fields(line);
+      std::string field;
+      while (std::getline(fields, field, '\t')) f.push_back(field);
+      if (f.size() >= 5) {
+        workerEnd_.known = true;
+        workerEnd_.worker = std::atoi(f[1].c_str());
+        workerEnd_.how = f[2];
+        workerEnd_.lastCall = f[3];
+        workerEnd_.dll = f[4];
+      }
+      continue;
+    }
     // The remote server's own warnings and errors are shown like the shim's; ssh's chatter
     // and the server's informational lines only at info.
     bool serious = line.find("] warn: ") != std::string::npos ||

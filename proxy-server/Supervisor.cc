@@ -396,6 +396,17 @@ void Supervisor::reapWorkers() {
       MQD_LOG(Info, "connection %llu: worker %d exited with status %d", connection,
               static_cast<int>(pid), WEXITSTATUS(status));
     }
+    if (options_.stdio && it->second.slot != nullptr) {
+      // The one connection's post-mortem, for the shim at the other end of ssh (it cannot
+      // ask a server that is about to exit): a fixed, tab-separated line on stderr
+      // (SshTransport.h reads it).
+      const SessionBoard::Slot* slot = it->second.slot;
+      std::string line = std::string(kStdioPostMortemPrefix) + "\t" +
+                         std::to_string(static_cast<int>(pid)) + "\t" + how + "\t" +
+                         slot->lastCall + "\t" + slot->dll + "\n";
+      ssize_t ignored = ::write(2, line.data(), line.size());
+      (void)ignored;
+    }
     if (SessionBoard::Slot* slot = it->second.slot) {
       board_.end(slot, how);
       MQD_LOG(Info, "session summary: %s", SessionBoard::summary(*slot).c_str());

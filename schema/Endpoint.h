@@ -46,6 +46,12 @@ struct Endpoint {
   bool isLoopback() const;
 };
 
+// The first field of the line a `--stdio` server writes to stderr when its worker ends:
+//   mqd-proxy-postmortem<TAB>PID<TAB>HOW<TAB>LAST CALL<TAB>DLL
+// (HOW as "exit N" or a signal name), so that a shim at the other end of ssh learns how the
+// worker ended without asking a server that is gone.
+constexpr const char* kStdioPostMortemPrefix = "mqd-proxy-postmortem";
+
 // Default unix socket for a server started without --listen and a shim without
 // MQD_PROXY_SERVER: $XDG_RUNTIME_DIR/mqd-proxy.sock, else /tmp/mqd-proxy-$UID.sock.
 std::string defaultSocketPath();

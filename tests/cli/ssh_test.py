@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sshd_fixture import Sshd  # noqa: E402
 
 failures = []
+MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
 
 
 def check(condition, what, output=""):
@@ -87,6 +88,18 @@ def main():
         result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
         check(r.returncode == 0 and result.get("ok") == 5 and result.get("wrong") == 0,
               "shim session through ssh: 5 dumps identical to the native DLL's", r.all)
+
+        # A crash of the vendor DLL on the remote side: the --stdio server is gone with the
+        # connection, and tells the shim how its worker ended on ssh's stderr.
+        r = run([dump_client, "--dumps", "3", "--ops", "10", "--crash-at", "1",
+                 "--allow-errors"], dict(env, MQD_PROXY_DLL=l3))
+        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        died = str(MQD_PROXY_ERR_WORKER_DIED)
+        check(r.returncode == 0 and result.get("ok") == 2 and result.get("wrong") == 0 and
+              result.get("error_codes") == {died: 1} and "killed by SIGSEGV" in r.stderr and
+              "libmqd_testdll_l3.so" in r.stderr,
+              "a DLL crash over ssh: MQD_PROXY_ERR_WORKER_DIED naming signal and DLL, then "
+              "the next dump whole", r.all)
 
         # MQD_PROXY_LOG=trace: each mqs_* call with its duration and callbacks, and the
         # session's one-line summary at the end, into MQD_PROXY_LOG_FILE.

@@ -1,7 +1,11 @@
 // mqd-dump-client: a debugger process that dumps message queues through libmqdproxy.so over
 // and over, and checks every answer against a native load of the same test DLL.
 //
-//   mqd-dump-client [--ops N] [--dumps D | --seconds S] [--allow-errors] [--quiet]
+//   mqd-dump-client [--ops N] [--dumps D | --seconds S] [--crash-at K] [--allow-errors]
+//                   [--quiet]
+//
+// --crash-at K makes the test DLL crash (SIGSEGV) during dump K (from 0), by turning the
+// target's plain receives into the test DLL's crash-on-demand kind for that dump only.
 //
 // The server and the rest come from the usual MQD_PROXY_* environment. The target is the
 // standard synthetic job with N operations per queue. First the test DLL is loaded natively
@@ -55,6 +59,9 @@ struct Debugger {
   }
 };
 
+// The request kind the test DLL answers with SIGSEGV (tests/testdll/testdll.c).
+constexpr int kCrashKind = 98;
+
 std::string withoutLastLine(const std::string& text) {
   if (text.empty()) return text;
   size_t end = text.rfind('\n', text.size() - 2);
@@ -68,6 +75,7 @@ int main(int argc, char** argv) {
   long dumps = 20;
   double seconds = 0;
   bool allowErrors = false, quiet = false;
+  long crashAt = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -83,6 +91,8 @@ int main(int argc, char** argv) {
       dumps = std::strtol(value(), nullptr, 10);
     } else if (a == "--seconds") {
       seconds = std::atof(value());
+    } else if (a == "--crash-at") {
+      crashAt = std::strtol(value(), nullptr, 10);
     } else if (a == "--allow-errors") {
       allowErrors = true;
     } else if (a == "--quiet") {
@@ -133,8 +143,10 @@ int main(int argc, char** argv) {
   for (long n = 0;; ++n) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (seconds > 0 ? elapsed >= seconds : n >= dumps) break;
+    if (n == crashAt) rewriteRequestKinds(proxied.target, 1, kCrashKind);
     auto t0 = std::chrono::steady_clock::now();
     QueueDump d = dumpQueues(proxied.d->dll(), proxied.p());
+    if (n == crashAt) rewriteRequestKinds(proxied.target, kCrashKind, 1);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (ms > maxDumpMs) maxDumpMs = ms;
     calls += d.calls;
