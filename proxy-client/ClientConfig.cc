@@ -39,6 +39,10 @@ const char* ClientConfig::help() {
                       Default auto
   MQD_PROXY_LOG       error, warn, info, debug or trace. Default warn
   MQD_PROXY_LOG_FILE  append the shim's log to this file instead of the debugger's stderr
+  MQD_PROXY_RECORD    record the session into this file (replaced; mode 600: it holds target
+                      memory): calls, results and every answer the debugger gave, for
+                      `mqd-proxy replay FILE`. MQD_PROXY_RECORD_LABEL, when set at each
+                      mqs_setup_process, labels that process in the recording. Default: off
 )";
 }
 
@@ -73,6 +77,7 @@ ClientConfig ClientConfig::fromEnvironment(std::vector<std::string>* problems) {
     }
   }
   if (const char* v = env("MQD_PROXY_LOG_FILE")) c.logFile = v;
+  if (const char* v = env("MQD_PROXY_RECORD")) c.record = v;
   if (const char* v = env("MQD_PROXY_TOKEN_FILE")) c.tokenFile = v;
   if (const char* v = env("MQD_PROXY_TLS_CA")) c.tlsCa = v;
   if (const char* v = env("MQD_PROXY_TLS_NAME")) c.tlsName = v;

@@ -25,6 +25,7 @@ struct ClientConfig {
   std::string tokenFile;  // MQD_PROXY_TOKEN_FILE: the token to present (read at connect time)
   std::string tlsCa;      // MQD_PROXY_TLS_CA: PEM CA certificate(s) for tls: servers
   std::string tlsName;    // MQD_PROXY_TLS_NAME: name the certificate must carry (default: HOST)
+  std::string record;     // MQD_PROXY_RECORD: record the session into this file (SessionRecorder)
 
   // From the environment. Malformed values are reported in `problems` (and the default kept)
   // rather than thrown: the shim must keep working inside the debugger.

@@ -87,19 +87,24 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
   struct Reset {
     ~Reset() { tInCall = false; }
   } reset;
-  try {
-    return body();
-  } catch (const ProxyError& e) {
-    return report(e.code(), e.what(), entryPoint);
-  } catch (const kj::Exception& e) {
-    std::string detail;
-    int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
-    return report(code, detail, entryPoint);
-  } catch (const std::exception& e) {
-    return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
-  } catch (...) {
-    return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
-  }
+  auto run = [&]() -> int {
+    try {
+      return body();
+    } catch (const ProxyError& e) {
+      return report(e.code(), e.what(), entryPoint);
+    } catch (const kj::Exception& e) {
+      std::string detail;
+      int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+      return report(code, detail, entryPoint);
+    } catch (const std::exception& e) {
+      return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
+    } catch (...) {
+      return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
+    }
+  };
+  int rc = run();
+  if (recorder_) recorder_->apiCall(entryPoint, rc);
+  return rc;
 }
 
 void MqsClient::openSession() {
@@ -115,6 +120,9 @@ void MqsClient::openSession() {
     }
   }
   for (const std::string& p : problems) MQD_LOG(Warn, "%s", p.c_str());
+  if (!config_.record.empty() && !recorder_) {
+    recorder_ = std::make_unique<SessionRecorder>(config_.record);
+  }
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
   connect();
   side_.setLevel3(dll_.compatibility >= MQS_INTERFACE_COMPATIBILITY_MPI2);
@@ -126,7 +134,7 @@ void MqsClient::connect() {
   try {
     loop_->run([this]() {
       connection_ = nullptr;  // the old connection, if any, is done with
-      return Connection::open(loop_->io(), config_, side_, counters_)
+      return Connection::open(loop_->io(), config_, side_, counters_, recorder_.get())
           .then([this](kj::Own<Connection> c) { connection_ = kj::mv(c); });
     });
   } catch (const kj::Exception& e) {
@@ -499,6 +507,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
+    if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
     int rc = sendSetupProcess(token, bigEndian);
