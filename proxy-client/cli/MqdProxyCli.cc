@@ -1,6 +1,7 @@
 // mqd-proxy: the command-line client of mqd-proxy-server.
 //
 //   mqd-proxy [--server ENDPOINT] [--timeout SECONDS] stats [--json]
+//   mqd-proxy [--server ENDPOINT] [--timeout SECONDS] replay FILE [--dll PATH] [--json] [--stats]
 //
 // ENDPOINT defaults to $MQD_PROXY_SERVER, else the default unix socket. See usage() for the
 // whole command line.
@@ -16,6 +17,7 @@
 #include "Connection.h"
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "Replay.h"
 
 using namespace mqd;
 using namespace mqd::client;
@@ -23,7 +25,7 @@ using namespace mqd::client;
 namespace {
 
 std::string usage() {
-  return std::string(R"(Usage: mqd-proxy [--server ENDPOINT] [--timeout SECONDS] COMMAND [--json]
+  return std::string(R"(Usage: mqd-proxy [--server ENDPOINT] [--timeout SECONDS] COMMAND [ARGS] [--json]
 
 Talks to an mqd-proxy-server.
 
@@ -32,7 +34,7 @@ Commands:
             (calls the debugger's shim made, callbacks the server made), messages, bytes on
             the wire, bulk bytes before and after compression, cache hits and misses by kind,
             and what the shim reported (calls answered from recorded walks, error texts).
-
+)") + replayUsage() + R"(
 Options:
   --server ENDPOINT   unix:PATH or tcp:HOST:PORT (default: $MQD_PROXY_SERVER, else the default
                       unix socket)
@@ -40,7 +42,7 @@ Options:
                       else 30)
   --json              machine-readable output
   -h, --help          this text
-)") +
+)" +
          "\nEnvironment of a debugger that loads libmqdproxy.so (MQD_PROXY_SERVER and\n"
          "MQD_PROXY_TIMEOUT are also read by this command):\n" +
          ClientConfig::help();
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> problems;
   ClientConfig config = ClientConfig::fromEnvironment(&problems);
   std::string command;
+  std::vector<std::string> commandArgs;  // what the command itself takes (replay)
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -164,6 +167,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (command.empty() && a[0] != '-') {
       command = a;
+    } else if (command == "replay") {
+      commandArgs.push_back(a);
     } else {
       std::fprintf(stderr, "mqd-proxy: unexpected argument \"%s\" (see --help)\n", a.c_str());
       return 2;
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
     std::fputs(usage().c_str(), stderr);
     return 2;
   }
+  if (command == "replay") return replayCommand(config, commandArgs, json);
   if (command != "stats") {
     std::fprintf(stderr, "mqd-proxy: unknown command \"%s\" (see --help)\n", command.c_str());
     return 2;
