@@ -122,8 +122,8 @@ RecordReader::RecordReader(const std::string& path) {
                                   std::istreambuf_iterator<char>());
   if (in.bad()) throw RecordFileError(path + ": cannot read the recording: " + errnoText());
   fileBytes_ = file.size();
-  size_t magicBytes = std::min(file.size(), sizeof kFileMagic);
-  if (std::memcmp(file.data(), kFileMagic, magicBytes) != 0 || file.empty()) {
+  if (file.empty() ||
+      std::memcmp(file.data(), kFileMagic, std::min(file.size(), sizeof kFileMagic)) != 0) {
     throw RecordFileError(path + ": not an mqd-proxy recording (it does not start with " +
                           "\"MQD-REC\")");
   }

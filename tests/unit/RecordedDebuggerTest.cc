@@ -169,7 +169,8 @@ TEST_CASE("RecordedDebugger: memory by range and epoch, look-ups in any recorded
   b.setSize(0x40000);
   b.setNeededAddress(0x10ff8);
   b.setNeededSize(8);
-  auto got = blocks.send().wait(ws).getBlocks()[0];
+  auto blocksAnswer = blocks.send().wait(ws);
+  auto got = blocksAnswer.getBlocks()[0];
   CHECK(got.getRc() == mqs_ok);
   CHECK(got.getAddress() == 0x10000);
   CHECK(readBulk(got.getData()).size() == 0x1000);
@@ -190,7 +191,8 @@ TEST_CASE("RecordedDebugger: memory by range and epoch, look-ups in any recorded
   auto batch = debugger.lookUpRequest();
   batch.setImage(1);
   batch.initLookups(1)[0].setSymbol("MPIR_Ignore_queues");
-  auto symbol = batch.send().wait(ws).getAnswers()[0];
+  auto batchAnswer = batch.send().wait(ws);
+  auto symbol = batchAnswer.getAnswers()[0];
   CHECK(symbol.getRc() == mqs_ok);
   CHECK(symbol.getAddress().getValue() == 0x4242);
 
