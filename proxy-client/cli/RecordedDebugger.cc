@@ -78,24 +78,7 @@ bool RecordedDebugger::Notifications::is(uint16_t method) {
 }
 
 void RecordedDebugger::Notifications::add(uint16_t method, capnp::AnyPointer::Reader params) {
-  if (method == kDllOutput) {
-    auto bytes = params.getAs<wire::Debugger::DllOutputParams>().getText();
-    std::string text(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-    if (lastWasOutput_ && !list_.empty()) {
-      list_.back() += text;
-    } else {
-      list_.push_back("dllOutput " + text);
-    }
-    lastWasOutput_ = true;
-    return;
-  }
-  list_.push_back(describe(method, params));
-  lastWasOutput_ = false;
-}
-
-std::vector<std::string> RecordedDebugger::Notifications::take() {
-  lastWasOutput_ = false;
-  return std::move(list_);
+  if (method != kDllOutput) list_.push_back(describe(method, params));
 }
 
 // ---- the capability ----

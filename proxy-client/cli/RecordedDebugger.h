@@ -20,8 +20,10 @@
 // FAILED if it never did), a look-up as not found, anything else with an exception naming the
 // request.
 //
-// Notifications (dprints, dllOutput, putInfo) are kept in order (takeNotifications()), for the
-// replay to compare with the recorded ones.
+// Notifications the debugger sees (dprints, putInfo) are kept in order (takeNotifications()),
+// for the replay to compare with the recorded ones. The DLL's own output (dllOutput) is only
+// counted: it is the server process's stdout and stderr, where pids, times and a sanitizer's
+// warnings differ from run to run.
 #pragma once
 
 #include <capnp/capability.h>
@@ -50,17 +52,16 @@ class RecordedDebugger {
   // come from the next recorded epoch of that process.
   void beginEpoch(uint64_t process) { ++epoch_[process]; }
 
-  // Notifications as text, in order: one per dprints or putInfo, and the bytes of adjacent
-  // dllOutput calls joined into one (the DLL's output may be cut anywhere).
+  // The notifications compared, as text, in order: one per dprints or putInfo.
   class Notifications {
    public:
+    // dprints, putInfo or dllOutput: a call the server does not wait for.
     static bool is(uint16_t method);
-    void add(uint16_t method, capnp::AnyPointer::Reader params);
-    std::vector<std::string> take();
+    void add(uint16_t method, capnp::AnyPointer::Reader params);  // ignores dllOutput
+    std::vector<std::string> take() { return std::move(list_); }
 
    private:
     std::vector<std::string> list_;
-    bool lastWasOutput_ = false;
   };
   // What the server sent since the last take.
   std::vector<std::string> takeNotifications() { return notifications_.take(); }
