@@ -257,7 +257,13 @@ std::vector<ProcessView> ReplayedDump::processes() const {
       fail("mqs_update_communicator_list failed: " + errorText(p.refresh->rc) + " (" +
            std::to_string(p.refresh->rc) + ")");
     } else {
-      dumpRefresh(*p.refresh, view);
+      try {
+        dumpRefresh(*p.refresh, view);
+      } catch (const ProxyError& e) {
+        // An address this build's mqs_taddr_t cannot hold (a 64-bit target in a 32-bit
+        // mqd-proxy): where the shim of such a debugger would have failed the call.
+        view.error = e.what();
+      }
     }
     out.push_back(std::move(view));
   }

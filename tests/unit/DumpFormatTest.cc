@@ -28,7 +28,7 @@ mqs_pending_operation operation() {
       op.actual_global_rank = 1;
   op.desired_tag = op.actual_tag = 7;
   op.desired_length = op.actual_length = 64;
-  op.buffer = 0x7f0000001000;
+  op.buffer = 0x7f001000;
   std::strcpy(op.extra_text[0], "Send: 0x1");
   return op;
 }
@@ -57,7 +57,7 @@ std::vector<ProcessView> sample() {
   world.ranks = {0, 1};
   mqs_pending_operation matched = operation();
   matched.status = mqs_st_matched;
-  matched.desired_local_rank = 4294967295;
+  matched.desired_local_rank = -1;
   matched.tag_wild = 1;
   matched.system_buffer = 1;
   std::memset(matched.extra_text, 0, sizeof matched.extra_text);

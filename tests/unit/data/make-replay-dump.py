@@ -3,7 +3,8 @@
 matched operation from any source, a group error, queue errors, a dump stopped midway, a
 process that failed, non-ASCII and invalid UTF-8) as the gdb front end itself writes it, with
 tools/gdb/mqd.py's own render() and json.dumps(indent=1). DumpFormatTest checks that
-mqd-proxy replay writes the same dump byte for byte.
+mqd-proxy replay writes the same dump byte for byte. (Every value fits a 32-bit debugger's
+mqs_taddr_t and mqs_tword_t, so the test holds in the i686 build too.)
 
 usage: make-replay-dump.py  (from anywhere; writes next to itself)
 """
@@ -27,10 +28,10 @@ mqd = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mqd)
 
 op = {"status": "pending", "desired_local_rank": 1, "desired_global_rank": 1, "tag_wild": False,
-      "desired_tag": 7, "desired_length": 64, "system_buffer": False, "buffer": 0x7f0000001000,
+      "desired_tag": 7, "desired_length": 64, "system_buffer": False, "buffer": 0x7f001000,
       "actual_local_rank": 1, "actual_global_rank": 1, "actual_tag": 7, "actual_length": 64,
       "extra_text": ["Send: 0x1", "", "", "", ""]}
-op2 = dict(op, status="matched", desired_local_rank=4294967295, tag_wild=True,
+op2 = dict(op, status="matched", desired_local_rank=-1, tag_wild=True,
            system_buffer=True, extra_text=["", "x", "", "", ""])
 dumps = [
     {"inferior": 2, "pid": 1234, "rank": 1,
