@@ -65,13 +65,14 @@ RecordWriter::RecordWriter(const std::string& path) : path_(path) {
 
 void RecordWriter::add(capnp::MessageBuilder& message) {
   kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  pending_.insert(pending_.end(), words.begin(), words.end());
+  auto bytes = words.asBytes();
+  pending_.insert(pending_.end(), bytes.begin(), bytes.end());
   ++pendingMessages_;
 }
 
 void RecordWriter::flush() {
   if (pending_.empty()) return;
-  size_t raw = pending_.size() * sizeof(capnp::word);
+  size_t raw = pending_.size();
   if (raw > kMaxChunkBytes) {
     throw RecordFileError(path_ + ": a chunk of " + std::to_string(raw) +
                           " bytes exceeds the format's limit");

@@ -41,7 +41,7 @@ class RecordWriter {
   // Appends a message to the chunk being built (nothing is written before flush()).
   void add(capnp::MessageBuilder& message);
   size_t pendingMessages() const { return pendingMessages_; }
-  size_t pendingBytes() const { return pending_.size() * sizeof(capnp::word); }
+  size_t pendingBytes() const { return pending_.size(); }
 
   // Compresses the pending messages into one chunk and writes it; nothing when none are
   // pending. Throws RecordFileError (disk full, I/O error); the file then ends with a chunk
@@ -56,7 +56,7 @@ class RecordWriter {
 
   std::string path_;
   kj::AutoCloseFd fd_;
-  std::vector<capnp::word> pending_;
+  std::vector<kj::byte> pending_;  // whole messages, in the stream framing
   size_t pendingMessages_ = 0;
   uint64_t written_ = 0;
 };
