@@ -230,6 +230,13 @@ const std::vector<Setting>& settings() {
        "the timeout setting. Default: none",
        [](ClientConfig& c, const std::string& v) { return setText(c.sshOptions, v); },
        [](const ClientConfig& c) { return c.sshOptions; }},
+      {"record", "MQD_PROXY_RECORD",
+       "record the session into this file (replaced; mode 600: it holds target memory):\n"
+       "calls, results and every answer the debugger gave, for `mqd-proxy replay FILE`.\n"
+       "MQD_PROXY_RECORD_LABEL (environment only), when set at each mqs_setup_process,\n"
+       "labels that process in the recording. Default: off",
+       [](ClientConfig& c, const std::string& v) { return setText(c.record, v); },
+       [](const ClientConfig& c) { return c.record; }},
   };
   return table;
 }

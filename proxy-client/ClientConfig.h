@@ -37,6 +37,7 @@ struct ClientConfig {
   std::string tlsName;    // name the certificate must carry (default: HOST)
   std::string ssh = "ssh";           // the ssh program for ssh:// servers
   std::string sshOptions;            // extra ssh arguments, split at white space
+  std::string record;                // record the session into this file (SessionRecorder)
 
   // Where each setting's value came from, by key: "default", "FILE:LINE" or "MQD_PROXY_X".
   std::map<std::string, std::string> sources;

@@ -14,6 +14,7 @@
 #include "Log.h"
 #include "ProxyErrors.h"
 #include "SshTransport.h"
+#include "SessionRecorder.h"
 #include "TlsClient.h"
 #include "TokenFile.h"
 #include "mqs_interface.h"
@@ -292,7 +293,8 @@ kj::Maybe<kj::Promise<PostMortem>> Connection::transportPostMortem(
 
 kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
                                                   const ClientConfig& config,
-                                                  DebuggerSide& side, ClientCounters& counters) {
+                                                  DebuggerSide& side, ClientCounters& counters,
+                                                  SessionRecorder* recorder) {
   auto parsed = parseEndpoint(config.server);
   if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
   Endpoint endpoint = parsed.get<Endpoint>();
@@ -302,8 +304,8 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind != Endpoint::Kind::Unix);
-  auto opened = connectTo(io, endpoint, &counters, config).then([&side, dll, where, cache, compress](
-                                                 kj::Own<Connection> c) {
+  auto opened = connectTo(io, endpoint, &counters, config).then([&side, dll, where, cache, compress,
+                                                                 recorder](kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
@@ -320,9 +322,18 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
       resume[i].setHandle(held[i].handle);
       resume[i].setInfo(held[i].info);
     }
-    request.setDebugger(kj::heap<DebuggerService>(*c, side));
+    kj::Own<wire::SessionOptions::Reader> asked;  // what the recorder keeps
+    auto service = kj::heap<DebuggerService>(*c, side);
+    if (recorder != nullptr) {
+      asked = capnp::clone(options.asReader());
+      c->tasks_.add(recorder->describeServer(c->proxy_));
+      request.setDebugger(recorder->tapDebugger(kj::mv(service)));
+    } else {
+      request.setDebugger(kj::mv(service));
+    }
     return request.send().then(
-        [c = kj::mv(c)](capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
+        [c = kj::mv(c), recorder, asked = kj::mv(asked)](
+            capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
           c->session_ = response.getSession();
           auto d = response.getDll();
           c->dll_.path = d.getPath();
@@ -333,6 +344,10 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           c->dll_.buildId = d.getBuildId();
           c->ticket_.connection = response.getTicket().getConnection();
           c->ticket_.key = response.getTicket().getKey();
+          if (recorder != nullptr) {
+            c->session_ = recorder->sessionOpened(c->endpoint_, *asked, d,
+                                                  kj::mv(c->session_));
+          }
           return kj::mv(c);
         },
         [where](kj::Exception&& e) -> kj::Own<Connection> {

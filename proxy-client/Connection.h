@@ -24,6 +24,7 @@ namespace mqd::client {
 
 class DebuggerSide;
 class SshProcess;
+class SessionRecorder;
 
 // The vendor DLL as the server described it when the session opened.
 struct DllInfo {
@@ -60,9 +61,11 @@ class Connection {
   // the server says no, AUTH_FAILED for a missing, wrong or unsafe token, TLS when TLS does not
   // fit or verify, TIMEOUT after `config.timeout`.
   // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
-  // the callbacks served.
+  // the callbacks served. A `recorder` (MQD_PROXY_RECORD, outliving the connection) taps the
+  // session's two capabilities.
   static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
-                                               DebuggerSide& side, ClientCounters& counters);
+                                               DebuggerSide& side, ClientCounters& counters,
+                                               SessionRecorder* recorder = nullptr);
 
   // Only connects and passes the handshake (for tools that talk to the Proxy capability, not
   // to a DLL), to config.server with config's token, TLS settings and timeout; fails like

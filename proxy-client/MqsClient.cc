@@ -120,6 +120,7 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
          static_cast<unsigned long long>(counters_.callbacksServed.load() - callbacks),
          static_cast<unsigned long long>(counters_.notifications.load() - notifications));
   }
+  if (recorder_) recorder_->apiCall(entryPoint, rc);
   return rc;
 }
 
@@ -136,6 +137,9 @@ void MqsClient::openSession() {
     }
   }
   for (const std::string& p : problems) MQD_LOG(Warn, "%s", p.c_str());
+  if (!config_.record.empty() && !recorder_) {
+    recorder_ = std::make_unique<SessionRecorder>(config_.record);
+  }
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
   connect();
   side_.setLevel3(dll_.compatibility >= MQS_INTERFACE_COMPATIBILITY_MPI2);
@@ -147,7 +151,7 @@ void MqsClient::connect() {
   try {
     loop_->run([this]() {
       connection_ = nullptr;  // the old connection, if any, is done with
-      return Connection::open(loop_->io(), config_, side_, counters_)
+      return Connection::open(loop_->io(), config_, side_, counters_, recorder_.get())
           .then([this](kj::Own<Connection> c) { connection_ = kj::mv(c); });
     });
   } catch (const kj::Exception& e) {
@@ -525,6 +529,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
+    if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
     int rc = sendSetupProcess(token, bigEndian);

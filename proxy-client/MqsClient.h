@@ -25,6 +25,7 @@
 #include "DebuggerSide.h"
 #include "ClientCounters.h"
 #include "RecordedWalk.h"
+#include "SessionRecorder.h"
 #include "SessionSetUp.h"
 #include "StringPool.h"
 #include "mqs_interface.h"
@@ -125,6 +126,9 @@ class MqsClient {
 
   std::timed_mutex lock_;
   ClientConfig config_;
+  // MQD_PROXY_RECORD: records every session (declared before the connection, which it
+  // outlives).
+  std::unique_ptr<SessionRecorder> recorder_;
   std::unique_ptr<EventLoopThread> loop_;
   kj::Own<Connection> connection_;  // created, used and destroyed on the loop thread
   DebuggerSide side_;

@@ -10,6 +10,8 @@
 #include "Cli.h"
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "Replay.h"
+#include "Replay.h"
 
 using namespace mqd;
 using namespace mqd::client;
@@ -36,6 +38,7 @@ Commands:
   doctor    A checklist: configuration, server reachable, authentication, version,
             architecture, latency, and the vendor DLL loads; each failure says what to fix.
             Exit 1 when any check fails.
+)") + replayUsage() + R"(
 
 Options:
   --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
@@ -52,7 +55,16 @@ Exit status: 0 success, 1 failure (explained on stderr or in the output), 2 usag
 
 Settings, shared with the debugger's libmqdproxy.so: each can be set in the environment or
 in the configuration file (environment wins; `mqd-proxy config` shows the result):
-)") + ClientConfig::help();
+)" + ClientConfig::help();
+}
+
+// replay parses its own operands (Replay.h); a --dll given before the command goes with them.
+int replayEntry(cli::Context& c) {
+  if (c.config.sources["dll"] == "--dll") {
+    c.args.push_back("--dll");
+    c.args.push_back(c.config.dll);
+  }
+  return replayCommand(c.config, c.args, c.json);
 }
 
 int usageError(const std::string& why) {
@@ -77,6 +89,8 @@ int main(int argc, char** argv) {
     } else if (a == "--version") {
       std::printf("mqd-proxy %s\n", MQD_VERSION);
       return 0;
+    } else if (command == "replay" && a != "--server" && a != "--timeout" && a != "--json") {
+      c.args.push_back(a);  // replay's own FILE, --dll and --stats (Replay.h)
     } else if (a == "--server") {
       const char* v = value();
       if (v == nullptr) return usageError("--server needs an endpoint");
@@ -122,7 +136,7 @@ int main(int argc, char** argv) {
   static const Entry commands[] = {
       {"config", cli::configCommand, false}, {"ping", cli::pingCommand, false},
       {"info", cli::infoCommand, false},     {"stats", cli::statsCommand, false},
-      {"doctor", cli::doctorCommand, false},
+      {"doctor", cli::doctorCommand, false}, {"replay", replayEntry, true},
   };
   const Entry* chosen = nullptr;
   for (const Entry& e : commands) {

@@ -92,7 +92,7 @@ def main():
         # --help and usage errors.
         r = run(cli, ["--help"])
         check(r.returncode == 0 and all(c in r.stdout for c in
-                                        ("config", "ping", "info", "stats", "doctor",
+                                        ("config", "ping", "info", "stats", "doctor", "replay",
                                          "MQD_PROXY_SSH_OPTIONS", "MQD_PROXY_CONFIG")),
               "--help lists every command and setting", r.all)
         r = run(cli, ["frobnicate"])

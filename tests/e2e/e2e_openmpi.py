@@ -120,17 +120,23 @@ class Server:
             raise Failure("server exited with %d" % self.proc.returncode)
 
 
-def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
-    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
-    refreshes: the second is a repeat refresh of a stopped-again target)."""
+def gdb_command(pids, frontend, load):
+    """gdb in batch mode attached to every rank (one inferior each), with the front end
+    sourced and `load` run: add the commands to run then."""
     cmd = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
     for i, pid in enumerate(pids):
         if i > 0:
             cmd += ["-ex", "add-inferior", "-ex", "inferior %d" % (i + 1)]
         cmd += ["-ex", "attach %d" % pid]
-    cmd += ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load,
-            "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
-            "-ex", "mqd dump --all --output %s.txt" % out_prefix]
+    return cmd + ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load]
+
+
+def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
+    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
+    refreshes: the second is a repeat refresh of a stopped-again target)."""
+    cmd = gdb_command(pids, frontend, load) + [
+        "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
+        "-ex", "mqd dump --all --output %s.txt" % out_prefix]
     started = time.time()
     env = dict(os.environ)
     env.update(env_extra or {})

@@ -13,6 +13,7 @@
 #include <regex>
 #include <string>
 
+#include "RunCommand.h"
 #include "ServerProcess.h"
 #include "ShimRig.h"
 #include "TestPaths.h"
@@ -21,23 +22,6 @@
 using namespace mqd::harness;
 
 namespace {
-
-struct Command {
-  int status;
-  std::string output;
-};
-
-Command run(const std::string& cmd) {
-  Command out{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.output.append(buf, n);
-  int status = pclose(p);
-  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 ServerProcess startServer(TempDir& dir, const std::string& listen) {
   return ServerProcess(mqd::test::kServer,

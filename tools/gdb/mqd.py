@@ -496,6 +496,11 @@ class Session:
         if rc != MQS_OK:
             raise MqdError(_explain("image", rc, message, self, _image_name(num)))
         if process.set_up is None:
+            if os.environ.get("MQD_PROXY_RECORD"):
+                # The shim's recording keeps what only gdb knows of this process, so that
+                # `mqd-proxy replay --json` prints the same dump as `mqd dump --json`.
+                os.environ["MQD_PROXY_RECORD_LABEL"] = "inferior=%d pid=%d rank=%d" % (
+                    num, inf.pid, _global_rank(process))
             process.set_up = self.lib.mqs_setup_process(process.handle,
                                                         ctypes.byref(self.process_callbacks))
         if process.set_up != MQS_OK:

@@ -1,0 +1,477 @@
+#include "ReplayedDump.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "OutputApply.h"
+#include "ProxyErrors.h"
+#include "RecordedWalk.h"
+#include "SessionMethods.h"
+#include "mqd_proxy.h"
+
+namespace mqd::client {
+namespace {
+
+// The DLL's `char **` message as the front end reads it ("" when absent).
+std::string messageText(wire::OutString::Reader m) {
+  return m.isText() ? std::string(m.getText()) : std::string();
+}
+
+// The front end's _format_message: the message is a printf format with at most one %s.
+std::string formatMessage(const std::string& message, const std::string& name) {
+  std::string out;
+  bool named = false;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] == '%' && i + 1 < message.size() && message[i + 1] == '%') {
+      out += '%';
+      ++i;
+    } else if (!named && message.compare(i, 2, "%s") == 0) {
+      out += name;
+      named = true;
+      ++i;
+    } else {
+      out += message[i];
+    }
+  }
+  return out;
+}
+
+// The rc of the results of an iteration call that returns nothing else.
+int rcOf(uint16_t method, capnp::AnyPointer::Reader results) {
+  switch (method) {
+    case kSetupCommunicatorIterator:
+      return results.getAs<wire::Session::SetupCommunicatorIteratorResults>().getRc();
+    case kSetupOperationIterator:
+      return results.getAs<wire::Session::SetupOperationIteratorResults>().getRc();
+    case kNextCommunicator:
+      return results.getAs<wire::Session::NextCommunicatorResults>().getRc();
+    default:
+      return MQD_PROXY_ERR_PROTOCOL;
+  }
+}
+
+int64_t number(const std::map<std::string, std::string>& label, const char* key,
+               int64_t otherwise) {
+  auto it = label.find(key);
+  if (it == label.end()) return otherwise;
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    return otherwise;
+  }
+}
+
+}  // namespace
+
+capnp::AnyPointer::Reader ReplayedDump::Call::params() const {
+  return message->getRoot<capnp::AnyPointer>().asReader().getAs<capnp::AnyStruct>()
+      .getPointerSection()[0];
+}
+
+capnp::AnyPointer::Reader ReplayedDump::Call::results() const {
+  return message->getRoot<capnp::AnyPointer>().asReader().getAs<capnp::AnyStruct>()
+      .getPointerSection()[1];
+}
+
+void ReplayedDump::setDll(const std::string& versionString, bool hasCommGroup) {
+  dll_ = versionString;
+  hasCommGroup_ = hasCommGroup;
+}
+
+void ReplayedDump::label(uint64_t token, const std::string& text) {
+  std::map<std::string, std::string>& label = process(token).label;
+  label.clear();
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    size_t eq = word.find('=');
+    if (eq != std::string::npos) label[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+}
+
+ReplayedDump::Process& ReplayedDump::process(uint64_t token) {
+  auto it = processes_.find(token);
+  if (it == processes_.end()) {
+    it = processes_.emplace(token, Process()).first;
+    it->second.order = nextOrder_++;
+  }
+  return it->second;
+}
+
+std::shared_ptr<ReplayedDump::Call> ReplayedDump::keep(uint16_t method,
+                                                       capnp::AnyPointer::Reader params,
+                                                       const capnp::AnyPointer::Reader* results,
+                                                       int failedCode) {
+  auto call = std::make_shared<Call>();
+  call->method = method;
+  call->failedCode = failedCode;
+  call->message = std::make_shared<capnp::MallocMessageBuilder>();
+  auto pair = call->message->getRoot<capnp::AnyPointer>().initAsAnyStruct(0, 2);
+  pair.getPointerSection()[0].set(params);
+  if (results != nullptr) pair.getPointerSection()[1].set(*results);
+  return call;
+}
+
+void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
+                       const capnp::AnyPointer::Reader* results, int failedCode) {
+  switch (method) {
+    case kDllErrorString: {
+      int code = params.getAs<wire::Session::DllErrorStringParams>().getCode();
+      if (results == nullptr) return;
+      auto text = results->getAs<wire::Session::DllErrorStringResults>().getText();
+      errorTexts_[code] = text.isText() ? std::string(text.getText()) : std::string(1, '\0');
+      return;
+    }
+    case kSetupImage: {
+      uint64_t image = params.getAs<wire::Session::SetupImageParams>().getImage();
+      images_[image].setupRc =
+          results ? results->getAs<wire::Session::SetupImageResults>().getRc() : failedCode;
+      return;
+    }
+    case kImageHasQueues:
+      note<wire::Session::ImageHasQueuesResults>(
+          images_[params.getAs<wire::Session::ImageHasQueuesParams>().getImage()].hasQueues,
+          results, failedCode);
+      return;
+    case kSetupProcess: {
+      auto p = params.getAs<wire::Session::SetupProcessParams>();
+      Process& process = this->process(p.getProcess());
+      process.setupRc =
+          results ? results->getAs<wire::Session::SetupProcessResults>().getRc() : failedCode;
+      if (p.getHasAttributes()) {
+        process.attributeRank = p.getAttributes().getGlobalRank();
+        process.image = p.getAttributes().getImage();
+      }
+      return;
+    }
+    case kProcessHasQueues:
+      note<wire::Session::ProcessHasQueuesResults>(
+          process(params.getAs<wire::Session::ProcessHasQueuesParams>().getProcess()).hasQueues,
+          results, failedCode);
+      return;
+    case kUpdateCommunicatorList: {
+      Process& process =
+          this->process(params.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess());
+      process.refresh = std::make_unique<Refresh>();
+      process.refresh->update = keep(method, params, results, failedCode);
+      process.refresh->rc = failedCode;
+      if (results != nullptr) {
+        process.refresh->rc =
+            results->getAs<wire::Session::UpdateCommunicatorListResults>().getRc();
+        auto walk = results->getAs<wire::Session::UpdateCommunicatorListResults>().getWalk();
+        if (walk.getSize() > 0) {
+          try {
+            RecordedWalk recorded(walk);
+            for (auto t : recorded.errorTexts()) {
+              errorTexts_[t.getCode()] =
+                  t.getText().isText() ? std::string(t.getText().getText()) : std::string(1, '\0');
+            }
+          } catch (const ProxyError&) {
+            // a malformed walk shows where the dump reads it
+          }
+        }
+      }
+      return;
+    }
+    case kSetupCommunicatorIterator:
+    case kGetCommunicator:
+    case kGetCommGroup:
+    case kNextCommunicator:
+    case kSetupOperationIterator:
+    case kNextOperation:
+    case kGetCommCollState: {
+      // Each of these has `process :UInt64` as its parameter @0, at the same place.
+      uint64_t token = params.getAs<wire::Session::GetCommunicatorParams>().getProcess();
+      Process& process = this->process(token);
+      if (process.refresh) process.refresh->forwarded.push_back(keep(method, params, results,
+                                                                     failedCode));
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+template <typename Results>
+void ReplayedDump::note(HasQueues& out, const capnp::AnyPointer::Reader* results,
+                        int failedCode) {
+  out.asked = true;
+  out.rc = failedCode;
+  out.message.clear();
+  if (results == nullptr) return;
+  auto r = results->getAs<Results>();
+  out.rc = r.getRc();
+  out.message = messageText(r.getMessage());
+}
+
+std::string ReplayedDump::explain(const char* what, const HasQueues& answer,
+                                  const std::string& name) const {
+  std::string why = std::string("the DLL says this ") + what + " has no message queues: " +
+                    errorText(answer.rc) + " (" + std::to_string(answer.rc) + ")";
+  if (!answer.message.empty()) why += "; " + formatMessage(answer.message, name);
+  return why;
+}
+
+std::string ReplayedDump::errorText(int rc) const {
+  auto it = errorTexts_.find(rc);
+  if (it != errorTexts_.end() && it->second != std::string(1, '\0')) return it->second;
+  if (it == errorTexts_.end() && MQD_PROXY_IS_PROXY_ERROR(rc) && proxyErrorText(rc) != nullptr) {
+    return std::string("mqd-proxy: ") + proxyErrorText(rc);
+  }
+  return "error " + std::to_string(rc);
+}
+
+std::vector<ProcessView> ReplayedDump::processes() const {
+  std::vector<const std::pair<const uint64_t, Process>*> ordered;
+  for (const auto& p : processes_) ordered.push_back(&p);
+  std::sort(ordered.begin(), ordered.end(),
+            [](auto* a, auto* b) { return a->second.order < b->second.order; });
+  std::vector<ProcessView> out;
+  for (const auto* entry : ordered) {
+    const Process& p = entry->second;
+    ProcessView view;
+    view.inferior = static_cast<int>(number(p.label, "inferior", p.order + 1));
+    view.pid = number(p.label, "pid", 0);
+    view.rank = number(p.label, "rank", p.attributeRank);
+    view.dll = dll_;
+    auto fail = [&view](const std::string& why) {
+      view.failed = true;
+      view.error = why;
+    };
+    auto image = images_.find(p.image);
+    if (image != images_.end() && image->second.setupRc != mqs_ok) {
+      fail("mqs_setup_image failed: " + errorText(image->second.setupRc) + " (" +
+           std::to_string(image->second.setupRc) + ")");
+    } else if (image != images_.end() && image->second.hasQueues.asked &&
+               image->second.hasQueues.rc != mqs_ok) {
+      fail(explain("image", image->second.hasQueues, "image"));  // gdb's file name is unknown
+    } else if (p.setupRc != mqs_ok) {
+      fail("mqs_setup_process failed: " + errorText(p.setupRc) + " (" +
+           std::to_string(p.setupRc) + ")");
+    } else if (p.hasQueues.asked && p.hasQueues.rc != mqs_ok) {
+      fail(explain("process", p.hasQueues, "process " + std::to_string(view.pid)));
+    } else if (!p.refresh) {
+      continue;  // set up, never dumped
+    } else if (p.refresh->rc != mqs_ok) {
+      fail("mqs_update_communicator_list failed: " + errorText(p.refresh->rc) + " (" +
+           std::to_string(p.refresh->rc) + ")");
+    } else {
+      try {
+        dumpRefresh(*p.refresh, view);
+      } catch (const ProxyError& e) {
+        // An address this build's mqs_taddr_t cannot hold (a 64-bit target in a 32-bit
+        // mqd-proxy): where the shim of such a debugger would have failed the call.
+        view.error = e.what();
+      }
+    }
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+namespace {
+
+// The answers of one refresh, in the order the front end asks for them: from the walk while it
+// serves the calls (as the shim would), then from the forwarded calls of the process.
+class RefreshAnswers {
+ public:
+  template <typename Calls>
+  RefreshAnswers(std::unique_ptr<RecordedWalk> walk, const Calls& forwarded)
+      : walk_(std::move(walk)) {
+    for (const auto& c : forwarded) forwarded_.push_back({c->method, c->params(), c->results(),
+                                                           c->failedCode});
+  }
+
+  struct Answer {
+    uint16_t method;
+    capnp::AnyPointer::Reader params;
+    capnp::AnyPointer::Reader results;
+    int failedCode;
+  };
+
+  RecordedWalk* walk() { return walk_.get(); }
+  void leaveWalk() { walk_.reset(); }
+
+  // The next forwarded call of `method`, skipping others; nullptr when there is none.
+  const Answer* next(uint16_t method) {
+    while (next_ < forwarded_.size()) {
+      const Answer& a = forwarded_[next_++];
+      if (a.method == method) return &a;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::unique_ptr<RecordedWalk> walk_;
+  std::vector<Answer> forwarded_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
+  std::unique_ptr<RecordedWalk> walk;
+  if (refresh.update->failedCode == 0) {
+    auto w = refresh.update->results().getAs<wire::Session::UpdateCommunicatorListResults>()
+                 .getWalk();
+    if (w.getSize() > 0) {
+      try {
+        walk = std::make_unique<RecordedWalk>(w);
+      } catch (const ProxyError& e) {
+        out.error = std::string("the replayed walk is unreadable: ") + e.what();
+        return;
+      }
+    }
+  }
+  RefreshAnswers answers(std::move(walk), refresh.forwarded);
+  // One call of the front end: the walk's answer while it has one (fromWalk returns whether it
+  // did), else the next forwarded call of `method` (fromResults reads it; a failed one gives
+  // its code). False, with out.error saying so, when the recorded session never made it.
+  auto ask = [&](uint16_t method, auto fromWalk, auto fromResults, int* rc) {
+    if (answers.walk() != nullptr && fromWalk(*answers.walk(), rc)) return true;
+    answers.leaveWalk();
+    const auto* a = answers.next(method);
+    if (a == nullptr) {
+      out.error = std::string("the recorded session has no ") + entryPointOf(method) + " here";
+      return false;
+    }
+    *rc = a->failedCode != 0 ? a->failedCode : fromResults(a->results);
+    return true;
+  };
+  // For the calls that return nothing but rc.
+  auto rcFromWalk = [](auto serve) {
+    return [serve](RecordedWalk& w, int* rc) {
+      wire::RecordedRc::Reader r;
+      if (!serve(w, &r)) return false;
+      *rc = r.getRc();
+      return true;
+    };
+  };
+  auto rcFromResults = [](uint16_t m) {
+    return [m](capnp::AnyPointer::Reader results) { return rcOf(m, results); };
+  };
+
+  int rc = 0;
+  if (!ask(kSetupCommunicatorIterator,
+           rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
+             return w.setupCommunicatorIterator(r);
+           }),
+           rcFromResults(kSetupCommunicatorIterator), &rc)) {
+    return;
+  }
+  size_t communicatorSize = SIZE_MAX;  // as the shim bounds a group: the size last reported
+  while (rc == mqs_ok) {
+    CommunicatorView c;
+    std::memset(&c.communicator, 0, sizeof c.communicator);
+    auto take = [&](wire::Communicator::Reader in) {
+      apply(in, c.communicator);
+      if (in.getWritten() & 4) {
+        communicatorSize = c.communicator.size < 0 ? 0 : static_cast<size_t>(c.communicator.size);
+      }
+    };
+    if (!ask(kGetCommunicator,
+             [&](RecordedWalk& w, int* out) {
+               wire::RecordedCommunicator::Reader r;
+               if (!w.getCommunicator(&r)) return false;
+               take(r.getCommunicator());
+               *out = r.getRc();
+               return true;
+             },
+             [&](capnp::AnyPointer::Reader results) {
+               auto r = results.getAs<wire::Session::GetCommunicatorResults>();
+               take(r.getCommunicator());
+               return r.getRc();
+             },
+             &rc)) {
+      return;
+    }
+    if (rc != mqs_ok) {
+      out.error = "mqs_get_communicator: " + errorText(rc);
+      return;
+    }
+    if (c.communicator.size > 0) {
+      std::vector<int> ranks(static_cast<size_t>(c.communicator.size), 0);
+      size_t limit = std::min(communicatorSize, ranks.size());
+      int grc = MQD_PROXY_ERR_NO_ENTRY_POINT;
+      if (hasCommGroup_ &&
+          !ask(kGetCommGroup,
+               [&](RecordedWalk& w, int* out) {
+                 wire::RecordedGroup::Reader r;
+                 if (!w.getCommGroup(&r)) return false;
+                 applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
+                 *out = r.getRc();
+                 return true;
+               },
+               [&](capnp::AnyPointer::Reader results) {
+                 auto r = results.getAs<wire::Session::GetCommGroupResults>();
+                 applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
+                 return r.getRc();
+               },
+               &grc)) {
+        return;
+      }
+      if (grc == mqs_ok) {
+        c.group = CommunicatorView::Group::Ranks;
+        c.ranks = std::move(ranks);
+      } else {
+        c.group = CommunicatorView::Group::Error;
+        c.groupRc = grc;
+        c.groupError = errorText(grc);
+      }
+    }
+    for (int opClass = 0; opClass < 3; ++opClass) {
+      QueueView& q = c.queues[opClass];
+      int qrc = 0;
+      if (!ask(kSetupOperationIterator,
+               rcFromWalk([opClass](RecordedWalk& w, wire::RecordedRc::Reader* r) {
+                 return w.setupOperationIterator(opClass, r);
+               }),
+               rcFromResults(kSetupOperationIterator), &qrc)) {
+        out.communicators.push_back(std::move(c));
+        return;
+      }
+      if (qrc != mqs_ok) {
+        q.rc = qrc;
+        q.setupFailed = true;
+        q.error = errorText(qrc);
+        continue;
+      }
+      for (;;) {
+        mqs_pending_operation op;
+        std::memset(&op, 0, sizeof op);
+        if (!ask(kNextOperation,
+                 [&](RecordedWalk& w, int* out) {
+                   wire::RecordedOperation::Reader r;
+                   if (!w.nextOperation(&r)) return false;
+                   apply(r.getOperation(), op);
+                   *out = r.getRc();
+                   return true;
+                 },
+                 [&](capnp::AnyPointer::Reader results) {
+                   auto r = results.getAs<wire::Session::NextOperationResults>();
+                   apply(r.getOperation(), op);
+                   return r.getRc();
+                 },
+                 &qrc)) {
+          out.communicators.push_back(std::move(c));
+          return;
+        }
+        if (qrc != mqs_ok) break;
+        q.operations.push_back(op);
+      }
+      q.rc = qrc;
+      if (qrc != mqs_end_of_list) q.error = errorText(qrc);
+    }
+    out.communicators.push_back(std::move(c));
+    if (!ask(kNextCommunicator,
+             rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
+               return w.nextCommunicator(r);
+             }),
+             rcFromResults(kNextCommunicator), &rc)) {
+      return;
+    }
+  }
+}
+
+}  // namespace mqd::client

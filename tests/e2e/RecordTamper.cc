@@ -1,0 +1,93 @@
+// mqd-record-tamper: a copy of a recording (MQD_PROXY_RECORD) with one thing changed, for the
+// test that `mqd-proxy replay` notices (tests/e2e/e2e_replay.py):
+//
+//   mqd-record-tamper IN OUT memory   every byte of target memory the debugger answered is 0
+//   mqd-record-tamper IN OUT result   the first recorded mqs_update_communicator_list that
+//                                     returned mqs_ok says it returned mqs_no_information
+//
+// Exit status 0 when the copy was written (and something was changed), 1 otherwise.
+#include <capnp/message.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "Bulk.h"
+#include "RecordFile.h"
+#include "mqs_interface.h"
+
+using namespace mqd;
+using namespace mqd::client;
+
+namespace {
+
+// Debugger and Session methods, by ordinal in mqd.capnp.
+constexpr uint16_t kFetchData = 6;
+constexpr uint16_t kFetchBlocks = 16;
+constexpr uint16_t kUpdateCommunicatorList = 8;
+
+bool zeroMemory(record::DebuggerCall::Builder call) {
+  auto results = call.getResults();
+  if (call.getMethod() == kFetchData) {
+    auto r = results.getAs<wire::Debugger::FetchDataResults>();
+    auto data = r.getData();
+    std::memset(data.begin(), 0, data.size());
+    return data.size() > 0;
+  }
+  if (call.getMethod() == kFetchBlocks) {
+    bool changed = false;
+    for (auto block : results.getAs<wire::Debugger::FetchBlocksResults>().getBlocks()) {
+      if (block.getRc() != mqs_ok) continue;
+      size_t size = readBulk(block.getData().asReader()).size();
+      auto zeros = kj::heapArray<kj::byte>(size);
+      std::memset(zeros.begin(), 0, size);
+      setBulk(block.initData(), zeros, false);
+      changed |= size > 0;
+    }
+    return changed;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 || (std::strcmp(argv[3], "memory") != 0 && std::strcmp(argv[3], "result") != 0)) {
+    std::fprintf(stderr, "usage: mqd-record-tamper IN OUT memory|result\n");
+    return 2;
+  }
+  std::string mode = argv[3];
+  try {
+    RecordReader in(argv[1]);
+    RecordWriter out(argv[2]);
+    capnp::MallocMessageBuilder header;
+    header.setRoot(in.header());
+    out.add(header);
+    size_t changed = 0;
+    for (const record::Entry::Reader& e : in.entries()) {
+      capnp::MallocMessageBuilder message;
+      message.setRoot(e);
+      auto entry = message.getRoot<record::Entry>();
+      if (mode == "memory" && entry.isDebuggerCall()) {
+        if (zeroMemory(entry.getDebuggerCall())) ++changed;
+      } else if (mode == "result" && changed == 0 && entry.isSessionReturn() &&
+                 entry.getSessionReturn().getMethod() == kUpdateCommunicatorList &&
+                 !entry.getSessionReturn().hasFailure()) {
+        auto r = entry.getSessionReturn().getResults()
+                     .getAs<wire::Session::UpdateCommunicatorListResults>();
+        if (r.getRc() == mqs_ok) {
+          r.setRc(mqs_no_information);
+          ++changed;
+        }
+      }
+      out.add(message);
+      if (out.pendingMessages() >= 1024) out.flush();
+    }
+    out.flush();
+    std::printf("mqd-record-tamper: %s: %zu entries changed\n", argv[2], changed);
+    return changed > 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mqd-record-tamper: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,168 @@
+// Record and replay with the harness as the debugger and the test DLL, which uses every
+// callback: sessions recorded (MQD_PROXY_RECORD) in every cache policy, and across a lost
+// session, replay against a fresh server with every result matched and every request
+// answered from the recording; a recording that cannot be written never disturbs the session;
+// the replay command's usage errors. (tests/e2e/e2e_replay.py does the same with gdb and a
+// live Open MPI job, and compares the output with the live dump.)
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include "RunCommand.h"
+#include "ServerProcess.h"
+#include "ShimRig.h"
+#include "TestPaths.h"
+
+using namespace mqd::harness;
+using namespace std::chrono_literals;
+
+namespace {
+
+ServerProcess startServer(TempDir& dir, const std::string& name) {
+  return ServerProcess(mqd::test::kServer,
+                       {"--listen", "unix:" + (dir / (name + ".sock")), "--dll",
+                        mqd::test::kTestDll3, "--log-file", dir / (name + ".log")});
+}
+
+// The shim's environment: this server, this policy, recording into `recording`.
+void configure(const ServerProcess& server, const char* cache, const std::string& recording,
+               TempDir& dir) {
+  setenv("MQD_PROXY_SERVER", server.endpoint().c_str(), 1);
+  setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
+  setenv("MQD_PROXY_LOG_FILE", (dir / "shim.log").c_str(), 1);
+  setenv("MQD_PROXY_CACHE", cache, 1);
+  setenv("MQD_PROXY_COMPRESS", "on", 1);
+  setenv("MQD_PROXY_RECORD", recording.c_str(), 1);
+}
+
+Command replay(const ServerProcess& server, const std::string& args) {
+  return run(std::string(mqd::test::kCli) + " --server " + server.endpoint() + " replay " + args);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What a debugger does in a session: set-up, two refreshes, error texts, the level-3 job.
+int useSession(Rig& rig) {
+  rig.setUp();
+  int ops = rig.refresh();
+  ops += rig.refresh();
+  rig.errorText(mqs_no_information);
+  rig.errorText(4242);
+  rig.dll().setup_job(reinterpret_cast<mqs_job*>(rig.job), rig.d->jobCallbacks());
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("record and replay: every cache policy; every result matched, nothing unrecorded") {
+  for (const char* cache : {"off", "call", "epoch"}) {
+    INFO("MQD_PROXY_CACHE=", cache);
+    TempDir dir;
+    std::string recording = dir / "session.mqdrec";
+    {
+      ServerProcess live = startServer(dir, "live");
+      configure(live, cache, recording, dir);
+      Rig rig(20);
+      CHECK(useSession(rig) == 2 * 20 * 3 * 5);
+    }  // the shim unloads: the recording is complete
+    unsetenv("MQD_PROXY_RECORD");
+    ServerProcess fresh = startServer(dir, "fresh");
+    Command r = replay(fresh, recording + " --stats");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "every result matched the recording"));
+    CHECK(contains(r.output, "(0 not recorded, 0 from another epoch)"));
+    CHECK(contains(r.output, "Inferior 1: process 0"));  // no label: the set-up order
+    Command json = replay(fresh, recording + " --json");
+    CHECK(json.status == 0);
+    CHECK(contains(json.output, "\"communicators\": ["));
+  }
+}
+
+TEST_CASE("record and replay: a session lost and re-established replays as two sessions") {
+  TempDir dir;
+  std::string recording = dir / "session.mqdrec";
+  {
+    ServerProcess live = startServer(dir, "live");
+    configure(live, "epoch", recording, dir);
+    Rig rig(5);
+    rig.setUp();
+    std::vector<pid_t> workers = childrenOf(live.pid());
+    REQUIRE(workers.size() == 1);
+    kill(workers[0], SIGKILL);
+    std::this_thread::sleep_for(100ms);
+    CHECK(rig.refresh() == 5 * 3 * 5);  // on a new worker, the set-up replayed first
+  }
+  unsetenv("MQD_PROXY_RECORD");
+  ServerProcess fresh = startServer(dir, "fresh");
+  Command r = replay(fresh, recording);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(contains(r.output, "in 2 session(s)"));
+  CHECK(contains(r.output, "every result matched the recording"));
+}
+
+TEST_CASE("record: a recording that cannot be written never disturbs the session") {
+  TempDir dir;
+  ServerProcess server = startServer(dir, "live");
+  // A missing directory (the file cannot be created) and a full disk (every write fails).
+  for (std::string path : {dir / "no-such-dir/session.mqdrec", std::string("/dev/full")}) {
+    INFO("MQD_PROXY_RECORD=", path);
+    configure(server, "epoch", path, dir);
+    {
+      Rig rig(10);
+      CHECK(useSession(rig) == 2 * 10 * 3 * 5);
+    }
+    std::string log = slurp(dir / "shim.log");
+    CHECK(contains(log, "recording stopped (MQD_PROXY_RECORD): " + path));
+    CHECK(contains(log, "the session goes on unrecorded"));
+  }
+  unsetenv("MQD_PROXY_RECORD");
+}
+
+TEST_CASE("replay: usage errors and unusable recordings exit 2, naming what is wrong") {
+  TempDir dir;
+  ServerProcess server = startServer(dir, "live");
+  Command none = replay(server, "");
+  CHECK(none.status == 2);
+  CHECK(contains(none.output, "replay needs a recording"));
+  Command option = replay(server, dir / "x --frobnicate");
+  CHECK(option.status == 2);
+  CHECK(contains(option.output, "unknown option \"--frobnicate\""));
+  Command missing = replay(server, dir / "missing.mqdrec");
+  CHECK(missing.status == 2);
+  CHECK(contains(missing.output, dir / "missing.mqdrec"));
+  CHECK(contains(missing.output, "cannot open"));
+  std::ofstream(dir / "text.mqdrec") << "not a recording\n";
+  Command text = replay(server, dir / "text.mqdrec");
+  CHECK(text.status == 2);
+  CHECK(contains(text.output, "not an mqd-proxy recording"));
+
+  // A good recording, but no server there.
+  std::string recording = dir / "session.mqdrec";
+  {
+    configure(server, "epoch", recording, dir);
+    Rig rig(2);
+    rig.setUp();
+  }
+  unsetenv("MQD_PROXY_RECORD");
+  Command nowhere = run(std::string(mqd::test::kCli) + " --server unix:" + (dir / "none.sock") +
+                        " replay " + recording);
+  CHECK(nowhere.status == 2);
+  CHECK(contains(nowhere.output, "cannot reach the server"));
+}
