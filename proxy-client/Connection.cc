@@ -44,6 +44,24 @@ std::string machine() {
 
 }  // namespace
 
+DllInfo DllInfo::from(wire::DllDescription::Reader d) {
+  DllInfo info;
+  info.path = d.getPath();
+  info.versionString = d.getVersionString();
+  info.compatibility = d.getCompatibility();
+  info.taddrWidth = d.getTaddrWidth();
+  for (auto name : d.getEntryPoints()) info.entryPoints.insert(name);
+  info.buildId = d.getBuildId();
+  return info;
+}
+
+void describeClient(wire::SessionOptions::Builder options, const std::string& dll) {
+  options.setProtocolVersion(wire::PROTOCOL_VERSION);
+  options.setDll(dll);
+  options.setClientArch(machine());
+  options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
+}
+
 int classifyRpcFailure(const kj::Exception& e, std::string* detail) {
   int fallback = e.getType() == kj::Exception::Type::DISCONNECTED ? MQD_PROXY_ERR_SESSION_LOST
                                                                    : MQD_PROXY_ERR_PROTOCOL;
@@ -309,10 +327,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
-    options.setProtocolVersion(wire::PROTOCOL_VERSION);
-    options.setDll(dll);
-    options.setClientArch(machine());
-    options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
+    describeClient(options, dll);
     options.setCachePolicy(cache);
     options.setCompress(compress);
     auto held = side.heldInfos();
@@ -336,12 +351,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
             capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
           c->session_ = response.getSession();
           auto d = response.getDll();
-          c->dll_.path = d.getPath();
-          c->dll_.versionString = d.getVersionString();
-          c->dll_.compatibility = d.getCompatibility();
-          c->dll_.taddrWidth = d.getTaddrWidth();
-          for (auto name : d.getEntryPoints()) c->dll_.entryPoints.insert(name);
-          c->dll_.buildId = d.getBuildId();
+          c->dll_ = DllInfo::from(d);
           c->ticket_.connection = response.getTicket().getConnection();
           c->ticket_.key = response.getTicket().getKey();
           if (recorder != nullptr) {

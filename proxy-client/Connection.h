@@ -35,7 +35,14 @@ struct DllInfo {
   std::set<std::string> entryPoints;  // optional entry points present
   std::string buildId;
   bool has(const char* entryPoint) const { return entryPoints.count(entryPoint) != 0; }
+
+  // As the server's openSession described it.
+  static DllInfo from(wire::DllDescription::Reader d);
 };
+
+// The parts of SessionOptions that describe this client: protocol version, DLL, architecture
+// and address width (the rest is the caller's).
+void describeClient(wire::SessionOptions::Builder options, const std::string& dll);
 
 // Names this connection's session to the server after the connection is gone.
 struct SessionTicket {

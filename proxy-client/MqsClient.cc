@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <optional>
 #include <cstdint>
 
 #include "EventLoopThread.h"
@@ -88,12 +89,16 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
   struct Reset {
     ~Reset() { tInCall = false; }
   } reset;
-  // MQD_PROXY_LOG=trace: one line per call, with what it cost.
-  bool tracing = logEnabled(LogLevel::Trace);
-  uint64_t forwarded = counters_.callsForwarded.load();
-  uint64_t callbacks = counters_.callbacksServed.load();
-  uint64_t notifications = counters_.notifications.load();
-  auto started = std::chrono::steady_clock::now();
+  // MQD_PROXY_LOG=trace: one line per call, with what it cost (measured only when tracing).
+  struct Trace {
+    uint64_t forwarded, callbacks, notifications;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::optional<Trace> trace;
+  if (logEnabled(LogLevel::Trace)) {
+    trace = Trace{counters_.callsForwarded.load(), counters_.callbacksServed.load(),
+                  counters_.notifications.load(), std::chrono::steady_clock::now()};
+  }
   int rc = [&]() -> int {
     try {
       return body();
@@ -109,16 +114,16 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
       return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
     }
   }();
-  if (tracing) {
+  if (trace) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                          started)
+                                                          trace->started)
                     .count();
-    uint64_t sent = counters_.callsForwarded.load() - forwarded;
+    bool sent = counters_.callsForwarded.load() != trace->forwarded;
     logf(LogLevel::Trace, "%s -> %d in %.3f ms: %s, %llu callback(s) to the debugger, %llu "
          "notification(s)",
-         entryPoint, rc, ms, sent != 0 ? "forwarded" : "answered in the shim",
-         static_cast<unsigned long long>(counters_.callbacksServed.load() - callbacks),
-         static_cast<unsigned long long>(counters_.notifications.load() - notifications));
+         entryPoint, rc, ms, sent ? "forwarded" : "answered in the shim",
+         static_cast<unsigned long long>(counters_.callbacksServed.load() - trace->callbacks),
+         static_cast<unsigned long long>(counters_.notifications.load() - trace->notifications));
   }
   if (recorder_) recorder_->apiCall(entryPoint, rc);
   return rc;

@@ -1,11 +1,8 @@
 // Helpers shared by the mqd-proxy commands (Cli.h).
-#include <sys/utsname.h>
-
 #include <cstdio>
 
 #include "Cli.h"
 #include "ProxyErrors.h"
-#include "mqs_interface.h"
 
 namespace mqd::client::cli {
 namespace {
@@ -13,11 +10,6 @@ namespace {
 // The Debugger capability of a probe session: a DLL being loaded and described makes no
 // callbacks, so every method is left unimplemented (an attempt would fail that call).
 class NoDebugger final : public wire::Debugger::Server {};
-
-std::string machine() {
-  struct utsname u;
-  return ::uname(&u) == 0 ? u.machine : "unknown";
-}
 
 }  // namespace
 
@@ -68,22 +60,10 @@ std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& wai
 DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll) {
   auto connection = Connection::connect(io, config).wait(io.waitScope);
   auto request = connection->proxy().openSessionRequest();
-  auto options = request.initOptions();
-  options.setProtocolVersion(wire::PROTOCOL_VERSION);
-  options.setDll(dll);
-  options.setClientArch(machine());
-  options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
+  describeClient(request.initOptions(), dll);
   request.setDebugger(kj::heap<NoDebugger>());
   auto response = request.send().wait(io.waitScope);
-  auto d = response.getDll();
-  DllInfo info;
-  info.path = d.getPath();
-  info.versionString = d.getVersionString();
-  info.compatibility = d.getCompatibility();
-  info.taddrWidth = d.getTaddrWidth();
-  for (auto name : d.getEntryPoints()) info.entryPoints.insert(name);
-  info.buildId = d.getBuildId();
-  return info;
+  return DllInfo::from(response.getDll());
 }
 
 }  // namespace mqd::client::cli

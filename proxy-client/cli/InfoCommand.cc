@@ -28,8 +28,6 @@ int infoCommand(Context& c) {
   auto server = [&]() {
     auto connection = Connection::connect(io, c.config).wait(io.waitScope);
     auto response = connection->proxy().describeRequest().send().wait(io.waitScope);
-    capnp::MallocMessageBuilder copy;
-    copy.setRoot(response.getServer());
     struct Description {
       std::string version, arch;
       bool bigEndian;
@@ -37,7 +35,7 @@ int infoCommand(Context& c) {
       bool anyDll;
       std::vector<std::string> dlls;
     } d;
-    auto s = copy.getRoot<wire::ServerDescription>().asReader();
+    auto s = response.getServer();
     d.version = s.getVersion();
     d.arch = s.getArch();
     d.bigEndian = s.getBigEndian();

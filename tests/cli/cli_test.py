@@ -8,21 +8,13 @@ listed, and the exit status is 1 if there was any.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-failures = []
-
-
-def check(condition, what, output=""):
-    if condition:
-        print("ok    " + what)
-    else:
-        failures.append(what)
-        print("FAIL  " + what + ("\n" + output[-3000:] if output else ""))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklist import check, finish, run  # noqa: E402
 
 
 class Server:
@@ -43,21 +35,6 @@ class Server:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=20)
-
-
-def run(cli, args, env=None, timeout=60):
-    e = dict(os.environ)
-    e["MQD_PROXY_CONFIG"] = ""  # no configuration file unless a check sets one
-    for k in list(e):
-        if k.startswith("MQD_PROXY_") and k != "MQD_PROXY_CONFIG":
-            del e[k]
-    e.update(env or {})
-    started = time.time()
-    r = subprocess.run([cli] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       env=e, timeout=timeout)
-    r.seconds = time.time() - started
-    r.all = r.stdout + r.stderr
-    return r
 
 
 def main():
@@ -90,15 +67,15 @@ def main():
         tok = {"MQD_PROXY_TOKEN_FILE": token}
 
         # --help and usage errors.
-        r = run(cli, ["--help"])
+        r = run([cli, "--help"])
         check(r.returncode == 0 and all(c in r.stdout for c in
                                         ("config", "ping", "info", "stats", "doctor", "replay",
                                          "MQD_PROXY_SSH_OPTIONS", "MQD_PROXY_CONFIG")),
               "--help lists every command and setting", r.all)
-        r = run(cli, ["frobnicate"])
+        r = run([cli, "frobnicate"])
         check(r.returncode == 2 and "unknown command" in r.stderr, "unknown command: exit 2",
               r.all)
-        r = run(cli, ["ping", "--count", "0"])
+        r = run([cli, "ping", "--count", "0"])
         check(r.returncode == 2, "ping --count 0 is a usage error", r.all)
 
         # config: defaults, file, environment, command line, and the sources it names.
@@ -106,7 +83,7 @@ def main():
         with open(conf, "w") as f:
             f.write("# mqd-proxy settings\nserver = %s\ntimeout = 7\ncache = call\n"
                     % unix.endpoint)
-        r = run(cli, ["config"], {"MQD_PROXY_CONFIG": conf, "MQD_PROXY_TIMEOUT": "9"})
+        r = run([cli, "config"], {"MQD_PROXY_CONFIG": conf, "MQD_PROXY_TIMEOUT": "9"})
         lines = {l.split()[0]: l for l in r.stdout.splitlines() if l and l.split()[0] in
                  ("server", "timeout", "cache", "log")}
         check(r.returncode == 0 and unix.endpoint in lines.get("server", "") and
@@ -117,7 +94,7 @@ def main():
               lines.get("log", "").endswith("default"),
               "config: file values, environment overriding them, and each value's source",
               r.all)
-        r = run(cli, ["config", "--json", "--server", "tcp:h:1"], {"MQD_PROXY_CONFIG": conf})
+        r = run([cli, "config", "--json", "--server", "tcp:h:1"], {"MQD_PROXY_CONFIG": conf})
         doc = json.loads(r.stdout)
         by_key = {s["key"]: s for s in doc["settings"]}
         check(doc["file_read"] and by_key["server"]["value"] == "tcp:h:1" and
@@ -126,78 +103,73 @@ def main():
               "config --json: the command line wins over the file", r.all)
         with open(conf, "a") as f:
             f.write("colour = blue\n")
-        r = run(cli, ["config"], {"MQD_PROXY_CONFIG": conf, "MQD_PROXY_LOG": "loud"})
+        r = run([cli, "config"], {"MQD_PROXY_CONFIG": conf, "MQD_PROXY_LOG": "loud"})
         check(r.returncode == 1 and "unknown setting \"colour\"" in r.stdout and
               "MQD_PROXY_LOG" in r.stdout, "config: bad settings are listed, exit 1", r.all)
 
         # ping
-        r = run(cli, ["--server", unix.endpoint, "ping", "--count", "4"])
+        r = run([cli, "--server", unix.endpoint, "ping", "--count", "4"])
         check(r.returncode == 0 and r.stdout.count("round trip ") == 4 and
               "median" in r.stdout, "ping over a unix socket", r.all)
-        r = run(cli, ["--server", tcp.endpoint, "ping", "--json", "--count", "3"], tok)
+        r = run([cli, "--server", tcp.endpoint, "ping", "--json", "--count", "3"], tok)
         check(r.returncode == 0 and len(json.loads(r.stdout)["rtt_ms"]) == 3,
               "ping --json over TCP with the token", r.all)
-        r = run(cli, ["--server", tcp.endpoint, "ping"])
+        r = run([cli, "--server", tcp.endpoint, "ping"])
         check(r.returncode == 1 and "token" in r.stderr.lower(),
               "ping without the token: refused, said why", r.all)
-        r = run(cli, ["--server", "unix:" + os.path.join(work, "nobody.sock"), "ping"])
+        r = run([cli, "--server", "unix:" + os.path.join(work, "nobody.sock"), "ping"])
         check(r.returncode == 1 and "cannot reach" in r.stderr, "ping with no server: exit 1",
               r.all)
 
         # info
-        r = run(cli, ["--server", unix.endpoint, "info"])
+        r = run([cli, "--server", unix.endpoint, "info"])
         check(r.returncode == 0 and "mqd-proxy test DLL 1.0 (level 3)" in r.stdout and
               "mqd-proxy test DLL 1.0 (level 2)" in r.stdout and
               "compatibility: 3" in r.stdout and "compatibility: 2" in r.stdout and
               "little-endian" in r.stdout and "(the default)" in r.stdout,
               "info: version, byte order, and every DLL with version string and level", r.all)
-        r = run(cli, ["--server", unix.endpoint, "info", "--json"])
+        r = run([cli, "--server", unix.endpoint, "info", "--json"])
         doc = json.loads(r.stdout)
         check(r.returncode == 0 and doc["pointer_size"] == 8 and len(doc["dlls"]) == 2 and
               all(d["loaded"] for d in doc["dlls"]) and doc["dlls"][1]["compatibility"] == 2,
               "info --json", r.all)
-        r = run(cli, ["--server", broken.endpoint, "info"])
+        r = run([cli, "--server", broken.endpoint, "info"])
         check(r.returncode == 1 and "does not load" in r.stdout and "level 3" in r.stdout,
               "info: a DLL that does not load is shown as such, exit 1", r.all)
 
         # stats: the sessions the info commands above opened.
-        r = run(cli, ["--server", unix.endpoint, "stats"])
+        r = run([cli, "--server", unix.endpoint, "stats"])
         check(r.returncode == 0 and "session(s) on" in r.stdout and
               "connection" in r.stdout, "stats lists the sessions info and ping made", r.all)
-        r = run(cli, ["--server", unix.endpoint, "stats", "--json"])
+        r = run([cli, "--server", unix.endpoint, "stats", "--json"])
         check(r.returncode == 0 and isinstance(json.loads(r.stdout), list), "stats --json",
               r.all)
 
         # doctor
-        r = run(cli, ["--server", unix.endpoint, "doctor"])
+        r = run([cli, "--server", unix.endpoint, "doctor"])
         check(r.returncode == 0 and "all checks passed" in r.stdout and
               r.stdout.count("\nok ") >= 6, "doctor: a healthy set-up passes every check",
               r.all)
-        r = run(cli, ["--server", "unix:" + os.path.join(work, "nobody.sock"), "doctor"])
+        r = run([cli, "--server", "unix:" + os.path.join(work, "nobody.sock"), "doctor"])
         check(r.returncode == 1 and "FAIL  server reachable" in r.stdout and
               "fix: start mqd-proxy-server" in r.stdout,
               "doctor: no server -> what to start", r.all)
-        r = run(cli, ["--server", tcp.endpoint, "doctor"])
+        r = run([cli, "--server", tcp.endpoint, "doctor"])
         check(r.returncode == 1 and "MQD_PROXY_TOKEN_FILE" in r.stdout,
               "doctor: missing token -> set MQD_PROXY_TOKEN_FILE", r.all)
-        r = run(cli, ["--server", broken.endpoint, "--dll", not_a_dll, "doctor"])
+        r = run([cli, "--server", broken.endpoint, "--dll", not_a_dll, "doctor"])
         check(r.returncode == 1 and "does not load" in r.stdout and "fix:" in r.stdout,
               "doctor: the DLL does not load -> what to do", r.all)
-        r = run(cli, ["--server", unix.endpoint, "--dll", "libnothere.so", "doctor"])
+        r = run([cli, "--server", unix.endpoint, "--dll", "libnothere.so", "doctor"])
         check(r.returncode == 1 and "allow-list" in r.stdout,
               "doctor: a DLL not on the allow-list", r.all)
-        r = run(cli, ["doctor"], {"MQD_PROXY_SERVER": unix.endpoint, "MQD_PROXY_CACHE": "all"})
+        r = run([cli, "doctor"], {"MQD_PROXY_SERVER": unix.endpoint, "MQD_PROXY_CACHE": "all"})
         check(r.returncode == 1 and "FAIL  configuration" in r.stdout,
               "doctor: a malformed setting fails the configuration check", r.all)
     finally:
         for s in servers:
             s.stop()
-    if failures:
-        print("\n%d check(s) failed; files kept in %s" % (len(failures), work))
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("\nall CLI checks passed")
-    return 0
+    return finish(work, "CLI")
 
 
 if __name__ == "__main__":

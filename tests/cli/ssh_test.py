@@ -9,37 +9,16 @@ usage: ssh_test.py --build BUILD
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklist import check, finish, run  # noqa: E402
 from sshd_fixture import Sshd  # noqa: E402
 
-failures = []
 MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
-
-
-def check(condition, what, output=""):
-    if condition:
-        print("ok    " + what)
-    else:
-        failures.append(what)
-        print("FAIL  " + what + ("\n" + output[-3000:] if output else ""))
-
-
-def run(argv, env, timeout=120):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("MQD_PROXY_")}
-    e["MQD_PROXY_CONFIG"] = ""
-    e.update(env)
-    started = time.time()
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
-                       timeout=timeout)
-    r.seconds = time.time() - started
-    r.all = r.stdout + r.stderr
-    return r
 
 
 def stdio_servers(server_bin):
@@ -160,12 +139,7 @@ def main():
         check(not left, "no mqd-proxy-server --stdio left running", " ".join(left))
     finally:
         sshd.stop()
-    if failures:
-        print("\n%d check(s) failed; files kept in %s" % (len(failures), work))
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("\nall ssh checks passed")
-    return 0
+    return finish(work, "ssh")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ import time
 
 sys.dont_write_bytecode = True  # importing the sibling driver must not litter the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_openmpi import Failure, Job, Server, gdb_dump, wait_for  # noqa: E402
+from e2e_openmpi import Failure, Job, Server, gdb_dump, tear_down, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POKE = os.path.join(HERE, "target_poke.py")
@@ -266,12 +265,7 @@ def main():
         print("FAIL: %s (files kept in %s)" % (e, work))
         return 1
     finally:
-        if server:
-            server.stop()
-        if job:
-            job.stop()
-        if passed and not os.environ.get("MQD_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(work, passed, server, job)
 
 
 if __name__ == "__main__":

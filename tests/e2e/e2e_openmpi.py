@@ -131,6 +131,17 @@ def gdb_command(pids, frontend, load):
     return cmd + ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load]
 
 
+def tear_down(work, passed, *started):
+    """Stops what a run started, in the order given (None, and lists of servers, allowed), and
+    removes its work directory if it passed, unless MQD_KEEP is set."""
+    for thing in started:
+        for t in (thing if isinstance(thing, list) else [thing]):
+            if t:
+                t.stop()
+    if passed and not os.environ.get("MQD_KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
     """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
     refreshes: the second is a repeat refresh of a stopped-again target)."""
@@ -295,15 +306,7 @@ def main():
         print("FAIL: %s (files kept in %s)" % (e, work))
         return 1
     finally:
-        if servers:
-            for s in servers:
-                s.stop()
-        if sshd:
-            sshd.stop()
-        if job:
-            job.stop()
-        if passed and not os.environ.get("MQD_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(work, passed, servers, sshd, job)
 
 
 if __name__ == "__main__":

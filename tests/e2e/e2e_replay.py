@@ -22,7 +22,6 @@ usage: e2e_replay.py --build DIR --ompi-dll PATH --frontend PATH --ops N
 """
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_openmpi import Failure, Job, Server, gdb_command, gdb_dump  # noqa: E402
+from e2e_openmpi import (Failure, Job, Server, gdb_command, gdb_dump,  # noqa: E402
+                         tear_down)
 
 
 def replay(cli, endpoint, recording, *extra):
@@ -191,13 +191,7 @@ def main():
         print("FAIL: %s (files kept in %s)" % (e, work))
         return 1
     finally:
-        for s in (live_server, replay_server, other_server):
-            if s:
-                s.stop()
-        if job:
-            job.stop()
-        if passed and not os.environ.get("MQD_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(work, passed, live_server, replay_server, other_server, job)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "RunCommand.h"
 #include "ServerProcess.h"
 #include "ShimRig.h"
 #include "TestPaths.h"
@@ -42,23 +43,9 @@ TempDir& scratch() {
   return dir;
 }
 
-struct Run {
-  int status;
-  std::string output;
-};
-
-Run shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  Run r{-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+Command server(const std::string& args) {
+  return run(std::string(mqd::test::kServer) + " " + args);
 }
-
-Run server(const std::string& args) { return shell(std::string(mqd::test::kServer) + " " + args); }
 
 std::string writeFile(const std::string& name, const std::string& text, mode_t mode) {
   std::string path = scratch() / name;
@@ -212,7 +199,7 @@ const Certificates& certificates() {
         " -out server.pem -days 2 -extfile ext.cnf;"
         "chmod 600 server.key";
     writeFile("ext.cnf", "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n", 0644);
-    Run r = shell(script);
+    Command r = run(script);
     INFO(r.output);
     REQUIRE(r.status == 0);
     return Certificates{d + "/ca.pem", d + "/other-ca.pem", d + "/server.pem", d + "/server.key"};
@@ -233,16 +220,16 @@ TEST_CASE("tcp without a host binds loopback: tcp:PORT and tcp::PORT") {
 }
 
 TEST_CASE("a non-loopback listener needs a token file, and the token file must be private") {
-  Run open = server("--listen tcp:0.0.0.0:0 --dll " + std::string(mqd::test::kTestDll3));
+  Command open = server("--listen tcp:0.0.0.0:0 --dll " + std::string(mqd::test::kTestDll3));
   CHECK(open.status == 1);
   CHECK(open.output.find("not a loopback address") != std::string::npos);
   CHECK(open.output.find("--token-file") != std::string::npos);
   std::string readable = writeFile("readable.token", "t0ken\n", 0644);
-  Run shared = server("--listen tcp:0.0.0.0:0 --token-file " + readable + " --dll " +
+  Command shared = server("--listen tcp:0.0.0.0:0 --token-file " + readable + " --dll " +
                       mqd::test::kTestDll3);
   CHECK(shared.status == 1);
   CHECK(shared.output.find("chmod 600 " + readable) != std::string::npos);
-  Run missing = server("--listen tcp:[::]:0 --token-file " + (scratch() / "no.token") +
+  Command missing = server("--listen tcp:[::]:0 --token-file " + (scratch() / "no.token") +
                        " --dll " + mqd::test::kTestDll3);
   CHECK(missing.status == 1);
   CHECK(missing.output.find("no.token") != std::string::npos);
@@ -346,11 +333,11 @@ TEST_CASE("TLS: a verified server works; every mismatch gets a clear refusal") {
   CHECK(text5.find("does not use TLS") != std::string::npos);
 
   // Start-up errors name the file.
-  Run badCert = server("--listen tls:0 --tls-cert " + c.ca.substr(0, c.ca.rfind('/')) +
+  Command badCert = server("--listen tls:0 --tls-cert " + c.ca.substr(0, c.ca.rfind('/')) +
                        "/ext.cnf --tls-key " + c.key + " --dll " + mqd::test::kTestDll3);
   CHECK(badCert.status == 1);
   CHECK(badCert.output.find("--tls-cert") != std::string::npos);
-  Run noKey = server("--listen tls:0 --tls-cert " + c.cert + " --dll " + mqd::test::kTestDll3);
+  Command noKey = server("--listen tls:0 --tls-cert " + c.cert + " --dll " + mqd::test::kTestDll3);
   CHECK(noKey.status == 2);
   CHECK(noKey.output.find("--tls-key") != std::string::npos);
 }
@@ -443,7 +430,7 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
 #endif
   if (geteuid() != 0) {
     // Not root: the only thing to check is the clear refusal.
-    Run r = server("--worker-user nobody --dll " + std::string(mqd::test::kTestDll3));
+    Command r = server("--worker-user nobody --dll " + std::string(mqd::test::kTestDll3));
     CHECK(r.status == 1);
     CHECK(r.output.find("must start as root") != std::string::npos);
     MESSAGE("not root: the privilege drop itself is tested only when run as root (as in CI)");
@@ -456,7 +443,7 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
   chmod(shared.path().c_str(), 0755);
   std::string dll = shared / "libmqd_testdll_l3.so";
   std::string serverBinary = shared / "mqd-proxy-server";
-  REQUIRE(shell("cp " + std::string(mqd::test::kTestDll3) + " " + dll + " && cp " +
+  REQUIRE(run("cp " + std::string(mqd::test::kTestDll3) + " " + dll + " && cp " +
                 mqd::test::kServer + " " + serverBinary + " && chmod 755 " + dll + " " +
                 serverBinary).status == 0);
   ServerProcess s(serverBinary, {"--listen", "unix:" + (scratch() / "user.sock"),
@@ -482,14 +469,14 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
   std::string supervisor = fileText("/proc/" + std::to_string(s.pid()) + "/status");
   CHECK(supervisor.find("\nUid:\t0\t0\t0\t0\n") != std::string::npos);
 
-  Run root = server("--worker-user root --dll " + std::string(mqd::test::kTestDll3));
+  Command root = server("--worker-user root --dll " + std::string(mqd::test::kTestDll3));
   CHECK(root.status == 1);
   CHECK(root.output.find("is root") != std::string::npos);
-  Run unknown = server("--worker-user no-such-user-mqd --dll " + std::string(mqd::test::kTestDll3));
+  Command unknown = server("--worker-user no-such-user-mqd --dll " + std::string(mqd::test::kTestDll3));
   CHECK(unknown.status == 1);
   CHECK(unknown.output.find("no such user") != std::string::npos);
   // Started by an ordinary user, the option is refused rather than ignored.
-  Run asNobody = shell("setpriv --reuid=" + uid + " --regid=" + gid + " --clear-groups " +
+  Command asNobody = run("setpriv --reuid=" + uid + " --regid=" + gid + " --clear-groups " +
                        serverBinary + " --worker-user nobody --listen unix:/tmp/mqd-nobody-" +
                        std::to_string(getpid()) + ".sock --dll " + dll);
   CHECK(asNobody.status == 1);
