@@ -16,8 +16,17 @@ namespace {
 
 // Characters that never appear in a user or host name, and would let the value act as an
 // option or a shell word on either side of ssh.
+// Control characters (a NUL would cut the argument ssh gets short of what was shown) count too.
+bool hasControl(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
 bool unsafeName(const std::string& s) {
-  return s.empty() || s[0] == '-' || s.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos;
+  return s.empty() || s[0] == '-' || hasControl(s) ||
+         s.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos;
 }
 
 }  // namespace
@@ -33,7 +42,9 @@ Endpoint Endpoint::parseSsh(const std::string& text) {
     // ssh://host/~/bin/mqd-proxy-server names a path in the remote home directory.
     if (e.path.rfind("/~/", 0) == 0) e.path = e.path.substr(1);
     if (e.path == "/") e.path.clear();
-    if (!e.path.empty() && e.path.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos) {
+    if (!e.path.empty() && (hasControl(e.path) || e.path.find_first_of(
+                                                      " \t\n'\"\\;&|`$<>(){}*?!#") !=
+                                                      std::string::npos)) {
       bad(text, "the server path contains a character ssh's remote shell would interpret");
     }
   }
@@ -129,7 +140,7 @@ std::string Endpoint::toString() const {
   if (kind == Kind::Unix) return "unix:" + path;
   if (kind == Kind::Ssh) {
     bool v6 = host.find(':') != std::string::npos;
-    std::string h = v6 && port != 0 ? "[" + host + "]" : host;
+    std::string h = v6 ? "[" + host + "]" : host;  // parse() needs the brackets, port or not
     return "ssh://" + (user.empty() ? "" : user + "@") + h +
            (port != 0 ? ":" + std::to_string(port) : "") +
            (path.empty() ? "" : (path[0] == '/' ? path : "/" + path));

@@ -74,7 +74,7 @@ TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
   for (const char* text : {"unix:/tmp/x.sock", "unix:rel", "tcp:host:1", "tcp:10.0.0.1:80",
                            "tcp:[::1]:4000", "tcp:[fe80::1%eth0]:0", "tcp:[name]:7",
                            "ssh://node7", "ssh://me@node7:2222/opt/bin/mqd-proxy-server",
-                           "ssh://[::1]:22", "ssh://node7/~/bin/mqd-proxy-server"}) {
+                           "ssh://[::1]:22", "ssh://[::1]", "ssh://node7/~/bin/mqd-proxy-server"}) {
     INFO(text);
     Endpoint e = Endpoint::parse(text);
     Endpoint again = Endpoint::parse(e.toString());
@@ -109,8 +109,10 @@ TEST_CASE("Endpoint: ssh:// refuses what ssh or a remote shell would misread") {
   for (const char* bad : {"ssh://", "ssh://-oProxyCommand=x", "ssh://me@", "ssh://h:0",
                           "ssh://h:99999", "ssh://h:", "ssh://h:2x", "ssh://h/bin/s;rm",
                           "ssh://h/a b", "ssh://h/$(x)", "ssh://-l@h", "ssh://a@b@c:1/x'",
-                          "ssh://[::1", "ssh://[::1]x", "ssh://h`x`"}) {
+                          "ssh://[::1", "ssh://[::1]x", "ssh://h`x`", "ssh://h\x01",
+                          "ssh://u\x7f@h", "ssh://h/bin/\x1bx"}) {
     INFO(bad);
     CHECK_THROWS_AS(Endpoint::parse(bad), std::invalid_argument);
   }
+  CHECK_THROWS_AS(Endpoint::parse(std::string("ssh://no\0de", 12)), std::invalid_argument);
 }
