@@ -121,7 +121,7 @@ for f in /usr/bin/mqd-proxy-server /usr/bin/mqd-proxy "/usr/lib/$multiarch/libmq
          /etc/default/mqd-proxy-server "$unit"; do
   [ -e "$f" ] || fail "$f is not installed"
 done
-/usr/bin/mqd-proxy-server --version | grep -qx "mqd-proxy-server $version" || fail "/usr/bin/mqd-proxy-server --version"
+/usr/bin/mqd-proxy-server --version | grep -x "mqd-proxy-server $version" >/dev/null || fail "/usr/bin/mqd-proxy-server --version"
 if grep -q '/man1/' "$work/files"; then
   man -w mqd-proxy-server mqd-proxy > /dev/null || fail "man cannot find the installed man pages"
 fi

@@ -43,15 +43,15 @@ if grep -rlIF -e "$build" -e "$source" "$prefix" > "$work/leaks" 2>/dev/null; th
   fail "installed files name the build or source tree: $(tr '\n' ' ' < "$work/leaks")"
 fi
 for elf in "$prefix"/bin/* "$prefix"/lib/*/libmqdproxy.so; do
-  if readelf -d "$elf" | grep -E 'R(UN)?PATH' | grep -qF -e "$build" -e "$source"; then
+  if readelf -d "$elf" | grep -E 'R(UN)?PATH' | grep -F -e "$build" -e "$source" >/dev/null; then
     fail "$elf has a run path into the build or source tree"
   fi
 done
 echo "ok: no installed text file or run path names the build or source tree"
 
-"$prefix/bin/mqd-proxy-server" --version | grep -q '^mqd-proxy-server [0-9]' ||
+"$prefix/bin/mqd-proxy-server" --version | grep '^mqd-proxy-server [0-9]' >/dev/null ||
   fail "the installed server does not print its version"
-"$prefix/bin/mqd-proxy" --help | grep -q '^Usage: mqd-proxy' || fail "the installed mqd-proxy has no --help"
+"$prefix/bin/mqd-proxy" --help | grep '^Usage: mqd-proxy' >/dev/null || fail "the installed mqd-proxy has no --help"
 unit=$prefix/lib/systemd/system/mqd-proxy-server.service
 grep -qx "ExecStart=$prefix/bin/mqd-proxy-server .*" "$unit" || fail "the unit does not run $prefix/bin/mqd-proxy-server"
 grep -qx "EnvironmentFile=$prefix/etc/default/mqd-proxy-server" "$unit" || fail "the unit does not read $prefix/etc/default"
@@ -69,9 +69,9 @@ cmake -S "$source/tests/packaging/consumer" -B "$work/consumer" -DCMAKE_PREFIX_P
 cmake --build "$work/consumer" >> "$work/consumer.log" 2>&1 ||
   { cat "$work/consumer.log"; fail "building the consumer"; }
 consumer=$work/consumer/consumer
-readelf -d "$consumer" | grep -q 'NEEDED.*\[libmqdproxy\.so\]' || fail "the consumer does not link libmqdproxy.so"
+readelf -d "$consumer" | grep 'NEEDED.*\[libmqdproxy\.so\]' >/dev/null || fail "the consumer does not link libmqdproxy.so"
 # The shim it runs with must be the installed one.
-ldd "$consumer" | grep -qF "$prefix/lib/" || fail "the consumer does not load the installed shim: $(ldd "$consumer")"
+ldd "$consumer" | grep -F "$prefix/lib/" >/dev/null || fail "the consumer does not load the installed shim: $(ldd "$consumer")"
 
 echo "-- without a server: the shim's own answer"
 MQD_PROXY_SERVER=unix:$work/nobody.sock MQD_PROXY_TIMEOUT=5 "$consumer" "mqd-proxy " ||
