@@ -113,6 +113,29 @@ def main():
               "a jump host in MQD_PROXY_SSH_OPTIONS is used (%d logins)"
               % (sshd.accepted() - before), r.all)
 
+        # Connection reuse (README "ssh:// servers"): ssh's ControlMaster through
+        # MQD_PROXY_SSH_OPTIONS. The first connection leaves a master behind (ControlPersist),
+        # the later ones ride on it: one login for all of them. None may hang on the master,
+        # which outlives the ssh the shim started.
+        control = os.path.join(work, "cm-%C")
+        reuse = dict(env, MQD_PROXY_SSH_OPTIONS="%s -o ControlMaster=auto -o ControlPath=%s "
+                     "-o ControlPersist=60" % (sshd.options, control))
+        before = sshd.accepted()
+        pings = [run([cli, "ping", "--count", "1"], reuse, timeout=60) for _ in range(3)]
+        r = run([dump_client, "--dumps", "2", "--ops", "10"], dict(reuse, MQD_PROXY_DLL=l3),
+                timeout=60)
+        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        time.sleep(0.5)
+        logins = sshd.accepted() - before
+        check(all(p.returncode == 0 for p in pings) and result.get("ok") == 2 and logins == 1,
+              "ControlMaster: 3 pings and a shim session over %d login (%s s, then the session "
+              "%.2f s)" % (logins, ", ".join("%.2f" % p.seconds for p in pings), r.seconds),
+              "".join(p.all for p in pings) + r.all)
+        subprocess.run(["ssh"] + sshd.options.split() +
+                       ["-o", "ControlPath=" + control, "-O", "exit", "-p", str(sshd.port),
+                        "%s@127.0.0.1" % sshd.user],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+
         # Failures are explained, promptly.
         r = run([cli, "ping"], dict(env, MQD_PROXY_SSH_OPTIONS=sshd.options_with(sshd.wrong_key)))
         check(r.returncode == 1 and "Permission denied" in r.stderr and r.seconds < 20,
