@@ -4,6 +4,7 @@
 
 #include "Endpoint.h"
 #include "LearnedLookups.h"
+#include "SocketActivation.h"
 
 namespace mqd::server {
 namespace {
@@ -44,7 +45,7 @@ ServerOptions parseServerOptions(int argc, char** argv) {
     } else if (arg == "--listen") {
       o.listen = next();
       try {
-        Endpoint::parse(o.listen);
+        if (!isActivationListen(o.listen)) Endpoint::parse(o.listen);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--listen: ") + e.what());
       }
@@ -109,12 +110,15 @@ ServerOptions parseServerOptions(int argc, char** argv) {
     }
   }
   if (o.listen.empty()) o.listen = "unix:" + defaultSocketPath();
-  Endpoint listening = Endpoint::parse(o.listen);
-  if (listening.kind == Endpoint::Kind::Ssh) {
-    throw UsageError("--listen " + o.listen + ": ssh:// is for clients (MQD_PROXY_SERVER); "
-                     "ssh runs this server with --stdio");
+  bool tls = o.listen == "tls:systemd";
+  if (!isActivationListen(o.listen)) {
+    Endpoint listening = Endpoint::parse(o.listen);
+    if (listening.kind == Endpoint::Kind::Ssh) {
+      throw UsageError("--listen " + o.listen + ": ssh:// is for clients (MQD_PROXY_SERVER); "
+                       "ssh runs this server with --stdio");
+    }
+    tls = listening.tls;
   }
-  bool tls = listening.tls;
   if (tls && (o.tlsCert.empty() || o.tlsKey.empty())) {
     throw UsageError("--listen " + o.listen + " needs --tls-cert and --tls-key");
   }
@@ -147,6 +151,10 @@ Options:
                                              tcp::PORT); every interface only when asked
                                              for: tcp:0.0.0.0:PORT or tcp:[::]:PORT
                             tls:HOST:PORT    TCP with TLS (needs --tls-cert and --tls-key)
+                            systemd          the one socket systemd passes (socket
+                                             activation: mqd-proxy-server.socket, Accept=no),
+                                             unix or TCP, under the same rules as above
+                            tls:systemd      that socket, TCP, with TLS
                           Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
                           unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
   --stdio                 Serve one debugger on stdin/stdout instead of listening, and exit

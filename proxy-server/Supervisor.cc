@@ -18,6 +18,7 @@
 
 #include "LeakCheck.h"
 #include "Log.h"
+#include "SocketActivation.h"
 #include "TokenFile.h"
 #include "mqd_proxy.h"
 #include "Worker.h"
@@ -47,6 +48,38 @@ bool isLoopbackAddress(const sockaddr* address) {
   throw std::runtime_error(what + ": " + uv_strerror(err));
 }
 
+// The endpoint --listen names. For systemd's socket only whether it carries TLS is known before
+// run() takes the socket; it is a TCP placeholder until then.
+Endpoint listenEndpoint(const std::string& listen) {
+  if (!isActivationListen(listen)) return Endpoint::parse(listen);
+  Endpoint e;
+  e.kind = Endpoint::Kind::Tcp;
+  e.tls = listen == "tls:systemd";
+  return e;
+}
+
+// The name of the address a TCP socket is bound to, in endpoint syntax (the real port).
+std::string boundTcpName(const Endpoint& endpoint, const uv_tcp_t* tcp) {
+  sockaddr_storage name{};
+  int len = sizeof name;
+  uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&name), &len);
+  char host[INET6_ADDRSTRLEN] = "";
+  uint16_t realPort = 0;
+  if (name.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&name);
+    uv_ip6_name(in6, host, sizeof host);
+    realPort = ntohs(in6->sin6_port);
+  } else {
+    auto* in4 = reinterpret_cast<sockaddr_in*>(&name);
+    uv_ip4_name(in4, host, sizeof host);
+    realPort = ntohs(in4->sin_port);
+  }
+  Endpoint actual = endpoint;
+  actual.host = host;
+  actual.port = realPort;
+  return actual.toString();
+}
+
 std::string signalName(int signum) {
   const char* abbrev = sigabbrev_np(signum);
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(signum);
@@ -74,7 +107,7 @@ void removeStaleSocket(const std::string& path) {
 }  // namespace
 
 Supervisor::Supervisor(const ServerOptions& options, const DllAllowList& dlls)
-    : options_(options), dlls_(dlls), endpoint_(Endpoint::parse(options.listen)) {
+    : options_(options), dlls_(dlls), endpoint_(listenEndpoint(options.listen)) {
   if (!options.tokenFile.empty()) admission_.token = readTokenFile(options.tokenFile);
   if (endpoint_.tls) {
     tls_ = std::make_unique<TlsIdentity>(options.tlsCert, options.tlsKey);
@@ -97,8 +130,17 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::bindListener() {
+  if (isActivationListen(options_.listen)) {
+    adoptActivatedSocket();
+    finishListening();
+    return;
+  }
+  if (systemdPassedSockets()) {
+    MQD_LOG(Warn, "systemd passed this server a socket, but --listen is %s, which it binds "
+            "itself: give it --listen systemd (MQD_LISTEN=systemd in the service's settings) "
+            "to serve systemd's socket", options_.listen.c_str());
+  }
   int err;
-  std::string bound;
   if (endpoint_.kind == Endpoint::Kind::Unix) {
     if (endpoint_.path.size() >= sizeof(sockaddr_un::sun_path)) {
       throw std::runtime_error("--listen unix:" + endpoint_.path + ": path too long");
@@ -111,7 +153,6 @@ void Supervisor::bindListener() {
     ::umask(old);
     if (err != 0) uvFail("--listen " + endpoint_.toString(), err);
     ::chmod(endpoint_.path.c_str(), 0600);
-    bound = endpoint_.toString();
   } else {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -123,51 +164,79 @@ void Supervisor::bindListener() {
     if (gai != 0) {
       throw std::runtime_error("--listen " + endpoint_.toString() + ": " + gai_strerror(gai));
     }
-    if (!isLoopbackAddress(found->ai_addr)) {
-      if (admission_.token.empty()) {
-        ::freeaddrinfo(found);
-        throw std::runtime_error(
-            "--listen " + endpoint_.toString() +
-            ": not a loopback address, so other machines could connect and make this server "
-            "load its DLLs and read target memory through them; give it --token-file FILE "
-            "(a private file holding a shared secret), or listen on tcp:127.0.0.1:PORT or a "
-            "unix: socket");
-      }
-      if (!endpoint_.tls) {
-        MQD_LOG(Warn, "--listen %s: the token and every message cross the network in clear "
-                "text; consider tls:HOST:PORT with --tls-cert and --tls-key",
-                endpoint_.toString().c_str());
-      }
+    try {
+      checkExposure(found->ai_addr, "--listen " + endpoint_.toString());
+    } catch (...) {
+      ::freeaddrinfo(found);
+      throw;
     }
     uv_tcp_init(&loop_, &listener_.tcp);
     listenerOpen_ = true;
     err = uv_tcp_bind(&listener_.tcp, found->ai_addr, 0);
     ::freeaddrinfo(found);
     if (err != 0) uvFail("--listen " + endpoint_.toString(), err);
-    sockaddr_storage name{};
-    int len = sizeof name;
-    uv_tcp_getsockname(&listener_.tcp, reinterpret_cast<sockaddr*>(&name), &len);
-    char host[INET6_ADDRSTRLEN] = "";
-    uint16_t realPort = 0;
-    if (name.ss_family == AF_INET6) {
-      auto* in6 = reinterpret_cast<sockaddr_in6*>(&name);
-      uv_ip6_name(in6, host, sizeof host);
-      realPort = ntohs(in6->sin6_port);
-    } else {
-      auto* in4 = reinterpret_cast<sockaddr_in*>(&name);
-      uv_ip4_name(in4, host, sizeof host);
-      realPort = ntohs(in4->sin_port);
-    }
-    Endpoint actual = endpoint_;
-    actual.host = host;
-    actual.port = realPort;
-    bound = actual.toString();
   }
+  finishListening();
+}
+
+void Supervisor::finishListening() {
+  std::string bound = endpoint_.kind == Endpoint::Kind::Unix
+                          ? endpoint_.toString()
+                          : boundTcpName(endpoint_, &listener_.tcp);
   listener_.pipe.data = this;  // same offset for both members
-  err = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), kBacklog, connectionCallback);
+  int err = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), kBacklog, connectionCallback);
   if (err != 0) uvFail("listen on " + bound, err);
-  MQD_LOG(Info, "listening on %s", bound.c_str());
+  MQD_LOG(Info, "listening on %s%s", bound.c_str(), activated_ ? " (socket from systemd)" : "");
   if (!options_.readyFile.empty()) writeReadyFile(bound);
+}
+
+void Supervisor::checkExposure(const sockaddr* address, const std::string& what) {
+  if (isLoopbackAddress(address)) return;
+  if (admission_.token.empty()) {
+    throw std::runtime_error(
+        what + ": not a loopback address, so other machines could connect and make this server "
+        "load its DLLs and read target memory through them; give it --token-file FILE "
+        "(a private file holding a shared secret), or listen on tcp:127.0.0.1:PORT or a "
+        "unix: socket");
+  }
+  if (!endpoint_.tls) {
+    MQD_LOG(Warn, "%s: the token and every message cross the network in clear text; consider "
+            "tls:HOST:PORT with --tls-cert and --tls-key", what.c_str());
+  }
+}
+
+void Supervisor::adoptActivatedSocket() {
+  ActivatedSocket s = takeActivatedSocket();
+  bool tls = endpoint_.tls;
+  endpoint_ = s.endpoint;
+  endpoint_.tls = tls;
+  std::string what = "--listen " + options_.listen + " (" + endpoint_.toString() + ")";
+  int err;
+  if (endpoint_.kind == Endpoint::Kind::Unix) {
+    if (tls) {
+      ::close(s.fd);
+      throw std::runtime_error(what + ": TLS needs a TCP socket; use --listen systemd for a "
+                               "unix socket");
+    }
+    uv_pipe_init(&loop_, &listener_.pipe, 0);
+    listenerOpen_ = true;
+    err = uv_pipe_open(&listener_.pipe, s.fd);
+  } else {
+    try {
+      checkExposure(reinterpret_cast<const sockaddr*>(&s.address), what);
+    } catch (...) {
+      ::close(s.fd);
+      throw;
+    }
+    uv_tcp_init(&loop_, &listener_.tcp);
+    listenerOpen_ = true;
+    err = uv_tcp_open(&listener_.tcp, s.fd);
+  }
+  if (err != 0) {
+    ::close(s.fd);
+    uvFail(what, err);
+  }
+  activated_ = true;
 }
 
 void Supervisor::startStdio() {
@@ -427,7 +496,8 @@ void Supervisor::beginShutdown(int signum) {
   if (listenerOpen_) {
     uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
     listenerOpen_ = false;
-    if (endpoint_.kind == Endpoint::Kind::Unix) ::unlink(endpoint_.path.c_str());
+    // A socket systemd passed is systemd's, file included: it listens again for the next start.
+    if (endpoint_.kind == Endpoint::Kind::Unix && !activated_) ::unlink(endpoint_.path.c_str());
   }
   if (!options_.readyFile.empty()) ::unlink(options_.readyFile.c_str());
   // After a signal, workers are asked to end; after a --stdio connection ended, the worker is

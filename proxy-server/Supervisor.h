@@ -7,7 +7,8 @@
 // own copy of the vendor DLL's global state and a crash takes down one session only. It never
 // loads vendor code itself. Handles and their lives:
 //
-//   listener_   open at run() -> accepting -> closed at shutdown (unix socket file removed)
+//   listener_   open at run() -> accepting -> closed at shutdown (unix socket file removed,
+//               unless systemd passed the socket: --listen systemd, SocketActivation.h)
 //   signals_    SIGINT/SIGTERM start shutdown; SIGCHLD reaps workers; closed when done
 //   killTimer_  armed at shutdown; escalates to SIGKILL after --shutdown-grace-ms
 //
@@ -65,6 +66,13 @@ class Supervisor {
   };
 
   void bindListener();
+  // --listen systemd: takes over the socket systemd passed (SocketActivation.h).
+  void adoptActivatedSocket();
+  // Listens on the bound or adopted listener_, logs it and writes --ready-file.
+  void finishListening();
+  // Refuses (throws std::runtime_error) a non-loopback TCP `address` without a token; warns
+  // when it would carry the token in clear text. `what` names the listener in the message.
+  void checkExposure(const sockaddr* address, const std::string& what);
   // --stdio: one connection on stdin/stdout, relayed to a worker (StdioRelay.h).
   void startStdio();
   void writeReadyFile(const std::string& bound);
@@ -89,6 +97,7 @@ class Supervisor {
     uv_tcp_t tcp;
   } listener_;
   bool listenerOpen_ = false;
+  bool activated_ = false;  // listener_ is systemd's socket (--listen systemd)
   uv_signal_t sigint_, sigterm_, sigchld_;
   uv_timer_t killTimer_;
   std::unique_ptr<TlsIdentity> tls_;

@@ -6,8 +6,9 @@
 #                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
-#                            sanitizer and libFuzzer runtimes (tests/fuzz/), and openssh-server
-#                            for the ssh:// tests (tests/cli/)
+#                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
+#                            for the ssh:// tests (tests/cli/) and systemd's tools
+#                            (tests/packaging/)
 set -euo pipefail
 
 packages=(
@@ -35,8 +36,10 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   )
   if [ "$1" = "--test" ]; then
     # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
-    # on a loopback port (tests/cli/sshd_fixture.py)
-    packages+=(clang-14 libclang-rt-14-dev openssh-server)
+    # on a loopback port (tests/cli/sshd_fixture.py); systemd for systemd-socket-activate and
+    # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
+    # not need to be running)
+    packages+=(clang-14 libclang-rt-14-dev openssh-server systemd)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2

@@ -1,9 +1,10 @@
 # Runs at install time (cmake --install, cpack), from packaging/systemd/CMakeLists.txt:
 # makes mqd-proxy-server.service and /etc/default/mqd-proxy-server for the prefix being
-# installed to (CMAKE_INSTALL_PREFIX here is the install-time one) and installs them; DESTDIR
-# is honoured by file(INSTALL).
+# installed to (CMAKE_INSTALL_PREFIX here is the install-time one) and installs them, with
+# mqd-proxy-server.socket as it is (it names no path); DESTDIR is honoured by file(INSTALL).
 #
 # In:  MQD_SERVICE_IN, MQD_DEFAULT_IN   the templates
+#      MQD_SOCKET_UNIT                  the socket unit, installed as it is
 #      MQD_STAGE                        scratch directory in the build tree
 #      MQD_BINDIR                       CMAKE_INSTALL_BINDIR (relative to the prefix, or not)
 #      MQD_UNITDIR_FOR_USR              systemd's unit directory, for the prefix /usr
@@ -31,7 +32,7 @@ set(stage ${MQD_STAGE}/${destination})
 configure_file(${MQD_SERVICE_IN} ${stage}/mqd-proxy-server.service @ONLY)
 configure_file(${MQD_DEFAULT_IN} ${stage}/mqd-proxy-server @ONLY)
 
-file(INSTALL ${stage}/mqd-proxy-server.service DESTINATION ${unitdir})
+file(INSTALL ${stage}/mqd-proxy-server.service ${MQD_SOCKET_UNIT} DESTINATION ${unitdir})
 if(EXISTS "$ENV{DESTDIR}${MQD_DEFAULT_FILE}")
   message(STATUS "Keeping: $ENV{DESTDIR}${MQD_DEFAULT_FILE}")
 else()

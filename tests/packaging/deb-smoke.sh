@@ -100,9 +100,9 @@ recommends=$(dpkg-deb -f "$deb" Recommends)
 [[ "$recommends" == *gdb* && "$recommends" == *python3* ]] || fail "Recommends is \"$recommends\""
 dpkg-deb -e "$deb" "$work/control"
 grep -qx /etc/default/mqd-proxy-server "$work/control/conffiles" || fail "/etc/default/mqd-proxy-server is not a conffile"
-# Everything under /usr, but the settings (/etc/default) and the unit (systemd's directory).
+# Everything under /usr, but the settings (/etc/default) and the units (systemd's directory).
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | grep -v '^$' > "$work/contents"
-outside=$(grep -v -E '^(/usr|/usr/.*|/etc|/etc/default|/etc/default/mqd-proxy-server|/lib|/lib/systemd|/lib/systemd/system|/lib/systemd/system/mqd-proxy-server.service)$' "$work/contents" || true)
+outside=$(grep -v -E '^(/usr|/usr/.*|/etc|/etc/default|/etc/default/mqd-proxy-server|/lib|/lib/systemd|/lib/systemd/system|/lib/systemd/system/mqd-proxy-server.service|/lib/systemd/system/mqd-proxy-server.socket)$' "$work/contents" || true)
 [ -z "$outside" ] || fail "the package installs outside /usr: $outside"
 dpkg-deb -c "$deb" | grep -v '^d' | awk '{print $6}' | sed 's|^\./|/|' > "$work/files"
 echo "ok: $(wc -l < "$work/files") files, under /usr but its settings and unit; dependencies from dpkg-shlibdeps"
@@ -118,7 +118,7 @@ unit=$(grep -E '/systemd/system/mqd-proxy-server\.service$' "$work/files")
 for f in /usr/bin/mqd-proxy-server /usr/bin/mqd-proxy "/usr/lib/$multiarch/libmqdproxy.so" \
          /usr/share/mqd-proxy/gdb/mqd.py /usr/include/mqd-proxy/mqs_interface.h \
          /usr/include/mqd-proxy/mqd_proxy.h "/usr/lib/$multiarch/cmake/MqdProxy/MqdProxyConfig.cmake" \
-         /etc/default/mqd-proxy-server "$unit"; do
+         /etc/default/mqd-proxy-server "$unit" "${unit%.service}.socket"; do
   [ -e "$f" ] || fail "$f is not installed"
 done
 /usr/bin/mqd-proxy-server --version | grep -x "mqd-proxy-server $version" >/dev/null || fail "/usr/bin/mqd-proxy-server --version"
@@ -128,8 +128,10 @@ fi
 grep -qx 'ExecStart=/usr/bin/mqd-proxy-server .*' "$unit" || fail "$unit does not run /usr/bin/mqd-proxy-server"
 grep -qx 'EnvironmentFile=/etc/default/mqd-proxy-server' "$unit" || fail "$unit does not read /etc/default/mqd-proxy-server"
 if command -v systemd-analyze > /dev/null; then
-  systemd-analyze verify "$unit" || fail "systemd-analyze verify $unit"
-  echo "ok: systemd-analyze verify $unit"
+  for u in "$unit" "${unit%.service}.socket"; do
+    systemd-analyze verify "$u" || fail "systemd-analyze verify $u"
+    echo "ok: systemd-analyze verify $u"
+  done
 fi
 
 # The service's own command line, with the packaged settings, starts a server that serves the

@@ -59,6 +59,9 @@ if command -v systemd-analyze > /dev/null; then
   # The unit's Documentation= names the man page, which verify looks up.
   MANPATH=$prefix/share/man: systemd-analyze verify "$unit" || fail "systemd-analyze verify $unit"
   echo "ok: systemd-analyze verify $unit"
+  MANPATH=$prefix/share/man: systemd-analyze verify "${unit%.service}.socket" ||
+    fail "systemd-analyze verify ${unit%.service}.socket"
+  echo "ok: systemd-analyze verify ${unit%.service}.socket"
 else
   echo "(systemd-analyze not installed: the unit is not verified)"
 fi

@@ -75,3 +75,17 @@ TEST_CASE("ServerOptions: security options, and TLS only with a tls: listener") 
   CHECK_THROWS_WITH_AS(parse({"--max-message-mib", "0"}), doctest::Contains("between"),
                        UsageError);
 }
+
+TEST_CASE("ServerOptions: --listen systemd takes systemd's socket, with TLS as tls:systemd") {
+  CHECK(parse({"--listen", "systemd"}).listen == "systemd");
+  CHECK(parse({"--listen=tls:systemd", "--tls-cert", "/c", "--tls-key", "/k"}).listen ==
+        "tls:systemd");
+  CHECK_THROWS_WITH_AS(parse({"--listen", "tls:systemd"}), doctest::Contains("--tls-cert"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--listen", "systemd", "--tls-cert", "/c", "--tls-key", "/k"}),
+                       doctest::Contains("tls:"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--listen", "systemd", "--stdio"}), doctest::Contains("--stdio"),
+                       UsageError);
+  CHECK_THROWS_AS(parse({"--listen", "systemd:"}), UsageError);
+  CHECK(serverHelp().find("tls:systemd") != std::string::npos);
+}
