@@ -11,6 +11,13 @@
 //                             a debugger does, and every record applied to debugger buffers
 //   3  LearnedLookups         a server state file lookups-<build>.capnp (the rest of the input)
 //   4  LearnedMemory          a server state file blocks-<build>-<fingerprint>.capnp
+//   5  RecordReader           a recording (MQD_PROXY_RECORD) as `mqd-proxy replay` reads it,
+//                             then indexed by RecordedDebugger, which answers the replayed
+//                             DLL's callbacks from it. Byte 1 bit 0 clear: the rest is the whole
+//                             file. Set: the rest is one chunk's raw content (Cap'n Proto
+//                             messages in stream framing), put here into a file whose header,
+//                             chunk header and zstd checksum are right, so that the fuzzer
+//                             reaches the messages past the checks (RecordFile.h: the layout)
 // The generator (make-corpus) writes seeds of each kind from real sessions.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -22,6 +29,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include <zstd.h>
 
 #include "Bulk.h"
 #include "Endpoint.h"
@@ -30,6 +40,8 @@
 #include "Log.h"
 #include "OutputApply.h"
 #include "ProxyErrors.h"
+#include "RecordFile.h"
+#include "RecordedDebugger.h"
 #include "RecordedWalk.h"
 #include "mqd.capnp.h"
 
@@ -226,6 +238,58 @@ void fuzzBlocks(const uint8_t* data, size_t size) {
   ::unlink(path.c_str());
 }
 
+void putU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+// A recording file holding `raw` (padded to whole words) as its one chunk, every check right.
+std::vector<uint8_t> wrapRecording(const uint8_t* raw, size_t size) {
+  std::vector<uint8_t> content(raw, raw + size);
+  content.resize((size + 7) / 8 * 8, 0);
+  std::vector<uint8_t> packed(ZSTD_compressBound(content.size()));
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+  size_t n = ZSTD_compress2(context, packed.data(), packed.size(), content.data(),
+                            content.size());
+  ZSTD_freeCCtx(context);
+  if (ZSTD_isError(n)) fail("cannot compress a chunk");
+  std::vector<uint8_t> file = {'M', 'Q', 'D', '-', 'R', 'E', 'C', '\n'};
+  putU32(file, mqd::record::FORMAT_VERSION);
+  putU32(file, 0);
+  size_t chunk = file.size();
+  file.insert(file.end(), {'M', 'Q', 'D', 'C'});
+  putU32(file, static_cast<uint32_t>(n));
+  putU32(file, static_cast<uint32_t>(content.size()));
+  uint32_t check = 2166136261u;  // FNV-1a of the 12 bytes before it
+  for (size_t i = chunk; i < chunk + 12; ++i) check = (check ^ file[i]) * 16777619u;
+  putU32(file, check);
+  file.insert(file.end(), packed.begin(), packed.begin() + n);
+  return file;
+}
+
+void fuzzRecording(const uint8_t* data, size_t size) {
+  if (size < 1) return;
+  std::string path = stateDir + "/recording";
+  if (data[0] & 1) {
+    std::vector<uint8_t> file = wrapRecording(data + 1, size - 1);
+    writeFile(path, file.data(), file.size());
+  } else {
+    writeFile(path, data + 1, size - 1);
+  }
+  try {
+    mqd::client::RecordReader recording(path);
+    (void)recording.header().getDll().getPath();
+    (void)recording.header().getDll().getEntryPoints().size();
+    for (auto e : recording.entries()) (void)e.which();
+    mqd::client::RecordedDebugger answers(recording);
+    (void)answers.counts();
+  } catch (const mqd::client::RecordFileError&) {
+  } catch (const kj::Exception&) {
+    // A message Cap'n Proto refuses: the replay reports it and exits 1.
+  }
+  ::unlink(path.c_str());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -244,12 +308,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t* rest = data + 1;
   size_t n = size - 1;
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: fuzzEndpoint(rest, n); break;
     case 1: fuzzBulk(rest, n); break;
     case 2: fuzzWalk(rest, n); break;
     case 3: fuzzLookups(rest, n); break;
     case 4: fuzzBlocks(rest, n); break;
+    case 5: fuzzRecording(rest, n); break;
   }
   return 0;
 }
