@@ -43,9 +43,13 @@ std::string describeFailure(const kj::Exception& e, int* code = nullptr);
 std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& waitScope,
                                       int count);
 
-// Opens a session for `dll` ("" = the server's default) on a connection of its own, reads how
-// the server describes the loaded DLL, and closes it. Needs no debugger: loading a DLL and
-// asking its version makes no callbacks. Throws like Connection::open.
+// Opens a session for `dll` ("" = the server's default) on `connection`, which must have none
+// yet (a server worker serves one session, so one DLL, per connection), and reads how the
+// server describes the loaded DLL. Needs no debugger: loading a DLL and asking its version
+// makes no callbacks. Throws like Connection::open. The connection is spent afterwards.
+DllInfo probeDll(Connection& connection, kj::WaitScope& waitScope, const std::string& dll);
+// The same on a connection of its own (an ssh:// connection costs ssh's start-up: the
+// commands reuse the one they described the server on for the first DLL).
 DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll);
 
 }  // namespace mqd::client::cli

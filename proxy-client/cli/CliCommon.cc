@@ -57,13 +57,17 @@ std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& wai
   return out;
 }
 
-DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll) {
-  auto connection = Connection::connect(io, config).wait(io.waitScope);
-  auto request = connection->proxy().openSessionRequest();
+DllInfo probeDll(Connection& connection, kj::WaitScope& waitScope, const std::string& dll) {
+  auto request = connection.proxy().openSessionRequest();
   describeClient(request.initOptions(), dll);
   request.setDebugger(kj::heap<NoDebugger>());
-  auto response = request.send().wait(io.waitScope);
+  auto response = request.send().wait(waitScope);
   return DllInfo::from(response.getDll());
+}
+
+DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll) {
+  auto connection = Connection::connect(io, config).wait(io.waitScope);
+  return probeDll(*connection, io.waitScope, dll);
 }
 
 }  // namespace mqd::client::cli

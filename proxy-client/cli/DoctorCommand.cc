@@ -143,7 +143,6 @@ int doctorCommand(Context& c) {
   } else {
     list.ok(latency);
   }
-  connection = nullptr;
 
   // 5. The vendor DLL loads (in a worker, as a debugger's session would).
   std::string dll = c.config.dll;
@@ -155,7 +154,7 @@ int doctorCommand(Context& c) {
     list.fail("vendor DLL: the server allows none", "restart the server with --dll PATH");
   } else {
     try {
-      DllInfo info = probeDll(io, c.config, dll);
+      DllInfo info = probeDll(*connection, io.waitScope, dll);
       std::string what = "vendor DLL: " + info.path + " loads: \"" + info.versionString +
                          "\", compatibility " + std::to_string(info.compatibility);
       list.ok(what);

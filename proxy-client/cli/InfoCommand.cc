@@ -25,8 +25,9 @@ std::string compatibilityName(int level) {
 
 int infoCommand(Context& c) {
   auto io = kj::setupAsyncIo();
+  // The connection the server is described on serves the first DLL's probe too.
+  kj::Own<Connection> connection = Connection::connect(io, c.config).wait(io.waitScope);
   auto server = [&]() {
-    auto connection = Connection::connect(io, c.config).wait(io.waitScope);
     auto response = connection->proxy().describeRequest().send().wait(io.waitScope);
     struct Description {
       std::string version, arch;
@@ -53,7 +54,12 @@ int infoCommand(Context& c) {
     Probe p;
     p.name = name;
     try {
-      p.info = probeDll(io, c.config, name);
+      if (connection) {
+        kj::Own<Connection> first = kj::mv(connection);
+        p.info = probeDll(*first, io.waitScope, name);
+      } else {
+        p.info = probeDll(io, c.config, name);
+      }
       p.ok = true;
     } catch (const kj::Exception& e) {
       p.error = describeFailure(e);

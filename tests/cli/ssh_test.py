@@ -45,15 +45,25 @@ def main():
         r = run([cli, "ping", "--count", "3"], env)
         check(r.returncode == 0 and "round trips: min" in r.stdout,
               "ping through ssh (%.2f s)" % r.seconds, r.all)
+        # info and doctor describe the server and load the DLL over one connection: one
+        # login, one ssh start-up.
+        before = sshd.accepted()
         r = run([cli, "info", "--json"], dict(env, MQD_PROXY_DLL=l3))
         doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        time.sleep(0.3)
+        logins = sshd.accepted() - before
         check(r.returncode == 0 and doc.get("any_dll") and
-              doc["dlls"][0]["version_string"] == "mqd-proxy test DLL 1.0 (level 3)",
+              doc["dlls"][0]["version_string"] == "mqd-proxy test DLL 1.0 (level 3)" and
+              logins == 1,
               "info through ssh: a --stdio server without --dll describes the DLL named by "
-              "path", r.all)
+              "path (%d login, %.2f s)" % (logins, r.seconds), r.all)
+        before = sshd.accepted()
         r = run([cli, "doctor"], dict(env, MQD_PROXY_DLL=l3))
+        time.sleep(0.3)
+        logins = sshd.accepted() - before
         check(r.returncode == 0 and "authentication: by ssh" in r.stdout and
-              "all checks passed" in r.stdout, "doctor through ssh", r.all)
+              "all checks passed" in r.stdout and logins == 1,
+              "doctor through ssh (%d login, %.2f s)" % (logins, r.seconds), r.all)
         r = run([cli, "doctor"], env)
         check(r.returncode == 1 and "set MQD_PROXY_DLL" in r.stdout,
               "doctor through ssh without a DLL says to name one", r.all)
