@@ -144,17 +144,15 @@ Options:
                           A client may name a DLL by the exact PATH given here, by its
                           canonical path, or by its base name when that is unambiguous. No
                           other DLL is ever loaded.
-  --listen ENDPOINT       Where to accept debuggers:
-                            unix:PATH        unix-domain socket, created with mode 0600
-                            tcp:HOST:PORT    TCP (PORT 0 picks a free port)
-                            tcp:PORT         TCP on the loopback address 127.0.0.1 (also
-                                             tcp::PORT); every interface only when asked
-                                             for: tcp:0.0.0.0:PORT or tcp:[::]:PORT
-                            tls:HOST:PORT    TCP with TLS (needs --tls-cert and --tls-key)
-                            systemd          the one socket systemd passes (socket
-                                             activation: mqd-proxy-server.socket, Accept=no),
-                                             unix or TCP, under the same rules as above
-                            tls:systemd      that socket, TCP, with TLS
+  --listen ENDPOINT       Where to accept debuggers, one of:
+                          * unix:PATH, a unix-domain socket created with mode 0600;
+                          * tcp:HOST:PORT, TCP (PORT 0 picks a free port);
+                          * tcp:PORT or tcp::PORT, TCP on the loopback address 127.0.0.1
+                          (every interface only as tcp:0.0.0.0:PORT or tcp:[::]:PORT);
+                          * tls:HOST:PORT, TCP with TLS (needs --tls-cert and --tls-key);
+                          * systemd, the one socket systemd passes (socket activation,
+                          mqd-proxy-server.socket, Accept=no), under the same rules;
+                          * tls:systemd, that socket (TCP) with TLS.
                           Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
                           unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
   --stdio                 Serve one debugger on stdin/stdout instead of listening, and exit
