@@ -7,7 +7,7 @@
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
-#                            for the ssh:// tests (tests/cli/) and systemd's tools
+#                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
 #                            (tests/packaging/)
 set -euo pipefail
 
@@ -38,8 +38,8 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
     # on a loopback port (tests/cli/sshd_fixture.py); systemd for systemd-socket-activate and
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
-    # not need to be running)
-    packages+=(clang-14 libclang-rt-14-dev openssh-server systemd)
+    # not need to be running); lintian for the .deb (packaging-deb)
+    packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2

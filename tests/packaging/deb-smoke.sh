@@ -26,7 +26,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 if [ "$(id -u)" != 0 ]; then
   fail "packaging-deb installs the .deb with apt-get and must run as root (it does in CI); run it as root, or leave it out with ctest -LE packaging"
 fi
-for tool in apt-get dpkg dpkg-deb dpkg-shlibdeps cpack gdb mpirun; do
+for tool in apt-get dpkg dpkg-deb dpkg-shlibdeps cpack gdb mpirun lintian; do
   command -v "$tool" > /dev/null || fail "$tool is missing (tools/install-deps.sh installs what this test needs)"
 done
 [ -x "$build/tests/e2e/pending" ] || fail "$build/tests/e2e/pending (the MPI program of the demo) is not built"
@@ -91,6 +91,26 @@ version=$(dpkg-deb -f "$deb" Version)
 [ "$(basename "$deb")" = "${package}_${version}_${arch}.deb" ] ||
   fail "the package is named $(basename "$deb"), not ${package}_${version}_${arch}.deb"
 echo "ok: $(basename "$deb")"
+
+# Debian's own checks of the package. Accepted, each for its reason:
+#   no-copyright-file       the project has not chosen a licence yet; the package gets
+#                           /usr/share/doc/mqd-proxy/copyright when it has
+#   arch-dependent-file-in-usr-share
+#                           the Open MPI debug-type objects, one per machine under
+#                           share/mqd-proxy/ompi-types/<machine>/, where the gdb front end
+#                           looks for them next to itself
+#   shared-library-lacks-version, package-name-doesnt-match-sonames
+#                           libmqdproxy.so is an MQD DLL, which debuggers dlopen() by path,
+#                           not a library programs link by soname
+#   maintainer-script-empty postinst and postrm do nothing on purpose: without them CPack
+#                           writes ones that call ldconfig, where Debian wants the ldconfig
+#                           trigger the package has (packaging/deb/triggers)
+echo "== lintian $(basename "$deb")"
+accepted=no-copyright-file,arch-dependent-file-in-usr-share,shared-library-lacks-version
+accepted+=,package-name-doesnt-match-sonames,maintainer-script-empty
+lintian --suppress-tags "$accepted" --fail-on error,warning --tag-display-limit 0 "$deb" \
+  > "$work/lintian.log" 2>&1 || { cat "$work/lintian.log"; fail "lintian found errors or warnings"; }
+echo "ok: lintian: no error or warning but the accepted ($accepted)"
 dpkg-deb -f "$deb" Package Version Architecture Maintainer Depends Recommends | sed 's/^/   /'
 depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libc6 libstdc++6 libcapnp libuv1 libzstd1; do  # kj comes with libcapnp
