@@ -76,12 +76,12 @@ ActivatedSocket takeActivatedSocket() {
     fail("systemd passed " + std::string(std::getenv("LISTEN_FDS")) +
          " socket(s); the server serves exactly one: give the socket unit one ListenStream=");
   }
-  ActivatedSocket s;
-  s.fd = kFirstFd;
   struct stat st;
-  if (::fstat(s.fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+  if (::fstat(kFirstFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     fail("descriptor 3 is not a socket");
   }
+  ActivatedSocket s;
+  s.fd = kj::AutoCloseFd(kFirstFd);
   if (socketOption(s.fd, SO_TYPE) != SOCK_STREAM) {
     fail("the socket is not a stream socket: the socket unit needs ListenStream=");
   }

@@ -8,11 +8,13 @@
 //     saying what is wrong and what to change;
 //   - on success the descriptor is close-on-exec and LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES
 //     are removed from the environment, so that no worker or vendor DLL sees them;
-//   - the caller owns the descriptor. systemd owns the socket file of a unix socket: the server
-//     must not remove it.
+//   - the caller owns the descriptor (closed if it is not released). systemd owns the socket
+//     file of a unix socket: the server must not remove it.
 #pragma once
 
 #include <sys/socket.h>
+
+#include <kj/io.h>
 
 #include <string>
 
@@ -21,7 +23,7 @@
 namespace mqd::server {
 
 struct ActivatedSocket {
-  int fd = -1;
+  kj::AutoCloseFd fd;       // closed unless the caller releases it to its listener
   Endpoint endpoint;        // what it is bound to: unix:PATH or tcp:HOST:PORT
   sockaddr_storage address;  // the bound address itself (TCP: for the loopback rule)
 };

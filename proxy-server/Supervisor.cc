@@ -164,16 +164,11 @@ void Supervisor::bindListener() {
     if (gai != 0) {
       throw std::runtime_error("--listen " + endpoint_.toString() + ": " + gai_strerror(gai));
     }
-    try {
-      checkExposure(found->ai_addr, "--listen " + endpoint_.toString());
-    } catch (...) {
-      ::freeaddrinfo(found);
-      throw;
-    }
+    std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, ::freeaddrinfo);
+    checkExposure(found->ai_addr, "--listen " + endpoint_.toString());
     uv_tcp_init(&loop_, &listener_.tcp);
     listenerOpen_ = true;
     err = uv_tcp_bind(&listener_.tcp, found->ai_addr, 0);
-    ::freeaddrinfo(found);
     if (err != 0) uvFail("--listen " + endpoint_.toString(), err);
   }
   finishListening();
@@ -214,7 +209,6 @@ void Supervisor::adoptActivatedSocket() {
   int err;
   if (endpoint_.kind == Endpoint::Kind::Unix) {
     if (tls) {
-      ::close(s.fd);
       throw std::runtime_error(what + ": TLS needs a TCP socket; use --listen systemd for a "
                                "unix socket");
     }
@@ -222,20 +216,13 @@ void Supervisor::adoptActivatedSocket() {
     listenerOpen_ = true;
     err = uv_pipe_open(&listener_.pipe, s.fd);
   } else {
-    try {
-      checkExposure(reinterpret_cast<const sockaddr*>(&s.address), what);
-    } catch (...) {
-      ::close(s.fd);
-      throw;
-    }
+    checkExposure(reinterpret_cast<const sockaddr*>(&s.address), what);
     uv_tcp_init(&loop_, &listener_.tcp);
     listenerOpen_ = true;
     err = uv_tcp_open(&listener_.tcp, s.fd);
   }
-  if (err != 0) {
-    ::close(s.fd);
-    uvFail(what, err);
-  }
+  if (err != 0) uvFail(what, err);
+  s.fd.release();  // the listener's now: closed with it
   activated_ = true;
 }
 
