@@ -1,8 +1,11 @@
-"""What the tests in tests/cli share: a list of named checks, each printed as it is made, and
-running a command as a user would, but without the MQD_PROXY_* settings or configuration
-file of whoever runs the tests (a check that wants one sets it)."""
+"""What the Python tests of the mqd-proxy commands share (tests/cli, tests/packaging): a list of
+named checks, each printed as it is made; running a command as a user would, but without the
+MQD_PROXY_* settings or configuration file of whoever runs the tests (a check that wants one
+sets it); the build's artefacts; a free port; the dump client's result."""
+import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 
@@ -38,3 +41,29 @@ def finish(work, what):
     shutil.rmtree(work, ignore_errors=True)
     print("\nall %s checks passed" % what)
     return 0
+
+
+class Build:
+    """The artefacts of the build tree BUILD that these tests run."""
+
+    def __init__(self, build):
+        self.dir = os.path.abspath(build)
+        self.cli = os.path.join(self.dir, "proxy-client", "mqd-proxy")
+        self.server = os.path.join(self.dir, "proxy-server", "mqd-proxy-server")
+        self.shim = os.path.join(self.dir, "shim", "libmqdproxy.so")
+        self.l3 = os.path.join(self.dir, "tests", "testdll", "libmqd_testdll_l3.so")
+        self.l2 = os.path.join(self.dir, "tests", "testdll", "libmqd_testdll_l2.so")
+        self.dump_client = os.path.join(self.dir, "tests", "reliability", "mqd-dump-client")
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def last_json(r):
+    """The JSON object a command printed as the last line of its stdout (the dump client's
+    summary), or {} when it printed nothing."""
+    return json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checklist import check, finish, run  # noqa: E402
+from checklist import Build, check, finish, run  # noqa: E402
 
 
 class Server:
@@ -41,12 +41,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    cli = os.path.join(build, "proxy-client", "mqd-proxy")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    l3 = os.path.join(build, "tests", "testdll", "libmqd_testdll_l3.so")
-    l2 = os.path.join(build, "tests", "testdll", "libmqd_testdll_l2.so")
-    shim = os.path.join(build, "shim", "libmqdproxy.so")
+    b = Build(args.build)
+    cli, server_bin, l3, l2, shim = b.cli, b.server, b.l3, b.l2, b.shim
     work = tempfile.mkdtemp(prefix="mqd-cli-")
     token = os.path.join(work, "token")
     with open(token, "w") as f:

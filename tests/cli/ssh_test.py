@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checklist import check, finish, run  # noqa: E402
+from checklist import Build, check, finish, last_json, run  # noqa: E402
 from sshd_fixture import Sshd  # noqa: E402
 
 MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
@@ -31,11 +31,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    cli = os.path.join(build, "proxy-client", "mqd-proxy")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    l3 = os.path.join(build, "tests", "testdll", "libmqd_testdll_l3.so")
-    dump_client = os.path.join(build, "tests", "reliability", "mqd-dump-client")
+    b = Build(args.build)
+    cli, server_bin, l3, dump_client = b.cli, b.server, b.l3, b.dump_client
     work = tempfile.mkdtemp(prefix="mqd-ssh-")
     sshd = Sshd(work)
     try:
@@ -74,7 +71,7 @@ def main():
         # A whole debugger session through the shim over ssh, every answer checked against
         # a native load of the same DLL.
         r = run([dump_client, "--dumps", "5", "--ops", "40"], dict(env, MQD_PROXY_DLL=l3))
-        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        result = last_json(r)
         check(r.returncode == 0 and result.get("ok") == 5 and result.get("wrong") == 0,
               "shim session through ssh: 5 dumps identical to the native DLL's", r.all)
 
@@ -82,7 +79,7 @@ def main():
         # connection, and tells the shim how its worker ended on ssh's stderr.
         r = run([dump_client, "--dumps", "3", "--ops", "10", "--crash-at", "1",
                  "--allow-errors"], dict(env, MQD_PROXY_DLL=l3))
-        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        result = last_json(r)
         died = str(MQD_PROXY_ERR_WORKER_DIED)
         check(r.returncode == 0 and result.get("ok") == 2 and result.get("wrong") == 0 and
               result.get("error_codes") == {died: 1} and "killed by SIGSEGV" in r.stderr and
@@ -134,7 +131,7 @@ def main():
         pings = [run([cli, "ping", "--count", "1"], reuse, timeout=60) for _ in range(3)]
         r = run([dump_client, "--dumps", "2", "--ops", "10"], dict(reuse, MQD_PROXY_DLL=l3),
                 timeout=60)
-        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        result = last_json(r)
         time.sleep(0.5)
         logins = sshd.accepted() - before
         check(all(p.returncode == 0 for p in pings) and result.get("ok") == 2 and logins == 1,

@@ -11,13 +11,9 @@ import socket
 import subprocess
 import time
 
+from checklist import free_port
+
 SSHD = "/usr/sbin/sshd"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sshd:

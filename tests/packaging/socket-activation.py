@@ -25,15 +25,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from checklist import check, finish, run  # noqa: E402
+from checklist import Build, check, finish, free_port, last_json, run  # noqa: E402
 
 ACTIVATE = shutil.which("systemd-socket-activate") or "/usr/bin/systemd-socket-activate"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def unit_settings(path):
@@ -122,11 +116,8 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    server = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    cli = os.path.join(build, "proxy-client", "mqd-proxy")
-    l3 = os.path.join(build, "tests", "testdll", "libmqd_testdll_l3.so")
-    dump_client = os.path.join(build, "tests", "reliability", "mqd-dump-client")
+    b = Build(args.build)
+    server, cli, l3, dump_client = b.server, b.cli, b.l3, b.dump_client
     if not os.access(ACTIVATE, os.X_OK):
         print("FAIL  %s is missing: install systemd (tools/install-deps.sh --test does)"
               % ACTIVATE)
@@ -148,7 +139,7 @@ def main():
     def session(env):
         r = run([dump_client, "--dumps", "2", "--ops", "10"], dict(env, MQD_PROXY_DLL=l3),
                 timeout=60)
-        result = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        result = last_json(r)
         return r, result
 
     # TCP, as the unit has it.
