@@ -199,7 +199,9 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                              where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
-  if (endpoint.kind == Endpoint::Kind::Ssh) return connectOverSsh(io, endpoint, counters, config, kj::mv(token));
+  if (endpoint.kind == Endpoint::Kind::Ssh) {
+    return connectOverSsh(io, endpoint, counters, config, kj::mv(token));
+  }
   std::string caFile = config.tlsCa;
   std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
   bool tls = endpoint.tls;
@@ -296,17 +298,7 @@ kj::Maybe<kj::Promise<PostMortem>> Connection::transportPostMortem(
     std::chrono::milliseconds timeout) {
   if (ssh_ == nullptr) return nullptr;
   SshProcess* ssh = ssh_;
-  return ssh->whenEnded(timeout).then([ssh]() {
-    const RemoteWorkerEnd& end = ssh->workerEnd();
-    PostMortem out;
-    out.known = end.known;
-    out.ended = end.known;
-    out.worker = end.worker;
-    out.how = end.how;
-    out.dll = end.dll;
-    out.lastCall = end.lastCall;
-    return out;
-  });
+  return ssh->whenEnded(timeout).then([ssh]() { return ssh->workerEnd(); });
 }
 
 kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,

@@ -18,6 +18,7 @@
 #include "ClientConfig.h"
 #include "ClientCounters.h"
 #include "PendingCall.h"
+#include "PostMortem.h"
 #include "mqd.capnp.h"
 
 namespace mqd::client {
@@ -48,16 +49,6 @@ void describeClient(wire::SessionOptions::Builder options, const std::string& dl
 struct SessionTicket {
   uint64_t connection = 0;
   uint64_t key = 0;  // 0: the server gave none (no post-mortem possible)
-};
-
-// How the worker behind a lost session ended (wire PostMortem).
-struct PostMortem {
-  bool known = false;  // the server knows the ticket
-  bool ended = false;  // and the worker has ended
-  int worker = 0;
-  std::string how;       // "exit 0", "SIGSEGV", ...
-  std::string dll;
-  std::string lastCall;  // vendor DLL entry point running or last run
 };
 
 class Connection {

@@ -235,6 +235,7 @@ void SshProcess::takeLines(bool flush) {
       while (std::getline(fields, field, '\t')) f.push_back(field);
       if (f.size() >= 5) {
         workerEnd_.known = true;
+        workerEnd_.ended = true;
         workerEnd_.worker = std::atoi(f[1].c_str());
         workerEnd_.how = f[2];
         workerEnd_.lastCall = f[3];

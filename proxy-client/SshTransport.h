@@ -26,20 +26,12 @@
 
 #include "ClientConfig.h"
 #include "Endpoint.h"
+#include "PostMortem.h"
 
 namespace mqd::client {
 
 // The ssh command line for `endpoint` under `config` (exposed for tests and `mqd-proxy config`).
 std::vector<std::string> sshCommand(const Endpoint& endpoint, const ClientConfig& config);
-
-// How the remote --stdio server's worker ended, from its post-mortem line (Endpoint.h).
-struct RemoteWorkerEnd {
-  bool known = false;
-  int worker = 0;
-  std::string how;  // "exit 0", "SIGSEGV", ...
-  std::string lastCall;
-  std::string dll;
-};
 
 // The ssh process behind one connection, and what it wrote to stderr.
 class SshProcess {
@@ -61,8 +53,9 @@ class SshProcess {
   // kTailLines lines): the explanation of a failed connection.
   std::string stderrTail() const;
 
-  // The remote worker's end, once the server said it (see whenEnded()).
-  const RemoteWorkerEnd& workerEnd() const { return workerEnd_; }
+  // How the remote --stdio server's worker ended, from the post-mortem line it wrote on
+  // stderr (known and ended once it did; see whenEnded()).
+  const PostMortem& workerEnd() const { return workerEnd_; }
 
   static constexpr size_t kTailLines = 6;
 
@@ -79,7 +72,7 @@ class SshProcess {
   char buffer_[4096];
   std::string partial_;
   std::deque<std::string> tail_;
-  RemoteWorkerEnd workerEnd_;
+  PostMortem workerEnd_;
   kj::ForkedPromise<void> ended_;
 };
 
