@@ -275,14 +275,22 @@ TEST_CASE("token: the right one opens a session; a wrong or missing one is refus
   close(silent);
 
   CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }));
+  // Refused connections never had a session: their workers ended with no DLL and no call.
+  // (The supervisor logs a worker's summary just after reaping it: wait for the log too.)
+  auto refusedSummaries = [&] {
+    std::string text = fileText(log);
+    size_t n = 0;
+    for (size_t at = 0; (at = text.find("no DLL): 0 round trips", at)) != std::string::npos;
+         ++at) {
+      ++n;
+    }
+    return n;
+  };
+  waitFor([&] { return refusedSummaries() >= 3; });
   std::string text4 = fileText(log);
   CHECK(text4.find("connection refused: authentication failed: wrong token") != std::string::npos);
   CHECK(text4.find("no handshake within 500 ms") != std::string::npos);
-  // Refused connections never had a session: their workers ended with no DLL and no call.
-  size_t noDll = 0;
-  for (size_t at = 0; (at = text4.find("no DLL): 0 round trips", at)) != std::string::npos; ++at) {
-    ++noDll;
-  }
+  size_t noDll = refusedSummaries();
   CHECK(noDll == 3);  // wrong token, no token, silent (the unsafe token never connected)
 }
 
