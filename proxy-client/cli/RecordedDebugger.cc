@@ -241,7 +241,9 @@ RecordedDebugger::RecordedDebugger(const RecordReader& recording) : recording_(r
                "mqd.capnp's Debugger changed; update the replay", i);
   }
   std::map<uint64_t, uint32_t> epochs;
+  size_t entry = 0;
   for (record::Entry::Reader e : recording_.entries()) {
+    ++entry;
     if (e.isSessionCall() && e.getSessionCall().getMethod() == kSessionUpdate) {
       auto p = e.getSessionCall().getParams();
       ++epochs[p.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess()];
@@ -249,7 +251,16 @@ RecordedDebugger::RecordedDebugger(const RecordReader& recording) : recording_(r
       auto call = e.getDebuggerCall();
       if (Notifications::is(call.getMethod()) || call.getMethod() >= kMethodCount) continue;
       calls_.push_back(call);
-      if (!call.hasFailure()) index(call.getMethod(), call.getParams(), call.getResults(), epochs);
+      if (!call.hasFailure()) {
+        try {
+          index(call.getMethod(), call.getParams(), call.getResults(), epochs);
+        } catch (const ProxyError& e) {
+          // A damaged answer (a Bulk whose size or compression is wrong) is the recording's
+          // fault, not the server's: the replay names the entry and stops before it starts.
+          throw RecordFileError("entry " + std::to_string(entry) + " (the debugger's answer to " +
+                                kMethodNames[call.getMethod()] + ") is damaged: " + e.what());
+        }
+      }
       exact_[{call.getMethod(), canonical(call.getParams())}].push_back(calls_.size() - 1);
     }
   }

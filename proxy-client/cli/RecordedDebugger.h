@@ -42,7 +42,8 @@ namespace mqd::client {
 
 class RecordedDebugger {
  public:
-  // Indexes every DebuggerCall of `recording` (which must outlive this object).
+  // Indexes every DebuggerCall of `recording` (which must outlive this object). Throws
+  // RecordFileError, naming the entry but not the file, when a recorded answer is damaged.
   explicit RecordedDebugger(const RecordReader& recording);
 
   // The capability to hand the server; it refers to this object, which must outlive it.

@@ -421,6 +421,9 @@ int replayCommand(const ClientConfig& config, const std::vector<std::string>& ar
     std::fflush(stdout);
     replay.report(options.stats);
     return replay.exitStatus();
+  } catch (const RecordFileError& e) {
+    std::fprintf(stderr, "mqd-proxy replay: %s: %s\n", options.file.c_str(), e.what());
+    return 2;
   } catch (const kj::Exception& e) {
     std::fprintf(stderr, "mqd-proxy replay: %s: %s\n", options.file.c_str(),
                  e.getDescription().cStr());

@@ -4,6 +4,9 @@
 //   mqd-record-tamper IN OUT memory   every byte of target memory the debugger answered is 0
 //   mqd-record-tamper IN OUT result   the first recorded mqs_update_communicator_list that
 //                                     returned mqs_ok says it returned mqs_no_information
+//   mqd-record-tamper IN OUT damage   the first block of target memory the debugger answered
+//                                     holds one byte fewer than its declared size (a damaged
+//                                     recording: replay must refuse it, not crash)
 //
 // Exit status 0 when the copy was written (and something was changed), 1 otherwise.
 #include <capnp/message.h>
@@ -49,14 +52,25 @@ bool zeroMemory(record::DebuggerCall::Builder call) {
   return false;
 }
 
+bool damageBlock(record::DebuggerCall::Builder call) {
+  if (call.getMethod() != kFetchBlocks) return false;
+  for (auto block : call.getResults().getAs<wire::Debugger::FetchBlocksResults>().getBlocks()) {
+    auto data = block.getData();
+    if (block.getRc() != mqs_ok || data.getSize() == 0) continue;
+    data.initRaw(data.getSize() - 1);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 || (std::strcmp(argv[3], "memory") != 0 && std::strcmp(argv[3], "result") != 0)) {
-    std::fprintf(stderr, "usage: mqd-record-tamper IN OUT memory|result\n");
+  std::string mode = argc == 4 ? argv[3] : "";
+  if (mode != "memory" && mode != "result" && mode != "damage") {
+    std::fprintf(stderr, "usage: mqd-record-tamper IN OUT memory|result|damage\n");
     return 2;
   }
-  std::string mode = argv[3];
   try {
     RecordReader in(argv[1]);
     RecordWriter out(argv[2]);
@@ -70,6 +84,8 @@ int main(int argc, char** argv) {
       auto entry = message.getRoot<record::Entry>();
       if (mode == "memory" && entry.isDebuggerCall()) {
         if (zeroMemory(entry.getDebuggerCall())) ++changed;
+      } else if (mode == "damage" && changed == 0 && entry.isDebuggerCall()) {
+        if (damageBlock(entry.getDebuggerCall())) ++changed;
       } else if (mode == "result" && changed == 0 && entry.isSessionReturn() &&
                  entry.getSessionReturn().getMethod() == kUpdateCommunicatorList &&
                  !entry.getSessionReturn().hasFailure()) {

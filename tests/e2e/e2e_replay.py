@@ -170,6 +170,13 @@ def main():
                   % (mode, rc, first[0] if first else err.strip()))
             if rc != 1 or not first:
                 problems.append("a recording tampered with (%s) replayed with exit %d" % (mode, rc))
+        damaged = os.path.join(work, "tampered-damage.mqdrec")
+        subprocess.run([args.tamper, recording, damaged, "damage"], check=True,
+                       stdout=subprocess.DEVNULL)
+        rc, out, err, _ = replay(cli, endpoint, damaged)
+        print("replay of a recording with a damaged block: exit %d; %s" % (rc, err.strip()))
+        if rc != 2 or damaged not in err or "is damaged" not in err:
+            problems.append("a recording with a damaged block replayed with exit %d" % rc)
         cut = os.path.join(work, "cut.mqdrec")
         with open(recording, "rb") as f, open(cut, "wb") as g:
             g.write(f.read(10))

@@ -76,6 +76,23 @@ class RecordingBuilder {
       call.getResults().initAs<wire::Debugger::FetchDataResults>().setRc(kRefused);
     });
   }
+  // A block answered with mqs_ok whose raw bytes are fewer than the size it declares: what a
+  // damaged or forged recording can hold, never what the shim writes.
+  void damagedBlock(uint64_t process, uint64_t address) {
+    add([&](record::Entry::Builder e) {
+      auto call = e.initDebuggerCall();
+      call.setMethod(kFetchBlocks);
+      auto p = call.getParams().initAs<wire::Debugger::FetchBlocksParams>();
+      p.setProcess(process);
+      p.initBlocks(1)[0].setAddress(address);
+      auto answer = call.getResults().initAs<wire::Debugger::FetchBlocksResults>().initBlocks(1)[0];
+      answer.setRc(mqs_ok);
+      answer.setAddress(address);
+      auto data = answer.initData();
+      data.setSize(64);
+      data.initRaw(8);
+    });
+  }
   void flush() { writer_.flush(); }
 
  private:
@@ -203,4 +220,22 @@ TEST_CASE("RecordedDebugger: memory by range and epoch, look-ups in any recorded
                        kj::Exception);
   CHECK(answers.counts().unrecorded == 2);
   CHECK(answers.counts().otherEpoch == 0);
+}
+
+TEST_CASE("RecordedDebugger: a damaged recorded answer is the recording's error, naming the entry") {
+  harness::TempDir dir;
+  std::string path = dir / "damaged.mqdrec";
+  {
+    RecordingBuilder r(path);
+    r.update(1);
+    r.block(1, 0x10000, 0x100, 0);
+    r.damagedBlock(1, 0x20000);
+    r.flush();
+  }
+  RecordReader recording(path);
+  // Entries: the header is not one; update, the good block, then the damaged one (entry 3).
+  CHECK_THROWS_WITH_AS(RecordedDebugger{recording},
+                       doctest::Contains("entry 3 (the debugger's answer to fetchBlocks) is "
+                                         "damaged: bulk size mismatch"),
+                       RecordFileError);
 }
