@@ -4,13 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "Cli.h"
 #include "Log.h"
 #include "ProxyErrors.h"
-#include "Replay.h"
 #include "Replay.h"
 
 using namespace mqd;
@@ -154,6 +154,11 @@ int main(int argc, char** argv) {
     return chosen->run(c);
   } catch (const kj::Exception& e) {
     std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(e).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    // Each command reports its own failures; one that escapes is a bug, but it is still said
+    // in a sentence and an exit status, never an abort and a core file.
+    std::fprintf(stderr, "mqd-proxy: %s failed: %s\n", command.c_str(), e.what());
     return 1;
   }
 }
