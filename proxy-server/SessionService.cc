@@ -55,6 +55,13 @@ SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::C
 }
 
 SessionService::~SessionService() noexcept(false) {
+  // A DLL call can still be suspended on its fiber, waiting for the debugger, when the session
+  // ends under it (the connection closed). Cancel it first, while the objects and the DLL's
+  // infos it works on are alive: its pending callback fails and it returns. Destroying the
+  // infos under it, and only then cancelling it, let it resume on freed memory (found by
+  // fuzz_server_connection). The queue holds the last reference to the fiber: the calls'
+  // own branches went with their call contexts, which held this service.
+  queue_ = nullptr;  // not a new promise: the event loop may already be gone
   learned_.save(remote_.lookupsSeen());
   objects_.forEachProcess([this](RemoteProcess& p) {
     if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->currentWindows());
@@ -162,7 +169,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
           }
         }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); }));
   };
-  auto result = queue_.addBranch().then(kj::mv(run)).fork();
+  auto result = KJ_ASSERT_NONNULL(queue_).addBranch().then(kj::mv(run)).fork();
   queue_ = result.addBranch().catch_([](kj::Exception&&) {}).fork();
   return result.addBranch();
 }

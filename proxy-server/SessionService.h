@@ -99,7 +99,8 @@ class SessionService final : public wire::Session::Server {
   std::set<uint64_t> learnedMemoryUsed_;   // processes whose learned memory was asked for
   size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
-  kj::ForkedPromise<void> queue_;
+  // The DLL calls, one after another (runDll); null once the session is ending.
+  kj::Maybe<kj::ForkedPromise<void>> queue_;
   bool basicCallbacksSet_ = false;
 };
 
