@@ -7,7 +7,8 @@
 # find_*, find_package and pkg-config look-up is confined to the sysroot: a foreign build must
 # never pick up this host's headers or libraries (tools/cross/check-confined.cmake checks the
 # result). ctest runs target programs through CMAKE_CROSSCOMPILING_EMULATOR: qemu-<arch> -L
-# SYSROOT, or for i686 the sysroot's own dynamic loader (the kernel runs i386 code natively).
+# SYSROOT; for i686 the sysroot's own dynamic loader where the kernel runs i386 programs, else
+# qemu-i386 (see below).
 #
 # Input: MQD_SYSROOT (cache variable or environment variable), an absolute path.
 if(NOT MQD_SYSROOT AND DEFINED ENV{MQD_SYSROOT})
@@ -48,9 +49,42 @@ foreach(kind EXE SHARED MODULE)
 endforeach()
 
 if(MQD_CROSS_EMULATOR_KIND STREQUAL "loader")
-  set(CMAKE_CROSSCOMPILING_EMULATOR
-      "${MQD_SYSROOT}/lib/${MQD_CROSS_LOADER}" --library-path
-      "${MQD_SYSROOT}/usr/lib/${MQD_CROSS_TRIPLE}:${MQD_SYSROOT}/lib/${MQD_CROSS_TRIPLE}")
+  # i386 programs (the 32-bit debugger side) run natively only where the kernel executes them:
+  # IA-32 emulation, which many cloud, container and hardened kernels turn off (execve then
+  # fails with ENOEXEC). Decide by trying, once per build directory: run the sysroot's own
+  # dynamic loader, an i386 program like any other. Where it runs, ctest runs the tests through
+  # it; where it does not, through qemu-i386 (qemu-user, which the cross tests install anyway).
+  # MQD_CROSS_RUNNER records the choice and MQD_CROSS_RUNNER_WHY the probe's answer;
+  # tests/cross/run-cross-tests.sh prints them before the tests run.
+  set(loader "${MQD_SYSROOT}/lib/${MQD_CROSS_LOADER}")
+  set(libpath "${MQD_SYSROOT}/usr/lib/${MQD_CROSS_TRIPLE}:${MQD_SYSROOT}/lib/${MQD_CROSS_TRIPLE}")
+  if(NOT DEFINED CACHE{MQD_CROSS_RUNNER})
+    execute_process(COMMAND "${loader}" --version RESULT_VARIABLE probe_rc
+                    OUTPUT_QUIET ERROR_VARIABLE probe_err)
+    string(STRIP "${probe_err}" probe_err)
+    if(probe_rc EQUAL 0)
+      set(runner native)
+      set(why "the kernel runs i386 programs (${loader} --version exits 0)")
+    else()
+      set(runner qemu-i386)
+      set(why "the kernel refuses i386 programs (${loader} --version: ${probe_rc} ${probe_err})")
+    endif()
+    set(MQD_CROSS_RUNNER ${runner} CACHE STRING "How i386 programs run here: native or qemu-i386")
+    set(MQD_CROSS_RUNNER_WHY "${why}" CACHE STRING "The probe that chose MQD_CROSS_RUNNER")
+    message(STATUS "i386 programs run ${runner}: ${why}")
+  endif()
+  if(MQD_CROSS_RUNNER STREQUAL "native")
+    set(CMAKE_CROSSCOMPILING_EMULATOR "${loader}" --library-path "${libpath}")
+  else()
+    find_program(MQD_QEMU_I386 qemu-i386)
+    if(NOT MQD_QEMU_I386)
+      message(FATAL_ERROR "This kernel does not run i386 programs (${MQD_CROSS_RUNNER_WHY}), "
+                          "and qemu-i386 is missing: install qemu-user "
+                          "(tools/install-deps.sh --cross)")
+    endif()
+    set(CMAKE_CROSSCOMPILING_EMULATOR "${MQD_QEMU_I386}" -L "${MQD_SYSROOT}"
+        -E "LD_LIBRARY_PATH=${libpath}")
+  endif()
 else()
   set(CMAKE_CROSSCOMPILING_EMULATOR ${MQD_CROSS_EMULATOR_KIND} -L "${MQD_SYSROOT}")
 endif()

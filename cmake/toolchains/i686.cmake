@@ -1,6 +1,6 @@
-# Cross build for 32-bit x86 (Debian i386): the 32-bit debugger side. The kernel runs i386 code
-# natively, so programs run through the sysroot's own loader rather than qemu. See
-# cross-common.cmake.
+# Cross build for 32-bit x86 (Debian i386): the 32-bit debugger side. Its programs run through
+# the sysroot's own loader where the kernel executes i386 programs, else under qemu-i386 (the
+# toolchain probes which, see cross-common.cmake).
 set(MQD_CROSS_TRIPLE i386-linux-gnu)
 set(MQD_CROSS_PROCESSOR i686)
 set(MQD_CROSS_EMULATOR_KIND loader)

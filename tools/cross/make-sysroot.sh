@@ -51,15 +51,42 @@ apt_opts=(
   -o "Dir::Etc::PreferencesParts=$apt_dir/preferences.d" -o "APT::Install-Recommends=false"
   -o "Debug::NoLocking=true" -o "Acquire::Languages=none" -o "APT::Sandbox::User=root"
 )
-# Some indexes may be missing for an architecture (bookworm-security has no s390x) or a mirror
-# may be mid-sync: tolerate failures as long as the main suite's index arrived.
-apt-get "${apt_opts[@]}" -qq update || true
-if ! ls "$apt_dir/lists/" | grep -q "_dists_bookworm_main_binary-${arch}_Packages"; then
-  echo "make-sysroot: no package index for bookworm/main/$arch" >&2
+# A mirror may be mid-sync (an index or a package of "unexpected size", a hash sum mismatch):
+# each step is tried again after a pause. Indexes other than bookworm/main's (security and
+# updates) are optional: bookworm-security has no s390x, and without them apt takes the
+# packages from main, a consistent set. Only a package the sysroot needs that cannot be had
+# after every try stops the script, with a sentence saying which.
+# MQD_SYSROOT_PAUSES (seconds before each try, default "0 10 30 60") is for tests.
+read -r -a pauses <<< "${MQD_SYSROOT_PAUSES:-0 10 30 60}"
+main_index() { ls "$apt_dir/lists/" | grep -q "_dists_bookworm_main_binary-${arch}_Packages"; }
+for pause in "${pauses[@]}"; do
+  sleep "$pause"
+  rm -rf "$apt_dir/lists" && mkdir -p "$apt_dir/lists/partial"
+  if apt-get "${apt_opts[@]}" -qq update 2>"$apt_dir/update.err"; then break; fi
+  if main_index; then
+    echo "make-sysroot: some optional $arch indexes are missing (apt said: $(tr '\n' ' ' < "$apt_dir/update.err" | cut -c1-300)); using bookworm/main" >&2
+    break
+  fi
+  echo "make-sysroot: no bookworm/main index for $arch yet (apt said: $(tr '\n' ' ' < "$apt_dir/update.err" | cut -c1-300)); trying again" >&2
+done
+if ! main_index; then
+  echo "make-sysroot: cannot get the package index of bookworm/main for $arch after ${#pauses[@]} tries; is a Debian mirror reachable? (apt said: $(tr '\n' ' ' < "$apt_dir/update.err" | cut -c1-500))" >&2
   exit 1
 fi
-apt-get "${apt_opts[@]}" -qq -y --download-only install "${closure[@]}"
-(cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" -qq download "${single[@]}")
+fetched=
+for pause in "${pauses[@]}"; do
+  sleep "$pause"
+  if apt-get "${apt_opts[@]}" -qq -y --download-only install "${closure[@]}" 2>"$apt_dir/get.err" &&
+     (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" -qq download "${single[@]}") 2>>"$apt_dir/get.err"; then
+    fetched=yes
+    break
+  fi
+  echo "make-sysroot: downloading the $arch packages failed (apt said: $(tr '\n' ' ' < "$apt_dir/get.err" | cut -c1-300)); trying again" >&2
+done
+if [ -z "$fetched" ]; then
+  echo "make-sysroot: cannot download the packages the $arch sysroot needs (${closure[*]} ${single[*]}) after ${#pauses[@]} tries (apt said: $(tr '\n' ' ' < "$apt_dir/get.err" | cut -c1-500))" >&2
+  exit 1
+fi
 
 n=0
 for deb in "$apt_dir"/archives/*.deb "$apt_dir"/debs/*.deb; do
