@@ -344,12 +344,4 @@ std::vector<DebuggerSide::LookupResult> DebuggerSide::lookUp(
   return out;
 }
 
-DebuggerSide::Attributes DebuggerSide::attributes(uint64_t process) {
-  Attributes a;
-  a.image = getImage(process);
-  a.globalRank = getGlobalRank(process);
-  a.typeSizes = getTypeSizes(process);
-  return a;
-}
-
 }  // namespace mqd::client

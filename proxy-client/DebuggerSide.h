@@ -116,15 +116,6 @@ class DebuggerSide {
   };
   std::vector<LookupResult> lookUp(uint64_t image, const std::vector<LookupRequest>& requests);
 
-  // What a server may want of a process without asking (policies call and epoch): its image,
-  // MPI_COMM_WORLD rank and basic type sizes, from the debugger's own callbacks.
-  struct Attributes {
-    uint64_t image = 0;
-    int globalRank = MQS_INVALID_PROCESS;
-    std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> typeSizes;
-  };
-  Attributes attributes(uint64_t process);
-
  private:
   const mqs_image_callbacks* imageTable(uint64_t image) const;
   const mqs_process_callbacks* processTable(uint64_t process) const;

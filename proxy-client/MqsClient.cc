@@ -594,28 +594,11 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
 }
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
-  // Sent along, so that the server never has to ask (cache policies call and epoch).
-  bool withAttributes = config_.cache != wire::CachePolicy::OFF;
-  DebuggerSide::Attributes attributes;
-  if (withAttributes) attributes = side_.attributes(token);
   auto reply = roundTrip<wire::Session::SetupProcessResults>(
-      "mqs_setup_process",
-      [token, bigEndian, withAttributes, &attributes](wire::Session::Client& s) {
+      "mqs_setup_process", [token, bigEndian](wire::Session::Client& s) {
         auto r = s.setupProcessRequest();
         r.setProcess(token);
         r.setTargetBigEndian(bigEndian);
-        r.setHasAttributes(withAttributes);
-        auto a = r.initAttributes();
-        a.setImage(attributes.image);
-        a.setGlobalRank(attributes.globalRank);
-        auto sizes = a.initTypeSizes(static_cast<unsigned>(attributes.typeSizes.size()));
-        for (unsigned i = 0; i < sizes.size(); ++i) {
-          if (attributes.typeSizes[i]) {
-            sizes[i].setValue(*attributes.typeSizes[i]);
-          } else {
-            sizes[i].setUntouched();
-          }
-        }
         return r.send();
       });
   return resultOf(reply, reply.get().getRc());

@@ -55,12 +55,21 @@ struct RemoteProcess {
   bool setUp = false;           // mqs_setup_process was called for it in this session
   bool targetBigEndian = false; // learned once, at set-up
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
-  // Attributes the debugger gave (cache policies call and epoch).
+  // The debugger's answers about the process, kept as long as it cannot answer differently
+  // (cache policies call and epoch; docs: "Answers the proxy asks for or keeps"). Each is
+  // asked for when the DLL first asks, never ahead.
+  //   Kept while the process stays set up (reset by mqs_setup_process): its image and type
+  //   sizes, facts of its executable that every DLL needs from its set-up on.
   std::optional<uint64_t> image;
-  std::optional<int> globalRank;
   std::optional<TypeSizes> typeSizes;
-  std::optional<uint64_t> job;
-  std::optional<int> identity;
+  //   Kept for one mqs_* call only: its MPI rank, job and identity, which a debugger may learn
+  //   after the set-up (padb's minfo tells the rank only once mqs_setup_process returned) or
+  //   change (mqs_set_process_identity).
+  struct CallAnswers {
+    std::optional<int> globalRank;
+    std::optional<uint64_t> job;
+    std::optional<int> identity;
+  } call;
   std::unique_ptr<TargetMemory> memory;  // created at set-up when memory is cached
 };
 

@@ -30,6 +30,20 @@ mqs_taddr_t toTaddr(uint64_t value) {
   return static_cast<mqs_taddr_t>(value);
 }
 
+// One process attribute: from `kept` when the policy caches and it is there, else asked for
+// (and kept, when the policy caches).
+template <typename T, typename Ask>
+T attribute(bool caches, std::optional<T>& kept, Ask&& ask) {
+  if (caches && kept) {
+    Metrics::add(Count::ProcessHits);
+    return *kept;
+  }
+  if (caches) Metrics::add(Count::ProcessMisses);
+  T value = ask();
+  if (caches) kept = value;
+  return value;
+}
+
 void hit(bool cached, Count hitCounter, Count missCounter) {
   Metrics::add(cached ? hitCounter : missCounter);
 }
@@ -163,26 +177,22 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
 
 void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
                                   mqs_target_type_sizes* sizes) {
-  if (!caches() || !process.typeSizes) {
-    if (caches()) Metrics::add(Count::ProcessMisses);
+  TypeSizes answer = attribute(caches(), process.typeSizes, [&]() {
     auto request = client_.getTypeSizesRequest();
     request.setProcess(process.token);
     auto response = await(call, request);
-    TypeSizes answer;
+    TypeSizes asked;
     auto list = response.getSizes();
-    for (unsigned i = 0; i < list.size() && i < answer.size(); ++i) {
-      if (list[i].isValue()) answer[i] = list[i].getValue();
+    for (unsigned i = 0; i < list.size() && i < asked.size(); ++i) {
+      if (list[i].isValue()) asked[i] = list[i].getValue();
     }
-    process.typeSizes = answer;
-  } else {
-    Metrics::add(Count::ProcessHits);
-  }
+    return asked;
+  });
   if (sizes == nullptr) return;
   int* fields = &sizes->short_size;
-  for (size_t i = 0; i < process.typeSizes->size(); ++i) {
-    if ((*process.typeSizes)[i]) fields[i] = *(*process.typeSizes)[i];
+  for (size_t i = 0; i < answer.size(); ++i) {
+    if (answer[i]) fields[i] = *answer[i];
   }
-  if (!caches()) process.typeSizes.reset();
 }
 
 // ---- memory ----
@@ -311,75 +321,54 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
   }
 }
 
-void RemoteDebugger::forgetCallMemory(RemoteProcess& process) {
-  if (options_.policy == wire::CachePolicy::CALL && process.memory) process.memory->newEpoch();
+// ---- lifetimes of what is kept ----
+
+void RemoteDebugger::startCall(DebuggerObjects& objects) {
+  errorTexts_.clear();
+  objects.forEachProcess([this](RemoteProcess& p) {
+    p.call = {};
+    if (options_.policy == wire::CachePolicy::CALL && p.memory) p.memory->newEpoch();
+  });
+}
+
+void RemoteDebugger::processSetUp(RemoteProcess& process) {
+  process.image.reset();
+  process.typeSizes.reset();
+  process.call = {};
 }
 
 // ---- process attributes ----
 
-void RemoteDebugger::adoptAttributes(RemoteProcess& process,
-                                     wire::ProcessAttributes::Reader attributes) {
-  if (!caches()) return;
-  process.image = attributes.getImage();
-  process.globalRank = attributes.getGlobalRank();
-  TypeSizes sizes;
-  auto list = attributes.getTypeSizes();
-  for (unsigned i = 0; i < list.size() && i < sizes.size(); ++i) {
-    if (list[i].isValue()) sizes[i] = list[i].getValue();
-  }
-  process.typeSizes = sizes;
-}
-
 int RemoteDebugger::globalRank(DllCall& call, RemoteProcess& process) {
-  if (caches() && process.globalRank) {
-    Metrics::add(Count::ProcessHits);
-    return *process.globalRank;
-  }
-  if (caches()) Metrics::add(Count::ProcessMisses);
-  auto request = client_.getGlobalRankRequest();
-  request.setProcess(process.token);
-  int rank = await(call, request).getRank();
-  if (caches()) process.globalRank = rank;
-  return rank;
+  return attribute(caches(), process.call.globalRank, [&]() {
+    auto request = client_.getGlobalRankRequest();
+    request.setProcess(process.token);
+    return await(call, request).getRank();
+  });
 }
 
 uint64_t RemoteDebugger::image(DllCall& call, RemoteProcess& process) {
-  if (caches() && process.image) {
-    Metrics::add(Count::ProcessHits);
-    return *process.image;
-  }
-  if (caches()) Metrics::add(Count::ProcessMisses);
-  auto request = client_.getImageRequest();
-  request.setProcess(process.token);
-  uint64_t token = await(call, request).getImage();
-  if (caches()) process.image = token;
-  return token;
+  return attribute(caches(), process.image, [&]() {
+    auto request = client_.getImageRequest();
+    request.setProcess(process.token);
+    return await(call, request).getImage();
+  });
 }
 
 uint64_t RemoteDebugger::job(DllCall& call, RemoteProcess& process) {
-  if (caches() && process.job) {
-    Metrics::add(Count::ProcessHits);
-    return *process.job;
-  }
-  if (caches()) Metrics::add(Count::ProcessMisses);
-  auto request = client_.getProcessJobRequest();
-  request.setProcess(process.token);
-  uint64_t token = await(call, request).getJob();
-  if (caches()) process.job = token;
-  return token;
+  return attribute(caches(), process.call.job, [&]() {
+    auto request = client_.getProcessJobRequest();
+    request.setProcess(process.token);
+    return await(call, request).getJob();
+  });
 }
 
 int RemoteDebugger::identity(DllCall& call, RemoteProcess& process) {
-  if (caches() && process.identity) {
-    Metrics::add(Count::ProcessHits);
-    return *process.identity;
-  }
-  if (caches()) Metrics::add(Count::ProcessMisses);
-  auto request = client_.getProcessIdentityRequest();
-  request.setProcess(process.token);
-  int identity = await(call, request).getIdentity();
-  if (caches()) process.identity = identity;
-  return identity;
+  return attribute(caches(), process.call.identity, [&]() {
+    auto request = client_.getProcessIdentityRequest();
+    request.setProcess(process.token);
+    return await(call, request).getIdentity();
+  });
 }
 
 uint64_t RemoteDebugger::process(DllCall& call, RemoteJob& job, int index) {
@@ -392,25 +381,18 @@ uint64_t RemoteDebugger::process(DllCall& call, RemoteJob& job, int index) {
 // ---- basic ----
 
 char* RemoteDebugger::errorString(DllCall& call, int code) {
-  if (caches()) {
-    auto it = errorTexts_.find(code);
-    if (it != errorTexts_.end()) {
-      Metrics::add(Count::LookupHits);
-      return errorTextNull_[code] ? nullptr : strings_.intern(it->second);
-    }
-    Metrics::add(Count::LookupMisses);
+  auto kept = errorTexts_.find(code);
+  if (caches()) Metrics::add(kept != errorTexts_.end() ? Count::LookupHits : Count::LookupMisses);
+  if (!caches() || kept == errorTexts_.end()) {
+    auto request = client_.errorStringRequest();
+    request.setCode(code);
+    auto answer = await(call, request).getText();
+    std::optional<std::string> text;
+    if (answer.isText()) text = std::string(answer.getText());
+    if (!caches()) return text ? strings_.intern(*text) : nullptr;
+    kept = errorTexts_.emplace(code, std::move(text)).first;
   }
-  auto request = client_.errorStringRequest();
-  request.setCode(code);
-  auto response = await(call, request);  // owns the message `text` points into
-  auto text = response.getText();
-  bool isNull = !text.isText();
-  std::string value = isNull ? "" : std::string(text.getText());
-  if (caches()) {
-    errorTexts_[code] = value;
-    errorTextNull_[code] = isNull;
-  }
-  return isNull ? nullptr : strings_.intern(value);
+  return kept->second ? strings_.intern(*kept->second) : nullptr;
 }
 
 void RemoteDebugger::notify(DllCall& call, Effect effect) {

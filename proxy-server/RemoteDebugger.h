@@ -6,8 +6,10 @@
 // on the DLL call's fiber otherwise:
 //
 //   policy off    every callback is a round trip (the naive baseline);
-//   policy call   symbol and type look-ups, process attributes and error texts are kept for the
-//                 session; target memory is read in blocks and kept for one mqs_* call;
+//   policy call   symbol and type look-ups are kept for the session, a process's image and type
+//                 sizes while it stays set up, its rank, job and identity and the debugger's
+//                 error texts for one mqs_* call; target memory is read in blocks and kept for
+//                 one mqs_* call;
 //   policy epoch  target memory is kept for the epoch (SessionService decides when one ends),
 //                 the blocks of the previous epoch are fetched ahead in one round trip, and
 //                 look-ups learned in earlier sessions with the same DLL are fetched ahead at
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -69,17 +72,20 @@ class RemoteDebugger {
   // dprints, put_*_info, DLL output: recorded (walks) or sent without waiting.
   void notify(DllCall& call, Effect effect);
 
+  // ---- lifetimes of what is kept ----
+  // A new mqs_* call begins: answers kept for one call are dropped (process ranks, jobs and
+  // identities, error texts, and in policy call target memory).
+  void startCall(DebuggerObjects& objects);
+  // The process is (re)set up: every answer kept about it is dropped.
+  void processSetUp(RemoteProcess& process);
+
   // ---- epochs and prefetch ----
-  // The process was (re)set up with these attributes from the shim (policy call or epoch).
-  void adoptAttributes(RemoteProcess& process, wire::ProcessAttributes::Reader attributes);
   // Starts a fresh memory for the process (at set-up and, in policy epoch, at every
   // mqs_update_communicator_list); in policy epoch asks again, at once, for what the previous
   // epoch read, or, at the process's first epoch in this session, for `learned` (what an
   // earlier session's last epoch of this same process read).
   void newEpoch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& learned = {});
-  // Policy call: memory lives for one mqs_* call.
-  void forgetCallMemory(RemoteProcess& process);
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
   static constexpr uint64_t kPrefetchBatchBytes = 16u << 20;
@@ -101,8 +107,9 @@ class RemoteDebugger {
   wire::Debugger::Client client_;
   Options options_;
   StringPool strings_;
-  std::map<int, std::string> errorTexts_;
-  std::map<int, bool> errorTextNull_;
+  // The debugger's errorstring answers, for one mqs_* call (a debugger may put the detail of
+  // its last failure in the text). nullopt: it returned NULL.
+  std::map<int, std::optional<std::string>> errorTexts_;
   std::map<std::pair<uint64_t, std::string>, int> fieldOffsets_;
   std::map<uint64_t, int> sizes_;
   std::map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> (name, lang)

@@ -153,8 +153,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
         [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
           AsanFiber onFiber(kFiberStackBytes);
           DllCall call(*this, waitScope, entryPoint);
-          // Policy call: target memory is only trusted within one call.
-          objects_.forEachProcess([this](RemoteProcess& p) { remote_.forgetCallMemory(p); });
+          remote_.startCall(objects_);
           try {
             Metrics::add(Count::DllCalls);
             body(call);
@@ -242,7 +241,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     RemoteProcess& process = objects_.process(params.getProcess());
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
-    if (params.getHasAttributes()) remote_.adoptAttributes(process, params.getAttributes());
+    remote_.processSetUp(process);
     startEpoch(call, process, false);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
@@ -463,7 +462,7 @@ kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext c
     auto fn = require(dll_->entry().mqs_set_process_identity, call.entryPoint());
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
-    process.identity.reset();  // the debugger's answer may change with it
+    process.call.identity.reset();  // the debugger's answer may change with it
     int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
     auto results = context.getResults();
     results.setRc(rc);

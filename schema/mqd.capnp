@@ -26,7 +26,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("mqd::wire");
 
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;
 # Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
 
 # ---------------------------------------------------------------------------------------------
@@ -271,13 +271,6 @@ struct LookupAnswer {
   value @3 :Int32;        # field: offset; sizeOf: size
 }
 
-struct ProcessAttributes {
-  # What the shim knows of a process at set-up, sent along so that the server never asks.
-  image @0 :UInt64;
-  globalRank @1 :Int32;
-  typeSizes @2 :List(OutInt);
-}
-
 struct LearnedLookups {
   # What sessions with one vendor DLL have looked up, kept by the server between sessions
   # (--state-dir) so that the next session can ask for it all in one round trip.
@@ -326,8 +319,9 @@ struct ServerDescription {
 enum CachePolicy {
   # What the server may answer without asking the debugger (MQD_PROXY_CACHE).
   off @0;    # nothing: every callback is a round trip (the naive baseline)
-  call @1;   # symbols, types and process attributes for the session; target memory within
-             # one mqs_* call
+  call @1;   # symbols and types for the session, a process's image and type sizes while it
+             # stays set up, its rank, job and identity for one mqs_* call; target memory
+             # within one mqs_* call
   epoch @2;  # also target memory for an epoch (from mqs_update_communicator_list to the next,
              # or from mqs_setup_process to the first), learned look-ups, block prefetch and
              # the recorded communicator walk
@@ -403,11 +397,11 @@ interface Session {
   imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString);
   destroyImageInfo @4 (info :UInt64) -> ();
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool, attributes :ProcessAttributes,
-                   hasAttributes :Bool)
-      -> (rc :Int32);
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool) -> (rc :Int32);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
+  # Nothing else about the process comes with it: the server asks the debugger when the DLL
+  # asks (its image, rank, type sizes, ...), so that no answer is taken before it is valid.
 
   processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString);
   destroyProcessInfo @7 (info :UInt64) -> ();

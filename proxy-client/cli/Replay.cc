@@ -161,6 +161,8 @@ void SessionReplay::run() {
         auto call = e.getDebuggerCall();
         if (RecordedDebugger::Notifications::is(call.getMethod())) {
           recordedNotifications_.add(call.getMethod(), call.getParams());
+        } else if (!call.hasFailure()) {
+          dump_.debuggerAnswer(call.getMethod(), call.getParams(), call.getResults());
         }
         break;
       }

@@ -1,5 +1,7 @@
 #include "ReplayedDump.h"
 
+#include <capnp/schema.h>
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -139,10 +141,6 @@ void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
       Process& process = this->process(p.getProcess());
       process.setupRc =
           results ? results->getAs<wire::Session::SetupProcessResults>().getRc() : failedCode;
-      if (p.getHasAttributes()) {
-        process.attributeRank = p.getAttributes().getGlobalRank();
-        process.image = p.getAttributes().getImage();
-      }
       return;
     }
     case kProcessHasQueues:
@@ -193,6 +191,24 @@ void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
   }
 }
 
+void ReplayedDump::debuggerAnswer(uint16_t method, capnp::AnyPointer::Reader params,
+                                  capnp::AnyPointer::Reader results) {
+  static const uint16_t getImage =
+      capnp::Schema::from<wire::Debugger>().getMethodByName("getImage").getOrdinal();
+  static const uint16_t getGlobalRank =
+      capnp::Schema::from<wire::Debugger>().getMethodByName("getGlobalRank").getOrdinal();
+  // A damaged entry only costs the dump these two facts (the replay's matching reports it).
+  kj::runCatchingExceptions([&]() {
+    if (method == getImage) {
+      process(params.getAs<wire::Debugger::GetImageParams>().getProcess()).image =
+          results.getAs<wire::Debugger::GetImageResults>().getImage();
+    } else if (method == getGlobalRank) {
+      process(params.getAs<wire::Debugger::GetGlobalRankParams>().getProcess()).rank =
+          results.getAs<wire::Debugger::GetGlobalRankResults>().getRank();
+    }
+  });
+}
+
 template <typename Results>
 void ReplayedDump::note(HasQueues& out, const capnp::AnyPointer::Reader* results,
                         int failedCode) {
@@ -233,7 +249,7 @@ std::vector<ProcessView> ReplayedDump::processes() const {
     ProcessView view;
     view.inferior = static_cast<int>(number(p.label, "inferior", p.order + 1));
     view.pid = number(p.label, "pid", 0);
-    view.rank = number(p.label, "rank", p.attributeRank);
+    view.rank = number(p.label, "rank", p.rank);
     view.dll = dll_;
     auto fail = [&view](const std::string& why) {
       view.failed = true;

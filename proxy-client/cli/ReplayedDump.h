@@ -68,6 +68,11 @@ class ReplayedDump {
   void add(uint16_t method, capnp::AnyPointer::Reader params,
            const capnp::AnyPointer::Reader* results, int failedCode);
 
+  // A recorded Debugger answer (method: its ordinal in mqd.capnp): the process's image and
+  // rank, where the DLL asked for them.
+  void debuggerAnswer(uint16_t method, capnp::AnyPointer::Reader params,
+                      capnp::AnyPointer::Reader results);
+
   std::vector<ProcessView> processes() const;
 
  private:
@@ -94,7 +99,7 @@ class ReplayedDump {
     int order = 0;
     int setupRc = 0;
     HasQueues hasQueues;
-    int64_t attributeRank = MQS_INVALID_PROCESS;
+    int64_t rank = MQS_INVALID_PROCESS;  // the debugger's last answer, if the DLL asked
     uint64_t image = 0;
     std::map<std::string, std::string> label;
     std::unique_ptr<Refresh> refresh;

@@ -87,12 +87,14 @@ mqs_job_info* cbGetJobInfo(mqs_job* job) {
 
 void cbGetTypeSizes(mqs_process* process, mqs_target_type_sizes* sizes) {
   count("get_type_sizes");
+  h().early("get_type_sizes", processOf(process), false);
   std::vector<int> s = processOf(process)->target->typeSizes();
   int* out = &sizes->short_size;
   for (int i = 0; i < h().options().typeSizeInts; ++i) out[i] = s[static_cast<size_t>(i)];
 }
 int cbFindFunction(mqs_image* image, char* name, mqs_lang_code, mqs_taddr_t* addr) {
   count("find_function");
+  h().early("find_function", imageOf(image));
   const uint64_t* a = imageOf(image)->target->function(name);
   if (a == nullptr) return DebuggerHarness::kNoSymbol;
   if (addr != nullptr) *addr = static_cast<mqs_taddr_t>(*a);
@@ -100,6 +102,7 @@ int cbFindFunction(mqs_image* image, char* name, mqs_lang_code, mqs_taddr_t* add
 }
 int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
   count("find_symbol");
+  h().early("find_symbol", imageOf(image));
   const uint64_t* a = imageOf(image)->target->symbol(name);
   if (a == nullptr) return DebuggerHarness::kNoSymbol;
   if (addr != nullptr) *addr = static_cast<mqs_taddr_t>(*a);
@@ -107,6 +110,7 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
 }
 mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code) {
   count("find_type");
+  h().early("find_type", imageOf(image));
   const TargetModel::Type* t = imageOf(image)->target->type(name);
   return reinterpret_cast<mqs_type*>(const_cast<TargetModel::Type*>(t));
 }
@@ -127,14 +131,17 @@ int cbSizeof(mqs_type* type) {
 
 int cbGetGlobalRank(mqs_process* process) {
   count("get_global_rank");
+  if (h().early("get_global_rank", processOf(process), true)) return MQS_INVALID_PROCESS;
   return processOf(process)->globalRank;
 }
 mqs_image* cbGetImage(mqs_process* process) {
   count("get_image");
+  h().early("get_image", processOf(process), false);
   return reinterpret_cast<mqs_image*>(processOf(process)->image);
 }
 int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
   count("fetch_data");
+  h().early("fetch_data", processOf(process), false);
   if (size < 0) return DebuggerHarness::kUnmapped;
   return processOf(process)->target->read(addr, static_cast<size_t>(size), buf)
              ? static_cast<int>(mqs_ok)
@@ -142,14 +149,17 @@ int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
 }
 void cbTargetToHost(mqs_process* process, const void* in, void* out, int size) {
   count("target_to_host");
+  h().early("target_to_host", processOf(process), false);
   processOf(process)->target->targetToHost(in, out, size);
 }
 mqs_job* cbGetProcessJob(mqs_process* process) {
   count("get_process_job");
+  if (h().early("get_process_job", processOf(process), true)) return nullptr;
   return reinterpret_cast<mqs_job*>(processOf(process)->job);
 }
 int cbGetProcessIdentity(mqs_process* process) {
   count("get_process_identity");
+  if (h().early("get_process_identity", processOf(process), true)) return MQS_INVALID_PROCESS;
   return processOf(process)->identity;
 }
 
@@ -207,6 +217,21 @@ DebuggerHarness::~DebuggerHarness() {
   }
   dll_.reset();
   gActive = nullptr;
+}
+
+bool DebuggerHarness::early(const char* callback, Process* process, bool needsReturn) {
+  if (options_.timing == Timing::Always) return false;
+  if (process->setUpCalled && (!needsReturn || process->setUpReturned)) return false;
+  ++early_;
+  effects_.push_back(std::string("early ") + callback + "(" + process->name + ")");
+  return true;
+}
+
+bool DebuggerHarness::early(const char* callback, Image* image) {
+  if (options_.timing == Timing::Always || image->setUpCalled) return false;
+  ++early_;
+  effects_.push_back(std::string("early ") + callback + "(" + image->name + ")");
+  return true;
 }
 
 DebuggerHarness::Image* DebuggerHarness::addImage(TargetModel& target, const std::string& name) {

@@ -25,9 +25,22 @@ namespace mqd::harness {
 
 class DebuggerHarness {
  public:
+  // When this debugger's answers become valid.
+  enum class Timing {
+    // Every answer is valid from the start.
+    Always,
+    // padb's minfo: image queries are valid once mqs_setup_image was called for the image; a
+    // process's image, memory, byte order and type sizes once mqs_setup_process was called
+    // for it; its rank, job and identity only once that call has returned (minfo learns the
+    // rank after it). Before that, the rank is -1, the job NULL and the identity -1. Each
+    // callback that comes too early is logged in `effects` ("early get_global_rank(rank2)")
+    // and counted in earlyCallbacks().
+    AfterSetUp,
+  };
   struct Options {
     // Members of mqs_target_type_sizes this debugger writes: 5 (MPICH header) or 7 (Open MPI).
     int typeSizeInts = 7;
+    Timing timing = Timing::Always;
   };
 
   struct Job;
@@ -36,6 +49,7 @@ class DebuggerHarness {
     TargetModel* target;
     mqs_image_info* info = nullptr;
     std::string name;
+    bool setUpCalled = false;  // mqs_setup_image was called for it
   };
   struct Process {
     DebuggerHarness* owner;
@@ -46,6 +60,8 @@ class DebuggerHarness {
     Job* job = nullptr;
     mqs_process_info* info = nullptr;
     std::string name;
+    bool setUpCalled = false;    // mqs_setup_process was called for it
+    bool setUpReturned = false;  // ... and returned
   };
   struct Job {
     DebuggerHarness* owner;
@@ -62,6 +78,17 @@ class DebuggerHarness {
 
   MqsLibrary& dll() { return *dll_; }
   const Options& options() const { return options_; }
+
+  // The debugger is about to call mqs_setup_image / mqs_setup_process, or that call returned
+  // (see Timing).
+  void settingUp(Image* image) { image->setUpCalled = true; }
+  void settingUp(Process* process) { process->setUpCalled = true; }
+  void setUpReturned(Process* process) { process->setUpReturned = true; }
+  // Under Timing::AfterSetUp: whether `callback`, made now about `process` (or `image`), comes
+  // before its answer is valid; if so it is logged and counted.
+  bool early(const char* callback, Process* process, bool needsReturn);
+  bool early(const char* callback, Image* image);
+  long earlyCallbacks() const { return early_; }
 
   Image* addImage(TargetModel& target, const std::string& name);
   Process* addProcess(Image* image, int globalRank, const std::string& name);
@@ -104,6 +131,7 @@ class DebuggerHarness {
   std::map<const void*, int> infoNames_;
   int nextInfoName_ = 1;
   std::map<std::string, long> counts_;
+  long early_ = 0;
   std::set<std::thread::id> threads_;
   std::vector<mqs_image_info*> retiredImageInfos_;
   std::vector<mqs_process_info*> retiredProcessInfos_;

@@ -253,6 +253,7 @@ void layOut(TargetModel& t, const Job& job) {
   t.defineFunction("tmpi_debugger_hook", t.allocate(16));
   if (job.ignoreQueues) t.defineSymbol("tmpi_ignore_queues", t.allocate(4));
   if (job.warnOnStderr) t.defineSymbol("tmpi_warn_stderr", t.allocate(4));
+  if (job.lateIdentity) t.defineSymbol("tmpi_late_identity", t.allocate(4));
 }
 
 void replaceCommunicators(TargetModel& t, const Job& job) {

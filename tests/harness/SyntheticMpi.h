@@ -10,6 +10,9 @@
 //   tmpi_debugger_hook    a function (looked up with a NULL out-pointer)
 //   tmpi_ignore_queues    present only when Job::ignoreQueues (the DLL then refuses politely)
 //   tmpi_warn_stderr      present only when Job::warnOnStderr (the DLL prints to stderr)
+//   tmpi_late_identity    present only when Job::lateIdentity (the DLL asks for the process's
+//                         rank, job and identity at every update instead of at its set-up, as
+//                         Open MPI's does)
 #pragma once
 
 #include <array>
@@ -55,6 +58,7 @@ struct Job {
   std::vector<NewProcess> newProcesses;
   bool ignoreQueues = false;
   bool warnOnStderr = false;
+  bool lateIdentity = false;
   bool brokenCommunicatorList = false;  // the list head points at unmapped memory
 };
 

@@ -61,6 +61,7 @@ void Transcript::setupBasicCallbacks() {
 }
 
 int Transcript::setupImage(DebuggerHarness::Image* image) {
+  d_.settingUp(image);
   return record("setup_image(" + image->name + ")",
                 d_.dll().setup_image(reinterpret_cast<mqs_image*>(image), d_.imageCallbacks()));
 }
@@ -72,9 +73,10 @@ int Transcript::imageHasQueues(DebuggerHarness::Image* image) {
 }
 
 int Transcript::setupProcess(DebuggerHarness::Process* process) {
-  return record("setup_process(" + process->name + ")",
-                d_.dll().setup_process(reinterpret_cast<mqs_process*>(process),
-                                       d_.processCallbacks()));
+  d_.settingUp(process);
+  int rc = d_.dll().setup_process(reinterpret_cast<mqs_process*>(process), d_.processCallbacks());
+  d_.setUpReturned(process);
+  return record("setup_process(" + process->name + ")", rc);
 }
 
 int Transcript::processHasQueues(DebuggerHarness::Process* process) {

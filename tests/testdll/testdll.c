@@ -87,6 +87,7 @@ typedef struct {
   int op_class;
   int walked; /* operations served since mqs_setup_communicator_iterator */
   int identity;
+  int late; /* tmpi_late_identity: rank, job and identity asked at every update, not set-up */
   mqs_taddr_t new_procs;
   int new_count, new_index;
   mqs_job *job;
@@ -291,6 +292,15 @@ EXPORT void mqs_destroy_image_info(mqs_image_info *info) { basic->mqs_free_fp(in
 
 /* ---- processes ---- */
 
+/* Who the process is: its job and identity (level 3), and, in late mode, its rank. */
+static void ask_identity(mqs_process *process, process_info *pi) {
+  if (pi->late) pi->global_rank = pi->cb->mqs_get_global_rank_fp(process);
+#if TESTDLL_LEVEL == 3
+  pi->job = pi->cb->mqs_get_process_job_fp(process);
+  pi->identity = pi->cb->mqs_get_process_identity_fp(process);
+#endif
+}
+
 EXPORT int mqs_setup_process(mqs_process *process, const mqs_process_callbacks *cb) {
   process_info *pi = (process_info *)basic->mqs_malloc_fp(sizeof *pi);
   mqs_image *image;
@@ -316,7 +326,10 @@ EXPORT int mqs_setup_process(mqs_process *process, const mqs_process_callbacks *
     basic->mqs_free_fp(pi);
     return err_missing_type;
   }
-  pi->global_rank = cb->mqs_get_global_rank_fp(process);
+  /* Like Open MPI's DLL, a target with tmpi_late_identity is asked who the process is only
+     when the queues are read (mqs_update_communicator_list), never during the set-up. */
+  pi->late = ii->cb->mqs_find_symbol_fp(image, "tmpi_late_identity", NULL) == mqs_ok;
+  if (!pi->late) pi->global_rank = cb->mqs_get_global_rank_fp(process);
   rc = ii->cb->mqs_find_symbol_fp(image, "tmpi_comm_list", &pi->list_symbol);
   if (rc != mqs_ok) {
     report("find_symbol(tmpi_comm_list)", rc);
@@ -328,10 +341,7 @@ EXPORT int mqs_setup_process(mqs_process *process, const mqs_process_callbacks *
     return err_missing_symbol;
   }
   pi->sequence = -1;
-#if TESTDLL_LEVEL == 3
-  pi->job = cb->mqs_get_process_job_fp(process);
-  pi->identity = cb->mqs_get_process_identity_fp(process);
-#endif
+  if (!pi->late) ask_identity(process, pi);
   basic->mqs_put_process_info_fp(process, (mqs_process_info *)pi);
   return mqs_ok;
 }
@@ -412,6 +422,7 @@ EXPORT int mqs_update_communicator_list(mqs_process *process) {
   long long seq;
   int rc;
   if (!pi) return err_no_info;
+  if (pi->late) ask_identity(process, pi);
   rc = fetch_int(process, pi->sequence_symbol, pi->sizes.int_size, &seq);
   if (rc != mqs_ok) return rc;
   if (seq == pi->sequence && pi->comms) return mqs_ok;

@@ -40,10 +40,16 @@ struct Cell {
   size_t opsPerQueue = 3;
   int level = 3;
   int typeSizeInts = 7;
+  // When the debugger's answers become valid (padb's minfo: its rank only after set-up).
+  DebuggerHarness::Timing timing = DebuggerHarness::Timing::Always;
+  // The DLL asks who the process is at each update, not at set-up (as Open MPI's does).
+  bool lateIdentity = false;
   std::string name() const {
     return std::to_string(pointerSize * 8) + "-bit " + (bigEndian ? "BE" : "LE") + ", " +
            std::to_string(opsPerQueue) + " ops/queue, level " + std::to_string(level) + ", " +
-           std::to_string(typeSizeInts) + "-int type sizes";
+           std::to_string(typeSizeInts) + "-int type sizes" +
+           (timing == DebuggerHarness::Timing::AfterSetUp ? ", minfo's timing" : "") +
+           (lateIdentity ? ", identity asked late" : "");
   }
 };
 
@@ -118,18 +124,20 @@ ServerProcess& server() {
 struct Outcome {
   std::vector<std::string> lines;
   std::map<std::string, long> counts;
+  long early = 0;  // callbacks before their answer was valid (Timing::AfterSetUp)
 };
 
 Outcome converse(const std::string& library, const Cell& cell, const Scenario& scenario,
                  const JobEdit& edit) {
   TargetModel target(cell.pointerSize, cell.bigEndian);
   Job job = standardJob(cell.opsPerQueue);
+  job.lateIdentity = cell.lateIdentity;
   if (edit) edit(job, target);
   layOut(target, job);
   if (edit) edit(job, target);  // edits that act on the laid-out target (removing symbols)
   Outcome out;
   {
-    DebuggerHarness d(library, {cell.typeSizeInts});
+    DebuggerHarness d(library, {cell.typeSizeInts, cell.timing});
     auto* image = d.addImage(target, "a.out");
     auto* process = d.addProcess(image, 2, "rank2");
     auto* jobHandle = d.addJob({process});
@@ -142,6 +150,7 @@ Outcome converse(const std::string& library, const Cell& cell, const Scenario& s
     }
     out.lines = t.lines();
     out.counts = d.callbackCounts();
+    out.early = d.earlyCallbacks();
   }
   return out;
 }
@@ -192,6 +201,8 @@ void compare(const Cell& cell, const Scenario& scenario, const JobEdit& edit = n
     INFO("cell: ", cell.name(), "; ", mode.name());
     Outcome p = proxied(mode, cell, scenario, edit);
     requireSame(native, p);
+    // The proxy asked nothing before its answer was valid that the DLL did not ask natively.
+    CHECK(p.early == native.early);
     // The proxy really was in the path: target_to_host ran on the server (the shim probes the
     // debugger's once per process), and malloc never reached the debugger.
     if (native.counts["target_to_host"] > 4) {
@@ -300,6 +311,39 @@ TEST_CASE("transparency: matrix of target models and debuggers") {
           for (int ints : {7, 5}) {
             Cell cell{pointerSize, bigEndian, ops, level, ints};
             compare(cell, full(level), nullptr, modesWithQueue(ops));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("transparency: a debugger whose answers are valid only after set-up (padb's minfo)") {
+  // padb's minfo sets a process's rank to -1, calls mqs_setup_process, and learns the rank only
+  // when that returns; a DLL that asks earlier gets -1 and minfo warns. Here the harness
+  // answers the same way (Timing::AfterSetUp), against a DLL that asks who the process is at
+  // set-up (it gets -1 natively, and must get -1 through the proxy) and one that asks only at
+  // each update, as Open MPI's does (natively nothing comes early; through the proxy neither
+  // may anything, and every later answer is the real rank).
+  for (int pointerSize : {8, 4}) {
+    for (bool bigEndian : {false, true}) {
+      for (int level : {3, 2}) {
+        for (int ints : {7, 5}) {
+          for (bool late : {false, true}) {
+            Cell cell{pointerSize, bigEndian, 3, level, ints,
+                      DebuggerHarness::Timing::AfterSetUp, late};
+            if (!debuggerCanAddress(cell)) continue;
+            server();
+            Outcome native = converse(dllFor(level), cell, full(level), nullptr);
+            INFO("cell: ", cell.name());
+            if (late) CHECK(native.early == 0);
+            if (!late) CHECK(native.early > 0);  // the DLL itself asks during set-up
+            for (const Mode& mode : allModes()) {
+              INFO(mode.name());
+              Outcome p = proxied(mode, cell, full(level), nullptr);
+              requireSame(native, p);
+              CHECK(p.early == native.early);
+            }
           }
         }
       }
