@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "Endpoint.h"
+#include "RegularFile.h"
 
 namespace mqd::client {
 namespace {
@@ -130,13 +130,16 @@ void applyOne(ClientConfig& c, const Setting& s, const std::string& value,
 
 void readFile(ClientConfig& c, std::vector<std::string>* problems) {
   if (c.file.empty()) return;
-  std::ifstream in(c.file);
-  if (!in) {
-    if (errno != ENOENT) {
-      problems->push_back(c.file + ": cannot be read: " + std::strerror(errno));
+  std::string text;
+  try {
+    text = readRegularFile(c.file, ClientConfig::kMaxFileBytes);
+  } catch (const FileRefused& e) {
+    if (!e.missing()) {
+      problems->push_back(std::string(e.what()) + "; the configuration file was not read");
     }
     return;
   }
+  std::istringstream in(text);
   c.fileRead = true;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -201,7 +204,8 @@ const std::vector<Setting>& settings() {
        "and the callbacks it caused). Default warn",
        setLog, [](const ClientConfig& c) { return std::string(logLevelName(c.logLevel)); }},
       {"log_file", "MQD_PROXY_LOG_FILE",
-       "append the log to this file instead of the debugger's stderr. Default: stderr",
+       "append the log to this file instead of the debugger's stderr (created 0600; a\n"
+       "link, a FIFO or another user's file is refused). Default: stderr",
        [](ClientConfig& c, const std::string& v) { return setText(c.logFile, v); },
        [](const ClientConfig& c) { return c.logFile; }},
       {"token_file", "MQD_PROXY_TOKEN_FILE",
@@ -231,7 +235,8 @@ const std::vector<Setting>& settings() {
        [](ClientConfig& c, const std::string& v) { return setText(c.sshOptions, v); },
        [](const ClientConfig& c) { return c.sshOptions; }},
       {"record", "MQD_PROXY_RECORD",
-       "record the session into this file (replaced; mode 600: it holds target memory):\n"
+       "record the session into this file (a new file, mode 600 since it holds target\n"
+       "memory, in the place of whatever file or link was there, never written through):\n"
        "calls, results and every answer the debugger gave, for `mqd-proxy replay FILE`.\n"
        "MQD_PROXY_RECORD_LABEL (environment only), when set at each mqs_setup_process,\n"
        "labels that process in the recording. Default: off",
@@ -261,7 +266,9 @@ std::string ClientConfig::help() {
   out +=
       "  MQD_PROXY_CONFIG  (environment only)\n"
       "      the configuration file. Default $XDG_CONFIG_HOME/mqd-proxy/config, else\n"
-      "      ~/.config/mqd-proxy/config; set but empty: no file\n";
+      "      ~/.config/mqd-proxy/config; set but empty: no file. A regular file of at most\n"
+      "      " +
+      std::to_string(kMaxFileBytes >> 10) + " KiB; anything else is reported and not read\n";
   return out;
 }
 

@@ -39,6 +39,10 @@ struct ClientConfig {
   std::string sshOptions;            // extra ssh arguments, split at white space
   std::string record;                // record the session into this file (SessionRecorder)
 
+  // The largest configuration file read (a few lines are expected); a larger one, or anything
+  // but a regular file (a FIFO, a device, a directory), is a problem and is not read.
+  static constexpr size_t kMaxFileBytes = 64 << 10;
+
   // Where each setting's value came from, by key: "default", "FILE:LINE" or "MQD_PROXY_X".
   std::map<std::string, std::string> sources;
   std::string file;        // the configuration file consulted (may not exist)

@@ -54,13 +54,19 @@ std::string errnoText() { return std::strerror(errno); }
 // ---- writing ----
 
 RecordWriter::RecordWriter(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
-  if (fd < 0) throw RecordFileError(path + ": cannot create the recording: " + errnoText());
-  fd_ = kj::AutoCloseFd(fd);
   unsigned char header[kFileHeaderBytes] = {};
   std::memcpy(header, kFileMagic, sizeof kFileMagic);
   putU32(header + 8, record::FORMAT_VERSION);
-  write(header, sizeof header);
+  try {
+    // Created private beside `path` and put in its place once it has its header: what was
+    // there before (a file, a link) is replaced, and the recording grows in the new file,
+    // which is ours alone.
+    file_ = kj::heap<ReplacementFile>(path, 0600);
+    write(header, sizeof header);
+    file_->commit();
+  } catch (const std::runtime_error& e) {
+    throw RecordFileError(e.what());
+  }
 }
 
 void RecordWriter::add(capnp::MessageBuilder& message) {
@@ -100,18 +106,12 @@ void RecordWriter::flush() {
 }
 
 void RecordWriter::write(const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd_.get(), p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      throw RecordFileError(path_ + ": cannot write the recording: " + errnoText());
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-    written_ += static_cast<uint64_t>(n);
+  try {
+    file_->write(data, size);
+  } catch (const std::runtime_error& e) {
+    throw RecordFileError(e.what());
   }
+  written_ += size;
 }
 
 // ---- reading ----

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ReplacementFile.h"
 #include "record.capnp.h"
 
 namespace mqd::client {
@@ -34,8 +35,9 @@ class RecordFileError : public std::runtime_error {
 
 class RecordWriter {
  public:
-  // Creates `path` (replacing a file there, mode 0600: a recording holds target memory) and
-  // writes the file header. Throws RecordFileError.
+  // Creates `path` (ReplacementFile: a new private file, mode 0600 since a recording holds
+  // target memory, in the place of whatever was there, never written through) and writes
+  // the file header. Throws RecordFileError.
   explicit RecordWriter(const std::string& path);
 
   // Appends a message to the chunk being built (nothing is written before flush()).
@@ -55,7 +57,7 @@ class RecordWriter {
   void write(const void* data, size_t size);
 
   std::string path_;
-  kj::AutoCloseFd fd_;
+  kj::Own<ReplacementFile> file_;
   std::vector<kj::byte> pending_;  // whole messages, in the stream framing
   size_t pendingMessages_ = 0;
   uint64_t written_ = 0;

@@ -162,8 +162,10 @@ Options:
                           the DLL the debugger names by absolute path is loaded (ssh has
                           authenticated the user, and the server runs with their rights).
   --log-level LEVEL       error, warn, info (default), debug or trace.
-  --log-file PATH         Append the log to PATH instead of stderr.
-  --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH.
+  --log-file PATH         Append the log to PATH instead of stderr (created with mode 0600; a
+                          symbolic link, a FIFO or a file of another user is refused).
+  --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH:
+                          a new file (mode 0644) that replaces whatever file or link was there.
   --shutdown-grace-ms N   On SIGINT/SIGTERM, how long workers get to finish before SIGKILL;
                           also how long a worker may stay busy in the vendor DLL after its
                           debugger hung up (a call the debugger abandoned with

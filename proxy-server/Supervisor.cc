@@ -13,10 +13,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "LeakCheck.h"
+#include "ReplacementFile.h"
 #include "Log.h"
 #include "SocketActivation.h"
 #include "TokenFile.h"
@@ -266,15 +266,13 @@ void Supervisor::startStdio() {
 }
 
 void Supervisor::writeReadyFile(const std::string& bound) {
-  std::string tmp = options_.readyFile + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << bound << "\n";
-    if (!out) throw std::runtime_error("cannot write --ready-file " + options_.readyFile);
-  }
-  if (::rename(tmp.c_str(), options_.readyFile.c_str()) != 0) {
-    throw std::runtime_error("cannot write --ready-file " + options_.readyFile + ": " +
-                             std::strerror(errno));
+  std::string line = bound + "\n";
+  try {
+    ReplacementFile file(options_.readyFile, 0644);  // an address, not a secret
+    file.write(line.data(), line.size());
+    file.commit();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--ready-file ") + e.what());
   }
 }
 

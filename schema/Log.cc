@@ -1,6 +1,8 @@
 #include "Log.h"
 
 #include <fcntl.h>
+#include <kj/io.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+
+#include "RegularFile.h"
 
 namespace mqd {
 namespace {
@@ -56,13 +60,31 @@ void logSetLevel(LogLevel level) { gLevel.store(static_cast<int>(level)); }
 LogLevel logLevel() { return static_cast<LogLevel>(gLevel.load()); }
 
 void logSetFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  auto refuse = [&](const std::string& why) {
+    return std::runtime_error("cannot open log file " + path + ": " + why);
+  };
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
+                  0600);
   if (fd < 0) {
-    throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+    if (errno == ELOOP) throw refuse("it is a symbolic link (name the file itself)");
+    throw refuse(std::strerror(errno));
   }
+  kj::AutoCloseFd file(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw refuse(std::strerror(errno));
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_uid != ::geteuid()) {
+      throw refuse("it belongs to " + describeUser(st.st_uid) +
+                   ", who could read what is logged; a log file must be your own");
+    }
+  } else if (!S_ISCHR(st.st_mode)) {  // a terminal or /dev/null will do
+    throw refuse(std::string("it is ") + fileKind(st.st_mode) + ", not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::lock_guard<std::mutex> lock(gMutex);
   if (gOwnFd) ::close(gFd);
-  gFd = fd;
+  gFd = file.release();
   gOwnFd = true;
 }
 

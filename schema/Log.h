@@ -21,7 +21,10 @@ const char* logLevelName(LogLevel level);
 void logSetComponent(const std::string& component);
 void logSetLevel(LogLevel level);
 LogLevel logLevel();
-// Appends to `path` instead of stderr; throws std::runtime_error if it cannot be opened.
+// Appends to `path` instead of stderr, creating it (mode 0600) if need be; throws
+// std::runtime_error if it cannot be opened, or if it is a symbolic link, a FIFO, a socket or
+// a directory, or a file that belongs to another user (who could read what is logged, or have
+// made it for us to fill). A character device (a terminal, /dev/null) is taken.
 void logSetFile(const std::string& path);
 // Writes to an already open fd instead of stderr (the fd is not closed).
 void logSetFd(int fd);

@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "ClientConfig.h"
 #include "Endpoint.h"
+#include "ServerProcess.h"
 
 using mqd::client::ClientConfig;
 
@@ -178,6 +182,30 @@ TEST_CASE("ClientConfig: a bad line in the file is reported and loses nothing el
   CHECK(c.logLevel == mqd::LogLevel::Debug);
   CHECK(c.sources["timeout"] == "default");
   unlink(path.c_str());
+}
+
+TEST_CASE("ClientConfig: a configuration file that is no regular file, or too large, is a "
+          "problem, read no further") {
+  Env env;
+  mqd::harness::TempDir dir;
+  std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::string big = dir / "big";
+  {
+    std::ofstream out(big);
+    out << "timeout = 7\n" << std::string(ClientConfig::kMaxFileBytes, '#') << "\n";
+  }
+  for (const std::string& file : {fifo, std::string("/dev/zero"), dir.path(), big}) {
+    INFO(file);
+    setenv("MQD_PROXY_CONFIG", file.c_str(), 1);
+    std::vector<std::string> problems;
+    ClientConfig c = ClientConfig::load(&problems);  // returns at once: a FIFO is not waited on
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].rfind(file + ": ", 0) == 0);
+    CHECK(problems[0].find("the configuration file was not read") != std::string::npos);
+    CHECK(!c.fileRead);
+    CHECK(c.timeout.count() == 30000);
+  }
 }
 
 TEST_CASE("ClientConfig: where the file is looked for") {

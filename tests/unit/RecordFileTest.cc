@@ -3,6 +3,10 @@
 // recording, and a file that cannot be written are each a clear error naming the file.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -168,12 +172,34 @@ TEST_CASE("RecordFile: a file that cannot be created or written is an error, not
     CHECK(contains(e.what(), bad));
     CHECK(contains(e.what(), "cannot create"));
   }
-  // A full disk: /dev/full accepts the open and refuses every write.
+  // A full disk, as a file size limit: every write past it fails (EFBIG).
+  {
+    struct rlimit saved;
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    auto oldHandler = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit tiny = saved;
+    tiny.rlim_cur = 8;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &tiny) == 0);
+    std::string full = dir / "full.mqdrec";
+    std::string what;
+    try {
+      RecordWriter w(full);
+    } catch (const RecordFileError& e) {
+      what = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, oldHandler);
+    CHECK(contains(what, full));
+    CHECK(contains(what, "File too large"));
+  }
+  // A device is not replaced by a recording (nor written: it is not ours to replace).
   try {
     RecordWriter w("/dev/full");
-    FAIL("wrote to /dev/full");
+    FAIL("recorded into /dev/full");
   } catch (const RecordFileError& e) {
-    CHECK(contains(e.what(), "/dev/full"));
-    CHECK(contains(e.what(), "No space left on device"));
+    CHECK(contains(e.what(), "/dev/full: cannot replace it: it is a character device"));
   }
+  struct stat st;
+  REQUIRE(stat("/dev/full", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
 }
