@@ -46,8 +46,10 @@ std::string setServer(ClientConfig& c, const std::string& v) {
 std::string setTimeout(ClientConfig& c, const std::string& v) {
   char* end = nullptr;
   double seconds = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(seconds > 0) || seconds > 86400 || std::isnan(seconds)) {
-    return "\"" + v + "\" is not a number of seconds between 0 and 86400";
+  // At least a millisecond (the deadline's unit): 1e-9 is no timeout anyone means.
+  if (v.empty() || *end != '\0' || std::isnan(seconds) || !(seconds >= 0.001) ||
+      seconds > 86400) {
+    return "\"" + v + "\" is not a number of seconds from 0.001 to 86400";
   }
   c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
   return "";
@@ -186,8 +188,8 @@ const std::vector<Setting>& settings() {
        [](ClientConfig& c, const std::string& v) { return setText(c.dll, v); },
        [](const ClientConfig& c) { return c.dll; }},
       {"timeout", "MQD_PROXY_TIMEOUT",
-       "seconds (fractions allowed) without any sign of progress from the server before\n"
-       "a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30",
+       "seconds (fractions allowed, 0.001 to 86400) without any sign of progress from\n"
+       "the server before a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30",
        setTimeout, showTimeout},
       {"cache", "MQD_PROXY_CACHE",
        "off: forward every call and callback; call: look-ups for the session, target\n"
@@ -270,6 +272,13 @@ std::string ClientConfig::help() {
       "      " +
       std::to_string(kMaxFileBytes >> 10) + " KiB; anything else is reported and not read\n";
   return out;
+}
+
+std::string ClientConfig::set(const std::string& key, const std::string& value) {
+  for (const Setting& s : settings()) {
+    if (key == s.key) return s.apply(*this, value);
+  }
+  return "unknown setting \"" + key + "\"";
 }
 
 ClientConfig ClientConfig::load(std::vector<std::string>* problems) {

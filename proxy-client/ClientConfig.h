@@ -53,6 +53,10 @@ struct ClientConfig {
   // shim must keep working inside the debugger.
   static ClientConfig load(std::vector<std::string>* problems);
 
+  // Sets one setting by its key (e.g. "timeout" for the command line's --timeout) by the
+  // table's rule; returns "" or why the value is not taken (the previous value is then kept).
+  std::string set(const std::string& key, const std::string& value);
+
   // The configuration file load() consults (see above); empty when MQD_PROXY_CONFIG is set
   // but empty.
   static std::string configFilePath();

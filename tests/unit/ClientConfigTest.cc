@@ -89,6 +89,29 @@ TEST_CASE("ClientConfig: values and malformed values") {
   CHECK(c.logLevel == mqd::LogLevel::Warn);
 }
 
+TEST_CASE("ClientConfig: a timeout under a millisecond is refused, not taken as 0 ms") {
+  Env env;
+  for (const char* tiny : {"1e-9", "0.0004", "0", "-1", "nan", "inf", "86401"}) {
+    INFO(tiny);
+    setenv("MQD_PROXY_TIMEOUT", tiny, 1);
+    std::vector<std::string> problems;
+    ClientConfig c = ClientConfig::load(&problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].find("from 0.001 to 86400") != std::string::npos);
+    CHECK(c.timeout.count() == 30000);
+  }
+  setenv("MQD_PROXY_TIMEOUT", "0.001", 1);
+  std::vector<std::string> problems;
+  CHECK(ClientConfig::load(&problems).timeout.count() == 1);
+  CHECK(problems.empty());
+  // The command line's --timeout takes the same rule.
+  ClientConfig c;
+  CHECK(c.set("timeout", "1e-9").find("from 0.001 to 86400") != std::string::npos);
+  CHECK(c.timeout.count() == 30000);
+  CHECK(c.set("timeout", "4").empty());
+  CHECK(c.timeout.count() == 4000);
+}
+
 TEST_CASE("ClientConfig: help describes every variable the shim reads") {
   std::string help = mqd::client::ClientConfig::help();
   for (const char* name : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
