@@ -143,7 +143,10 @@ Options:
                           clients that do not name one (MQD_PROXY_DLL on the debugger side).
                           A client may name a DLL by the exact PATH given here, by its
                           canonical path, or by its base name when that is unambiguous. No
-                          other DLL is ever loaded.
+                          other DLL is ever loaded: PATH is resolved and the file opened at
+                          start-up (a name without a slash is a file in the working
+                          directory, never searched for), and sessions load that file even
+                          if PATH is later pointed elsewhere.
   --listen ENDPOINT       Where to accept debuggers, one of:
                           * unix:PATH, a unix-domain socket created with mode 0600;
                           * tcp:HOST:PORT, TCP (PORT 0 picks a free port);
