@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "Log.h"
 #include "RegularFile.h"
 
 namespace mqd::server {
@@ -40,6 +41,12 @@ DllAllowList::DllAllowList(const std::vector<std::string>& paths, bool open)
 }
 
 DllChoice DllAllowList::select(const std::string& requested) const {
+  for (unsigned char c : requested) {
+    if (c < 0x20 || c == 0x7f) {
+      throw std::runtime_error("vendor DLL \"" + withoutControlCharacters(requested.c_str()) +
+                               "\": a DLL's name holds no control characters");
+    }
+  }
   if (open_) {
     if (requested.empty() || requested[0] != '/') {
       throw std::runtime_error(

@@ -11,7 +11,7 @@
 // by anything with the same base name when exactly one allowed DLL has it (so a target's
 // MPIR_dll_name selects the server's copy of that DLL); an empty name selects the first
 // (default) DLL. Client input never reaches the file system: it is only compared against this
-// list.
+// list, and a name with a control character is refused outright.
 //
 // The one exception is a server started for one user over ssh (--stdio) without any --dll: ssh
 // authenticated that user and the server runs with their rights, so it loads the DLL they

@@ -102,13 +102,37 @@ void logMoveOffStderr(int fd) {
 
 bool logEnabled(LogLevel level) { return static_cast<int>(level) <= gLevel.load(); }
 
+std::string withoutControlCharacters(const char* text) {
+  std::string out;
+  for (const char* p = text; *p != '\0'; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c >= 0x20 && c != 0x7f) {
+      out += *p;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 void vlogf(LogLevel level, const char* format, va_list args) {
-  char body[2048];
-  std::vsnprintf(body, sizeof body, format, args);
+  char formatted[2048];
+  std::vsnprintf(formatted, sizeof formatted, format, args);
+  // One event, one line: names a client or a file supplied (a DLL, a path, a remote server's
+  // words) must not start lines of their own or move the terminal.
+  std::string body = withoutControlCharacters(formatted);
   std::lock_guard<std::mutex> lock(gMutex);
   char line[2300];
   int n = std::snprintf(line, sizeof line, "%s[%d] %s: %s\n", gComponent.c_str(),
-                        static_cast<int>(::getpid()), logLevelName(level), body);
+                        static_cast<int>(::getpid()), logLevelName(level), body.c_str());
   if (n < 0) return;
   size_t len = static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1;
   line[len - 1] = '\n';  // keep one event per line even when truncated

@@ -33,7 +33,13 @@ void logSetFd(int fd);
 void logMoveOffStderr(int fd);
 
 bool logEnabled(LogLevel level);
+// One line per call: control characters in the formatted text (a newline in a DLL name a client
+// sent, an escape sequence in a file name) are written as \n, \t, \r or \xNN, so that nothing
+// logged can forge a line or reach the terminal as a control sequence.
 void logf(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+// `text` with its control characters written as \n, \t, \r or \xNN (what logf() logs).
+std::string withoutControlCharacters(const char* text);
 
 // A byte count for people: "812 B", "45.3 KiB", "12.0 MiB" (session summaries, the CLI).
 std::string formatBytes(uint64_t n);

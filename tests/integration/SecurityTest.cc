@@ -532,3 +532,20 @@ TEST_CASE("--dll: a bare name or a link loads the very file checked at start-up"
   CHECK(seen.find("mqd-proxy test DLL 1.0 (level 3)") != std::string::npos);
   CHECK(seen.find("vvvvvvvv") == std::string::npos);
 }
+
+TEST_CASE("log lines carry no control characters from what a client names") {
+  std::string log = scratch() / "control.log";
+  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "control.sock"),
+                                       "--dll", mqd::test::kTestDll3, "--log-file", log});
+  // A DLL name that would start a forged line in the server's log.
+  useServer(s.endpoint());
+  setenv("MQD_PROXY_DLL", "x.so\nmqd-proxy-server[1] error: forged", 1);
+  auto [rc, text0] = firstCall();
+  CHECK(rc == MQD_PROXY_ERR_SESSION_REFUSED);
+  waitFor([&] { return fileText(log).find("session refused") != std::string::npos; });
+  std::string text = fileText(log);
+  INFO(text);
+  CHECK(text.find("session refused") != std::string::npos);
+  CHECK(text.find("\nmqd-proxy-server[1] error: forged") == std::string::npos);
+  CHECK(text.find("x.so\\nmqd-proxy-server[1] error: forged") != std::string::npos);
+}

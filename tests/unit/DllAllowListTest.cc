@@ -93,4 +93,8 @@ TEST_CASE("DllAllowList: the file opened at start-up is the one chosen, wherever
   // Not a regular file: refused at start-up.
   CHECK_THROWS_WITH_AS(DllAllowList({tmp.path()}), doctest::Contains("a directory"),
                        std::runtime_error);
+  // A name with a control character is refused, and said without it.
+  CHECK_THROWS_WITH_AS(list.select("x.so\nforged"),
+                       doctest::Contains("\"x.so\\nforged\": a DLL's name holds no control"),
+                       std::runtime_error);
 }
