@@ -43,6 +43,26 @@ std::string setServer(ClientConfig& c, const std::string& v) {
   return "";
 }
 
+std::string setServerUid(ClientConfig& c, const std::string& v) {
+  long long uid = -1;
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 11) {
+    uid = std::stoll(v);
+  } else {
+    struct passwd entry;
+    struct passwd* found = nullptr;
+    char buffer[4096];
+    if (::getpwnam_r(v.c_str(), &entry, buffer, sizeof buffer, &found) == 0 && found) {
+      uid = found->pw_uid;
+    }
+  }
+  if (uid < 0 || uid >= 0xffffffffll) {
+    return "\"" + v + "\" is no user name or uid on this machine";
+  }
+  c.serverUser = v;
+  c.serverUid = uid;
+  return "";
+}
+
 std::string setTimeout(ClientConfig& c, const std::string& v) {
   char* end = nullptr;
   double seconds = std::strtod(v.c_str(), &end);
@@ -179,8 +199,16 @@ const std::vector<Setting>& settings() {
        "127.0.0.1), tls:HOST:PORT for a server listening with TLS, or\n"
        "ssh://[USER@]HOST[:PORT][/PATH/TO/mqd-proxy-server] to start the server over ssh\n"
        "(`mqd-proxy-server --stdio`: ssh authenticates, no port or token is needed).\n"
-       "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else unix:/tmp/mqd-proxy-$UID.sock",
+       "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else\n"
+       "unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock (a directory private to you, made 0700)",
        setServer, [](const ClientConfig& c) { return c.server; }},
+      {"server_uid", "MQD_PROXY_SERVER_UID",
+       "a user (name or uid) whose server you trust on a unix: socket, besides yourself\n"
+       "and root, e.g. a shared server's service account. Before sending anything the\n"
+       "client checks that the socket's directory is not writable by group or others\n"
+       "(unless sticky), and that the socket and the process listening on it belong to\n"
+       "one of these users. Default: none",
+       setServerUid, [](const ClientConfig& c) { return c.serverUser; }},
       {"dll", "MQD_PROXY_DLL",
        "the vendor DLL to use on the server: a path or base name on its allow-list (over\n"
        "ssh, without --dll on the remote side: the DLL's path on that host). Default: the\n"

@@ -32,6 +32,8 @@ struct ClientConfig {
   std::string logFile;
   wire::CachePolicy cache = wire::CachePolicy::EPOCH;
   Compress compress = Compress::Auto;
+  std::string serverUser;       // MQD_PROXY_SERVER_UID as written: name or number
+  long long serverUid = -1;     // that user's uid, trusted with a unix: socket (-1: none)
   std::string tokenFile;  // the token to present (read at connect time)
   std::string tlsCa;      // PEM CA certificate(s) for tls: servers
   std::string tlsName;    // name the certificate must carry (default: HOST)

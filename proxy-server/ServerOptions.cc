@@ -156,8 +156,10 @@ Options:
                           * systemd, the one socket systemd passes (socket activation,
                           mqd-proxy-server.socket, Accept=no), under the same rules;
                           * tls:systemd, that socket (TCP) with TLS.
-                          Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
-                          unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
+                          Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or without
+                          XDG_RUNTIME_DIR unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock, in a
+                          directory private to the user (made 0700; refused when it is not
+                          the user's own, mode 0700, as clients refuse it).
   --stdio                 Serve one debugger on stdin/stdout instead of listening, and exit
                           when it hangs up: what a client's MQD_PROXY_SERVER=ssh://HOST runs
                           through ssh (`ssh HOST mqd-proxy-server --stdio`). The log goes to

@@ -19,6 +19,7 @@
 #include "ReplacementFile.h"
 #include "Log.h"
 #include "SocketActivation.h"
+#include "SocketTrust.h"
 #include "TokenFile.h"
 #include "mqd_proxy.h"
 #include "Worker.h"
@@ -144,6 +145,15 @@ void Supervisor::bindListener() {
   if (endpoint_.kind == Endpoint::Kind::Unix) {
     if (endpoint_.path.size() >= sizeof(sockaddr_un::sun_path)) {
       throw std::runtime_error("--listen unix:" + endpoint_.path + ": path too long");
+    }
+    if (socketDirectory(endpoint_.path) == privateSocketDirectory()) {
+      // The default socket without XDG_RUNTIME_DIR: its private directory, made or checked
+      // as the clients do (SocketTrust.h).
+      try {
+        preparePrivateDirectory(privateSocketDirectory());
+      } catch (const SocketDistrusted& e) {
+        throw std::runtime_error("--listen unix:" + endpoint_.path + ": " + e.what());
+      }
     }
     removeStaleSocket(endpoint_.path);
     uv_pipe_init(&loop_, &listener_.pipe, 0);

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -82,6 +83,75 @@ const TempDir& sharedDir() {
   static TempDir dir;
   chmod(dir.path().c_str(), 0777);
   return dir;
+}
+
+// The built programs and DLLs, copied where another user may run and read them (the build
+// tree may sit in a directory only root may enter).
+struct Installed {
+  std::string server, cli, dll, hostile;
+};
+
+const Installed& installed() {
+  static TempDir dir;
+  static Installed i = [] {
+    chmod(dir.path().c_str(), 0755);
+    Installed out{dir / "mqd-proxy-server", dir / "mqd-proxy", dir / "libmqd_testdll_l3.so",
+                  dir / "libmqd_hostile.so"};
+    Command r = run("cp " + std::string(mqd::test::kServer) + " " + out.server + " && cp " +
+                    mqd::test::kCli + " " + out.cli + " && cp " + mqd::test::kTestDll3 + " " +
+                    out.dll + " && cp " + mqd::test::kHostileDll + " " + out.hostile +
+                    " && chmod 755 " + out.server + " " + out.cli + " " + out.dll + " " +
+                    out.hostile);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return out;
+  }();
+  return i;
+}
+
+// A process another user started in the background (sh -c "... & echo $! > PIDFILE"): ended
+// by its pid when the test is done.
+struct Background {
+  std::string pidFile;
+  ~Background() {
+    std::string pid = fileText(pidFile);
+    if (!pid.empty()) kill(std::stoi(pid), SIGTERM);
+  }
+};
+
+// A listener `u` plants at `socket`: it accepts connections and appends every byte it is sent
+// to `received` (readable by the test), until it has waited 60 s for one.
+Background plantListener(const User& u, const std::string& socket, const std::string& received) {
+  std::string script = sharedDir() / "listener.py";
+  writeFile(script,
+            "import os, socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8); s.settimeout(60)\n"
+            "out = open(sys.argv[2], 'ab'); os.chmod(sys.argv[2], 0o644)\n"
+            "open(sys.argv[2] + '.ready', 'w').close()\n"
+            "try:\n"
+            "    while True:\n"
+            "        c, _ = s.accept(); c.settimeout(3)\n"
+            "        try:\n"
+            "            while True:\n"
+            "                d = c.recv(4096)\n"
+            "                if not d: break\n"
+            "                out.write(d); out.flush()\n"
+            "        except OSError: pass\n"
+            "        c.close()\n"
+            "except OSError: pass\n",
+            0644);
+  Background b{received + ".pid"};
+  Command r = as(u, "python3 " + script + " " + socket + " " + received + " >/dev/null 2>&1 & " +
+                        "echo $! > " + b.pidFile);
+  REQUIRE(r.status == 0);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (access((received + ".ready").c_str(), F_OK) != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(access((received + ".ready").c_str(), F_OK) == 0);
+  return b;
 }
 
 // The shim's settings for the next Rig.
@@ -285,4 +355,146 @@ TEST_CASE("FIFOs, devices and directories as configuration, token or TLS files: 
   INFO(shim.output);
   CHECK(shim.status == 0);
   CHECK(contains(shim.output, fifo + ": a FIFO"));
+}
+
+TEST_CASE("a unix socket another user holds: the client refuses it, naming the owner, before "
+          "it sends a byte") {
+  if (!root()) return;
+  User nobody = user("nobody");
+  // A directory like /tmp: world-writable and sticky. nobody listens there first, at a path a
+  // root user also uses.
+  TempDir sticky;
+  chmod(sticky.path().c_str(), 01777);
+  std::string token = writeFile(scratch() / "squat.token", "s3cret-of-root\n", 0600);
+  std::string squatted = sticky / "mqd.sock";
+  std::string received = sharedDir() / "received";
+  Background listener = plantListener(nobody, squatted, received);
+  std::string pingSquatted = "env MQD_PROXY_TOKEN_FILE=" + token + " " +
+                             std::string(mqd::test::kCli) + " --server unix:" + squatted + " ping";
+  Command ping = bounded(pingSquatted);
+  INFO(ping.output);
+  CHECK(ping.status == 1);
+  std::string stranger = "nobody (uid " + std::to_string(nobody.uid) +
+                         "), who is neither you nor root; nothing was sent to it";
+  CHECK(contains(ping.output, "the socket belongs to " + stranger));
+  CHECK(contains(ping.output, "MQD_PROXY_SERVER_UID=" + std::to_string(nobody.uid)));
+  // The socket file made ours, the process listening on it is still nobody's (SO_PEERCRED).
+  REQUIRE(chown(squatted.c_str(), 0, 0) == 0);
+  Command peer = bounded(pingSquatted);
+  INFO(peer.output);
+  CHECK(peer.status == 1);
+  CHECK(contains(peer.output, ") runs as " + stranger));
+  std::this_thread::sleep_for(200ms);
+  CHECK(fileText(received).empty());  // not the hello, not the token
+
+  // A real server run by nobody, with a DLL of nobody's choosing: neither `info` nor a
+  // debugger's session reaches it...
+  const Installed& bin = installed();
+  std::string real = sticky / "real.sock";
+  Background server{sharedDir() / "server.pid"};
+  REQUIRE(as(nobody, bin.server + " --listen unix:" + real + " --dll " + bin.hostile +
+                         " --state-dir none --ready-file " + (sharedDir() / "server.ready") +
+                         " >/dev/null 2>&1 & echo $! > " + server.pidFile)
+              .status == 0);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (fileText(sharedDir() / "server.ready").empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  Command info = bounded(std::string(mqd::test::kCli) + " --server unix:" + real + " info");
+  INFO(info.output);
+  CHECK(info.status == 1);
+  CHECK(contains(info.output, "belongs to nobody"));
+  CHECK(!contains(info.output, "vvvvvvvv"));
+  useServer("unix:" + real);
+  setenv("MQD_PROXY_DLL", bin.hostile.c_str(), 1);
+  {
+    Rig rig;
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    int rc = rig.dll().setup_image(rig.i(), rig.d->imageCallbacks());
+    CHECK(rc == MQD_PROXY_ERR_AUTH_FAILED);
+    CHECK(contains(rig.errorText(rc), "belongs to nobody"));
+  }
+  // ...unless the user says that server is the one they mean.
+  for (const std::string& trusted : {std::string("nobody"), std::to_string(nobody.uid)}) {
+    Command trustedInfo = bounded("env MQD_PROXY_SERVER_UID=" + trusted + " " +
+                                  std::string(mqd::test::kCli) + " --server unix:" + real +
+                                  " info");
+    INFO(trustedInfo.output);
+    CHECK(contains(trustedInfo.output, "vvvvvvvv"));
+  }
+
+  // A directory others may write without the sticky bit: refused even for our own server.
+  ServerProcess own(mqd::test::kServer, {"--listen", "unix:" + (sharedDir() / "own.sock"),
+                                         "--dll", mqd::test::kTestDll3});
+  Command open = bounded(std::string(mqd::test::kCli) + " --server " + own.endpoint() + " ping");
+  INFO(open.output);
+  CHECK(open.status == 1);
+  CHECK(contains(open.output, "lets group or others replace the socket, and is not sticky"));
+}
+
+TEST_CASE("the default socket without XDG_RUNTIME_DIR: a private directory, never a name in "
+          "/tmp another user can take") {
+  if (!root()) return;
+  User nobody = user("nobody");
+  User victim = user("daemon");  // an ordinary user whose default path nobody else uses
+  const Installed& bin = installed();
+  std::string uid = std::to_string(victim.uid);
+  std::string privateDir = "/tmp/mqd-proxy-" + uid;
+  std::string oldDefault = "/tmp/mqd-proxy-" + uid + ".sock";
+  auto cleanUp = [&] { run("rm -rf " + privateDir + " " + oldDefault); };
+  cleanUp();
+  std::string token = sharedDir() / "daemon.token";
+  REQUIRE(as(victim, "umask 077 && echo s3cret-of-daemon > " + token).status == 0);
+  std::string asVictim = "env -u XDG_RUNTIME_DIR -u MQD_PROXY_SERVER MQD_PROXY_CONFIG= ";
+
+  // nobody takes both the old default name and the private directory, with a listener in each.
+  std::string received = sharedDir() / "default-received";
+  REQUIRE(as(nobody, "mkdir -m 777 " + privateDir).status == 0);
+  Background atOld = plantListener(nobody, oldDefault, received + "-old");
+  Background inDir = plantListener(nobody, privateDir + "/mqd-proxy.sock", received);
+  Command ping = as(victim, asVictim + "MQD_PROXY_TOKEN_FILE=" + token + " timeout -s KILL 10 " +
+                                bin.cli + " ping");
+  INFO(ping.output);
+  CHECK(ping.status == 1);
+  CHECK(contains(ping.output, privateDir + ": the private socket directory belongs to nobody"));
+  CHECK(contains(ping.output, "XDG_RUNTIME_DIR"));
+  std::this_thread::sleep_for(200ms);
+  CHECK(fileText(received).empty());
+  CHECK(fileText(received + "-old").empty());
+  // The server refuses that directory too, saying whose it is.
+  Command serve = as(victim, asVictim + "timeout -s KILL 10 " + bin.server + " --dll " + bin.dll +
+                                 " --state-dir none");
+  INFO(serve.output);
+  CHECK(serve.status == 1);
+  CHECK(contains(serve.output, "belongs to nobody"));
+
+  // Without a squatter, the first of client and server makes the directory, 0700, and both
+  // use it.
+  cleanUp();
+  Command nothing = as(victim, asVictim + "timeout -s KILL 10 " + bin.cli + " ping");
+  INFO(nothing.output);
+  CHECK(nothing.status == 1);
+  CHECK(contains(nothing.output, "cannot reach"));
+  struct stat st = lstatOf(privateDir);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK(st.st_uid == victim.uid);
+  CHECK((st.st_mode & 07777) == 0700);
+  Background server{sharedDir() / "daemon-server.pid"};
+  std::string ready = sharedDir() / "daemon-server.ready";
+  REQUIRE(as(victim, asVictim + bin.server + " --dll " + bin.dll + " --state-dir none " +
+                         "--ready-file " + ready + " >/dev/null 2>&1 & echo $! > " +
+                         server.pidFile)
+              .status == 0);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (fileText(ready).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(fileText(ready) == "unix:" + privateDir + "/mqd-proxy.sock\n");
+  Command works = as(victim, asVictim + "timeout -s KILL 10 " + bin.cli + " ping");
+  INFO(works.output);
+  CHECK(works.status == 0);
+  kill(std::stoi(fileText(server.pidFile)), SIGTERM);
+  std::this_thread::sleep_for(300ms);
+  cleanUp();
 }

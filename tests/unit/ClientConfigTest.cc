@@ -20,7 +20,8 @@ struct Env {
     for (const char* v : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
                           "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
                           "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME", "MQD_PROXY_CACHE",
-                          "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS"}) {
+                          "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS",
+                          "MQD_PROXY_SERVER_UID"}) {
       unsetenv(v);
     }
   }
@@ -110,6 +111,25 @@ TEST_CASE("ClientConfig: a timeout under a millisecond is refused, not taken as 
   CHECK(c.timeout.count() == 30000);
   CHECK(c.set("timeout", "4").empty());
   CHECK(c.timeout.count() == 4000);
+}
+
+TEST_CASE("ClientConfig: the server's user a unix socket may belong to, by name or number") {
+  Env env;
+  std::vector<std::string> problems;
+  CHECK(ClientConfig::load(&problems).serverUid == -1);
+  setenv("MQD_PROXY_SERVER_UID", "root", 1);
+  ClientConfig c = ClientConfig::load(&problems);
+  CHECK(problems.empty());
+  CHECK(c.serverUid == 0);
+  CHECK(c.serverUser == "root");
+  setenv("MQD_PROXY_SERVER_UID", "4242", 1);
+  CHECK(ClientConfig::load(&problems).serverUid == 4242);
+  setenv("MQD_PROXY_SERVER_UID", "no-such-user-mqd", 1);
+  c = ClientConfig::load(&problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("is no user name or uid on this machine") != std::string::npos);
+  CHECK(c.serverUid == -1);
+  unsetenv("MQD_PROXY_SERVER_UID");
 }
 
 TEST_CASE("ClientConfig: help describes every variable the shim reads") {
