@@ -14,8 +14,9 @@
 namespace mqd::server {
 
 // Calls `use` with the message in `path`, read whole (a file over `maxWords` words, or anything
-// but a regular file, a symbolic link included, is unreadable) and traversed within `maxWords`. False when there is no such file, or when
-// reading it (or `use`) threw: then a warning names the file; nothing else is printed.
+// but a regular file, a symbolic link included, is unreadable) and traversed within
+// `maxWords`. False when there is no such file, or when reading it (or `use`) threw: then a
+// warning names the file; nothing else is printed.
 bool readStateFile(const std::string& path, uint64_t maxWords,
                    const std::function<void(capnp::MessageReader&)>& use);
 

@@ -7,8 +7,8 @@
 // PATH: whatever file was there (with another owner or mode) or symbolic link is replaced,
 // never opened or written through, and a reader sees either the old file or the new one. A
 // device, FIFO, socket or directory at PATH is refused (MQD_PROXY_RECORD=/dev/null must not
-// replace /dev/null). The descriptor stays usable after commit() (a recording goes on growing in place).
-// Destroyed uncommitted, the temporary file is removed.
+// replace /dev/null). The descriptor stays usable after commit() (a recording goes on growing
+// in place). Destroyed uncommitted, the temporary file is removed.
 //
 // Every file the product creates goes through here: recordings (RecordFile.h), --ready-file,
 // learned state (StateFile.h). Logs, which are appended to, open through logSetFile (Log.h).

@@ -510,8 +510,8 @@ TEST_CASE("--dll: a bare name or a link loads the very file checked at start-up"
   // The server started in `work`, with `env` and these arguments (ServerProcess adds
   // --state-dir and --ready-file after them).
   auto serverIn = [&](const std::string& env, const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"-c", "cd " + work.path() + " && " + env + " exec \"$0\" \"$@\"",
-                                    mqd::test::kServer};
+    std::vector<std::string> all = {
+        "-c", "cd " + work.path() + " && " + env + " exec \"$0\" \"$@\"", mqd::test::kServer};
     all.insert(all.end(), args.begin(), args.end());
     return std::make_unique<ServerProcess>("/bin/sh", all);
   };
