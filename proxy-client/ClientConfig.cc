@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "Endpoint.h"
+#include "RegularFile.h"
 
 namespace mqd::client {
 namespace {
@@ -43,11 +43,33 @@ std::string setServer(ClientConfig& c, const std::string& v) {
   return "";
 }
 
+std::string setServerUid(ClientConfig& c, const std::string& v) {
+  long long uid = -1;
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 11) {
+    uid = std::stoll(v);
+  } else {
+    struct passwd entry;
+    struct passwd* found = nullptr;
+    char buffer[4096];
+    if (::getpwnam_r(v.c_str(), &entry, buffer, sizeof buffer, &found) == 0 && found) {
+      uid = found->pw_uid;
+    }
+  }
+  if (uid < 0 || uid >= 0xffffffffll) {
+    return "\"" + v + "\" is no user name or uid on this machine";
+  }
+  c.serverUser = v;
+  c.serverUid = uid;
+  return "";
+}
+
 std::string setTimeout(ClientConfig& c, const std::string& v) {
   char* end = nullptr;
   double seconds = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(seconds > 0) || seconds > 86400 || std::isnan(seconds)) {
-    return "\"" + v + "\" is not a number of seconds between 0 and 86400";
+  // At least a millisecond (the deadline's unit): 1e-9 is no timeout anyone means.
+  if (v.empty() || *end != '\0' || std::isnan(seconds) || !(seconds >= 0.001) ||
+      seconds > 86400) {
+    return "\"" + v + "\" is not a number of seconds from 0.001 to 86400";
   }
   c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
   return "";
@@ -130,13 +152,16 @@ void applyOne(ClientConfig& c, const Setting& s, const std::string& value,
 
 void readFile(ClientConfig& c, std::vector<std::string>* problems) {
   if (c.file.empty()) return;
-  std::ifstream in(c.file);
-  if (!in) {
-    if (errno != ENOENT) {
-      problems->push_back(c.file + ": cannot be read: " + std::strerror(errno));
+  std::string text;
+  try {
+    text = readRegularFile(c.file, ClientConfig::kMaxFileBytes);
+  } catch (const FileRefused& e) {
+    if (!e.missing()) {
+      problems->push_back(std::string(e.what()) + "; the configuration file was not read");
     }
     return;
   }
+  std::istringstream in(text);
   c.fileRead = true;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -174,8 +199,16 @@ const std::vector<Setting>& settings() {
        "127.0.0.1), tls:HOST:PORT for a server listening with TLS, or\n"
        "ssh://[USER@]HOST[:PORT][/PATH/TO/mqd-proxy-server] to start the server over ssh\n"
        "(`mqd-proxy-server --stdio`: ssh authenticates, no port or token is needed).\n"
-       "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else unix:/tmp/mqd-proxy-$UID.sock",
+       "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else\n"
+       "unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock (a directory private to you, made 0700)",
        setServer, [](const ClientConfig& c) { return c.server; }},
+      {"server_uid", "MQD_PROXY_SERVER_UID",
+       "a user (name or uid) whose server you trust on a unix: socket, besides yourself\n"
+       "and root, e.g. a shared server's service account. Before sending anything the\n"
+       "client checks that the socket's directory is not writable by group or others\n"
+       "(unless sticky), and that the socket and the process listening on it belong to\n"
+       "one of these users. Default: none",
+       setServerUid, [](const ClientConfig& c) { return c.serverUser; }},
       {"dll", "MQD_PROXY_DLL",
        "the vendor DLL to use on the server: a path or base name on its allow-list (over\n"
        "ssh, without --dll on the remote side: the DLL's path on that host). Default: the\n"
@@ -183,8 +216,8 @@ const std::vector<Setting>& settings() {
        [](ClientConfig& c, const std::string& v) { return setText(c.dll, v); },
        [](const ClientConfig& c) { return c.dll; }},
       {"timeout", "MQD_PROXY_TIMEOUT",
-       "seconds (fractions allowed) without any sign of progress from the server before\n"
-       "a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30",
+       "seconds (fractions allowed, 0.001 to 86400) without any sign of progress from\n"
+       "the server before a call fails with MQD_PROXY_ERR_TIMEOUT. Default 30",
        setTimeout, showTimeout},
       {"cache", "MQD_PROXY_CACHE",
        "off: forward every call and callback; call: look-ups for the session, target\n"
@@ -201,7 +234,8 @@ const std::vector<Setting>& settings() {
        "and the callbacks it caused). Default warn",
        setLog, [](const ClientConfig& c) { return std::string(logLevelName(c.logLevel)); }},
       {"log_file", "MQD_PROXY_LOG_FILE",
-       "append the log to this file instead of the debugger's stderr. Default: stderr",
+       "append the log to this file instead of the debugger's stderr (created 0600; a\n"
+       "link, a FIFO or another user's file is refused). Default: stderr",
        [](ClientConfig& c, const std::string& v) { return setText(c.logFile, v); },
        [](const ClientConfig& c) { return c.logFile; }},
       {"token_file", "MQD_PROXY_TOKEN_FILE",
@@ -231,7 +265,8 @@ const std::vector<Setting>& settings() {
        [](ClientConfig& c, const std::string& v) { return setText(c.sshOptions, v); },
        [](const ClientConfig& c) { return c.sshOptions; }},
       {"record", "MQD_PROXY_RECORD",
-       "record the session into this file (replaced; mode 600: it holds target memory):\n"
+       "record the session into this file (a new file, mode 600 since it holds target\n"
+       "memory, in the place of whatever file or link was there, never written through):\n"
        "calls, results and every answer the debugger gave, for `mqd-proxy replay FILE`.\n"
        "MQD_PROXY_RECORD_LABEL (environment only), when set at each mqs_setup_process,\n"
        "labels that process in the recording. Default: off",
@@ -261,8 +296,17 @@ std::string ClientConfig::help() {
   out +=
       "  MQD_PROXY_CONFIG  (environment only)\n"
       "      the configuration file. Default $XDG_CONFIG_HOME/mqd-proxy/config, else\n"
-      "      ~/.config/mqd-proxy/config; set but empty: no file\n";
+      "      ~/.config/mqd-proxy/config; set but empty: no file. A regular file of at most\n"
+      "      " +
+      std::to_string(kMaxFileBytes >> 10) + " KiB; anything else is reported and not read\n";
   return out;
+}
+
+std::string ClientConfig::set(const std::string& key, const std::string& value) {
+  for (const Setting& s : settings()) {
+    if (key == s.key) return s.apply(*this, value);
+  }
+  return "unknown setting \"" + key + "\"";
 }
 
 ClientConfig ClientConfig::load(std::vector<std::string>* problems) {

@@ -32,12 +32,18 @@ struct ClientConfig {
   std::string logFile;
   wire::CachePolicy cache = wire::CachePolicy::EPOCH;
   Compress compress = Compress::Auto;
+  std::string serverUser;       // MQD_PROXY_SERVER_UID as written: name or number
+  long long serverUid = -1;     // that user's uid, trusted with a unix: socket (-1: none)
   std::string tokenFile;  // the token to present (read at connect time)
   std::string tlsCa;      // PEM CA certificate(s) for tls: servers
   std::string tlsName;    // name the certificate must carry (default: HOST)
   std::string ssh = "ssh";           // the ssh program for ssh:// servers
   std::string sshOptions;            // extra ssh arguments, split at white space
   std::string record;                // record the session into this file (SessionRecorder)
+
+  // The largest configuration file read (a few lines are expected); a larger one, or anything
+  // but a regular file (a FIFO, a device, a directory), is a problem and is not read.
+  static constexpr size_t kMaxFileBytes = 64 << 10;
 
   // Where each setting's value came from, by key: "default", "FILE:LINE" or "MQD_PROXY_X".
   std::map<std::string, std::string> sources;
@@ -48,6 +54,10 @@ struct ClientConfig {
   // are reported in `problems` (and the lower-precedence value kept) rather than thrown: the
   // shim must keep working inside the debugger.
   static ClientConfig load(std::vector<std::string>* problems);
+
+  // Sets one setting by its key (e.g. "timeout" for the command line's --timeout) by the
+  // table's rule; returns "" or why the value is not taken (the previous value is then kept).
+  std::string set(const std::string& key, const std::string& value);
 
   // The configuration file load() consults (see above); empty when MQD_PROXY_CONFIG is set
   // but empty.

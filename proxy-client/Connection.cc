@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "CountingStream.h"
 #include "DebuggerService.h"
@@ -15,6 +16,7 @@
 #include "ProxyErrors.h"
 #include "SshTransport.h"
 #include "SessionRecorder.h"
+#include "SocketTrust.h"
 #include "TlsClient.h"
 #include "TokenFile.h"
 #include "mqs_interface.h"
@@ -205,18 +207,49 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
   std::string caFile = config.tlsCa;
   std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
   bool tls = endpoint.tls;
+  // A unix socket must be trusted before anything is sent (SocketTrust.h): its directory and
+  // file now, the process listening on it once connected.
+  TrustedUsers trusted{::geteuid(), config.serverUid};
+  bool isUnix = endpoint.kind == Endpoint::Kind::Unix;
+  if (isUnix) {
+    try {
+      if (socketDirectory(endpoint.path) == privateSocketDirectory()) {
+        try {
+          preparePrivateDirectory(privateSocketDirectory());
+        } catch (const SocketDistrusted& e) {
+          throw SocketDistrusted(where + ": " + e.what());
+        }
+      }
+      checkSocketPath(endpoint.path, trusted);
+    } catch (const SocketDistrusted& e) {
+      return toWireException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+    }
+  }
   return io.provider->getNetwork()
       .parseAddress(endpoint.toKjAddress())
       .then([](kj::Own<kj::NetworkAddress> address) {
         return address->connect().attach(kj::mv(address));
       })
       .then(
-          [tcp = endpoint.kind == Endpoint::Kind::Tcp](kj::Own<kj::AsyncIoStream> stream) {
+          [tcp = endpoint.kind == Endpoint::Kind::Tcp, isUnix, trusted,
+           path = endpoint.path](kj::Own<kj::AsyncIoStream> stream) {
             if (tcp) {
               // Small request, small reply, over and over: Nagle's algorithm would hold each
               // one back for the peer's delayed ACK.
               int one = 1;
               stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            }
+            if (isUnix) {
+              KJ_IF_MAYBE(fd, stream->getFd()) {
+                try {
+                  checkSocketPeer(*fd, path, trusted);
+                } catch (const SocketDistrusted& e) {
+                  throw toWireException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+                }
+              } else {
+                throw toWireException(MQD_PROXY_ERR_AUTH_FAILED,
+                                      "unix:" + path + ": cannot tell who runs the server there");
+              }
             }
             return kj::mv(stream);
           },

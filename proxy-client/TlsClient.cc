@@ -3,13 +3,12 @@
 #include <kj/compat/tls.h>
 #include <kj/debug.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "ForwardingStream.h"
 #include "Handshake.h"
 #include "ProxyErrors.h"
+#include "RegularFile.h"
 
 namespace mqd::client {
 namespace {
@@ -58,14 +57,14 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
   kj::TlsContext::Options options;
   kj::Maybe<kj::TlsCertificate> ca;
   if (!caFile.empty()) {
-    std::ifstream in(caFile);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in) {
+    std::string pem;
+    try {
+      pem = readRegularFile(caFile, kMaxPemBytes);
+    } catch (const FileRefused& e) {
       return toWireException(MQD_PROXY_ERR_TLS,
-                             where + ": cannot read MQD_PROXY_TLS_CA " + caFile);
+                             where + ": cannot read MQD_PROXY_TLS_CA " + e.what());
     }
-    KJ_IF_MAYBE(e, kj::runCatchingExceptions([&]() { ca = kj::TlsCertificate(pem.str()); })) {
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions([&]() { ca = kj::TlsCertificate(pem); })) {
       return toWireException(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
                                                     " is not a PEM certificate (" +
                                                     e->getDescription().cStr() + ")");

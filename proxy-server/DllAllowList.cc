@@ -1,9 +1,16 @@
 #include "DllAllowList.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include "Log.h"
+#include "RegularFile.h"
 
 namespace mqd::server {
 namespace {
@@ -22,11 +29,24 @@ DllAllowList::DllAllowList(const std::vector<std::string>& paths, bool open)
     if (::realpath(given.c_str(), resolved) == nullptr) {
       throw std::runtime_error("--dll " + given + ": " + std::strerror(errno));
     }
-    entries_.push_back({given, resolved, baseName(resolved)});
+    // Opened once, here: the file checked is the file loaded.
+    RegularFile file;
+    try {
+      file = openRegularFile(resolved);
+    } catch (const FileRefused& e) {
+      throw std::runtime_error(std::string("--dll ") + given + ": " + e.what());
+    }
+    entries_.push_back({given, resolved, baseName(resolved), kj::mv(file.fd)});
   }
 }
 
-std::string DllAllowList::select(const std::string& requested) const {
+DllChoice DllAllowList::select(const std::string& requested) const {
+  for (unsigned char c : requested) {
+    if (c < 0x20 || c == 0x7f) {
+      throw std::runtime_error("vendor DLL \"" + withoutControlCharacters(requested.c_str()) +
+                               "\": a DLL's name holds no control characters");
+    }
+  }
   if (open_) {
     if (requested.empty() || requested[0] != '/') {
       throw std::runtime_error(
@@ -38,14 +58,15 @@ std::string DllAllowList::select(const std::string& requested) const {
     if (::realpath(requested.c_str(), resolved) == nullptr) {
       throw std::runtime_error("vendor DLL \"" + requested + "\": " + std::strerror(errno));
     }
-    return requested;
+    return {requested, -1};
   }
   if (entries_.empty()) {
     throw std::runtime_error("this server allows no vendor DLL (start it with --dll PATH)");
   }
-  if (requested.empty()) return entries_.front().given;
+  auto chosen = [](const Entry& e) { return DllChoice{e.given, e.file.get()}; };
+  if (requested.empty()) return chosen(entries_.front());
   for (const Entry& e : entries_) {
-    if (requested == e.given || requested == e.canonical) return e.given;
+    if (requested == e.given || requested == e.canonical) return chosen(e);
   }
   const Entry* match = nullptr;
   int matches = 0;
@@ -55,7 +76,7 @@ std::string DllAllowList::select(const std::string& requested) const {
       ++matches;
     }
   }
-  if (matches == 1) return match->given;
+  if (matches == 1) return chosen(*match);
   std::string allowed;
   for (const Entry& e : entries_) allowed += (allowed.empty() ? "" : ", ") + e.given;
   if (matches > 1) {

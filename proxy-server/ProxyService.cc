@@ -83,8 +83,8 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   }
   std::unique_ptr<VendorDll> dll;
   try {
-    std::string path = config_.dlls->select(options.getDll());
-    dll = VendorDll::load(path);
+    DllChoice chosen = config_.dlls->select(options.getDll());
+    dll = VendorDll::load(chosen.path, chosen.fd);
   } catch (const std::exception& e) {
     MQD_LOG(Warn, "session refused: %s", e.what());
     throw toWireException(MQD_PROXY_ERR_SESSION_REFUSED, e.what());

@@ -143,7 +143,10 @@ Options:
                           clients that do not name one (MQD_PROXY_DLL on the debugger side).
                           A client may name a DLL by the exact PATH given here, by its
                           canonical path, or by its base name when that is unambiguous. No
-                          other DLL is ever loaded.
+                          other DLL is ever loaded: PATH is resolved and the file opened at
+                          start-up (a name without a slash is a file in the working
+                          directory, never searched for), and sessions load that file even
+                          if PATH is later pointed elsewhere.
   --listen ENDPOINT       Where to accept debuggers, one of:
                           * unix:PATH, a unix-domain socket created with mode 0600;
                           * tcp:HOST:PORT, TCP (PORT 0 picks a free port);
@@ -153,8 +156,10 @@ Options:
                           * systemd, the one socket systemd passes (socket activation,
                           mqd-proxy-server.socket, Accept=no), under the same rules;
                           * tls:systemd, that socket (TCP) with TLS.
-                          Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or
-                          unix:/tmp/mqd-proxy-$UID.sock without XDG_RUNTIME_DIR.
+                          Default: unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, or without
+                          XDG_RUNTIME_DIR unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock, in a
+                          directory private to the user (made 0700; refused when it is not
+                          the user's own, mode 0700, as clients refuse it).
   --stdio                 Serve one debugger on stdin/stdout instead of listening, and exit
                           when it hangs up: what a client's MQD_PROXY_SERVER=ssh://HOST runs
                           through ssh (`ssh HOST mqd-proxy-server --stdio`). The log goes to
@@ -162,8 +167,10 @@ Options:
                           the DLL the debugger names by absolute path is loaded (ssh has
                           authenticated the user, and the server runs with their rights).
   --log-level LEVEL       error, warn, info (default), debug or trace.
-  --log-file PATH         Append the log to PATH instead of stderr.
-  --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH.
+  --log-file PATH         Append the log to PATH instead of stderr (created with mode 0600; a
+                          symbolic link, a FIFO or a file of another user is refused).
+  --ready-file PATH       Once listening, write the bound endpoint (with the real port) to PATH:
+                          a new file (mode 0644) that replaces whatever file or link was there.
   --shutdown-grace-ms N   On SIGINT/SIGTERM, how long workers get to finish before SIGKILL;
                           also how long a worker may stay busy in the vendor DLL after its
                           debugger hung up (a call the debugger abandoned with

@@ -2,38 +2,37 @@
 
 #include <capnp/serialize.h>
 #include <kj/debug.h>
-#include <kj/io.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "Log.h"
+#include "RegularFile.h"
+#include "ReplacementFile.h"
 
 namespace mqd::server {
 
 bool readStateFile(const std::string& path, uint64_t maxWords,
                    const std::function<void(capnp::MessageReader&)>& use) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   try {
     // The whole file first (more than maxWords cannot be a valid state file), then a reader
     // over memory. A stream reader would skip what a short file lacks in its destructor, where
     // kj can only print the failure to stderr, which in a worker is the DLL's output: the
     // debugger would see it.
-    kj::FdInputStream in{kj::AutoCloseFd(fd)};
-    kj::Array<kj::byte> bytes = in.readAllBytes(maxWords * sizeof(capnp::word) + 1);
+    std::string bytes = readRegularFile(path, maxWords * sizeof(capnp::word), LastLink::Refuse);
     if (bytes.size() % sizeof(capnp::word) != 0) {
       KJ_FAIL_REQUIRE("not a whole number of words", bytes.size());
     }
     auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-    std::memcpy(words.begin(), bytes.begin(), bytes.size());
+    std::memcpy(words.begin(), bytes.data(), bytes.size());
     capnp::ReaderOptions options;
     options.traversalLimitInWords = maxWords;
     capnp::FlatArrayMessageReader reader(words, options);
     use(reader);
     return true;
+  } catch (const FileRefused& e) {
+    if (!e.missing()) MQD_LOG(Warn, "ignoring unreadable state file %s", e.what());
+    return false;
   } catch (const kj::Exception& e) {
     MQD_LOG(Warn, "ignoring unreadable %s: %s", path.c_str(), e.getDescription().cStr());
     return false;
@@ -41,20 +40,15 @@ bool readStateFile(const std::string& path, uint64_t maxWords,
 }
 
 bool writeStateFile(const std::string& path, capnp::MessageBuilder& message) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    MQD_LOG(Warn, "cannot write %s: %s", tmp.c_str(), std::strerror(errno));
-    return false;
-  }
   try {
-    capnp::writeMessageToFd(fd, message);
-    ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+    ReplacementFile file(path, 0600);
+    capnp::writeMessageToFd(file.fd(), message);
+    file.commit();
     return true;
+  } catch (const std::runtime_error& e) {
+    MQD_LOG(Warn, "cannot write state file %s", e.what());
+    return false;
   } catch (const kj::Exception& e) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
     MQD_LOG(Warn, "cannot write %s: %s", path.c_str(), e.getDescription().cStr());
     return false;
   }

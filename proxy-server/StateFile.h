@@ -1,6 +1,7 @@
 // StateFile: the files the server keeps in its state directory (LearnedLookups,
 // LearnedMemory): one Cap'n Proto message each, read with a traversal limit and replaced
-// atomically (a temporary file renamed over the old one), so a reader never sees half a file.
+// atomically (ReplacementFile: a private temporary file renamed over the old one), so a reader
+// never sees half a file and a link planted in the directory is never followed.
 // Failures are logged as warnings and never fatal: learned state only saves round trips.
 #pragma once
 
@@ -12,9 +13,10 @@
 
 namespace mqd::server {
 
-// Calls `use` with the message in `path`, read whole (a file over `maxWords` words is
-// unreadable) and traversed within `maxWords`. False when there is no such file, or when
-// reading it (or `use`) threw: then a warning names the file; nothing else is printed.
+// Calls `use` with the message in `path`, read whole (a file over `maxWords` words, or anything
+// but a regular file, a symbolic link included, is unreadable) and traversed within
+// `maxWords`. False when there is no such file, or when reading it (or `use`) threw: then a
+// warning names the file; nothing else is printed.
 bool readStateFile(const std::string& path, uint64_t maxWords,
                    const std::function<void(capnp::MessageReader&)>& use);
 

@@ -13,12 +13,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "LeakCheck.h"
+#include "ReplacementFile.h"
 #include "Log.h"
 #include "SocketActivation.h"
+#include "SocketTrust.h"
 #include "TokenFile.h"
 #include "mqd_proxy.h"
 #include "Worker.h"
@@ -145,6 +146,15 @@ void Supervisor::bindListener() {
     if (endpoint_.path.size() >= sizeof(sockaddr_un::sun_path)) {
       throw std::runtime_error("--listen unix:" + endpoint_.path + ": path too long");
     }
+    if (socketDirectory(endpoint_.path) == privateSocketDirectory()) {
+      // The default socket without XDG_RUNTIME_DIR: its private directory, made or checked
+      // as the clients do (SocketTrust.h).
+      try {
+        preparePrivateDirectory(privateSocketDirectory());
+      } catch (const SocketDistrusted& e) {
+        throw std::runtime_error("--listen unix:" + endpoint_.path + ": " + e.what());
+      }
+    }
     removeStaleSocket(endpoint_.path);
     uv_pipe_init(&loop_, &listener_.pipe, 0);
     listenerOpen_ = true;
@@ -266,15 +276,13 @@ void Supervisor::startStdio() {
 }
 
 void Supervisor::writeReadyFile(const std::string& bound) {
-  std::string tmp = options_.readyFile + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << bound << "\n";
-    if (!out) throw std::runtime_error("cannot write --ready-file " + options_.readyFile);
-  }
-  if (::rename(tmp.c_str(), options_.readyFile.c_str()) != 0) {
-    throw std::runtime_error("cannot write --ready-file " + options_.readyFile + ": " +
-                             std::strerror(errno));
+  std::string line = bound + "\n";
+  try {
+    ReplacementFile file(options_.readyFile, 0644);  // an address, not a secret
+    file.write(line.data(), line.size());
+    file.commit();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--ready-file ") + e.what());
   }
 }
 

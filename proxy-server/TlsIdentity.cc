@@ -2,19 +2,19 @@
 
 #include <kj/debug.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "RegularFile.h"
 
 namespace mqd::server {
 namespace {
 
 std::string readPem(const std::string& option, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(option + " " + path + ": cannot read it");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return readRegularFile(path, kMaxPemBytes);
+  } catch (const FileRefused& e) {
+    throw std::runtime_error(option + " " + e.what());
+  }
 }
 
 }  // namespace

@@ -4,9 +4,15 @@
 #include <elf.h>
 #include <link.h>
 
+#include <kj/io.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include "RegularFile.h"
 
 namespace mqd::server {
 namespace {
@@ -52,25 +58,48 @@ int findBuildId(struct dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-// For a DLL without a build-id: FNV-1a over its bytes, as "fnv1a-<hex>".
-std::string contentHash(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
+// For a DLL without a build-id: FNV-1a over the bytes of the file loaded, as "fnv1a-<hex>".
+std::string contentHash(int fd) {
   uint64_t hash = 1469598103934665603ull;
   unsigned char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    for (size_t i = 0; i < n; ++i) hash = (hash ^ buf[i]) * 1099511628211ull;
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "";
+    if (n == 0) break;
+    for (ssize_t i = 0; i < n; ++i) hash = (hash ^ buf[i]) * 1099511628211ull;
+    offset += n;
   }
-  std::fclose(f);
   char hex[32];
   std::snprintf(hex, sizeof hex, "fnv1a-%016llx", static_cast<unsigned long long>(hash));
   return hex;
 }
 
+// dlerror()'s text with the descriptor's name put back to the DLL's.
+std::string loaderError(const std::string& fdPath, const std::string& path) {
+  const char* why = dlerror();
+  std::string text = why != nullptr ? why : "unknown dlopen error";
+  for (size_t at; (at = text.find(fdPath)) != std::string::npos;) {
+    text.replace(at, fdPath.size(), path);
+  }
+  return text;
+}
+
 }  // namespace
 
-std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
+std::unique_ptr<VendorDll> VendorDll::load(const std::string& path, int fd) {
+  kj::AutoCloseFd opened;
+  if (fd < 0) {
+    // An open list's DLL (--stdio without --dll): opened now, by the absolute path named.
+    try {
+      RegularFile file = openRegularFile(path);
+      opened = kj::mv(file.fd);
+    } catch (const FileRefused& e) {
+      throw std::runtime_error(std::string("cannot load vendor DLL ") + e.what());
+    }
+    fd = opened.get();
+  }
   dlerror();
   int flags = RTLD_NOW | RTLD_LOCAL;
 #if defined(__SANITIZE_ADDRESS__)
@@ -79,11 +108,12 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
   // from ours (tests/sanitize/lsan.supp).
   flags |= RTLD_NODELETE;
 #endif
-  void* handle = ::dlopen(path.c_str(), flags);
+  // The loader gets the open file, never the path: it neither searches the library path (for
+  // a name without a slash) nor follows the path again (a link pointed elsewhere since).
+  std::string fdPath = "/proc/self/fd/" + std::to_string(fd);
+  void* handle = ::dlopen(fdPath.c_str(), flags);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    throw std::runtime_error("cannot load vendor DLL " + path + ": " +
-                             (why != nullptr ? why : "unknown dlopen error"));
+    throw std::runtime_error("cannot load vendor DLL " + path + ": " + loaderError(fdPath, path));
   }
   std::unique_ptr<VendorDll> dll(new VendorDll(path, handle));
   EntryPoints& e = dll->entry_;
@@ -112,7 +142,7 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path) {
 
   BuildIdSearch search{reinterpret_cast<const void*>(e.mqs_setup_image), {}};
   dl_iterate_phdr(findBuildId, &search);
-  dll->buildId_ = search.hex.empty() ? contentHash(path) : search.hex;
+  dll->buildId_ = search.hex.empty() ? contentHash(fd) : search.hex;
   return dll;
 }
 

@@ -56,10 +56,15 @@ class VendorDll {
 #undef MQD_DECLARE_ENTRY
   };
 
-  // dlopen()s `path` (RTLD_NOW | RTLD_LOCAL) and resolves its entry points. Throws
-  // std::runtime_error naming the path and the dlerror() text, or the first missing required
-  // entry point, or an mqs_taddr_t width that differs from this server's.
-  static std::unique_ptr<VendorDll> load(const std::string& path);
+  // dlopen()s the DLL (RTLD_NOW | RTLD_LOCAL) and resolves its entry points. `fd` is the file
+  // to load, opened by the allow-list at start-up (DllAllowList.h); it is loaded as
+  // /proc/self/fd/FD, so what runs is that very file, never one the loader found by searching
+  // or by following `path` again. -1: open `path` (absolute) now, for an open list. `path` is
+  // what is shown. Throws std::runtime_error naming the path and the dlerror() text, or the
+  // first missing required entry point, or an mqs_taddr_t width that differs from this
+  // server's. (A DLL that finds its own dependencies through $ORIGIN finds them in
+  // /proc/self/fd: an MQD DLL depends on libc only.)
+  static std::unique_ptr<VendorDll> load(const std::string& path, int fd = -1);
   ~VendorDll();
   VendorDll(const VendorDll&) = delete;
   VendorDll& operator=(const VendorDll&) = delete;

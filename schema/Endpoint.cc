@@ -161,10 +161,12 @@ bool Endpoint::isLoopback() const {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+std::string privateSocketDirectory() { return "/tmp/mqd-proxy-" + std::to_string(geteuid()); }
+
 std::string defaultSocketPath() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime != nullptr && runtime[0] == '/') return std::string(runtime) + "/mqd-proxy.sock";
-  return "/tmp/mqd-proxy-" + std::to_string(getuid()) + ".sock";
+  return privateSocketDirectory() + "/mqd-proxy.sock";
 }
 
 }  // namespace mqd

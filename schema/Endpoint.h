@@ -53,7 +53,12 @@ struct Endpoint {
 constexpr const char* kStdioPostMortemPrefix = "mqd-proxy-postmortem";
 
 // Default unix socket for a server started without --listen and a shim without
-// MQD_PROXY_SERVER: $XDG_RUNTIME_DIR/mqd-proxy.sock, else /tmp/mqd-proxy-$UID.sock.
+// MQD_PROXY_SERVER: $XDG_RUNTIME_DIR/mqd-proxy.sock, else mqd-proxy.sock in
+// privateSocketDirectory(), never a name in a shared directory.
 std::string defaultSocketPath();
+
+// The default socket's directory without $XDG_RUNTIME_DIR, /tmp/mqd-proxy-$UID: private to the
+// user (mode 0700), made and checked by client and server alike (SocketTrust.h).
+std::string privateSocketDirectory();
 
 }  // namespace mqd

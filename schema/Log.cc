@@ -1,6 +1,8 @@
 #include "Log.h"
 
 #include <fcntl.h>
+#include <kj/io.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+
+#include "RegularFile.h"
 
 namespace mqd {
 namespace {
@@ -56,13 +60,31 @@ void logSetLevel(LogLevel level) { gLevel.store(static_cast<int>(level)); }
 LogLevel logLevel() { return static_cast<LogLevel>(gLevel.load()); }
 
 void logSetFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  auto refuse = [&](const std::string& why) {
+    return std::runtime_error("cannot open log file " + path + ": " + why);
+  };
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
+                  0600);
   if (fd < 0) {
-    throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+    if (errno == ELOOP) throw refuse("it is a symbolic link (name the file itself)");
+    throw refuse(std::strerror(errno));
   }
+  kj::AutoCloseFd file(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw refuse(std::strerror(errno));
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_uid != ::geteuid()) {
+      throw refuse("it belongs to " + describeUser(st.st_uid) +
+                   ", who could read what is logged; a log file must be your own");
+    }
+  } else if (!S_ISCHR(st.st_mode)) {  // a terminal or /dev/null will do
+    throw refuse(std::string("it is ") + fileKind(st.st_mode) + ", not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::lock_guard<std::mutex> lock(gMutex);
   if (gOwnFd) ::close(gFd);
-  gFd = fd;
+  gFd = file.release();
   gOwnFd = true;
 }
 
@@ -80,13 +102,37 @@ void logMoveOffStderr(int fd) {
 
 bool logEnabled(LogLevel level) { return static_cast<int>(level) <= gLevel.load(); }
 
+std::string withoutControlCharacters(const char* text) {
+  std::string out;
+  for (const char* p = text; *p != '\0'; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c >= 0x20 && c != 0x7f) {
+      out += *p;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 void vlogf(LogLevel level, const char* format, va_list args) {
-  char body[2048];
-  std::vsnprintf(body, sizeof body, format, args);
+  char formatted[2048];
+  std::vsnprintf(formatted, sizeof formatted, format, args);
+  // One event, one line: names a client or a file supplied (a DLL, a path, a remote server's
+  // words) must not start lines of their own or move the terminal.
+  std::string body = withoutControlCharacters(formatted);
   std::lock_guard<std::mutex> lock(gMutex);
   char line[2300];
   int n = std::snprintf(line, sizeof line, "%s[%d] %s: %s\n", gComponent.c_str(),
-                        static_cast<int>(::getpid()), logLevelName(level), body);
+                        static_cast<int>(::getpid()), logLevelName(level), body.c_str());
   if (n < 0) return;
   size_t len = static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1;
   line[len - 1] = '\n';  // keep one event per line even when truncated

@@ -21,7 +21,10 @@ const char* logLevelName(LogLevel level);
 void logSetComponent(const std::string& component);
 void logSetLevel(LogLevel level);
 LogLevel logLevel();
-// Appends to `path` instead of stderr; throws std::runtime_error if it cannot be opened.
+// Appends to `path` instead of stderr, creating it (mode 0600) if need be; throws
+// std::runtime_error if it cannot be opened, or if it is a symbolic link, a FIFO, a socket or
+// a directory, or a file that belongs to another user (who could read what is logged, or have
+// made it for us to fill). A character device (a terminal, /dev/null) is taken.
 void logSetFile(const std::string& path);
 // Writes to an already open fd instead of stderr (the fd is not closed).
 void logSetFd(int fd);
@@ -30,7 +33,13 @@ void logSetFd(int fd);
 void logMoveOffStderr(int fd);
 
 bool logEnabled(LogLevel level);
+// One line per call: control characters in the formatted text (a newline in a DLL name a client
+// sent, an escape sequence in a file name) are written as \n, \t, \r or \xNN, so that nothing
+// logged can forge a line or reach the terminal as a control sequence.
 void logf(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+// `text` with its control characters written as \n, \t, \r or \xNN (what logf() logs).
+std::string withoutControlCharacters(const char* text);
 
 // A byte count for people: "812 B", "45.3 KiB", "12.0 MiB" (session summaries, the CLI).
 std::string formatBytes(uint64_t n);

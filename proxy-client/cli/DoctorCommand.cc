@@ -32,6 +32,11 @@ std::string fixFor(int code, const Endpoint* endpoint) {
   bool ssh = endpoint != nullptr && endpoint->kind == Endpoint::Kind::Ssh;
   switch (code) {
     case MQD_PROXY_ERR_AUTH_FAILED:
+      if (endpoint != nullptr && endpoint->kind == Endpoint::Kind::Unix) {
+        return "a unix socket is trusted only when it, its directory and its server belong to "
+               "you, root or MQD_PROXY_SERVER_UID (server_uid): see the reason above; a token "
+               "goes in a private (chmod 600) MQD_PROXY_TOKEN_FILE (token_file)";
+      }
       return "MQD_PROXY_TOKEN_FILE (token_file) must name a private (chmod 600) file holding "
              "the token of the server's --token-file";
     case MQD_PROXY_ERR_TLS:

@@ -103,11 +103,9 @@ int main(int argc, char** argv) {
       c.config.sources["dll"] = "--dll";
     } else if (a == "--timeout") {
       const char* v = value();
-      double seconds = v != nullptr ? std::atof(v) : 0;
-      if (!(seconds > 0) || seconds > 86400) {
-        return usageError("--timeout needs a number of seconds between 0 and 86400");
-      }
-      c.config.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+      if (v == nullptr) return usageError("--timeout needs a number of seconds");
+      std::string problem = c.config.set("timeout", v);
+      if (!problem.empty()) return usageError("--timeout: " + problem);
       c.config.sources["timeout"] = "--timeout";
     } else if (a == "--count") {
       const char* v = value();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <new>
 #include <set>
 
 #include "Connection.h"
@@ -382,6 +383,12 @@ const char* replayUsage() {
 )";
 }
 
+namespace {
+
+int replayFile(const ClientConfig& config, const Options& options, bool json);
+
+}  // namespace
+
 int replayCommand(const ClientConfig& config, const std::vector<std::string>& args, bool json) {
   Options options;
   try {
@@ -390,6 +397,21 @@ int replayCommand(const ClientConfig& config, const std::vector<std::string>& ar
     std::fprintf(stderr, "mqd-proxy replay: %s\n", u.why.c_str());
     return 2;
   }
+  try {
+    return replayFile(config, options, json);
+  } catch (const std::bad_alloc&) {
+    // The recording is within RecordLimits, but this process may not have that much memory.
+    std::fprintf(stderr,
+                 "mqd-proxy replay: %s: ran out of memory: the recording needs more than this "
+                 "process may have\n",
+                 options.file.c_str());
+    return 2;
+  }
+}
+
+namespace {
+
+int replayFile(const ClientConfig& config, const Options& options, bool json) {
   std::unique_ptr<RecordReader> recording;
   try {
     recording = std::make_unique<RecordReader>(options.file);
@@ -432,5 +454,7 @@ int replayCommand(const ClientConfig& config, const std::vector<std::string>& ar
     return 2;
   }
 }
+
+}  // namespace
 
 }  // namespace mqd::client

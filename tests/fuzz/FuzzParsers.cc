@@ -17,7 +17,9 @@
 //                             file. Set: the rest is one chunk's raw content (Cap'n Proto
 //                             messages in stream framing), put here into a file whose header,
 //                             chunk header and zstd checksum are right, so that the fuzzer
-//                             reaches the messages past the checks (RecordFile.h: the layout)
+//                             reaches the messages past the checks (RecordFile.h: the layout).
+//                             The reader's limits are scaled down (SeedRecordings.h) so
+//                             that small inputs reach them: compression bombs, too many messages
 // The generator (make-corpus) writes seeds of each kind from real sessions.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -31,8 +33,6 @@
 #include <string>
 #include <vector>
 
-#include <zstd.h>
-
 #include "Bulk.h"
 #include "Endpoint.h"
 #include "LearnedLookups.h"
@@ -43,6 +43,7 @@
 #include "RecordFile.h"
 #include "RecordedDebugger.h"
 #include "RecordedWalk.h"
+#include "SeedRecordings.h"
 #include "mqd.capnp.h"
 
 namespace {
@@ -238,32 +239,14 @@ void fuzzBlocks(const uint8_t* data, size_t size) {
   ::unlink(path.c_str());
 }
 
-void putU32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-
 // A recording file holding `raw` (padded to whole words) as its one chunk, every check right.
 std::vector<uint8_t> wrapRecording(const uint8_t* raw, size_t size) {
   std::vector<uint8_t> content(raw, raw + size);
   content.resize((size + 7) / 8 * 8, 0);
-  std::vector<uint8_t> packed(ZSTD_compressBound(content.size()));
-  ZSTD_CCtx* context = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
-  size_t n = ZSTD_compress2(context, packed.data(), packed.size(), content.data(),
-                            content.size());
-  ZSTD_freeCCtx(context);
-  if (ZSTD_isError(n)) fail("cannot compress a chunk");
-  std::vector<uint8_t> file = {'M', 'Q', 'D', '-', 'R', 'E', 'C', '\n'};
-  putU32(file, mqd::record::FORMAT_VERSION);
-  putU32(file, 0);
-  size_t chunk = file.size();
-  file.insert(file.end(), {'M', 'Q', 'D', 'C'});
-  putU32(file, static_cast<uint32_t>(n));
-  putU32(file, static_cast<uint32_t>(content.size()));
-  uint32_t check = 2166136261u;  // FNV-1a of the 12 bytes before it
-  for (size_t i = chunk; i < chunk + 12; ++i) check = (check ^ file[i]) * 16777619u;
-  putU32(file, check);
-  file.insert(file.end(), packed.begin(), packed.begin() + n);
+  std::vector<uint8_t> file = mqd::client::recordFileHeader();
+  std::vector<uint8_t> chunk =
+      mqd::client::recordChunk(kj::arrayPtr(content.data(), content.size()));
+  file.insert(file.end(), chunk.begin(), chunk.end());
   return file;
 }
 
@@ -277,7 +260,7 @@ void fuzzRecording(const uint8_t* data, size_t size) {
     writeFile(path, data + 1, size - 1);
   }
   try {
-    mqd::client::RecordReader recording(path);
+    mqd::client::RecordReader recording(path, mqd::fuzz::fuzzRecordLimits());
     (void)recording.header().getDll().getPath();
     (void)recording.header().getDll().getEntryPoints().size();
     for (auto e : recording.entries()) (void)e.which();

@@ -8,6 +8,8 @@
 //   corpus/fuzz_server_connection/  every connection's client-to-server bytes
 //   corpus/fuzz_parsers/             the walks the server recorded (taken from its replies),
 //                                    Bulk payloads, the server's state files, endpoints
+// A second test case writes, from no session, the recordings that reach each of the recording
+// reader's limits in fuzz_parsers (SeedRecordings.h), and issue 16's compression bomb.
 // Run: MQD_FUZZ_CORPUS_OUT=DIR make-corpus (a doctest program; writes into DIR/<target>/).
 // The committed corpus is this output minimised with libFuzzer's -merge=1 (README.md).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "Bulk.h"
+#include "SeedRecordings.h"
 #include "SeedSessions.h"
 #include "ServerProcess.h"
 #include "ShimRig.h"
@@ -343,4 +346,72 @@ TEST_CASE("record real sessions as fuzz seeds") {
   }
   MESSAGE(sessions.size() << " connections, " << walks << " walks, " << stateFiles
                           << " state files recorded");
+}
+
+namespace {
+
+// 5, whole-file mode: a recording made of `chunks` (each whole messages in stream framing)
+// behind a right file header and record::Header.
+std::string recordingSeed(const std::vector<std::vector<unsigned char>>& chunks, int level) {
+  capnp::MallocMessageBuilder header;
+  header.initRoot<mqd::record::Header>().setFormatVersion(mqd::record::FORMAT_VERSION);
+  auto words = capnp::messageToFlatArray(header);
+  std::vector<unsigned char> file = mqd::client::recordFileHeader();
+  auto append = [&](kj::ArrayPtr<const kj::byte> raw) {
+    auto chunk = mqd::client::recordChunk(raw, level);
+    file.insert(file.end(), chunk.begin(), chunk.end());
+  };
+  append(words.asBytes());
+  for (const auto& raw : chunks) append(kj::arrayPtr(raw.data(), raw.size()));
+  return std::string("\x05\x00", 2) + std::string(file.begin(), file.end());
+}
+
+// `count` of the smallest valid message: one segment of one word, a null root (16 bytes).
+std::vector<unsigned char> tinyMessages(size_t count) {
+  const unsigned char one[16] = {0, 0, 0, 0, 1, 0, 0, 0};
+  std::vector<unsigned char> raw;
+  for (size_t i = 0; i < count; ++i) raw.insert(raw.end(), one, one + sizeof one);
+  return raw;
+}
+
+}  // namespace
+
+TEST_CASE("recordings at the reader's limits (fuzz_parsers, SeedRecordings.h)") {
+  const char* out = std::getenv("MQD_FUZZ_CORPUS_OUT");
+  REQUIRE_MESSAGE(out != nullptr, "set MQD_FUZZ_CORPUS_OUT to the corpus directory to write");
+  Corpus corpus{out, {}};
+  REQUIRE(system(("mkdir -p '" + corpus.dir + "/fuzz_parsers'").c_str()) == 0);
+  mqd::client::RecordLimits limits = mqd::fuzz::fuzzRecordLimits();
+
+  // Issue 16's compression bomb: 22 KB that decompress to 256 MiB of 16-byte messages.
+  corpus.add("fuzz_parsers", "regress-recording-bomb-tiny-messages",
+             recordingSeed({tinyMessages((256u << 20) / 16)}, 19));
+  // One chunk with more messages than a chunk may hold.
+  corpus.add("fuzz_parsers", "limit-recording-chunk-messages",
+             recordingSeed({tinyMessages(limits.chunkMessages + 1)}, 19));
+  // Chunks within that, more messages than a recording may hold.
+  std::vector<std::vector<unsigned char>> many(limits.messages / limits.chunkMessages + 1,
+                                               tinyMessages(limits.chunkMessages));
+  corpus.add("fuzz_parsers", "limit-recording-messages", recordingSeed(many, 19));
+  // Chunks of one message each, as large as a chunk may be, past the total.
+  std::vector<unsigned char> big(limits.chunkBytes, 0);
+  uint32_t words = static_cast<uint32_t>(big.size() / 8 - 1);  // one segment, a null root
+  for (int i = 0; i < 4; ++i) big[4 + i] = static_cast<unsigned char>(words >> (8 * i));
+  std::vector<std::vector<unsigned char>> full(limits.totalBytes / limits.chunkBytes + 1, big);
+  corpus.add("fuzz_parsers", "limit-recording-total", recordingSeed(full, 19));
+  // A message whose pointers share their targets: 40 levels of two pointers to one struct.
+  std::vector<uint64_t> chain;
+  auto structPointer = [](int32_t offset) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(offset) << 2) | (uint64_t{2} << 48);
+  };
+  chain.push_back(0);  // the segment table, below
+  chain.push_back(structPointer(0));
+  for (int level = 0; level < 40; ++level) {
+    chain.push_back(level == 39 ? 0 : structPointer(1));
+    chain.push_back(level == 39 ? 0 : structPointer(0));
+  }
+  chain[0] = static_cast<uint64_t>(chain.size() - 1) << 32;
+  std::vector<unsigned char> amplified(chain.size() * 8);
+  std::memcpy(amplified.data(), chain.data(), amplified.size());
+  corpus.add("fuzz_parsers", "limit-recording-amplified", recordingSeed({amplified}, 3));
 }

@@ -7,15 +7,20 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <thread>
 
+#include "RecordFile.h"
 #include "RunCommand.h"
 #include "ServerProcess.h"
 #include "ShimRig.h"
@@ -65,6 +70,17 @@ int useSession(Rig& rig) {
   rig.errorText(4242);
   rig.dll().setup_job(reinterpret_cast<mqs_job*>(rig.job), rig.d->jobCallbacks());
   return ops;
+}
+
+// "prlimit --as=BYTES " to bound a command's memory; nothing under AddressSanitizer, whose
+// shadow memory alone takes terabytes of address space (the time limit bounds it then).
+std::string addressSpaceLimit(const char* bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)bytes;
+  return "";
+#else
+  return std::string("prlimit --as=") + bytes + " ";
+#endif
 }
 
 }  // namespace
@@ -165,4 +181,54 @@ TEST_CASE("replay: usage errors and unusable recordings exit 2, naming what is w
                         " replay " + recording);
   CHECK(nowhere.status == 2);
   CHECK(contains(nowhere.output, "cannot reach the server"));
+}
+
+TEST_CASE("replay: a compression bomb, /dev/zero, a FIFO, a directory: exit 2 at once, in "
+          "bounded memory") {
+  TempDir dir;
+  std::string cli =
+      "timeout -s KILL 60 " + addressSpaceLimit("2000000000") + std::string(mqd::test::kCli);
+  // A right file header and recording Header, then one chunk that decompresses to 256 MiB of
+  // the smallest valid message there is (16 bytes: one segment, one word, a null root), 16 Mi
+  // of them. The unfixed reader needed some 5.8 GB for it, and ran out under this limit.
+  std::string bomb = dir / "bomb.mqdrec";
+  {
+    capnp::MallocMessageBuilder header;
+    header.initRoot<mqd::record::Header>().setFormatVersion(mqd::record::FORMAT_VERSION);
+    auto words = capnp::messageToFlatArray(header);
+    std::vector<unsigned char> file = mqd::client::recordFileHeader();
+    auto headerChunk = mqd::client::recordChunk(words.asBytes());
+    file.insert(file.end(), headerChunk.begin(), headerChunk.end());
+    const unsigned char tiny[16] = {0, 0, 0, 0, 1, 0, 0, 0};
+    std::vector<unsigned char> raw(256u << 20);
+    for (size_t at = 0; at < raw.size(); at += sizeof tiny) {
+      std::memcpy(raw.data() + at, tiny, sizeof tiny);
+    }
+    auto chunk = mqd::client::recordChunk(kj::arrayPtr(raw.data(), raw.size()), 19);
+    file.insert(file.end(), chunk.begin(), chunk.end());
+    std::ofstream(bomb, std::ios::binary)
+        .write(reinterpret_cast<const char*>(file.data()), static_cast<long>(file.size()));
+    MESSAGE("the bomb: " << file.size() << " bytes");
+    CHECK(file.size() < 64 * 1024);
+  }
+  auto start = std::chrono::steady_clock::now();
+  Command r = run(cli + " replay " + bomb);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(contains(r.output, bomb + ": chunk 2 at byte "));
+  CHECK(contains(r.output, " holds more than 65536 messages, more than a chunk may"));
+  CHECK(seconds < 30);
+
+  std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& file : {fifo, std::string("/dev/zero"), dir.path()}) {
+    INFO(file);
+    Command c = run(cli + " replay " + file);
+    INFO(c.output);
+    CHECK(c.status == 2);
+    CHECK(contains(c.output, file + ": "));
+    CHECK(contains(c.output, "not a regular file"));
+  }
 }

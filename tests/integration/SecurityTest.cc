@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -489,4 +490,62 @@ TEST_CASE("--worker-user: workers run as that user, without root's groups, for g
                        std::to_string(getpid()) + ".sock --dll " + dll);
   CHECK(asNobody.status == 1);
   CHECK(asNobody.output.find("must start as root") != std::string::npos);
+}
+
+TEST_CASE("--dll: a bare name or a link loads the very file checked at start-up") {
+  // The test DLL as libmqdx.so in the server's working directory, and a decoy of the same name
+  // (the hostile DLL, whose version string is 'v's) on LD_LIBRARY_PATH.
+  TempDir work, decoys;
+  std::string dll = work / "libmqdx.so";
+  REQUIRE(run("cp " + std::string(mqd::test::kTestDll3) + " " + dll + " && cp " +
+              mqd::test::kHostileDll + " " + (decoys / "libmqdx.so") + " && cp " +
+              mqd::test::kHostileDll + " " + (work / "hostile.so"))
+              .status == 0);
+  auto versionsSeen = [](const std::string& endpoint) {
+    Command info = run(std::string(mqd::test::kCli) + " --server " + endpoint + " info");
+    INFO(info.output);
+    CHECK(info.status == 0);
+    return info.output;
+  };
+  // The server started in `work`, with `env` and these arguments (ServerProcess adds
+  // --state-dir and --ready-file after them).
+  auto serverIn = [&](const std::string& env, const std::vector<std::string>& args) {
+    std::vector<std::string> all = {
+        "-c", "cd " + work.path() + " && " + env + " exec \"$0\" \"$@\"", mqd::test::kServer};
+    all.insert(all.end(), args.begin(), args.end());
+    return std::make_unique<ServerProcess>("/bin/sh", all);
+  };
+  for (const std::string& env : {"LD_LIBRARY_PATH=" + decoys.path(), std::string()}) {
+    INFO(env);
+    auto s = serverIn(env, {"--listen", "unix:" + (scratch() / "bare.sock"), "--dll",
+                            "libmqdx.so"});
+    std::string seen = versionsSeen(s->endpoint());
+    CHECK(seen.find("mqd-proxy test DLL 1.0 (level 3)") != std::string::npos);
+    CHECK(seen.find("vvvvvvvv") == std::string::npos);
+  }
+  // A link given as --dll and pointed elsewhere after start-up: still the file checked then.
+  std::string link = work / "current.so";
+  REQUIRE(symlink(dll.c_str(), link.c_str()) == 0);
+  auto s = serverIn("", {"--listen", "unix:" + (scratch() / "link.sock"), "--dll", link});
+  REQUIRE(run("ln -sfn " + (work / "hostile.so") + " " + link).status == 0);
+  std::string seen = versionsSeen(s->endpoint());
+  CHECK(seen.find("mqd-proxy test DLL 1.0 (level 3)") != std::string::npos);
+  CHECK(seen.find("vvvvvvvv") == std::string::npos);
+}
+
+TEST_CASE("log lines carry no control characters from what a client names") {
+  std::string log = scratch() / "control.log";
+  ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "control.sock"),
+                                       "--dll", mqd::test::kTestDll3, "--log-file", log});
+  // A DLL name that would start a forged line in the server's log.
+  useServer(s.endpoint());
+  setenv("MQD_PROXY_DLL", "x.so\nmqd-proxy-server[1] error: forged", 1);
+  auto [rc, text0] = firstCall();
+  CHECK(rc == MQD_PROXY_ERR_SESSION_REFUSED);
+  waitFor([&] { return fileText(log).find("session refused") != std::string::npos; });
+  std::string text = fileText(log);
+  INFO(text);
+  CHECK(text.find("session refused") != std::string::npos);
+  CHECK(text.find("\nmqd-proxy-server[1] error: forged") == std::string::npos);
+  CHECK(text.find("x.so\\nmqd-proxy-server[1] error: forged") != std::string::npos);
 }

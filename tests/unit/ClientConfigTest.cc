@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "ClientConfig.h"
 #include "Endpoint.h"
+#include "ServerProcess.h"
 
 using mqd::client::ClientConfig;
 
@@ -16,7 +20,8 @@ struct Env {
     for (const char* v : {"MQD_PROXY_SERVER", "MQD_PROXY_DLL", "MQD_PROXY_TIMEOUT",
                           "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
                           "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME", "MQD_PROXY_CACHE",
-                          "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS"}) {
+                          "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS",
+                          "MQD_PROXY_SERVER_UID"}) {
       unsetenv(v);
     }
   }
@@ -83,6 +88,48 @@ TEST_CASE("ClientConfig: values and malformed values") {
   CHECK(problems.size() == 3);
   CHECK(c.timeout.count() == 30000);
   CHECK(c.logLevel == mqd::LogLevel::Warn);
+}
+
+TEST_CASE("ClientConfig: a timeout under a millisecond is refused, not taken as 0 ms") {
+  Env env;
+  for (const char* tiny : {"1e-9", "0.0004", "0", "-1", "nan", "inf", "86401"}) {
+    INFO(tiny);
+    setenv("MQD_PROXY_TIMEOUT", tiny, 1);
+    std::vector<std::string> problems;
+    ClientConfig c = ClientConfig::load(&problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].find("from 0.001 to 86400") != std::string::npos);
+    CHECK(c.timeout.count() == 30000);
+  }
+  setenv("MQD_PROXY_TIMEOUT", "0.001", 1);
+  std::vector<std::string> problems;
+  CHECK(ClientConfig::load(&problems).timeout.count() == 1);
+  CHECK(problems.empty());
+  // The command line's --timeout takes the same rule.
+  ClientConfig c;
+  CHECK(c.set("timeout", "1e-9").find("from 0.001 to 86400") != std::string::npos);
+  CHECK(c.timeout.count() == 30000);
+  CHECK(c.set("timeout", "4").empty());
+  CHECK(c.timeout.count() == 4000);
+}
+
+TEST_CASE("ClientConfig: the server's user a unix socket may belong to, by name or number") {
+  Env env;
+  std::vector<std::string> problems;
+  CHECK(ClientConfig::load(&problems).serverUid == -1);
+  setenv("MQD_PROXY_SERVER_UID", "root", 1);
+  ClientConfig c = ClientConfig::load(&problems);
+  CHECK(problems.empty());
+  CHECK(c.serverUid == 0);
+  CHECK(c.serverUser == "root");
+  setenv("MQD_PROXY_SERVER_UID", "4242", 1);
+  CHECK(ClientConfig::load(&problems).serverUid == 4242);
+  setenv("MQD_PROXY_SERVER_UID", "no-such-user-mqd", 1);
+  c = ClientConfig::load(&problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("is no user name or uid on this machine") != std::string::npos);
+  CHECK(c.serverUid == -1);
+  unsetenv("MQD_PROXY_SERVER_UID");
 }
 
 TEST_CASE("ClientConfig: help describes every variable the shim reads") {
@@ -178,6 +225,30 @@ TEST_CASE("ClientConfig: a bad line in the file is reported and loses nothing el
   CHECK(c.logLevel == mqd::LogLevel::Debug);
   CHECK(c.sources["timeout"] == "default");
   unlink(path.c_str());
+}
+
+TEST_CASE("ClientConfig: a configuration file that is no regular file, or too large, is a "
+          "problem, read no further") {
+  Env env;
+  mqd::harness::TempDir dir;
+  std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::string big = dir / "big";
+  {
+    std::ofstream out(big);
+    out << "timeout = 7\n" << std::string(ClientConfig::kMaxFileBytes, '#') << "\n";
+  }
+  for (const std::string& file : {fifo, std::string("/dev/zero"), dir.path(), big}) {
+    INFO(file);
+    setenv("MQD_PROXY_CONFIG", file.c_str(), 1);
+    std::vector<std::string> problems;
+    ClientConfig c = ClientConfig::load(&problems);  // returns at once: a FIFO is not waited on
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].rfind(file + ": ", 0) == 0);
+    CHECK(problems[0].find("the configuration file was not read") != std::string::npos);
+    CHECK(!c.fileRead);
+    CHECK(c.timeout.count() == 30000);
+  }
 }
 
 TEST_CASE("ClientConfig: where the file is looked for") {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -64,6 +65,29 @@ TEST_CASE("LearnedLookups and LearnedMemory: an unreadable file is ignored, then
   CHECK(windows[1].size == 65536);
   CHECK(memory.load(0xbb).empty());  // another process
   CHECK(memory.load(0).empty());     // no fingerprint: nothing to recognise
+}
+
+TEST_CASE("LearnedLookups: a link planted in the state directory is neither written through "
+          "nor read") {
+  TempDir dir;
+  std::string state = dir / "state";
+  ::mkdir(state.c_str(), 0700);
+  std::string victim = dir / "victim";
+  std::ofstream(victim) << "precious\n";
+  std::string file = state + "/lookups-abc123.capnp";
+  // Where a temporary file used to be made (FILE.tmp.PID), and the file itself.
+  std::string oldTemporary = file + ".tmp." + std::to_string(::getpid());
+  REQUIRE(::symlink(victim.c_str(), oldTemporary.c_str()) == 0);
+  REQUIRE(::symlink(victim.c_str(), file.c_str()) == 0);
+  LearnedLookups learned(state, "x", "abc123");
+  CHECK(learned.load().empty());  // the link is not read
+  learned.save({{LookupKey::Symbol, "s", 0, ""}});
+  CHECK(mqd::harness::fileText(victim) == "precious\n");
+  struct stat st;
+  REQUIRE(::lstat(file.c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(LearnedLookups(state, "x", "abc123").load().size() == 1);
 }
 
 TEST_CASE("LearnedLookups: a truncated file is ignored without a word on stderr but our warning") {
