@@ -44,6 +44,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 from e2e_openmpi import Job, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
+from artefacts import Artefacts  # noqa: E402
 
 OMPI_DLL_GLOB = "/usr/lib/{arch}/openmpi/lib/openmpi3/libompi_dbg_msgq.so"
 DEBUG = bool(os.environ.get("MQD_BENCH_DEBUG"))
@@ -70,20 +72,15 @@ with open(cfg["out"] + ".json", "w") as f:
 class Build:
     def __init__(self, path):
         self.path = os.path.abspath(path)
-        self.frontend = self._file("share", "mqd-proxy", "gdb", "mqd.py")
-        self.shim = self._file("shim", "libmqdproxy.so")
-        self.server = self._file("proxy-server", "mqd-proxy-server")
-        self.relay = self._file("tools", "mqd-relay")
-        self.cli = self._file("proxy-client", "mqd-proxy")
-        self.pending = self._file("tests", "e2e", "pending")
-        self.dumper = self._file("bench", "mqd-bench-dump")
-        self.testdll = self._file("tests", "testdll", "libmqd_testdll_l3.so")
-
-    def _file(self, *parts):
-        path = os.path.join(self.path, *parts)
-        if not os.path.exists(path):
-            raise SystemExit("bench: %s is missing: build with -DMQD_TESTS=ON first" % path)
-        return path
+        built = Artefacts(self.path)
+        self.frontend = built.require("frontend")
+        self.shim = built.require("shim")
+        self.server = built.require("server")
+        self.relay = built.require("relay")
+        self.cli = built.require("cli")
+        self.pending = built.require("pending")
+        self.dumper = built.require("bench_dump")
+        self.testdll = built.require("testdll_l3")
 
 
 class Proxy:

@@ -19,8 +19,8 @@ import sys
 
 def client_variables(source):
     names = set()
-    for pattern in ("proxy-client/**/*.cc", "proxy-client/**/*.h", "shim/**/*.cc",
-                    "schema/*.cc"):
+    for pattern in ("client/**/*.cc", "client/**/*.h", "cli/*.cc", "replay/*.cc",
+                    "shim/**/*.cc", "common/*.cc"):
         for path in glob.glob(os.path.join(source, pattern), recursive=True):
             names.update(re.findall(r'"(MQD_PROXY_[A-Z0-9_]+)"', open(path).read()))
     # Proxy error codes' names and the placeholder in a comment are no variables.

@@ -12,13 +12,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/proxy-server/mqd-proxy-server" \
+"$build/server/mqd-proxy-server" \
   --listen "unix:$work/demo.sock" \
-  --dll "$build/tests/testdll/libmqd_testdll_l3.so" \
+  --dll "$build/testing/testdll/libmqd_testdll_l3.so" \
   --ready-file "$work/ready" --log-file "$work/server.log" &
 server_pid=$!
 for _ in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.05; done
 [ -s "$work/ready" ] || { echo "demo: the server did not start:"; cat "$work/server.log"; exit 1; }
 
 echo "== mqd-proxy-server listening on $(cat "$work/ready"), serving the test DLL"
-MQD_PROXY_SERVER=$(cat "$work/ready") "$build/tools/mqd-demo" --shim "$build/shim/libmqdproxy.so"
+MQD_PROXY_SERVER=$(cat "$work/ready") "$build/testing/mqd-demo" --shim "$build/shim/libmqdproxy.so"

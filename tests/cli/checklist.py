@@ -8,6 +8,11 @@ import shutil
 import socket
 import subprocess
 import time
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
 
 failures = []
 
@@ -48,12 +53,13 @@ class Build:
 
     def __init__(self, build):
         self.dir = os.path.abspath(build)
-        self.cli = os.path.join(self.dir, "proxy-client", "mqd-proxy")
-        self.server = os.path.join(self.dir, "proxy-server", "mqd-proxy-server")
-        self.shim = os.path.join(self.dir, "shim", "libmqdproxy.so")
-        self.l3 = os.path.join(self.dir, "tests", "testdll", "libmqd_testdll_l3.so")
-        self.l2 = os.path.join(self.dir, "tests", "testdll", "libmqd_testdll_l2.so")
-        self.dump_client = os.path.join(self.dir, "tests", "reliability", "mqd-dump-client")
+        built = Artefacts(self.dir)
+        self.cli = built.require("cli")
+        self.server = built.require("server")
+        self.shim = built.require("shim")
+        self.l3 = built.require("testdll_l3")
+        self.l2 = built.require("testdll_l2")
+        self.dump_client = built.require("dump_client")
 
 
 def free_port():

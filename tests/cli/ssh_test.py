@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checklist import Build, check, finish, last_json, run  # noqa: E402
 from sshd_fixture import Sshd  # noqa: E402
 
-MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
+MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # contracts/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
 
 
 def stdio_servers(server_bin):

@@ -25,6 +25,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from e2e_openmpi import Failure, check_against_manifests, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
 
 TRIPLES = {"aarch64": "aarch64-linux-gnu", "ppc64el": "powerpc64le-linux-gnu",
            "s390x": "s390x-linux-gnu"}
@@ -67,12 +70,14 @@ def main():
     dll = "/usr/lib/%s/openmpi/lib/openmpi3/libompi_dbg_msgq.so" % triple
     if not os.path.exists(args.sysroot + dll):
         raise Failure("the sysroot has no %s" % dll)
-    program = os.path.join(args.cross_build, "tests", "e2e", "target", "pending")
-    server_bin = os.path.join(args.cross_build, "proxy-server", "mqd-proxy-server")
+    foreign = Artefacts(args.cross_build)
+    program = foreign.require("pending")
+    server_bin = foreign.require("server")
     types = os.path.join(args.cross_build, "share", "mqd-proxy", "ompi-types",
                          PROCESSORS[args.arch], "ompi_types.o")
-    shim = os.path.join(args.build, "shim", "libmqdproxy.so")
-    frontend = os.path.join(args.build, "share", "mqd-proxy", "gdb", "mqd.py")
+    host = Artefacts(args.build)
+    shim = host.require("shim")
+    frontend = host.require("frontend")
     for f in (program, server_bin, types, shim, frontend):
         if not os.path.exists(f):
             raise Failure("missing %s (build first)" % f)

@@ -41,10 +41,13 @@ import time
 sys.dont_write_bytecode = True  # importing the sibling driver must not litter the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_openmpi import Failure, Job, Server, gdb_dump, tear_down, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POKE = os.path.join(HERE, "target_poke.py")
-PROXY_HEADER = os.path.join(HERE, "..", "..", "schema", "mqd_proxy.h")
+PROXY_HEADER = os.path.join(HERE, "..", "..", "contracts", "mqd_proxy.h")
 
 FREE_LIST = "((opal_free_list_t *)&mca_pml_base_send_requests)"
 WORLD_GROUP = "((ompi_communicator_t *)&ompi_mpi_comm_world)->c_local_group"
@@ -226,10 +229,10 @@ def main():
     ap.add_argument("--ops", type=int, default=8)
     ap.add_argument("--ranks", type=int, default=3)
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    shim = os.path.join(build, "shim", "libmqdproxy.so")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    program = os.path.join(build, "tests", "e2e", "pending")
+    built = Artefacts(os.path.abspath(args.build))
+    shim = built.require("shim")
+    server_bin = built.require("server")
+    program = built.require("pending")
     codes = proxy_codes()
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-corrupt-")

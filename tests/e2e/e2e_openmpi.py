@@ -24,6 +24,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from sshd_fixture import Sshd  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
 
 ANY_SOURCE_QUIRK = 4294967295  # Open MPI 4.1's DLL does not sign-extend MPI_ANY_SOURCE
 
@@ -248,9 +251,10 @@ def main():
                          "runs mqd-proxy-server --stdio, as README's ssh set-up describes")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    shim = args.shim or os.path.join(build, "shim", "libmqdproxy.so")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    program = os.path.join(build, "tests", "e2e", "pending")
+    built = Artefacts(build)
+    shim = args.shim or built.require("shim")
+    server_bin = built.require("server")
+    program = built.require("pending")
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-")
     job = servers = sshd = None

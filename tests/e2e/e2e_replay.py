@@ -31,6 +31,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_openmpi import (Failure, Job, Server, gdb_command, gdb_dump,  # noqa: E402
                          tear_down)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
 
 
 def replay(cli, endpoint, recording, *extra):
@@ -76,10 +79,11 @@ def main():
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    shim = args.shim or os.path.join(build, "shim", "libmqdproxy.so")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
-    cli = os.path.join(build, "proxy-client", "mqd-proxy")
-    program = os.path.join(build, "tests", "e2e", "pending")
+    built = Artefacts(build)
+    shim = args.shim or built.require("shim")
+    server_bin = built.require("server")
+    cli = built.require("cli")
+    program = built.require("pending")
     policies = args.policies.split(",")
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-replay-")

@@ -128,7 +128,7 @@ int connectTo(const std::string& endpoint) {
   return fd;
 }
 
-// The handshake hello (schema/Handshake.h), spelled out byte by byte as a foreign client would.
+// The handshake hello (common/Handshake.h), spelled out byte by byte as a foreign client would.
 void sendHello(int fd, const std::string& token) {
   std::string hello = std::string("MQDP\x01\x00", 6);
   hello.push_back(static_cast<char>(token.size() >> 8));

@@ -1,6 +1,6 @@
 // Bad input from either side of the proxy gets a clear error, and every process survives.
 //
-// From the vendor DLL (tests/testdll/hostile.c): strings without their NUL where the server
+// From the vendor DLL (testing/testdll/hostile.c): strings without their NUL where the server
 // must bound what it reads, and fetch_data sizes that are negative or absurd. From the
 // debugger: NULL handles and NULL out-pointers, calls out of order, handles it never set up,
 // and absurd op classes and collective indices. (Malformed messages from the network are the

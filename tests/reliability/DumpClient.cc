@@ -59,7 +59,7 @@ struct Debugger {
   }
 };
 
-// The request kind the test DLL answers with SIGSEGV (tests/testdll/testdll.c).
+// The request kind the test DLL answers with SIGSEGV (testing/testdll/testdll.c).
 constexpr int kCrashKind = 98;
 
 std::string withoutLastLine(const std::string& text) {

@@ -23,6 +23,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
+
 
 def start(argv, ready, log):
     proc = subprocess.Popen(argv + ["--ready-file", ready], stdout=log, stderr=log)
@@ -54,12 +58,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", default="2")
     args = ap.parse_args()
-    b = os.path.abspath(args.build)
-    server_bin = f"{b}/proxy-server/mqd-proxy-server"
-    relay_bin = f"{b}/tools/mqd-relay"
-    client_bin = f"{b}/tests/reliability/mqd-dump-client"
-    dll = f"{b}/tests/testdll/libmqd_testdll_l3.so"
-    cli = f"{b}/proxy-client/mqd-proxy"
+    built = Artefacts(os.path.abspath(args.build))
+    server_bin = built.require("server")
+    relay_bin = built.require("relay")
+    client_bin = built.require("dump_client")
+    dll = built.require("testdll_l3")
+    cli = built.require("cli")
 
     work = tempfile.mkdtemp(prefix="mqd-soak-")
     logs = open(f"{work}/processes.log", "w")

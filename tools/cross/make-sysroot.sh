@@ -20,7 +20,7 @@ case "$arch" in arm64|ppc64el|s390x|i386) ;; *) echo "make-sysroot: unknown arch
 # With dependencies: what the server, the test programs and a singleton Open MPI process need.
 closure=(libstdc++6 doctest-dev libcapnp-dev libuv1-dev libzstd-dev libopenmpi3)
 # Without dependencies: mpi.h and Open MPI's internal headers with the hwloc and libevent headers
-# they include (for the type object, tools/ompi-types).
+# they include (for the type object, frontends/ompi-types).
 single=(libopenmpi-dev openmpi-common libhwloc-dev libevent-dev)
 stamp="$dir/.mqd-sysroot"
 want="$arch ${closure[*]} / ${single[*]}"

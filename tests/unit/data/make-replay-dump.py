@@ -2,7 +2,7 @@
 """Writes replay-dump.json and replay-dump.txt: one dump (two processes, unusual cases: a
 matched operation from any source, a group error, queue errors, a dump stopped midway, a
 process that failed, non-ASCII and invalid UTF-8) as the gdb front end itself writes it, with
-tools/gdb/mqd.py's own render() and json.dumps(indent=1). DumpFormatTest checks that
+frontends/gdb/mqd.py's own render() and json.dumps(indent=1). DumpFormatTest checks that
 mqd-proxy replay writes the same dump byte for byte. (Every value fits a 32-bit debugger's
 mqs_taddr_t and mqs_tword_t, so the test holds in the i686 build too.)
 
@@ -23,7 +23,7 @@ gdb.error = gdb.GdbError = gdb.MemoryError = type("error", (Exception,), {})
 gdb.COMMAND_DATA = gdb.COMPLETE_FILENAME = gdb.SYMBOL_VAR_DOMAIN = gdb.SYMBOL_STRUCT_DOMAIN = 0
 sys.modules["gdb"] = gdb
 spec = importlib.util.spec_from_file_location(
-    "mqd", os.path.join(here, "..", "..", "..", "tools", "gdb", "mqd.py"))
+    "mqd", os.path.join(here, "..", "..", "..", "frontends", "gdb", "mqd.py"))
 mqd = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mqd)
 

@@ -1,0 +1,158 @@
+// Connection: one connection to a server and the session opened on it. Lives on the event-loop
+// thread; every member is touched only there.
+//
+// open() connects to the endpoint (with TLS for tls:), passes the server's admission handshake
+// (common/Handshake.h: the token of MQD_PROXY_TOKEN_FILE), bootstraps the Proxy capability and
+// opens a Session for the configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
+// the debugger is waiting on, if any: the DebuggerService posts callbacks to it.
+#pragma once
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "ClientConfig.h"
+#include "ClientCounters.h"
+#include "PendingCall.h"
+#include "PostMortem.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+class DebuggerSide;
+class SshProcess;
+class SessionRecorder;
+
+// The vendor DLL as the server described it when the session opened.
+struct DllInfo {
+  std::string path;
+  std::string versionString;
+  int compatibility = 0;
+  int taddrWidth = 0;
+  std::set<std::string> entryPoints;  // optional entry points present
+  std::string buildId;
+  bool has(const char* entryPoint) const { return entryPoints.count(entryPoint) != 0; }
+
+  // As the server's openSession described it.
+  static DllInfo from(wire::DllDescription::Reader d);
+};
+
+// The parts of SessionOptions that describe this client: protocol version, DLL, architecture
+// and address width (the rest is the caller's).
+void describeClient(wire::SessionOptions::Builder options, const std::string& dll);
+
+// Names this connection's session to the server after the connection is gone.
+struct SessionTicket {
+  uint64_t connection = 0;
+  uint64_t key = 0;  // 0: the server gave none (no post-mortem possible)
+};
+
+class Connection {
+ public:
+  // Connects and opens a session (telling the server which info tokens the debugger already
+  // holds, from `side`, so that a re-established session keeps them). Fails with a ProxyError-carrying kj::Exception (see
+  // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
+  // the server says no, AUTH_FAILED for a missing, wrong or unsafe token, TLS when TLS does not
+  // fit or verify, TIMEOUT after `config.timeout`.
+  // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
+  // the callbacks served. A `recorder` (MQD_PROXY_RECORD, outliving the connection) taps the
+  // session's two capabilities.
+  static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
+                                               DebuggerSide& side, ClientCounters& counters,
+                                               SessionRecorder* recorder = nullptr);
+
+  // Only connects and passes the handshake (for tools that talk to the Proxy capability, not
+  // to a DLL), to config.server with config's token, TLS settings and timeout; fails like
+  // open().
+  static kj::Promise<kj::Own<Connection>> connect(kj::AsyncIoContext& io,
+                                                  const ClientConfig& config);
+
+  void setSsh(SshProcess* ssh) { ssh_ = ssh; }
+
+  wire::Proxy::Client& proxy() { return proxy_; }
+
+  // Asks config.server, on a connection of its own (config's token and TLS settings, but
+  // `timeout`), how the session named by `ticket` ended. Fails like connect().
+  static kj::Promise<PostMortem> postMortem(kj::AsyncIoContext& io, const ClientConfig& config,
+                                            SessionTicket ticket,
+                                            std::chrono::milliseconds timeout);
+
+  Connection(kj::Own<kj::AsyncIoStream> stream, std::string endpoint, ClientCounters* counters);
+  ~Connection() noexcept(false);
+
+  // For an ssh:// connection: how the remote worker ended, from what the --stdio server
+  // said on ssh's stderr, waiting up to `timeout` for ssh to end. Null for other transports
+  // (ask postMortem() instead).
+  kj::Maybe<kj::Promise<PostMortem>> transportPostMortem(std::chrono::milliseconds timeout);
+
+  wire::Session::Client& session() { return session_; }
+  const DllInfo& dll() const { return dll_; }
+  const SessionTicket& ticket() const { return ticket_; }
+  // Whether bulk payloads travel zstd-compressed on this connection.
+  bool compress() const { return compress_; }
+  const std::string& endpoint() const { return endpoint_; }
+  ClientCounters* counters() const { return counters_; }  // null for tools without a session
+
+  // Starts `promise` (an RPC reply) and routes its outcome to `call`.
+  template <typename Results>
+  void track(std::shared_ptr<PendingCall> call, capnp::RemotePromise<Results>&& promise);
+
+  // After a fatal problem (timeout, disconnect): no further calls go out. broken() may be
+  // read from any thread.
+  void markBroken(int code, const std::string& why);
+  bool broken() const { return brokenCode_ != 0; }
+  int brokenCode() const { return brokenCode_; }
+  const std::string& brokenReason() const { return brokenReason_; }
+
+  std::shared_ptr<PendingCall> current;  // the call the debugger waits on
+
+ private:
+  class ErrorHandler : public kj::TaskSet::ErrorHandler {
+   public:
+    void taskFailed(kj::Exception&&) override {}
+  };
+
+  std::string endpoint_;
+  ClientCounters* counters_;
+  ErrorHandler errorHandler_;
+  kj::TaskSet tasks_{errorHandler_};
+  kj::Own<kj::AsyncIoStream> stream_;
+  capnp::TwoPartyVatNetwork network_;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
+  wire::Proxy::Client proxy_;
+  wire::Session::Client session_{nullptr};
+  DllInfo dll_;
+  SessionTicket ticket_;
+  bool compress_ = false;
+  SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
+  std::atomic<int> brokenCode_{0};
+  std::string brokenReason_;
+};
+
+// Maps any exception from the RPC layer to a proxy error code and sentence.
+int classifyRpcFailure(const kj::Exception& e, std::string* detail);
+
+template <typename Results>
+void Connection::track(std::shared_ptr<PendingCall> call,
+                       capnp::RemotePromise<Results>&& promise) {
+  tasks_.add(promise.then(
+      [this, call](capnp::Response<Results>&& response) {
+        auto copy = std::make_unique<capnp::MallocMessageBuilder>();
+        copy->setRoot(static_cast<typename Results::Reader>(response));
+        if (current == call) current = nullptr;
+        call->finish(std::move(copy));
+      },
+      [this, call](kj::Exception&& e) {
+        std::string detail;
+        int code = classifyRpcFailure(e, &detail);
+        if (e.getType() == kj::Exception::Type::DISCONNECTED) markBroken(code, detail);
+        if (current == call) current = nullptr;
+        call->fail(code, detail);
+      }));
+}
+
+}  // namespace mqd::client
