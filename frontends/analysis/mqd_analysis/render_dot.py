@@ -59,9 +59,13 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
     a = analysis
     use_classes = len(a.model.ranks) > max_rank_nodes
     node_of = {}
+    legend = "solid: AND wait (that rank is needed)   dashed: OR wait (any one will do)"
+    if a.knots:
+        legend += "   magenta: %sknot (%s)" % ("" if a.deadlock else "possible ",
+                                              "; ".join(ranks_text(k.ranks) for k in a.knots))
     lines = ["digraph mqd_waits {",
              '  graph [rankdir=LR fontname="Helvetica" fontsize=12 labelloc=t label=%s];'
-             % _q(a.headline()),
+             % _q(a.headline() + "\n" + legend),
              '  node [shape=box style=filled fontname="Helvetica" fontsize=11];',
              '  edge [fontname="Helvetica" fontsize=9];']
     if use_classes:
@@ -101,11 +105,6 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
         else:
             attrs.append("color=%s" % _q(AND_EDGE if kind == AND else OR_EDGE))
         lines.append("  %s -> %s [%s];" % (src, dst, " ".join(attrs)))
-    knot_words = "; ".join(ranks_text(k.ranks) for k in a.knots)
-    legend = "solid: AND wait (that rank is needed)   dashed: OR wait (any one will do)"
-    if a.knots:
-        legend += "   magenta: %sknot (%s)" % ("" if a.deadlock else "possible ", knot_words)
-    lines.append('  legend [shape=plaintext style="" label=%s];' % _q(legend))
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -9,11 +9,14 @@ import html
 
 from . import progress as progress_mod
 from .rankset import ranks_text
-from .render_dot import KNOT_FILL
 from .render_text import NOTE_KINDS
 
 MAX_QUEUE_RANKS = 16     # ranks whose queues are listed in full
 MAX_OPERATIONS = 50      # operations listed per queue
+# The picture's frame: a colour used nowhere else, so that a screenshot shows where the picture
+# is (tests look for the knot's colour, render_dot.KNOT_FILL, inside it). The knot's colour is
+# used only in the picture.
+PICTURE_BORDER = "#00a0e0"
 
 _STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #1a1a1a; }
@@ -27,15 +30,15 @@ main { padding: 8px 24px 24px 24px; }
 h2 { font-size: 17px; margin: 18px 0 6px 0; border-bottom: 1px solid #cccccc; }
 h3 { font-size: 14px; margin: 12px 0 4px 0; }
 .picture svg { max-width: 100%; height: auto; }
-.picture { border: 1px solid #dddddd; padding: 6px; }
+.picture { border: 3px solid PICTURE_BORDER; padding: 6px; }
 table { border-collapse: collapse; font-size: 12px; margin: 4px 0 8px 0; }
 td, th { border: 1px solid #cccccc; padding: 2px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 .kind { font-family: monospace; color: #555555; }
-.knotmark { background: KNOT; padding: 0 4px; }
+.knotmark { background: #7a0010; color: #ffffff; padding: 0 4px; }
 code, .frames { font-family: monospace; font-size: 12px; }
 footer { font-size: 11px; color: #666666; padding: 8px 24px; }
-""".replace("KNOT", KNOT_FILL)
+""".replace("PICTURE_BORDER", PICTURE_BORDER)
 
 
 def _e(text):
