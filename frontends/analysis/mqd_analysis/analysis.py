@@ -47,6 +47,12 @@ class Analysis:
             return "POSSIBLE DEADLOCK: %s, if the ranks the snapshot cannot tell about " \
                    "cannot act" % parts
         blocked = [rm.rank for rm in self.model.rank_list() if rm.blocked]
+        unsure = [rm.rank for rm in self.model.rank_list() if rm.status in (
+            model_mod.UNKNOWN, model_mod.UNREADABLE, model_mod.MISSING,
+            model_mod.BLOCKED_UNSEEN)]
+        if unsure:
+            return "NO DEADLOCK FOUND: the snapshot cannot tell what %s %s doing" % (
+                ranks_text(unsure), "is" if len(unsure) == 1 else "are")
         if not blocked:
             return "NO DEADLOCK: no rank is blocked in MPI"
         return "NO DEADLOCK: every blocked rank can still be released (%s)" % \

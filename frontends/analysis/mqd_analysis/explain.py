@@ -268,8 +268,8 @@ def _cycles(model, ev, knot, index):
                 "cycle of receives: %s. Each rank waits to receive from the next, which is "
                 "itself waiting to receive before it sends." % path, list(core), index))
         else:
-            steps = "; ".join("rank %d waits for rank %d (%s)" % (n, t, w.describe())
-                              for n, t, w in shown)
+            steps = " → ".join("rank %d [%s]" % (n, w.describe()) for n, _, w in shown)
+            steps += " → ..." if len(cycle) > len(shown) else " → rank %d" % cycle[0][0]
             findings.append(Finding(
                 "wait-cycle", "%s: %s." % (members, steps), list(core), index))
         in_cycle.update(core)
