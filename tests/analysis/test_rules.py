@@ -412,3 +412,59 @@ def test_state_unknown_ranks_make_a_possible_deadlock_only():
     assert a.verdict == "unknown" and knots(a) == [[0, 1]]
     assert a.model.ranks[2].status == model.UNKNOWN
     assert "state-unknown" in kinds(a)
+
+
+# ---- the graph algorithms -------------------------------------------------------------------
+
+def test_strongly_connected_components_match_mutual_reachability():
+    import random
+    from mqd_analysis.knots import strongly_connected
+    rng = random.Random(20)
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        succ = {v: sorted(rng.sample(range(n), rng.randint(0, min(3, n)))) for v in range(n)}
+        reach = {}
+        for v in range(n):
+            seen, stack = {v}, [v]
+            while stack:
+                for w in succ[stack.pop()]:
+                    if w not in seen:
+                        seen.add(w)
+                        stack.append(w)
+            reach[v] = seen
+        expected = sorted({tuple(sorted(w for w in range(n) if w in reach[v] and v in reach[w]))
+                           for v in range(n)})
+        assert sorted(tuple(c) for c in strongly_connected(list(range(n)), succ)) == expected
+
+
+def test_knots_against_brute_force_on_random_jobs():
+    # Random jobs of point-to-point waits: a rank is deadlocked iff no computing rank is
+    # reachable through its waits, where an AND rank needs all its targets and an OR rank one.
+    import random
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(2, 8)
+        job = JobBuilder(n)
+        waits = {}
+        for r in range(n):
+            if rng.random() < 0.25:
+                continue                                    # computing
+            targets = rng.sample(range(n), rng.randint(1, min(3, n)))
+            call = rng.choice(["MPI_Waitall", "MPI_Waitany"])
+            job.call(r, call)
+            for t in targets:
+                job.recv(r, t)
+            waits[r] = (call, set(targets))
+        can = {r: r not in waits for r in range(n)}
+        changed = True
+        while changed:
+            changed = False
+            for r, (call, targets) in waits.items():
+                ok = all(can[t] for t in targets) if call == "MPI_Waitall" else \
+                    any(can[t] for t in targets)
+                if ok and not can[r]:
+                    can[r] = changed = True
+        a = job.analyse()
+        dead = sorted(r for r in range(n) if not can[r])
+        assert sorted(r for k in a.knots for r in k.ranks) == dead
+        assert a.deadlock == bool(dead)

@@ -240,7 +240,7 @@ def _wildcards(model, knot_ranks, index):
 
 
 def _cycles(model, ev, knot, index):
-    findings, in_cycle = [], set()
+    findings = []
     for core in knot.cores:
         cycle = knots_mod.cycle_in(core, model, ev)
         if not cycle:
@@ -272,8 +272,7 @@ def _cycles(model, ev, knot, index):
             steps += " → ..." if len(cycle) > len(shown) else " → rank %d" % cycle[0][0]
             findings.append(Finding(
                 "wait-cycle", "%s: %s." % (members, steps), list(core), index))
-        in_cycle.update(core)
-    return findings, in_cycle
+    return findings
 
 
 def _elsewhere(model, ev, knot, index, explained_pairs):
@@ -302,8 +301,7 @@ def for_knot(model, ev, knot, index):
     findings += _collectives(model, knot.ranks, index)
     findings += _finished_targets(model, knot.ranks, index)
     findings += _wildcards(model, knot.ranks, index)
-    cycles, _ = _cycles(model, ev, knot, index)
-    findings += cycles
+    findings += _cycles(model, ev, knot, index)
     findings += _elsewhere(model, ev, knot, index, pairs)
     if knot.dependents:
         core = sorted({n for c in knot.cores for n in c})
@@ -323,7 +321,7 @@ def broken_cycles(model, ev):
     blocked = [n for n, rm in model.ranks.items() if rm.blocked and n not in ev.deadlocked]
     succ = {n: sorted({t for t in model.ranks[n].targets() if t in blocked}) for n in blocked}
     findings = []
-    for comp in knots_mod._strongly_connected(sorted(blocked), succ):
+    for comp in knots_mod.strongly_connected(sorted(blocked), succ):
         if len(comp) == 1 and comp[0] not in succ[comp[0]]:
             continue
         members = set(comp)

@@ -156,7 +156,7 @@ def knots(model, ev):
     if len(unseen) > 1:
         parts = [p for p in parts if p not in unseen] + [sorted(p[0] for p in unseen)]
         parts.sort()
-    components = _strongly_connected(sorted(dead), inner)
+    components = strongly_connected(sorted(dead), inner)
     where = {n: i for i, comp in enumerate(components) for n in comp}
     result = []
     for part in parts:
@@ -174,7 +174,7 @@ def knots(model, ev):
     return result
 
 
-def _strongly_connected(nodes, succ):
+def strongly_connected(nodes, succ):
     """Tarjan's algorithm, iterative (a 1024-rank ring would overflow Python's stack)."""
     index, low, on_stack, stack, out = {}, {}, set(), [], []
     counter = 0
