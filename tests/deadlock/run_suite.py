@@ -108,13 +108,24 @@ class Job:
         self._collect_pids()
 
     def _collect_pids(self):
-        self.pids = []
+        self.pids, self.roles = [], {}
         for r in range(self.ranks):
             try:
                 with open(os.path.join(self.dir, "rank-%d.ready" % r)) as f:
-                    self.pids.append(json.load(f)["pid"])
+                    ready = json.load(f)
+                self.pids.append(ready["pid"])
+                self.roles[r] = ready["role"]
             except (OSError, ValueError):
                 pass
+
+    def not_in_place(self, snapshot_path):
+        """Ranks that said they block but are not in an MPI call in the snapshot: a rank
+        writes its ready file a second after it calls, and a very loaded machine may not have
+        run it that far yet."""
+        with open(snapshot_path) as f:
+            ranks = json.load(f)["ranks"]
+        return [r["rank"] for r in ranks if self.roles.get(r["rank"]) == "blocked" and
+                not (r.get("state") or {}).get("mpi_call")]
 
     def freeze(self):
         """Stops every rank at once (SIGSTOP, one after the other in a few microseconds), as a
@@ -265,6 +276,16 @@ def main():
                   % (server.endpoint, args.ompi_dll, shim))]
         job.freeze()
         seconds = run_gdb(job.pids, args.frontend, loads, work, "1")
+        for _ in range(3):
+            late = job.not_in_place(os.path.join(work, "native-1.json"))
+            if not late:
+                break
+            print("%s: ranks %s not in their MPI call yet: taking the snapshots again"
+                  % (args.case, late))
+            job.thaw()
+            time.sleep(2)
+            job.freeze()
+            seconds = run_gdb(job.pids, args.frontend, loads, work, "1")
         print("%s: %d ranks launched in %.1f s; one gdb, native and proxied snapshots: %.1f s "
               "(load average %.1f)" % (args.case, ranks, launched - started, seconds,
                                        load_average()))
