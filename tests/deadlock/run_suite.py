@@ -354,9 +354,12 @@ def main():
                 print("FAIL: " + p)
             print("(files kept in %s)" % work)
             return 1
+        from mqd_analysis.rankset import ranges
         print("ok: %s: %s, knots %s, explained by %s; native and proxied identical, in gdb and "
-              "from the saved snapshot" % (args.case, case["verdict"], case["knots"] or "none",
-                                           ", ".join(case["kinds"]) or "nothing needed"))
+              "from the saved snapshot" % (
+                  args.case, case["verdict"],
+                  "; ".join("[%s]" % ranges(k) for k in case["knots"]) or "none",
+                  ", ".join(case["kinds"]) or "nothing needed"))
         passed = True
         return 0
     except (Failure, subprocess.TimeoutExpired) as e:
