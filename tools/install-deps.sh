@@ -8,7 +8,8 @@
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
-#                            (tests/packaging/)
+#                            (tests/packaging/), pytest, Graphviz and Chromium (the deadlock
+#                            analysis: tests/analysis/, tests/deadlock/)
 set -euo pipefail
 
 packages=(
@@ -40,6 +41,9 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
     packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
+    # the deadlock analysis (tests/analysis/, tests/deadlock/): pytest, Graphviz's dot for
+    # the pictures, and Chromium to render the HTML report headless and check the screenshot
+    packages+=(python3-pytest graphviz chromium)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2
