@@ -8,7 +8,8 @@
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
-#                            (tests/packaging/)
+#                            (tests/packaging/), and what building MPICH from Debian's
+#                            source package needs (tools/mpich/build-mpich.sh)
 set -euo pipefail
 
 packages=(
@@ -40,6 +41,10 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
     packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
+    # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
+    # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
+    # Debian's hwloc instead of MPICH's embedded copy
+    packages+=(xz-utils libhwloc-dev)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2
