@@ -37,7 +37,9 @@ configure_options=(
   --enable-debuginfo              # builds lib/libtvmpich.so and sets MPIR_dll_name to it
   --with-device=ch3:nemesis       # its receive queues are the ones the 4.0.2 DLL walks
   --with-pm=hydra                 # mpiexec
-  --enable-g=dbg                  # -g: the DLL's types come from libmpi's own DWARF
+  --enable-g=dbg                  # -g everywhere, as Debian builds: gdb sees MPICH's frames
+                                  # and globals (the DLL's own 7 types come from dbginit.c,
+                                  # which MPICH compiles with -g whatever this says)
   --enable-fast=O2
   --disable-fortran --disable-cxx --disable-romio   # the tests are C only, and do no MPI-IO
   --with-datatype-engine=dataloop # not the embedded yaksa, whose generated code is large
@@ -59,7 +61,7 @@ if up_to_date; then
   exit 0
 fi
 
-for tool in apt-get dpkg-source gcc make flock xz; do
+for tool in apt-get dpkg-source gcc make flock xz strings; do
   command -v "$tool" >/dev/null ||
     die "$tool is missing; tools/install-deps.sh --test installs what building MPICH needs"
 done
@@ -84,11 +86,12 @@ mkdir -p "$work"
 say "building MPICH $debian_version into $prefix (log: $log)"
 started=$SECONDS
 
-# CPU seconds (user + system) used so far by the processes this script waited for: bash's
-# `times`, second line. On a busy machine wall time says little; CPU time says what the build
-# costs (docs/mpich.md).
-cpu_seconds() {
-  times | awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t }'
+# cpu: the CPU seconds (user + system) used so far by the processes this script waited for,
+# from bash's `times` (second line), which must run in this shell, not in a $(...) subshell.
+# On a busy machine wall time says little; CPU time says what the build costs (docs/mpich.md).
+cpu_now() {
+  times > "$work/times"
+  cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t }' "$work/times")
 }
 
 # A step of the build, its output in the log; on failure, the step's name and the log's end.
@@ -96,14 +99,16 @@ step() {
   local what=$1
   shift
   local t0=$SECONDS c0
-  c0=$(cpu_seconds)
+  cpu_now
+  c0=$cpu
   echo "=== $what: $*" >> "$log"
   if ! "$@" >> "$log" 2>&1; then
     tail -n 30 "$log" >&2
     die "$what failed (the whole log: $log)"
   fi
-  say "$what: $((SECONDS - t0)) s (CPU $(( $(cpu_seconds) - c0 )) s)"
-  steps+=("$what $((SECONDS - t0)) s wall, $(( $(cpu_seconds) - c0 )) s CPU")
+  cpu_now
+  say "$what: $((SECONDS - t0)) s (CPU $((cpu - c0)) s)"
+  steps+=("$what $((SECONDS - t0)) s wall, $((cpu - c0)) s CPU")
 }
 steps=()
 
@@ -161,24 +166,25 @@ step "unpacking (dpkg-source -x)" dpkg-source -x "$src/mpich_$debian_version.dsc
 # ---- configure, build, install ----
 cd "$src/mpich"
 # Debian builds with its own paths and flags; these are the tests' (see above). The shell's
-# CFLAGS and the like would change the build without changing the key: start without them.
-unset CFLAGS CPPFLAGS CXXFLAGS LDFLAGS LIBS MPICHLIB_CFLAGS MPICHLIB_CPPFLAGS MPICHLIB_LDFLAGS
+# compiler and flags would change the build without changing the key: start without them.
+unset CC CXX CFLAGS CPPFLAGS CXXFLAGS LDFLAGS LIBS MPICHLIB_CFLAGS MPICHLIB_CPPFLAGS \
+  MPICHLIB_LDFLAGS
 step configure ./configure --prefix="$prefix" "${configure_options[@]}"
 step "make -j$jobs" make -j"$jobs"
 step "make install" make install
 
+cpu_now
 dll="$prefix/lib/libtvmpich.so"
 [ -f "$dll" ] || die "the build installed no $dll: was --enable-debuginfo honoured? (log: $log)"
 # (grep without -q: under pipefail, strings killed by an early exit would fail the check)
 strings "$prefix/lib/libmpi.so" | grep -xF "$dll" > /dev/null ||
   die "libmpi.so's MPIR_dll_name does not name $dll (log: $log)"
-# What the build cost, for docs/mpich.md: wall seconds, and the CPU time of every process the
-# script ran (bash's `times`: its own, then its children's, user and system).
+# What the build cost, for docs/mpich.md: wall and CPU seconds, step by step.
 {
   echo "mpich $debian_version: ${configure_options[*]}"
   echo "make -j$jobs on $(nproc) processors, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
   printf '%s\n' "${steps[@]}"
-  echo "total $((SECONDS - started)) s wall, $(cpu_seconds) s CPU"
+  echo "total $((SECONDS - started)) s wall, $cpu s CPU"
 } > "$prefix/.mqd-mpich-build"
 cd "$cache"
 rm -rf "$work"
