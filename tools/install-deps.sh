@@ -9,7 +9,8 @@
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
 #                            (tests/packaging/), pytest, Graphviz and Chromium (the deadlock
-#                            analysis: tests/analysis/, tests/deadlock/)
+#                            analysis: tests/analysis/, tests/deadlock/), and what building
+#                            MPICH from Debian's source package needs (tools/mpich/)
 set -euo pipefail
 
 packages=(
@@ -44,6 +45,10 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # the deadlock analysis (tests/analysis/, tests/deadlock/): pytest, Graphviz's dot for
     # the pictures, and Chromium to render the HTML report headless and check the screenshot
     packages+=(python3-pytest graphviz chromium)
+    # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
+    # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
+    # Debian's hwloc instead of MPICH's embedded copy
+    packages+=(xz-utils libhwloc-dev)
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2
