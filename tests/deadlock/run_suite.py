@@ -37,6 +37,8 @@ ANALYSIS = os.path.join(SOURCE, "frontends", "analysis")
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 sys.path.insert(0, ANALYSIS)
 from e2e_openmpi import Failure, Server, gdb_command, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(SOURCE, "testing", "python"))
+from artefacts import Artefacts  # noqa: E402
 
 OB1 = ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
 # ucx over shared memory and TCP: Open MPI's ucx PML refuses to start without InfiniBand
@@ -255,8 +257,9 @@ def main():
     case = CASES[args.case]
     ranks = case.get("ranks", 4)
     program = args.program or os.path.join(build, "tests", "deadlock", "hang")
-    shim = os.path.join(build, "shim", "libmqdproxy.so")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
+    built = Artefacts(build)
+    shim = built.require("shim")
+    server_bin = built.require("server")
     for path in (program, shim, server_bin, args.frontend, args.ompi_dll):
         if not os.path.exists(path):
             print("FAIL: %s is missing" % path)

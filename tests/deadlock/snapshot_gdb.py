@@ -1,5 +1,5 @@
 # snapshot_gdb.py: a whole-job snapshot (frontends/analysis/SNAPSHOT.md, version 1) from gdb,
-# for the hang suite. Source it after tools/gdb/mqd.py, with every rank attached (one inferior
+# for the hang suite. Source it after frontends/gdb/mqd.py, with every rank attached (one inferior
 # each) and an MQD DLL loaded (`mqd load ...`), then:
 #
 #   deadlock-snapshot OUT.json [--analysis ANALYSIS.json]
