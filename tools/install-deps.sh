@@ -8,9 +8,10 @@
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
-#                            (tests/packaging/), pytest, Graphviz and Chromium (the deadlock
-#                            analysis: tests/analysis/, tests/deadlock/), and what building
-#                            MPICH from Debian's source package needs (tools/mpich/)
+#                            (tests/packaging/), pytest (the Python tests), Graphviz and
+#                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
+#                            and what building MPICH from Debian's source package needs
+#                            (tools/mpich/)
 set -euo pipefail
 
 packages=(
@@ -38,12 +39,13 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   )
   if [ "$1" = "--test" ]; then
     # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
-    # on a loopback port (tests/cli/sshd_fixture.py); systemd for systemd-socket-activate and
+    # on a loopback port (testing/python/sshd.py); systemd for systemd-socket-activate and
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
     packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
-    # the deadlock analysis (tests/analysis/, tests/deadlock/): pytest, Graphviz's dot for
-    # the pictures, and Chromium to render the HTML report headless and check the screenshot
+    # pytest for the Python tests (tests/cli/, tests/packaging/, tests/analysis/); for the
+    # deadlock analysis (tests/analysis/, tests/deadlock/) also Graphviz's dot for the pictures,
+    # and Chromium to render the HTML report headless and check the screenshot
     packages+=(python3-pytest graphviz chromium)
     # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
     # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
