@@ -120,7 +120,7 @@ def main():
               "a jump host in MQD_PROXY_SSH_OPTIONS is used (%d logins)"
               % (sshd.accepted() - before), r.all)
 
-        # Connection reuse (README "ssh:// servers"): ssh's ControlMaster through
+        # Connection reuse (docs/configuration.md, "ssh:// servers"): ssh's ControlMaster through
         # MQD_PROXY_SSH_OPTIONS. The first connection leaves a master behind (ControlPersist),
         # the later ones ride on it: one login for all of them. None may hang on the master,
         # which outlives the ssh the shim started.
