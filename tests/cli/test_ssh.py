@@ -174,7 +174,7 @@ def test_jump_host_two_logins(cli, sshd, server_bin, note):
 
 
 def test_control_master_one_login(cli, dump_client, env, l3, sshd, scratch, note):
-    """Connection reuse (README "ssh:// servers"): ssh's ControlMaster through
+    """Connection reuse (docs/configuration.md, "ssh:// servers"): ssh's ControlMaster through
     MQD_PROXY_SSH_OPTIONS. The first connection leaves a master behind (ControlPersist), the
     later ones ride on it: one login for 3 pings and a shim session. None may hang on the
     master, which outlives the ssh the shim started."""

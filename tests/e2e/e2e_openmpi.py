@@ -45,7 +45,8 @@ def main():
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
     ap.add_argument("--ssh", action="store_true",
                     help="also dump through ssh://: a loopback sshd (testing/python/sshd.py) "
-                         "runs mqd-proxy-server --stdio, as README's ssh set-up describes")
+                         "runs mqd-proxy-server --stdio, as docs/configuration.md describes "
+                         "(ssh:// servers)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     built = Artefacts(build)
