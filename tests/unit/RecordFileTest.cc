@@ -316,8 +316,12 @@ TEST_CASE("RecordFile: a recording past a limit is refused by name, before the m
     }
     words[0] |= static_cast<uint64_t>(words.size() - 1) << 32;
     words[0] &= 0xffffffff00000000ull;  // segment count - 1 = 0
-    std::vector<unsigned char> raw(words.size() * 8);
-    std::memcpy(raw.data(), words.data(), raw.size());
+    std::vector<unsigned char> raw;  // Cap'n Proto words are little-endian on every host
+    for (uint64_t word : words) {
+      for (int byte = 0; byte < 8; ++byte) {
+        raw.push_back(static_cast<unsigned char>(word >> (8 * byte)));
+      }
+    }
     std::vector<unsigned char> file = recordingStart();
     append(file, chunkOf(raw));
     spitBytes(path, file);
