@@ -359,6 +359,11 @@ void MqsClient::requireEntryPoint(const char* entryPoint) {
   }
 }
 
+void MqsClient::restartIteration(mqs_process* process) {
+  uint64_t token = side_.processes.existingToken(process);
+  if (token != 0) setUp_.cursor(token).reset();
+}
+
 RecordedWalk* MqsClient::walkOf(uint64_t process) {
   auto it = walks_.find(process);
   return it == walks_.end() ? nullptr : it->second.get();
@@ -636,6 +641,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
 
 int MqsClient::updateCommunicatorList(mqs_process* process) {
   return call("mqs_update_communicator_list", [&]() {
+    restartIteration(process);
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_update_communicator_list");
     walks_.erase(token);  // a new epoch: the old record is stale
@@ -653,6 +659,7 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
 
 int MqsClient::setupCommunicatorIterator(mqs_process* process) {
   return call("mqs_setup_communicator_iterator", [&]() {
+    restartIteration(process);
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_setup_communicator_iterator");
     if (RecordedWalk* walk = walkOf(token)) {

@@ -113,6 +113,11 @@ class MqsClient {
   // Missing optional entry point: ProxyError(NO_ENTRY_POINT) naming it and the DLL.
   void requireEntryPoint(const char* entryPoint);
 
+  // The debugger starts the process's communicator iteration afresh (mqs_update_communicator_
+  // list, mqs_setup_communicator_iterator): where the last one stood no longer matters, so a
+  // session re-established by this very call does not bring a fresh DLL there (its list may be
+  // shorter now). Called before the session is ensured.
+  void restartIteration(mqs_process* process);
   // The walk the debugger is being served from for this process, or nullptr.
   RecordedWalk* walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
