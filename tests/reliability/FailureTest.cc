@@ -226,10 +226,13 @@ TEST_CASE("a communicator list that shrank while the session was lost: the re-es
   Job two = standardJob(3);
   two.communicators.resize(2);
   two.sequence = 2;
-  Rig native(3, nullptr, mqd::test::kTestDll3);
-  replaceCommunicators(native.target, two);
-  native.setUp();
-  const QueueDump reference = dumpQueues(native.dll(), native.p());
+  QueueDump reference;
+  {
+    Rig native(3, nullptr, mqd::test::kTestDll3);
+    replaceCommunicators(native.target, two);
+    native.setUp();
+    reference = dumpQueues(native.dll(), native.p());
+  }
   REQUIRE(reference.complete());
   for (const char* cache : {"off", "epoch"}) {
     for (const char* next : {"update", "restart", "go on"}) {
