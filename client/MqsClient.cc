@@ -65,10 +65,10 @@ MqsClient::~MqsClient() {
 
 // ---- machinery ----
 
-int MqsClient::report(int code, const std::string& detail, const char* entryPoint) {
+int MqsClient::report(int code, const std::string& detail, EntryPoint entryPoint) {
   std::string sentence = std::string("mqd-proxy: ") +
                          (proxyErrorText(code) != nullptr ? proxyErrorText(code) : "error") +
-                         ": " + detail + " (in " + entryPoint + ")";
+                         ": " + detail + " (in " + nameOf(entryPoint) + ")";
   MQD_LOG(Warn, "%s", sentence.c_str());
   std::lock_guard<std::mutex> guard(gErrorTextMutex);
   proxyErrorText_[code] = strings_.intern(sentence);
@@ -76,7 +76,7 @@ int MqsClient::report(int code, const std::string& detail, const char* entryPoin
 }
 
 template <typename Body>
-int MqsClient::call(const char* entryPoint, Body&& body) {
+int MqsClient::call(EntryPoint entryPoint, Body&& body) {
   if (tInCall) {
     return report(MQD_PROXY_ERR_REENTRANT, "called from inside a debugger callback", entryPoint);
   }
@@ -121,11 +121,11 @@ int MqsClient::call(const char* entryPoint, Body&& body) {
     bool sent = counters_.callsForwarded.load() != trace->forwarded;
     logf(LogLevel::Trace, "%s -> %d in %.3f ms: %s, %llu callback(s) to the debugger, %llu "
          "notification(s)",
-         entryPoint, rc, ms, sent ? "forwarded" : "answered in the shim",
+         nameOf(entryPoint), rc, ms, sent ? "forwarded" : "answered in the shim",
          static_cast<unsigned long long>(counters_.callbacksServed.load() - trace->callbacks),
          static_cast<unsigned long long>(counters_.notifications.load() - trace->notifications));
   }
-  if (recorder_) recorder_->apiCall(entryPoint, rc);
+  if (recorder_) recorder_->apiCall(nameOf(entryPoint), rc);
   return rc;
 }
 
@@ -186,44 +186,44 @@ void MqsClient::reestablish() {
   } done{side_};
   if (side_.basicCallbacks() != nullptr) {
     roundTrip<wire::Session::SetupBasicCallbacksResults>(
-        "mqs_setup_basic_callbacks",
+        EntryPoint::setup_basic_callbacks,
         [](wire::Session::Client& s) { return s.setupBasicCallbacksRequest().send(); });
     basicCallbacksPending_ = false;
   }
   for (const SessionSetUp::Entry& e : setUp_.entries()) {
     uint64_t token = e.token;
     int rc = mqs_ok;
-    const char* what = "";
+    EntryPoint what = EntryPoint::setup_image;
     switch (e.kind) {
       case SessionSetUp::Kind::Image:
-        what = "mqs_setup_image";
+        what = EntryPoint::setup_image;
         rc = sendSetupImage(token).get().getRc();
         if (rc == mqs_ok && e.queriedQueues) {
-          what = "mqs_image_has_queues";
+          what = EntryPoint::image_has_queues;
           rc = sendImageHasQueues(token).get().getRc();
         }
         break;
       case SessionSetUp::Kind::Job:
-        if (!dll_.has("mqs_setup_job")) break;
-        what = "mqs_setup_job";
+        if (!dll_.has(EntryPoint::setup_job)) break;
+        what = EntryPoint::setup_job;
         rc = sendSetupJob(token).get().getRc();
         break;
       case SessionSetUp::Kind::Process:
-        what = "mqs_setup_process";
+        what = EntryPoint::setup_process;
         rc = sendSetupProcess(token, e.targetBigEndian);
         if (rc == mqs_ok && e.queriedQueues) {
-          what = "mqs_process_has_queues";
+          what = EntryPoint::process_has_queues;
           rc = sendProcessHasQueues(token).get().getRc();
         }
         if (rc == mqs_ok && e.updated) {
-          what = "mqs_update_communicator_list";
+          what = EntryPoint::update_communicator_list;
           rc = sendUpdate(token).get().getRc();
         }
         if (rc == mqs_ok && e.updated && setUp_.cursor(token).setUp) {
           // Bring the interrupted iteration back to where the debugger stands.
           IterationCursor cursor = setUp_.cursor(token);
           roundTrip<wire::Session::RepositionResults>(
-              "mqs_setup_communicator_iterator", [token, cursor](wire::Session::Client& s) {
+              EntryPoint::setup_communicator_iterator, [token, cursor](wire::Session::Client& s) {
                 auto r = s.repositionRequest();
                 r.setProcess(token);
                 cursor.writeTo(r.initCursor());
@@ -238,7 +238,7 @@ void MqsClient::reestablish() {
         break;
     }
     if (rc != mqs_ok) {
-      MQD_LOG(Warn, "replaying the set-up: %s answered %d the second time", what, rc);
+      MQD_LOG(Warn, "replaying the set-up: %s answered %d the second time", nameOf(what), rc);
     }
   }
 }
@@ -251,7 +251,7 @@ void MqsClient::ensureSession() {
   }
   if (basicCallbacksPending_) {
     auto reply = roundTrip<wire::Session::SetupBasicCallbacksResults>(
-        "mqs_setup_basic_callbacks",
+        EntryPoint::setup_basic_callbacks,
         [](wire::Session::Client& s) { return s.setupBasicCallbacksRequest().send(); });
     (void)reply;
     basicCallbacksPending_ = false;
@@ -259,8 +259,8 @@ void MqsClient::ensureSession() {
 }
 
 template <typename Results, typename Send>
-MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& send) {
-  auto pending = std::make_shared<PendingCall>(entryPoint);
+MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& send) {
+  auto pending = std::make_shared<PendingCall>(nameOf(entryPoint));
   ++counters_.callsForwarded;
   loop_->run([&]() {
     Connection& c = *connection_;
@@ -278,11 +278,12 @@ MqsClient::Reply<Results> MqsClient::roundTrip(const char* entryPoint, Send&& se
       // A late reply must never be taken for a later call's: give up the connection.
       loop_->run([&]() {
         connection_->markBroken(MQD_PROXY_ERR_SESSION_LOST,
-                                std::string("abandoned after ") + entryPoint + " timed out");
+                                std::string("abandoned after ") + nameOf(entryPoint) +
+                                    " timed out");
         if (connection_->current == pending) connection_->current = nullptr;
       });
     }
-    if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, entryPoint);
+    if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, nameOf(entryPoint));
     throw ProxyError(code, detail);
   }
   return Reply<Results>(pending);
@@ -332,31 +333,47 @@ int MqsClient::resultOf(const Reply<Results>& reply, int dllRc) {
   return dllRc;
 }
 
-uint64_t MqsClient::setUpProcess(mqs_process* process, const char* entryPoint) {
+uint64_t MqsClient::setUpProcess(mqs_process* process, EntryPoint entryPoint) {
   uint64_t token = side_.processes.existingToken(process);
   if (token == 0 || !side_.processSetUp(token)) {
     throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
-                     std::string(entryPoint) +
+                     std::string(nameOf(entryPoint)) +
                          " on a process that was never given to mqs_setup_process");
   }
   return token;
 }
 
-uint64_t MqsClient::setUpImage(mqs_image* image, const char* entryPoint) {
+uint64_t MqsClient::setUpImage(mqs_image* image, EntryPoint entryPoint) {
   uint64_t token = side_.images.existingToken(image);
   if (token == 0) {
     throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
-                     std::string(entryPoint) + " on an image that was never given to "
+                     std::string(nameOf(entryPoint)) + " on an image that was never given to "
                                                "mqs_setup_image");
   }
   return token;
 }
 
-void MqsClient::requireEntryPoint(const char* entryPoint) {
-  if (!dll_.has(entryPoint)) {
-    throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT,
-                     std::string(entryPoint) + " is not provided by vendor DLL " + dll_.path);
+kj::Maybe<int> MqsClient::openFor(EntryPoint entryPoint) {
+  ensureSession();
+  const EntryPointInfo& info = entryPointInfo(entryPoint);
+  switch (info.absent) {
+    case Absent::REQUIRED:
+    case Absent::SHIM_ANSWERS:
+      return nullptr;
+    case Absent::NO_ENTRY_POINT:
+      if (dll_.has(entryPoint)) return nullptr;
+      throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT,
+                       std::string(info.name) + " is not provided by vendor DLL " + dll_.path);
+    case Absent::NO_INFORMATION:
+      if (dll_.has(entryPoint)) return nullptr;
+      return static_cast<int>(mqs_no_information);
   }
+  return nullptr;
+}
+
+void MqsClient::restartIteration(mqs_process* process) {
+  uint64_t token = side_.processes.existingToken(process);
+  if (token != 0) setUp_.cursor(token).reset();
 }
 
 RecordedWalk* MqsClient::walkOf(uint64_t process) {
@@ -407,7 +424,7 @@ void MqsClient::replay(RecordedWalk::Effects effects) {
 // ---- version and errors ----
 
 void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
-  call("mqs_setup_basic_callbacks", [&]() {
+  call(EntryPoint::setup_basic_callbacks, [&]() {
     side_.setBasicCallbacks(callbacks);
     // Sent with the next call that needs the server (the DLL only keeps the pointer).
     basicCallbacksPending_ = true;
@@ -417,8 +434,8 @@ void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
 
 char* MqsClient::versionString() {
   char* result = nullptr;
-  int rc = call("mqs_version_string", [&]() {
-    ensureSession();
+  int rc = call(EntryPoint::version_string, [&]() -> int {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::version_string)) return *absent;
     result = strings_.intern(dll_.versionString);
     return mqs_ok;
   });
@@ -431,8 +448,8 @@ char* MqsClient::versionString() {
 
 int MqsClient::versionCompatibility() {
   int level = MQS_INTERFACE_COMPATIBILITY_MPI1;
-  call("mqs_version_compatibility", [&]() {
-    ensureSession();
+  call(EntryPoint::version_compatibility, [&]() -> int {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::version_compatibility)) return *absent;
     level = dll_.compatibility;
     return mqs_ok;
   });
@@ -450,8 +467,8 @@ char* MqsClient::dllErrorString(int code) {
     return strings_.intern(std::string("mqd-proxy: ") + proxyErrorText(code));
   }
   char* result = nullptr;
-  int rc = call("mqs_dll_error_string", [&]() {
-    ensureSession();
+  int rc = call(EntryPoint::dll_error_string, [&]() -> int {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::dll_error_string)) return *absent;
     auto known = dllErrorText_.find(code);
     if (known != dllErrorText_.end()) {
       ++counters_.errorTextsLocal;
@@ -459,7 +476,7 @@ char* MqsClient::dllErrorString(int code) {
       return mqs_ok;
     }
     auto reply = roundTrip<wire::Session::DllErrorStringResults>(
-        "mqs_dll_error_string", [code](wire::Session::Client& s) {
+        EntryPoint::dll_error_string, [code](wire::Session::Client& s) {
           auto r = s.dllErrorStringRequest();
           r.setCode(code);
           return r.send();
@@ -488,8 +505,8 @@ char* MqsClient::rememberDllErrorText(int code, wire::OutString::Reader text) {
 // ---- images ----
 
 int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks) {
-  return call("mqs_setup_image", [&]() {
-    ensureSession();
+  return call(EntryPoint::setup_image, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_image)) return *absent;
     uint64_t token = side_.images.tokenOf(image);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
@@ -500,9 +517,9 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
 }
 
 int MqsClient::imageHasQueues(mqs_image* image, char** message) {
-  return call("mqs_image_has_queues", [&]() {
-    ensureSession();
-    uint64_t token = setUpImage(image, "mqs_image_has_queues");
+  return call(EntryPoint::image_has_queues, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::image_has_queues)) return *absent;
+    uint64_t token = setUpImage(image, EntryPoint::image_has_queues);
     auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
@@ -512,12 +529,12 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
 }
 
 void MqsClient::destroyImageInfo(mqs_image_info* info) {
-  call("mqs_destroy_image_info", [&]() {
-    ensureSession();
+  call(EntryPoint::destroy_image_info, [&]() -> int {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_image_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::IMAGE, token);
     auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
-        "mqs_destroy_image_info", [token](wire::Session::Client& s) {
+        EntryPoint::destroy_image_info, [token](wire::Session::Client& s) {
           auto r = s.destroyImageInfoRequest();
           r.setInfo(token);
           return r.send();
@@ -529,8 +546,8 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
 // ---- processes ----
 
 int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks) {
-  return call("mqs_setup_process", [&]() {
-    ensureSession();
+  return call(EntryPoint::setup_process, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_process)) return *absent;
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
@@ -545,7 +562,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
 
 MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uint64_t image) {
   return roundTrip<wire::Session::SetupImageResults>(
-      "mqs_setup_image", [image](wire::Session::Client& s) {
+      EntryPoint::setup_image, [image](wire::Session::Client& s) {
         auto r = s.setupImageRequest();
         r.setImage(image);
         return r.send();
@@ -555,7 +572,7 @@ MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uin
 MqsClient::Reply<wire::Session::ImageHasQueuesResults> MqsClient::sendImageHasQueues(
     uint64_t image) {
   return roundTrip<wire::Session::ImageHasQueuesResults>(
-      "mqs_image_has_queues", [image](wire::Session::Client& s) {
+      EntryPoint::image_has_queues, [image](wire::Session::Client& s) {
         auto r = s.imageHasQueuesRequest();
         r.setImage(image);
         return r.send();
@@ -564,7 +581,7 @@ MqsClient::Reply<wire::Session::ImageHasQueuesResults> MqsClient::sendImageHasQu
 
 MqsClient::Reply<wire::Session::SetupJobResults> MqsClient::sendSetupJob(uint64_t job) {
   return roundTrip<wire::Session::SetupJobResults>(
-      "mqs_setup_job", [job](wire::Session::Client& s) {
+      EntryPoint::setup_job, [job](wire::Session::Client& s) {
         auto r = s.setupJobRequest();
         r.setJob(job);
         return r.send();
@@ -574,7 +591,7 @@ MqsClient::Reply<wire::Session::SetupJobResults> MqsClient::sendSetupJob(uint64_
 MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessHasQueues(
     uint64_t process) {
   return roundTrip<wire::Session::ProcessHasQueuesResults>(
-      "mqs_process_has_queues", [process](wire::Session::Client& s) {
+      EntryPoint::process_has_queues, [process](wire::Session::Client& s) {
         auto r = s.processHasQueuesRequest();
         r.setProcess(process);
         return r.send();
@@ -585,7 +602,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
     uint64_t process) {
   const ClientCounters* c = &counters_;
   return roundTrip<wire::Session::UpdateCommunicatorListResults>(
-      "mqs_update_communicator_list", [process, c](wire::Session::Client& s) {
+      EntryPoint::update_communicator_list, [process, c](wire::Session::Client& s) {
         auto r = s.updateCommunicatorListRequest();
         r.setProcess(process);
         c->write(r.initClientCounters(ClientCounters::kCount));
@@ -595,7 +612,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
   auto reply = roundTrip<wire::Session::SetupProcessResults>(
-      "mqs_setup_process", [token, bigEndian](wire::Session::Client& s) {
+      EntryPoint::setup_process, [token, bigEndian](wire::Session::Client& s) {
         auto r = s.setupProcessRequest();
         r.setProcess(token);
         r.setTargetBigEndian(bigEndian);
@@ -605,9 +622,9 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
 }
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {
-  return call("mqs_process_has_queues", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_process_has_queues");
+  return call(EntryPoint::process_has_queues, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::process_has_queues)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::process_has_queues);
     leaveWalk(token);
     auto reply = sendProcessHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
@@ -618,12 +635,12 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
 }
 
 void MqsClient::destroyProcessInfo(mqs_process_info* info) {
-  call("mqs_destroy_process_info", [&]() {
-    ensureSession();
+  call(EntryPoint::destroy_process_info, [&]() -> int {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_process_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::PROCESS, token);
     auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
-        "mqs_destroy_process_info", [token](wire::Session::Client& s) {
+        EntryPoint::destroy_process_info, [token](wire::Session::Client& s) {
           auto r = s.destroyProcessInfoRequest();
           r.setInfo(token);
           return r.send();
@@ -635,9 +652,10 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
 // ---- communicators ----
 
 int MqsClient::updateCommunicatorList(mqs_process* process) {
-  return call("mqs_update_communicator_list", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_update_communicator_list");
+  return call(EntryPoint::update_communicator_list, [&]() {
+    restartIteration(process);
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::update_communicator_list)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::update_communicator_list);
     walks_.erase(token);  // a new epoch: the old record is stale
     auto reply = sendUpdate(token);
     setUp_.updated(token);
@@ -652,9 +670,10 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
 }
 
 int MqsClient::setupCommunicatorIterator(mqs_process* process) {
-  return call("mqs_setup_communicator_iterator", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_setup_communicator_iterator");
+  return call(EntryPoint::setup_communicator_iterator, [&]() {
+    restartIteration(process);
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_communicator_iterator)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::setup_communicator_iterator);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->setupCommunicatorIterator(&r)) {
@@ -665,7 +684,7 @@ int MqsClient::setupCommunicatorIterator(mqs_process* process) {
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::SetupCommunicatorIteratorResults>(
-        "mqs_setup_communicator_iterator", [token](wire::Session::Client& s) {
+        EntryPoint::setup_communicator_iterator, [token](wire::Session::Client& s) {
           auto r = s.setupCommunicatorIteratorRequest();
           r.setProcess(token);
           return r.send();
@@ -676,9 +695,9 @@ int MqsClient::setupCommunicatorIterator(mqs_process* process) {
 }
 
 int MqsClient::nextCommunicator(mqs_process* process) {
-  return call("mqs_next_communicator", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_next_communicator");
+  return call(EntryPoint::next_communicator, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_communicator)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::next_communicator);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->nextCommunicator(&r)) {
@@ -689,7 +708,7 @@ int MqsClient::nextCommunicator(mqs_process* process) {
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::NextCommunicatorResults>(
-        "mqs_next_communicator", [token](wire::Session::Client& s) {
+        EntryPoint::next_communicator, [token](wire::Session::Client& s) {
           auto r = s.nextCommunicatorRequest();
           r.setProcess(token);
           return r.send();
@@ -700,9 +719,9 @@ int MqsClient::nextCommunicator(mqs_process* process) {
 }
 
 int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communicator) {
-  return call("mqs_get_communicator", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_get_communicator");
+  return call(EntryPoint::get_communicator, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_communicator)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::get_communicator);
     auto deliver = [&](int rc, wire::Communicator::Reader out) {
       if (communicator != nullptr) {
         apply(out, *communicator);
@@ -722,7 +741,7 @@ int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communica
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::GetCommunicatorResults>(
-        "mqs_get_communicator", [token](wire::Session::Client& s) {
+        EntryPoint::get_communicator, [token](wire::Session::Client& s) {
           auto r = s.getCommunicatorRequest();
           r.setProcess(token);
           return r.send();
@@ -733,10 +752,9 @@ int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communica
 }
 
 int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
-  return call("mqs_get_comm_group", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_get_comm_group");
-    uint64_t token = setUpProcess(process, "mqs_get_comm_group");
+  return call(EntryPoint::get_comm_group, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_comm_group)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::get_comm_group);
     auto known = communicatorSize_.find(token);
     size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
     if (RecordedWalk* walk = walkOf(token)) {
@@ -749,7 +767,7 @@ int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::GetCommGroupResults>(
-        "mqs_get_comm_group", [token](wire::Session::Client& s) {
+        EntryPoint::get_comm_group, [token](wire::Session::Client& s) {
           auto r = s.getCommGroupRequest();
           r.setProcess(token);
           return r.send();
@@ -764,9 +782,9 @@ int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
 // ---- operations ----
 
 int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
-  return call("mqs_setup_operation_iterator", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_setup_operation_iterator");
+  return call(EntryPoint::setup_operation_iterator, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_operation_iterator)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::setup_operation_iterator);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedRc::Reader r;
       if (walk->setupOperationIterator(opClass, &r)) {
@@ -777,7 +795,7 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::SetupOperationIteratorResults>(
-        "mqs_setup_operation_iterator", [token, opClass](wire::Session::Client& s) {
+        EntryPoint::setup_operation_iterator, [token, opClass](wire::Session::Client& s) {
           auto r = s.setupOperationIteratorRequest();
           r.setProcess(token);
           r.setOpClass(opClass);
@@ -789,9 +807,9 @@ int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
 }
 
 int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operation) {
-  return call("mqs_next_operation", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_next_operation");
+  return call(EntryPoint::next_operation, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_operation)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::next_operation);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedOperation::Reader r;
       if (walk->nextOperation(&r)) {
@@ -803,7 +821,7 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::NextOperationResults>(
-        "mqs_next_operation", [token](wire::Session::Client& s) {
+        EntryPoint::next_operation, [token](wire::Session::Client& s) {
           auto r = s.nextOperationRequest();
           r.setProcess(token);
           return r.send();
@@ -819,9 +837,8 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
 // ---- level 3 and extensions ----
 
 int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
-  return call("mqs_setup_job", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_setup_job");
+  return call(EntryPoint::setup_job, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_job)) return *absent;
     uint64_t token = side_.jobs.tokenOf(job);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL job");
     side_.setJobCallbacks(token, callbacks);
@@ -832,13 +849,12 @@ int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
 }
 
 int MqsClient::destroyJobInfo(mqs_job_info* info) {
-  return call("mqs_destroy_job_info", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_destroy_job_info");
+  return call(EntryPoint::destroy_job_info, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_job_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::JOB, token);
     auto reply = roundTrip<wire::Session::DestroyJobInfoResults>(
-        "mqs_destroy_job_info", [token](wire::Session::Client& s) {
+        EntryPoint::destroy_job_info, [token](wire::Session::Client& s) {
           auto r = s.destroyJobInfoRequest();
           r.setInfo(token);
           return r.send();
@@ -848,13 +864,12 @@ int MqsClient::destroyJobInfo(mqs_job_info* info) {
 }
 
 int MqsClient::setupNewProcessIterator(mqs_process* process) {
-  return call("mqs_setup_new_process_iterator", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_setup_new_process_iterator");
-    uint64_t token = setUpProcess(process, "mqs_setup_new_process_iterator");
+  return call(EntryPoint::setup_new_process_iterator, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_new_process_iterator)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::setup_new_process_iterator);
     leaveWalk(token);
     auto reply = roundTrip<wire::Session::SetupNewProcessIteratorResults>(
-        "mqs_setup_new_process_iterator", [token](wire::Session::Client& s) {
+        EntryPoint::setup_new_process_iterator, [token](wire::Session::Client& s) {
           auto r = s.setupNewProcessIteratorRequest();
           r.setProcess(token);
           return r.send();
@@ -868,10 +883,9 @@ int MqsClient::setupNewProcessIterator(mqs_process* process) {
 }
 
 int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* location) {
-  return call("mqs_next_new_process", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_next_new_process");
-    uint64_t token = setUpProcess(process, "mqs_next_new_process");
+  return call(EntryPoint::next_new_process, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_new_process)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::next_new_process);
     SessionSetUp::Entry* e = setUp_.find(SessionSetUp::Kind::Process, token);
     if (e != nullptr && e->newProcessesLost) {
       throw ProxyError(MQD_PROXY_ERR_SESSION_LOST,
@@ -880,7 +894,7 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
     }
     leaveWalk(token);
     auto reply = roundTrip<wire::Session::NextNewProcessResults>(
-        "mqs_next_new_process", [token](wire::Session::Client& s) {
+        EntryPoint::next_new_process, [token](wire::Session::Client& s) {
           auto r = s.nextNewProcessRequest();
           r.setProcess(token);
           return r.send();
@@ -893,13 +907,12 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
 }
 
 int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
-  return call("mqs_set_process_identity", [&]() {
-    ensureSession();
-    requireEntryPoint("mqs_set_process_identity");
-    uint64_t token = setUpProcess(process, "mqs_set_process_identity");
+  return call(EntryPoint::set_process_identity, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::set_process_identity)) return *absent;
+    uint64_t token = setUpProcess(process, EntryPoint::set_process_identity);
     leaveWalk(token);
     auto reply = roundTrip<wire::Session::SetProcessIdentityResults>(
-        "mqs_set_process_identity", [token, identity](wire::Session::Client& s) {
+        EntryPoint::set_process_identity, [token, identity](wire::Session::Client& s) {
           auto r = s.setProcessIdentityRequest();
           r.setProcess(token);
           r.setIdentity(identity);
@@ -911,12 +924,13 @@ int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
 
 int MqsClient::getCommCollState(mqs_process* process, int collective, int* sequence,
                                 int* active) {
-  return call("mqs_get_comm_coll_state", [&]() {
-    ensureSession();
-    uint64_t token = setUpProcess(process, "mqs_get_comm_coll_state");
-    // A DLL without the extension answers like one that cannot tell
-    // (docs/transparency.md, "Optional entry points").
-    if (!dll_.has("mqs_get_comm_coll_state")) return static_cast<int>(mqs_no_information);
+  return call(EntryPoint::get_comm_coll_state, [&]() {
+    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_comm_coll_state)) {
+      // A process never set up is still BAD_HANDLE when the DLL lacks the extension.
+      setUpProcess(process, EntryPoint::get_comm_coll_state);
+      return *absent;
+    }
+    uint64_t token = setUpProcess(process, EntryPoint::get_comm_coll_state);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedCollState::Reader r;
       if (walk->getCommCollState(collective, &r)) {
@@ -928,7 +942,7 @@ int MqsClient::getCommCollState(mqs_process* process, int collective, int* seque
       leaveWalk(token);
     }
     auto reply = roundTrip<wire::Session::GetCommCollStateResults>(
-        "mqs_get_comm_coll_state", [token, collective](wire::Session::Client& s) {
+        EntryPoint::get_comm_coll_state, [token, collective](wire::Session::Client& s) {
           auto r = s.getCommCollStateRequest();
           r.setProcess(token);
           r.setCollective(collective);

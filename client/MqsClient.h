@@ -22,12 +22,14 @@
 
 #include "ClientConfig.h"
 #include "Connection.h"
-#include "DebuggerSide.h"
 #include "ClientCounters.h"
+#include "DebuggerSide.h"
+#include "EntryPoints.h"
 #include "RecordedWalk.h"
 #include "SessionRecorder.h"
 #include "SessionSetUp.h"
 #include "StringPool.h"
+#include "mqs_entry_points.h"
 #include "mqs_interface.h"
 
 namespace mqd::client {
@@ -41,34 +43,12 @@ class MqsClient {
   MqsClient(const MqsClient&) = delete;
   MqsClient& operator=(const MqsClient&) = delete;
 
-  void setupBasicCallbacks(const mqs_basic_callbacks* callbacks);
-  char* versionString();
-  int versionCompatibility();
-  int dllTaddrWidth();
-  char* dllErrorString(int code);
-
-  int setupImage(mqs_image* image, const mqs_image_callbacks* callbacks);
-  int imageHasQueues(mqs_image* image, char** message);
-  void destroyImageInfo(mqs_image_info* info);
-
-  int setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks);
-  int processHasQueues(mqs_process* process, char** message);
-  void destroyProcessInfo(mqs_process_info* info);
-
-  int updateCommunicatorList(mqs_process* process);
-  int setupCommunicatorIterator(mqs_process* process);
-  int getCommunicator(mqs_process* process, mqs_communicator* communicator);
-  int getCommGroup(mqs_process* process, int* ranks);
-  int nextCommunicator(mqs_process* process);
-  int setupOperationIterator(mqs_process* process, int opClass);
-  int nextOperation(mqs_process* process, mqs_pending_operation* operation);
-
-  int setupJob(mqs_job* job, const mqs_job_callbacks* callbacks);
-  int destroyJobInfo(mqs_job_info* info);
-  int setupNewProcessIterator(mqs_process* process);
-  int nextNewProcess(mqs_process* process, mqs_process_location* location);
-  int setProcessIdentity(mqs_process* process, int identity);
-  int getCommCollState(mqs_process* process, int collective, int* sequence, int* active);
+  // One method per entry point of contracts/mqs_entry_points.h, named by its `method` column
+  // (nextOperation for mqs_next_operation), with the C signature.
+#define MQD_DECLARE_ENTRY_POINT(result, name, method, parameters, arguments, absent) \
+  result method parameters;
+  MQS_ENTRY_POINTS(MQD_DECLARE_ENTRY_POINT)
+#undef MQD_DECLARE_ENTRY_POINT
 
  private:
   template <typename Results>
@@ -76,7 +56,7 @@ class MqsClient {
 
   // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
   template <typename Body>
-  int call(const char* entryPoint, Body&& body);
+  int call(EntryPoint entryPoint, Body&& body);
 
   // Opens the session if needed (or re-establishes a lost one), and sends a deferred
   // mqs_setup_basic_callbacks.
@@ -100,19 +80,27 @@ class MqsClient {
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.
   template <typename Results, typename Send>
-  Reply<Results> roundTrip(const char* entryPoint, Send&& send);
+  Reply<Results> roundTrip(EntryPoint entryPoint, Send&& send);
 
   // The DLL's rc, unless a callback hit an error the debugger must see instead.
   template <typename Results>
   int resultOf(const Reply<Results>& reply, int dllRc);
 
   // Process / image tokens of objects the debugger set up; ProxyError(BAD_HANDLE) otherwise.
-  uint64_t setUpProcess(mqs_process* process, const char* entryPoint);
-  uint64_t setUpImage(mqs_image* image, const char* entryPoint);
+  uint64_t setUpProcess(mqs_process* process, EntryPoint entryPoint);
+  uint64_t setUpImage(mqs_image* image, EntryPoint entryPoint);
 
-  // Missing optional entry point: ProxyError(NO_ENTRY_POINT) naming it and the DLL.
-  void requireEntryPoint(const char* entryPoint);
+  // Opens the session if needed (ensureSession), then, for an entry point the vendor DLL does
+  // not export, gives the answer mqs_entry_points.h decides: throws ProxyError(NO_ENTRY_POINT)
+  // naming it and the DLL, or returns mqs_no_information. Null when the call goes on. Every
+  // answer for a missing entry point is decided here.
+  kj::Maybe<int> openFor(EntryPoint entryPoint);
 
+  // The debugger starts the process's communicator iteration afresh (mqs_update_communicator_
+  // list, mqs_setup_communicator_iterator): where the last one stood no longer matters, so a
+  // session re-established by this very call does not bring a fresh DLL there (its list may be
+  // shorter now). Called before the session is ensured.
+  void restartIteration(mqs_process* process);
   // The walk the debugger is being served from for this process, or nullptr.
   RecordedWalk* walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
@@ -122,7 +110,7 @@ class MqsClient {
   void replay(RecordedWalk::Effects effects);
 
   // Records the sentence for a proxy error and returns its code.
-  int report(int code, const std::string& detail, const char* entryPoint);
+  int report(int code, const std::string& detail, EntryPoint entryPoint);
 
   std::timed_mutex lock_;
   ClientConfig config_;

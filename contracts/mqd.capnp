@@ -222,7 +222,8 @@ struct ErrorText {
 struct WalkCursor {
   # Where the debugger's iteration stood when the shim stopped serving it from a walk: the
   # server replays setup_communicator_iterator, `communicator` next_communicator calls, and (if
-  # opClass >= 0) setup_operation_iterator(opClass) and `operations` next_operation calls.
+  # opClass >= 0) setup_operation_iterator(opClass) and `operations` next_operation calls, up to
+  # the first call that does not answer mqs_ok.
   setUp @0 :Bool;
   communicator @1 :UInt32;
   opClass @2 :Int32;

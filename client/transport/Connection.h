@@ -17,6 +17,7 @@
 
 #include "ClientConfig.h"
 #include "ClientCounters.h"
+#include "EntryPoints.h"
 #include "PendingCall.h"
 #include "PostMortem.h"
 #include "mqd.capnp.h"
@@ -36,6 +37,7 @@ struct DllInfo {
   std::set<std::string> entryPoints;  // optional entry points present
   std::string buildId;
   bool has(const char* entryPoint) const { return entryPoints.count(entryPoint) != 0; }
+  bool has(EntryPoint entryPoint) const { return has(nameOf(entryPoint)); }
 
   // As the server's openSession described it.
   static DllInfo from(wire::DllDescription::Reader d);

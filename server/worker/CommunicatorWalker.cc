@@ -206,20 +206,27 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
   std::vector<Effect> discarded;
   std::vector<Effect>* outer = call_.recorder();
   call_.setRecorder(&discarded);
-  Metrics::setLastCall("mqs_setup_communicator_iterator");
-  e.mqs_setup_communicator_iterator(handle());
-  Metrics::setLastCall("mqs_next_communicator");
-  for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) e.mqs_next_communicator(handle());
-  if (cursor.getOpClass() >= 0) {
+  // Each step goes only as far as the DLL still answers mqs_ok: the DLL's lists may be shorter
+  // than when the debugger stepped through them (a re-established session runs a fresh DLL on
+  // a target that went on), and a DLL asked for the next element past its end may crash
+  // (MPICH's dereferences NULL). The debugger's next call then gets the DLL's own answer there.
+  [&]() {
+    Metrics::setLastCall("mqs_setup_communicator_iterator");
+    if (e.mqs_setup_communicator_iterator(handle()) != mqs_ok) return;
+    Metrics::setLastCall("mqs_next_communicator");
+    for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) {
+      if (e.mqs_next_communicator(handle()) != mqs_ok) return;
+    }
+    if (cursor.getOpClass() < 0) return;
     Metrics::setLastCall("mqs_setup_operation_iterator");
-    e.mqs_setup_operation_iterator(handle(), cursor.getOpClass());
+    if (e.mqs_setup_operation_iterator(handle(), cursor.getOpClass()) != mqs_ok) return;
     auto operation = std::make_unique<mqs_pending_operation>();
     Metrics::setLastCall("mqs_next_operation");
     for (uint32_t j = 0; j < cursor.getOperations(); ++j) {
       prepare(*operation);
-      e.mqs_next_operation(handle(), operation.get());
+      if (e.mqs_next_operation(handle(), operation.get()) != mqs_ok) return;
     }
-  }
+  }();
   call_.session().relayDllOutput(call_);
   call_.setRecorder(outer);
 }

@@ -42,7 +42,8 @@ class CommunicatorWalker {
   // counts, and kMaxWalkBytes of group buffers beyond their minimum size.
   bool record(capnp::MessageBuilder& message);
 
-  // Replays the cursor's calls, their effects discarded (the debugger saw them already).
+  // Replays the cursor's calls, their effects discarded (the debugger saw them already), up to
+  // the first one that does not answer mqs_ok.
   void reposition(wire::WalkCursor::Reader cursor);
 
  private:

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "EntryPoints.h"
 #include "RegularFile.h"
 
 namespace mqd::server {
@@ -117,18 +118,14 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path, int fd) {
   }
   std::unique_ptr<VendorDll> dll(new VendorDll(path, handle));
   EntryPoints& e = dll->entry_;
-#define MQD_RESOLVE_REQUIRED(name)                                                  \
-  e.name = reinterpret_cast<decltype(e.name)>(::dlsym(handle, #name));                     \
-  if (e.name == nullptr) {                                                                \
-    throw std::runtime_error("vendor DLL " + path + " does not export required entry point " \
-                             #name);                                                      \
+#define MQD_RESOLVE(result, name, method, parameters, arguments, absent)                      \
+  e.mqs_##name = reinterpret_cast<decltype(e.mqs_##name)>(::dlsym(handle, "mqs_" #name));      \
+  if (e.mqs_##name == nullptr && Absent::absent == Absent::REQUIRED) {                         \
+    throw std::runtime_error("vendor DLL " + path +                                            \
+                             " does not export required entry point mqs_" #name);              \
   }
-  MQD_REQUIRED_ENTRY_POINTS(MQD_RESOLVE_REQUIRED)
-#undef MQD_RESOLVE_REQUIRED
-#define MQD_RESOLVE_OPTIONAL(name) \
-  e.name = reinterpret_cast<decltype(e.name)>(::dlsym(handle, #name));
-  MQD_OPTIONAL_ENTRY_POINTS(MQD_RESOLVE_OPTIONAL)
-#undef MQD_RESOLVE_OPTIONAL
+  MQS_ENTRY_POINTS(MQD_RESOLVE)
+#undef MQD_RESOLVE
 
   if (e.mqs_dll_taddr_width != nullptr) {
     int width = e.mqs_dll_taddr_width();
@@ -150,9 +147,11 @@ VendorDll::~VendorDll() { ::dlclose(handle_); }
 
 std::vector<std::string> VendorDll::optionalEntryPoints() const {
   std::vector<std::string> names;
-#define MQD_LIST_OPTIONAL(name) \
-  if (entry_.name != nullptr) names.emplace_back(#name);
-  MQD_OPTIONAL_ENTRY_POINTS(MQD_LIST_OPTIONAL)
+#define MQD_LIST_OPTIONAL(result, name, method, parameters, arguments, absent) \
+  if (Absent::absent != Absent::REQUIRED && entry_.mqs_##name != nullptr) {      \
+    names.emplace_back("mqs_" #name);                                            \
+  }
+  MQS_ENTRY_POINTS(MQD_LIST_OPTIONAL)
 #undef MQD_LIST_OPTIONAL
   return names;
 }

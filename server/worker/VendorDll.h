@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mqd.capnp.h"
+#include "mqs_entry_points.h"
 #include "mqs_interface.h"
 
 namespace mqd::server {
@@ -16,43 +17,14 @@ namespace mqd::server {
 // The longest string (has_queues message, error text) taken from the DLL; longer ones are cut.
 constexpr size_t kMaxDllString = 64 << 10;
 
-// Every entry point a vendor DLL must export: X(name). Types come from mqs_interface.h.
-#define MQD_REQUIRED_ENTRY_POINTS(X)                                            \
-  X(mqs_setup_basic_callbacks)                    \
-  X(mqs_version_string)                           \
-  X(mqs_version_compatibility)                    \
-  X(mqs_dll_error_string)                         \
-  X(mqs_setup_image)                              \
-  X(mqs_image_has_queues)                         \
-  X(mqs_destroy_image_info)                       \
-  X(mqs_setup_process)                            \
-  X(mqs_process_has_queues)                       \
-  X(mqs_destroy_process_info)                     \
-  X(mqs_update_communicator_list)                 \
-  X(mqs_setup_communicator_iterator)              \
-  X(mqs_get_communicator)                         \
-  X(mqs_next_communicator)                        \
-  X(mqs_setup_operation_iterator)                 \
-  X(mqs_next_operation)
-
-// Entry points a DLL may lack; each has a documented answer when absent
-// (docs/transparency.md, "Optional entry points").
-#define MQD_OPTIONAL_ENTRY_POINTS(X)                                            \
-  X(mqs_dll_taddr_width)                          \
-  X(mqs_get_comm_group)                           \
-  X(mqs_setup_job)                                \
-  X(mqs_destroy_job_info)                         \
-  X(mqs_setup_new_process_iterator)               \
-  X(mqs_next_new_process)                         \
-  X(mqs_set_process_identity)                     \
-  X(mqs_get_comm_coll_state)
-
 class VendorDll {
  public:
+  // Every entry point of mqs_entry_points.h, resolved in the DLL: null for an optional one
+  // (one not marked REQUIRED there) the DLL does not export.
   struct EntryPoints {
-#define MQD_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
-    MQD_REQUIRED_ENTRY_POINTS(MQD_DECLARE_ENTRY)
-    MQD_OPTIONAL_ENTRY_POINTS(MQD_DECLARE_ENTRY)
+#define MQD_DECLARE_ENTRY(result, name, method, parameters, arguments, absent) \
+  decltype(&::mqs_##name) mqs_##name = nullptr;
+    MQS_ENTRY_POINTS(MQD_DECLARE_ENTRY)
 #undef MQD_DECLARE_ENTRY
   };
 
@@ -72,7 +44,7 @@ class VendorDll {
   const std::string& path() const { return path_; }
   const EntryPoints& entry() const { return entry_; }
 
-  // Names of the optional entry points this DLL exports.
+  // Names of the optional entry points (mqs_entry_points.h) this DLL exports.
   std::vector<std::string> optionalEntryPoints() const;
 
   // Version string, compatibility level, taddr width, entry points and build id.

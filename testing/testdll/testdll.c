@@ -467,6 +467,11 @@ EXPORT int mqs_get_comm_group(mqs_process *process, int *ranks) {
 EXPORT int mqs_next_communicator(mqs_process *process) {
   process_info *pi = (process_info *)basic->mqs_get_process_info_fp(process);
   if (!pi) return err_no_info;
+#if TESTDLL_CRASH_ON_DEMAND
+  /* MQD_TESTDLL_MPICH_ITERATOR set (tests/reliability): step on past the end of the list the
+     way MPICH's DLL does, without looking, which dereferences NULL. */
+  if (!pi->current && getenv("MQD_TESTDLL_MPICH_ITERATOR") != NULL) *crash_at = 1;
+#endif
   if (!pi->current) return err_no_current;
   pi->current = pi->current->next;
   pi->cursor = 0;

@@ -212,6 +212,64 @@ TEST_CASE("an iteration cut by a crash reports it once, then goes on where it st
   CHECK(proxied.text == curedReference);
 }
 
+TEST_CASE("a communicator list that shrank while the session was lost: the re-established "
+          "session never steps the DLL past its end") {
+  // The test DLL then steps past the end of its list as MPICH's DLL does: by dereferencing
+  // NULL. Found with MPICH: the set-up replayed after a lost session stepped a fresh DLL as far
+  // as the debugger had stepped the old one, past the end of a list that had shrunk since, and
+  // every later session crashed again.
+  letCrashesBeCrashes();
+  setenv("MQD_TESTDLL_MPICH_ITERATOR", "1", 1);
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "shrink.sock"),
+                                            "--dll", mqd::test::kTestDll3, "--log-file",
+                                            scratch() / "shrink.log"});
+  Job two = standardJob(3);
+  two.communicators.resize(2);
+  two.sequence = 2;
+  QueueDump reference;
+  {
+    Rig native(3, nullptr, mqd::test::kTestDll3);
+    replaceCommunicators(native.target, two);
+    native.setUp();
+    reference = dumpQueues(native.dll(), native.p());
+  }
+  REQUIRE(reference.complete());
+  for (const char* cache : {"off", "epoch"}) {
+    for (const char* next : {"update", "restart", "go on"}) {
+      CAPTURE(cache);
+      CAPTURE(next);
+      configure(server.endpoint(), cache);
+      Rig rig(3);
+      rig.setUp();
+      CHECK(rig.refresh() == 5 * 3 * 3);  // the iteration ends past the fifth communicator
+      if (std::string(next) != "update") {
+        // A second iteration, left at the fourth communicator.
+        REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
+        for (int k = 0; k < 3; ++k) REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
+      }
+      std::vector<pid_t> workers = childrenOf(server.pid());
+      REQUIRE(workers.size() == 1);
+      kill(workers[0], SIGKILL);
+      std::this_thread::sleep_for(100ms);
+      replaceCommunicators(rig.target, two);
+      if (std::string(next) == "go on") {
+        // The debugger goes on where it stood: the fresh DLL's list has no fourth
+        // communicator, so it stops where its list ends, and says so.
+        mqs_communicator c;
+        int rc = rig.dll().get_communicator(rig.p(), &c);
+        CHECK(rc != mqs_ok);
+        CHECK_FALSE(MQD_PROXY_IS_PROXY_ERROR(rc));
+      }
+      // A refresh (update) or a restarted iteration: exactly what a native load shows.
+      QueueDump d = dumpQueues(rig.dll(), rig.p(), std::string(next) != "restart");
+      CHECK(d.failedCall == "");
+      CHECK(d.text == reference.text);
+    }
+  }
+  unsetenv("MQD_TESTDLL_MPICH_ITERATOR");
+  CHECK(fileText(scratch() / "shrink.log").find("killed by SIGSEGV") == std::string::npos);
+}
+
 namespace {
 
 // The Rig's set-up, tried again while a proxy error gets in the way (a debugger would);
