@@ -28,6 +28,10 @@ int pingCommand(Context& c);
 int infoCommand(Context& c);
 int doctorCommand(Context& c);
 int configCommand(Context& c);
+// graph: runs the deadlock analysis (python3 -m mqd_analysis graph) on c.args; returns only
+// when it cannot (GraphCommand.cc).
+int graphCommand(Context& c);
+const char* graphUsage();
 
 // ---- shared by the commands ----
 

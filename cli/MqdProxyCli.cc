@@ -21,7 +21,8 @@ namespace {
 std::string usage() {
   return std::string(R"(Usage: mqd-proxy [OPTIONS] COMMAND [--json]
 
-Talks to an mqd-proxy-server, and shows the configuration a debugger's libmqdproxy.so uses.
+Talks to an mqd-proxy-server, shows the configuration a debugger's libmqdproxy.so uses, and
+analyses a hung MPI job's saved snapshot for deadlocks.
 
 Commands:
   config    The effective configuration: every setting, its value, and where the value
@@ -38,7 +39,7 @@ Commands:
   doctor    A checklist: configuration, server reachable, authentication, version,
             architecture, latency, and the vendor DLL loads; each failure says what to fix.
             Exit 1 when any check fails.
-)") + replayUsage() + R"(
+)") + replayUsage() + cli::graphUsage() + R"(
 
 Options:
   --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
@@ -83,7 +84,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "-h" || a == "--help") {
+    if (command == "graph") {
+      c.args.push_back(a);  // every operand and option is the analysis's (GraphCommand.cc)
+    } else if (a == "-h" || a == "--help") {
       std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--version") {
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
       {"config", cli::configCommand, false}, {"ping", cli::pingCommand, false},
       {"info", cli::infoCommand, false},     {"stats", cli::statsCommand, false},
       {"doctor", cli::doctorCommand, false}, {"replay", replayEntry, true},
+      {"graph", cli::graphCommand, true},
   };
   const Entry* chosen = nullptr;
   for (const Entry& e : commands) {
@@ -144,8 +148,9 @@ int main(int argc, char** argv) {
   if (!chosen->operands && !c.args.empty()) {
     return usageError(command + " takes no operand \"" + c.args[0] + "\"");
   }
-  // Configuration problems are the subject of config and doctor; the others say them first.
-  if (command != "config" && command != "doctor") {
+  // Configuration problems are the subject of config and doctor; the others say them first,
+  // but graph, which uses no setting.
+  if (command != "config" && command != "doctor" && command != "graph") {
     for (const std::string& p : c.problems) std::fprintf(stderr, "mqd-proxy: %s\n", p.c_str());
   }
   try {

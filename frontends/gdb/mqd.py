@@ -10,6 +10,13 @@
 #       Communicators, groups and the three queues of the current inferior (--all: of every
 #       inferior), as text or JSON, to gdb's output or FILE. Each inferior is its own
 #       mqs_process.
+#   mqd snapshot OUT.json
+#       A whole-job snapshot: every inferior's queues, where each is stopped (frames, innermost
+#       MPI call), Open MPI's PML and the host (frontends/analysis/SNAPSHOT.md).
+#   mqd graph [--json] [--dot FILE] [--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE]
+#       Who waits on whom: the deadlock analysis of a snapshot taken now, run here (the package
+#       mqd_analysis in ../analysis): the verdict as text or JSON, the picture and report files
+#       named, and the snapshot itself with --snapshot (docs/deadlock.md, "Running it").
 #   mqd types [OBJECT]
 #       Load debug types for a stripped libmpi (see frontends/ompi-types); without OBJECT, the
 #       installed or $MQD_OMPI_TYPES object for this architecture. `mqd dump` does this by

@@ -34,6 +34,7 @@ def test_single_rank_mqd_dump_json_is_upgraded():
 @pytest.mark.parametrize("text, words", [
     ("", "is empty"),
     ('{"mqd_snapshot": 1, "ranks": [{"rank": 0, "communicators": [', "is truncated"),
+    ('{"mqd_snapshot": 1, "ranks": [{"rank": 0, "commun', "is truncated"),
     ('{"name": "left-pad", "version": "1.3.0"}', "JSON but not an mqd snapshot"),
     ("[1, 2, 3]", "JSON but not an mqd snapshot"),
     ('{"mqd_snapshot": 2, "ranks": []}', "version 2; this tool reads version 1"),

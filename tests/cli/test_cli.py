@@ -1,5 +1,7 @@
 """Every mqd-proxy command against real servers (unix socket, TCP with a token, one whose DLL
-does not load), and the configuration file's precedence as the CLI reports it.
+does not load), the configuration file's precedence as the CLI reports it, and `graph`, the
+deadlock analysis of a saved snapshot, with good and bad input and without its package or
+python3.
 
 usage: pytest-3 tests/cli/test_cli.py --build BUILD   (ctest: cli)
 Each test runs the real binary and looks at its exit status and output. The tests run in file
@@ -7,6 +9,7 @@ order: `stats` lists the sessions the `ping` and `info` tests before it opened.
 """
 import json
 import os
+import shutil
 
 import pytest
 from run_command import run
@@ -82,6 +85,7 @@ def test_help_lists_every_command_and_setting(cli):
     r = run([cli, "--help"])
     assert r.returncode == 0 and all(c in r.stdout for c in
                                      ("config", "ping", "info", "stats", "doctor", "replay",
+                                      "graph",
                                       "MQD_PROXY_SSH_OPTIONS", "MQD_PROXY_CONFIG")), r.all[-3000:]
 
 
@@ -224,3 +228,102 @@ def test_doctor_dll_not_on_allow_list(cli, unix):
 def test_doctor_malformed_setting_fails_configuration_check(cli, unix):
     r = run([cli, "doctor"], {"MQD_PROXY_SERVER": unix.endpoint, "MQD_PROXY_CACHE": "all"})
     assert r.returncode == 1 and "FAIL  configuration" in r.stdout, r.all[-3000:]
+
+
+# graph: runs the analysis staged in the build (frontends/analysis), as installed it runs the
+# installed one (packaging-install checks that).
+
+def _queue(operations=(), rc=2):
+    return {"rc": rc, "operations": list(operations)}
+
+
+def _receive_cycle():
+    """A whole-job snapshot (frontends/analysis/SNAPSHOT.md): ranks 0 and 1 each blocked in
+    MPI_Recv from the other."""
+    def recv(peer):
+        return {"status": "pending", "desired_local_rank": peer, "desired_global_rank": peer,
+                "tag_wild": False, "desired_tag": 1, "desired_length": 4}
+    ranks = [{"rank": r, "pid": 100 + r,
+              "state": {"mpi_call": "MPI_Recv", "frames": ["PMPI_Recv", "main"]},
+              "communicators": [{"unique_id": 0, "name": "MPI_COMM_WORLD", "local_rank": r,
+                                 "size": 2, "group": [0, 1],
+                                 "queues": {"sends": _queue(),
+                                            "receives": _queue([recv(1 - r)]),
+                                            "unexpected": _queue(rc=1)}}]}
+             for r in (0, 1)]
+    return {"mqd_snapshot": 1, "dll": None, "ranks": ranks}
+
+
+@pytest.fixture(scope="module")
+def deadlocked(scratch):
+    path = os.path.join(scratch, "deadlocked.json")
+    with open(path, "w") as f:
+        json.dump(_receive_cycle(), f)
+    return path
+
+
+def _one_sentence(r):
+    """Exit 2, nothing on stdout, one line on stderr from mqd-proxy, no traceback."""
+    return (r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and
+            r.stderr.startswith("mqd-proxy: ") and "Traceback" not in r.stderr)
+
+
+def test_graph_deadlock_text_json_and_files(cli, deadlocked, scratch):
+    r = run([cli, "graph", deadlocked])
+    assert r.returncode == 0 and r.stdout.startswith("DEADLOCK: ranks 0-1") and \
+        "[receive-cycle]" in r.stdout, r.all[-3000:]
+    r = run([cli, "graph", deadlocked, "--json"])
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["deadlock"] and doc["knots"] == [[0, 1]], r.all[-3000:]
+    dot = os.path.join(scratch, "deadlocked.dot")
+    r = run([cli, "graph", "--dot", dot, deadlocked])
+    assert r.returncode == 0 and open(dot).read().startswith("digraph"), r.all[-3000:]
+
+
+def test_graph_help_is_the_analysis_under_this_name(cli):
+    r = run([cli, "graph", "--help"])
+    assert (r.returncode == 0 and "usage: mqd-proxy graph" in r.stdout and
+            "--compare" in r.stdout and "exit status" in r.stdout), r.all[-3000:]
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("truncated.json", '{"mqd_snapshot": 1, "ranks": [{"rank": 0, "commun', "truncated"),
+    ("foreign.json", '{"name": "left-pad", "version": "1.3.0"}', "not"),
+    ("empty.json", "", "empty"),
+])
+def test_graph_bad_input_exits_2_with_one_sentence(cli, scratch, name, content, words):
+    path = os.path.join(scratch, name)
+    with open(path, "w") as f:
+        f.write(content)
+    r = run([cli, "graph", path])
+    assert _one_sentence(r) and path in r.stderr and words in r.stderr, r.all[-3000:]
+
+
+def test_graph_missing_file_exits_2(cli, scratch):
+    path = os.path.join(scratch, "no-such-snapshot.json")
+    r = run([cli, "graph", path])
+    assert _one_sentence(r) and "cannot read" in r.stderr and path in r.stderr, r.all[-3000:]
+
+
+def test_graph_usage_errors_exit_2(cli, deadlocked):
+    r = run([cli, "graph"])
+    assert _one_sentence(r) and "see --help" in r.stderr, r.all[-3000:]
+    r = run([cli, "graph", deadlocked, "--bogus"])
+    assert _one_sentence(r) and "--bogus" in r.stderr, r.all[-3000:]
+
+
+def test_graph_without_the_analysis_package_exits_2(cli, scratch, deadlocked):
+    """A copy of the binary with no share/mqd-proxy/analysis beside it says where it looked."""
+    alone = os.path.join(scratch, "alone", "bin")
+    os.makedirs(alone, exist_ok=True)
+    copy = shutil.copy(cli, alone)
+    r = run([copy, "graph", deadlocked])
+    assert (_one_sentence(r) and "not installed" in r.stderr and
+            "share/mqd-proxy/analysis" in r.stderr), r.all[-3000:]
+
+
+def test_graph_without_python3_exits_2(cli, scratch, deadlocked):
+    empty = os.path.join(scratch, "empty-path")
+    os.makedirs(empty, exist_ok=True)
+    r = run([cli, "graph", deadlocked], {"PATH": empty})
+    assert _one_sentence(r) and "python3" in r.stderr, r.all[-3000:]

@@ -4,15 +4,17 @@ analysed from a live snapshot, natively and through the proxy.
 
 For each case: launch `hang MODE` (hang.c) with Open MPI (ob1 over shared memory unless the
 case says otherwise) and wait until every rank is in place; attach ONE gdb to every rank (one
-inferior each) with the mqd front end and snapshot_gdb.py; take a whole-job snapshot with Open
-MPI's DLL loaded natively, then another through libmqdproxy.so and a real mqd-proxy-server,
-in the same gdb session, and run the analysis in gdb's Python for both. Then run the command
-line (`python3 -m mqd_analysis graph`) on both saved snapshots. The checks:
-  - the native and proxied snapshots are identical, and so are all four analyses;
+inferior each) with the mqd front end; with Open MPI's DLL loaded natively, then through
+libmqdproxy.so and a real mqd-proxy-server, in the same gdb session, run `mqd graph --json
+--snapshot FILE` (a whole-job snapshot, analysed in gdb's Python and saved), and with the
+native DLL `mqd snapshot` too. Then run `mqd-proxy graph` (the build's binary, which runs the
+staged analysis package) on both saved snapshots. The checks:
+  - `mqd snapshot` writes what `mqd graph --snapshot` does; the native and proxied snapshots
+    are identical, and so are all four analyses (in gdb and from the saved file);
   - the verdict, the knots (MPI_COMM_WORLD ranks) and the explanation kinds are the case's;
   - for cases with a `classes` expectation, the ranks group as expected;
   - for cases with `progress`, a second snapshot after 2 s of running gives the expected
-    stuck and moved ranks (`graph FIRST --compare SECOND`).
+    stuck and moved ranks (`mqd-proxy graph FIRST --compare SECOND`).
 With --chromium, the case's HTML report is also rendered by headless Chromium and the
 screenshot checked (render_check.py): the knot must be visible in the picture, as many
 highlighted nodes as the knot has ranks, or none without a knot.
@@ -158,15 +160,18 @@ class Job:
 
 
 def run_gdb(pids, frontend, loads, work, tag):
-    """One gdb attached to every rank: for each (name, load command), load the DLL and take a
-    snapshot (NAME-TAG.json) and its in-gdb analysis (NAME-TAG.gdb-analysis.json)."""
+    """One gdb attached to every rank: for each (name, load command), load the DLL and run
+    `mqd graph --json --snapshot NAME-TAG.json`, its printed analysis piped to
+    NAME-TAG.gdb-analysis.json; with the first DLL, `mqd snapshot NAME-TAG.snapshot.json`
+    first."""
     cmd = gdb_command(pids, frontend, loads[0][1])
-    cmd += ["-ex", "source " + os.path.join(HERE, "snapshot_gdb.py")]
     for i, (name, load) in enumerate(loads):
+        prefix = os.path.join(work, "%s-%s" % (name, tag))
         if i > 0:
             cmd += ["-ex", load]
-        prefix = os.path.join(work, "%s-%s" % (name, tag))
-        cmd += ["-ex", "deadlock-snapshot %s.json --analysis %s.gdb-analysis.json"
+        else:
+            cmd += ["-ex", "mqd snapshot %s.snapshot.json" % prefix]
+        cmd += ["-ex", "pipe mqd graph --json --snapshot %s.json | cat > %s.gdb-analysis.json"
                 % (prefix, prefix)]
     started = time.time()
     result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -174,8 +179,9 @@ def run_gdb(pids, frontend, loads, work, tag):
     with open(os.path.join(work, "gdb-%s.log" % tag), "w") as f:
         f.write(result.stdout)
     problems = [line for line in result.stdout.splitlines()
-                if line.startswith("mqd:") and "loaded" not in line or "Traceback" in line or
-                line.startswith("Python Exception")]
+                if line.startswith("mqd:") and not line.startswith(("mqd: loaded ",
+                                                                     "mqd: snapshot of ")) or
+                "Traceback" in line or line.startswith("Python Exception")]
     missing = [n for n, _ in loads if not os.path.exists(
         os.path.join(work, "%s-%s.json" % (n, tag)))]
     if result.returncode != 0 or problems or missing:
@@ -184,15 +190,14 @@ def run_gdb(pids, frontend, loads, work, tag):
     return time.time() - started
 
 
-def cli(args, work):
-    """python3 -m mqd_analysis graph ARGS; its stdout (exit status 0 required)."""
-    env = dict(os.environ, PYTHONPATH=ANALYSIS)
-    result = subprocess.run([sys.executable, "-m", "mqd_analysis", "graph"] + args,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=work, timeout=600)
+def graph(mqd_proxy, args, work):
+    """mqd-proxy graph ARGS (the build's binary, running the analysis staged in the build);
+    its stdout (exit status 0 required)."""
+    result = subprocess.run([mqd_proxy, "graph"] + args, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=work, timeout=600)
     if result.returncode != 0:
-        raise Failure("mqd_analysis graph %s: exit %d: %s" % (" ".join(args), result.returncode,
-                                                             result.stderr.strip()))
+        raise Failure("mqd-proxy graph %s: exit %d: %s" % (" ".join(args), result.returncode,
+                                                          result.stderr.strip()))
     return result.stdout
 
 
@@ -261,7 +266,8 @@ def main():
     built = Artefacts(build)
     shim = built.require("shim")
     server_bin = built.require("server")
-    for path in (program, shim, server_bin, args.frontend, args.ompi_dll):
+    mqd_proxy = built.require("cli")
+    for path in (program, shim, server_bin, mqd_proxy, args.frontend, args.ompi_dll):
         if not os.path.exists(path):
             print("FAIL: %s is missing" % path)
             return 1
@@ -297,31 +303,34 @@ def main():
         snaps = {n: open(os.path.join(work, "%s-1.json" % n)).read() for n, _ in loads}
         if snaps["native"] != snaps["proxy"]:
             problems.append("the proxied snapshot differs from the native one")
+        if open(os.path.join(work, "native-1.snapshot.json")).read() != snaps["native"]:
+            problems.append("mqd snapshot wrote another snapshot than mqd graph --snapshot")
         outputs = {}
         for n, _ in loads:
             outputs["%s (gdb)" % n] = open(os.path.join(work, "%s-1.gdb-analysis.json" % n)).read()
-            outputs["%s (command line)" % n] = cli(["%s-1.json" % n, "--json"], work)
+            outputs["%s (command line)" % n] = graph(mqd_proxy, ["%s-1.json" % n, "--json"],
+                                                     work)
         reference = outputs["native (command line)"]
         for label, text in outputs.items():
             if text != reference:
                 problems.append("the %s analysis differs from the native command line's" % label)
         analysis = json.loads(reference)
         problems += check_analysis(args.case, case, analysis)
-        print(cli(["native-1.json"], work), end="")
+        print(graph(mqd_proxy, ["native-1.json"], work), end="")
         if "progress" in case:
             gap = 2.0
             job.thaw()
             time.sleep(gap)   # the job runs: gdb has detached
             job.freeze()
             run_gdb(job.pids, args.frontend, loads[:1], work, "2")
-            compared = json.loads(cli(["native-1.json", "--compare", "native-2.json", "--json"],
-                                      work))
+            compared = json.loads(graph(mqd_proxy, ["native-1.json", "--compare", "native-2.json",
+                                                    "--json"], work))
             problems += check_progress(args.case, case, compared["progress"], ranks)
             print("progress after %.0f s: stuck %s, moved %s" % (
                 gap, compared["progress"]["stuck"], compared["progress"]["moved"]))
         if args.chromium or args.save_docs:
-            cli(["native-1.json", "--html", "report.html", "--svg", "picture.svg",
-                 "--png", "picture.png", "--dot", "picture.dot"], work)
+            graph(mqd_proxy, ["native-1.json", "--html", "report.html", "--svg", "picture.svg",
+                              "--png", "picture.png", "--dot", "picture.dot"], work)
         if args.chromium:
             import render_check
             from mqd_analysis.render_dot import MAX_RANK_NODES

@@ -147,6 +147,12 @@ done
 for f in $(cd "$build/share/mqd-proxy/gdb" && find . -name '*.py' | sed 's|^\./||'); do
   [ -e "/usr/share/mqd-proxy/gdb/$f" ] || fail "/usr/share/mqd-proxy/gdb/$f (the gdb front end) is not installed"
 done
+# So is the deadlock analysis (mqd graph, mqd-proxy graph), and the installed command runs it.
+for f in $(cd "$build/share/mqd-proxy/analysis" && find . -name '*.py' | sed 's|^\./||'); do
+  [ -e "/usr/share/mqd-proxy/analysis/$f" ] || fail "/usr/share/mqd-proxy/analysis/$f (the deadlock analysis) is not installed"
+done
+/usr/bin/mqd-proxy graph "$source/tests/unit/data/replay-dump.json" | grep -q '^NO DEADLOCK FOUND' ||
+  fail "/usr/bin/mqd-proxy graph does not run the installed analysis"
 /usr/bin/mqd-proxy-server --version | grep -x "mqd-proxy-server $version" >/dev/null || fail "/usr/bin/mqd-proxy-server --version"
 if grep -q '/man1/' "$work/files"; then
   man -w mqd-proxy-server mqd-proxy > /dev/null || fail "man cannot find the installed man pages"

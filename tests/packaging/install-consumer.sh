@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # packaging-install: `cmake --install` into a scratch prefix (no DESTDIR) puts every part where
-# it belongs, the installed programs and unit are usable from there, and a tool built only
+# it belongs, the installed programs, unit and deadlock analysis (mqd-proxy graph, and gdb's
+# front end loading it) are usable from there, and a tool built only
 # against the installation (find_package(MqdProxy), tests/packaging/consumer) links the shim
 # and talks through it to the installed server.
 #
@@ -65,6 +66,24 @@ if command -v systemd-analyze > /dev/null; then
 else
   echo "(systemd-analyze not installed: the unit is not verified)"
 fi
+
+echo "== the deadlock analysis from the installation"
+# mqd-proxy graph runs the analysis installed beside it (share/mqd-proxy/analysis), and gdb's
+# front end imports the same; neither writes bytecode into the installation.
+status=0
+"$prefix/bin/mqd-proxy" graph "$source/tests/unit/data/replay-dump.json" > "$work/graph.txt" 2>&1 || status=$?
+[ "$status" = 0 ] || { cat "$work/graph.txt"; fail "the installed mqd-proxy graph exited with $status"; }
+grep -q '^NO DEADLOCK FOUND' "$work/graph.txt" || { cat "$work/graph.txt"; fail "the installed mqd-proxy graph printed no verdict"; }
+echo "ok: the installed mqd-proxy graph runs the installed analysis"
+if command -v gdb > /dev/null; then
+  loaded=$(gdb -q -nx -batch -ex "source $prefix/share/mqd-proxy/gdb/mqd.py" \
+    -ex "python from mqd_gdb import analysis; print(analysis.load().__file__)" 2>&1)
+  [ "$loaded" = "$prefix/share/mqd-proxy/analysis/mqd_analysis/__init__.py" ] ||
+    fail "the installed gdb front end does not load the installed analysis: $loaded"
+  echo "ok: the installed gdb front end loads the installed analysis"
+fi
+pycache=$(find "$prefix/share/mqd-proxy" -name __pycache__)
+[ -z "$pycache" ] || fail "bytecode written into the installation: $pycache"
 
 echo "== a consumer built with find_package(MqdProxy) against $prefix only"
 cmake -S "$source/tests/packaging/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \

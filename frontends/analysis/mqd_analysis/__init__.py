@@ -9,7 +9,8 @@ queues and stacks. Pure Python (no gdb): the gdb front end's `mqd graph` and the
 Modules, one concept each: snapshot (the input format, ../SNAPSHOT.md), mpicalls and openmpi
 (facts about MPI and Open MPI), model (rank states and waits), knots (the deadlock), explain
 (its causes), classes (grouping ranks), progress (two snapshots), analysis (all of it),
-render_text, render_json, render_dot, render_html, and __main__ (the command line).
+render_text, render_json, render_dot, render_html, outputs (the files and the printed verdict
+a run produces, from the command line or gdb) and __main__ (the command line).
 """
 from .analysis import DEADLOCK, NO_DEADLOCK, UNKNOWN, Analysis, analyse
 from .snapshot import SnapshotError

@@ -1,5 +1,7 @@
 """python3 -m mqd_analysis graph SNAPSHOT.json [options]: deadlock analysis of a saved
-whole-job snapshot, with no debugger. `mqd-proxy graph` runs this.
+whole-job snapshot, with no debugger. `mqd-proxy graph` runs this (cli/GraphCommand.cc), with
+MQD_ANALYSIS_PROG=mqd-proxy so that its usage and its messages name the command the user
+typed.
 
 Exit status:
   0  the analysis was made and every output written, whatever the verdict
@@ -12,7 +14,7 @@ import argparse
 import os
 import sys
 
-from . import render_dot, render_html, render_json, render_text
+from . import outputs
 from .analysis import analyse
 from .snapshot import SnapshotError, load
 
@@ -36,8 +38,13 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+def _prog():
+    """The command's name in usage and messages: $MQD_ANALYSIS_PROG, else mqd_analysis."""
+    return os.environ.get("MQD_ANALYSIS_PROG") or "mqd_analysis"
+
+
 def _parser():
-    p = _Parser(prog="mqd_analysis", description=DESCRIPTION, epilog=EPILOG)
+    p = _Parser(prog=_prog(), description=DESCRIPTION, epilog=EPILOG)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     g = sub.add_parser("graph", help="analyse a snapshot", description=DESCRIPTION,
                        epilog=EPILOG)
@@ -55,22 +62,13 @@ def _parser():
     return p
 
 
-def _write(path, data):
-    mode = "wb" if isinstance(data, bytes) else "w"
-    try:
-        with open(path, mode) as f:
-            f.write(data)
-    except OSError as e:
-        raise render_dot.RenderError("cannot write %s: %s" % (path, e.strerror or e))
-
-
 def main(argv=None):
     try:
         args = _parser().parse_args(argv)
         if args.command != "graph":
             raise _UsageError("name a command: graph SNAPSHOT.json")
     except _UsageError as e:
-        print("mqd_analysis: %s (see --help)" % e, file=sys.stderr)
+        print("%s: %s (see --help)" % (_prog(), e), file=sys.stderr)
         return EXIT_INPUT
     try:
         first = load(args.snapshot)
@@ -79,25 +77,14 @@ def main(argv=None):
         else:
             analysis = analyse(first)
     except SnapshotError as e:
-        print("mqd_analysis: %s" % e, file=sys.stderr)
+        print("%s: %s" % (_prog(), e), file=sys.stderr)
         return EXIT_INPUT
     try:
-        dot = render_dot.render(analysis)
-        if args.dot:
-            _write(args.dot, dot)
-        svg = None
-        if args.svg or args.html:
-            svg = render_dot.convert(dot, "svg")
-        if args.svg:
-            _write(args.svg, svg)
-        if args.png:
-            _write(args.png, render_dot.convert(dot, "png"))
-        if args.html:
-            _write(args.html, render_html.render(analysis, svg))
-    except render_dot.RenderError as e:
-        print("mqd_analysis: %s" % e, file=sys.stderr)
+        outputs.write_files(analysis, dot=args.dot, svg=args.svg, png=args.png, html=args.html)
+    except outputs.RenderError as e:
+        print("%s: %s" % (_prog(), e), file=sys.stderr)
         return EXIT_OUTPUT
-    text = render_json.render(analysis) if args.json else render_text.render(analysis)
+    text = outputs.verdict(analysis, as_json=args.json)
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

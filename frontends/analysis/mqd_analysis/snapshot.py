@@ -162,11 +162,18 @@ def loads(data, source="the snapshot"):
     try:
         obj = json.loads(data)
     except json.JSONDecodeError as e:
-        if e.pos >= len(data.rstrip()):
+        # A file cut short: the parser wants more at its end, or is inside a string there
+        # (reported at the string's start: a JSON string cannot hold a raw line break, so an
+        # unterminated one runs to the end).
+        end = len(data.rstrip())
+        if e.pos >= end or e.msg.startswith("Unterminated string"):
+            line = data.count("\n", 0, end) + 1
+            column = end - (data.rfind("\n", 0, end) + 1) + 1
             raise SnapshotError("%s is truncated: its JSON ends at line %d, column %d, before "
-                                "it is complete" % (source, e.lineno, e.colno))
+                                "it is complete" % (source, line, column))
+        what = e.msg[:-len(" at")] if e.msg.endswith(" at") else e.msg  # "...character at"
         raise SnapshotError("%s is not valid JSON: %s at line %d, column %d"
-                            % (source, e.msg, e.lineno, e.colno))
+                            % (source, what, e.lineno, e.colno))
     return parse(obj, source)
 
 

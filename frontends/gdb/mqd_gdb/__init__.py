@@ -6,13 +6,18 @@ package's directory on sys.path and registers the `mqd` commands (commands.regis
 
 Modules, one concept each, in the order a value travels:
 
-  commands     the gdb commands `mqd load|dump|types|status` and the one loaded Session
+  commands     the gdb commands `mqd load|dump|snapshot|graph|types|status` and the one
+               loaded Session
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
                the DLL's error texts
   dump         one process's communicators, groups and queues, read through a Session, as a
                dict (the JSON of `mqd dump --json` is json.dumps of it)
   render       that dict as the text of `mqd dump`, and as its JSON (no gdb needed: the
                replay's format test uses it, tests/unit/data/make-replay-dump.py)
+  snapshot     the whole-job snapshot of `mqd snapshot` and `mqd graph`: every process's
+               dump, where it is stopped, its PML and host
+  analysis     the deadlock analysis `mqd graph` runs (the package mqd_analysis, in
+               ../analysis beside this front end), imported on first use
   callbacks    what gdb serves the DLL: symbols, types, fields and sizes, memory, basic type
                sizes, the MPI_COMM_WORLD rank
   handles      the images, processes and types the DLL knows by opaque handle
@@ -22,5 +27,6 @@ Modules, one concept each, in the order a value travels:
   abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
 
-Importing the package itself imports nothing else; abi, errors and render import no gdb.
+Importing the package itself imports nothing else; abi, errors, render and analysis import no
+gdb.
 """

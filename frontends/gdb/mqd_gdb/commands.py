@@ -7,21 +7,28 @@
       Communicators, groups and the three queues of the current inferior (--all: of every
       inferior with a process), as text or JSON, to gdb's output or FILE. Loads the DLL first
       (as `mqd load`) if none is, and the debug types into each inferior that lacks them.
+  mqd snapshot OUT.json
+      A whole-job snapshot (frontends/analysis/SNAPSHOT.md) written to OUT.json: the queues of
+      `mqd dump --all`, and where each process is stopped (snapshot).
+  mqd graph [--json] [--dot FILE] [--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE]
+      Who waits on whom: takes the snapshot in memory and runs the deadlock analysis on it
+      here, in gdb's Python (analysis, the package mqd_analysis): prints the verdict as text,
+      or JSON, writes the picture and report files named, and the snapshot with --snapshot.
   mqd types [OBJECT]
       Load debug types for a stripped libmpi (debug_types).
   mqd status
       What is loaded, and what was set up; the last 20 messages of the callbacks and the DLL.
 
 Every failure is one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
-it); never a Python traceback. `mqd dump --all` writes what it could read, and the failures of
-the other inferiors in their place, and does not fail. register() makes the commands known to
+it); never a Python traceback. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they
+could read, and the failures of the other inferiors in their place, and do not fail for them. register() makes the commands known to
 gdb; ../mqd.py calls it each time it is sourced.
 """
 import os
 
 import gdb
 
-from . import debug_types, render
+from . import analysis, debug_types, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
 from .inferiors import SelectedInferior, find as find_inferior
@@ -39,7 +46,7 @@ def _dll_name_of_target():
 
 class MqdPrefix(gdb.Command):
     """Message queues of MPI processes through an MQD DLL.
-Subcommands: mqd load, mqd dump, mqd types, mqd status."""
+Subcommands: mqd load, mqd dump, mqd snapshot, mqd graph, mqd types, mqd status."""
 
     def __init__(self):
         super().__init__("mqd", gdb.COMMAND_DATA, prefix=True)
@@ -88,6 +95,46 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
                   % (path, _session.version, _session.compatibility))
 
 
+def _read_dumps(everything):
+    """The dump of the current inferior, or of every inferior with a process; loads the DLL
+    first (as `mqd load`) if none is. A process that cannot be read is its failure."""
+    if _session is None:
+        gdb.execute("mqd load", to_string=False)
+    nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
+        [gdb.selected_inferior().num]
+    dumps = []
+    for num in nums:
+        with SelectedInferior(num):
+            try:
+                debug_types.ensure(num)
+                dumps.append(dump(_session, num))
+            except MqdError as e:
+                dumps.append(failed(num, find_inferior(num).pid, str(e)))
+    return dumps
+
+
+def _write_file(path, text):
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise MqdError("cannot write %s: %s" % (path, e.strerror or e))
+
+
+def _whole_job_snapshot():
+    """The snapshot of every inferior with a process (snapshot.take)."""
+    if not any(i.pid != 0 for i in gdb.inferiors()):
+        raise MqdError("no process to take a snapshot of: attach to the job's processes first "
+                       "(one inferior each)")
+    return snapshot.take(_read_dumps(everything=True))
+
+
+def _summary(snap):
+    unread = len([r for r in snap["ranks"] if "communicators" not in r])
+    return "%d processes%s" % (len(snap["ranks"]),
+                               ", %d could not be read" % unread if unread else "")
+
+
 class MqdDump(gdb.Command):
     """Show message queues: mqd dump [--json] [--all] [--output FILE]
 Communicators, groups and the three queues of the current inferior (--all: every inferior
@@ -110,33 +157,74 @@ with a process), as text or JSON, written to gdb's output or to FILE."""
                 output = argv.pop(0)
             else:
                 raise MqdError("unknown argument %s" % a)
-        if _session is None:
-            gdb.execute("mqd load", to_string=False)
-        nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
-            [gdb.selected_inferior().num]
-        dumps = []
-        for num in nums:
-            with SelectedInferior(num):
-                try:
-                    debug_types.ensure(num)
-                    dumps.append(dump(_session, num))
-                except MqdError as e:
-                    dumps.append(failed(num, find_inferior(num).pid, str(e)))
+        dumps = _read_dumps(everything)
         if as_json:
             text = render.as_json(dumps if everything else dumps[0])
         else:
             text = render.as_text(dumps)
         if output:
-            try:
-                with open(output, "w") as f:
-                    f.write(text)
-            except OSError as e:
-                raise MqdError("cannot write %s: %s" % (output, e))
+            _write_file(output, text)
         else:
             gdb.write(text)
         failures = [d for d in dumps if "communicators" not in d]
         if failures and not everything:
             raise MqdError(failures[0]["error"])
+
+
+class MqdSnapshot(gdb.Command):
+    """Write a whole-job snapshot: mqd snapshot OUT.json
+Every inferior's queues (as mqd dump --all reads them), where its main thread is stopped
+(frames and innermost MPI call), Open MPI's PML and the host, as frontends/analysis/SNAPSHOT.md
+defines them: the input of mqd graph's analysis, and of mqd-proxy graph without a debugger."""
+
+    def __init__(self):
+        super().__init__("mqd snapshot", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+
+    @_command
+    def invoke(self, argv, from_tty):
+        if len(argv) != 1 or argv[0].startswith("-"):
+            raise MqdError("usage: mqd snapshot OUT.json")
+        snap = _whole_job_snapshot()
+        _write_file(argv[0], snapshot.as_json(snap))
+        gdb.write("mqd: snapshot of %s written to %s\n" % (_summary(snap), argv[0]))
+
+
+class MqdGraph(gdb.Command):
+    """Who waits on whom: mqd graph [--json] [--dot FILE] [--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE]
+Takes a whole-job snapshot (as mqd snapshot) and runs the deadlock analysis on it: prints the
+verdict, each deadlock's ranks and likely cause (--json: the analysis as JSON); --dot, --svg,
+--png and --html write the picture and a self-contained HTML report (SVG, PNG and HTML need
+Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later."""
+
+    def __init__(self):
+        super().__init__("mqd graph", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+
+    @_command
+    def invoke(self, argv, from_tty):
+        as_json = False
+        files = {}
+        while argv:
+            a = argv.pop(0)
+            if a == "--json":
+                as_json = True
+            elif a in ("--dot", "--svg", "--png", "--html", "--snapshot") and argv:
+                files[a[2:]] = argv.pop(0)
+            else:
+                raise MqdError("unknown argument %s (usage: mqd graph [--json] [--dot FILE] "
+                               "[--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE])" % a)
+        mqd_analysis = analysis.load()
+        snap = _whole_job_snapshot()
+        if "snapshot" in files:
+            _write_file(files["snapshot"], snapshot.as_json(snap))
+        try:
+            result = mqd_analysis.analyse(mqd_analysis.parse_snapshot(
+                snap, files.get("snapshot", "the snapshot")))
+            mqd_analysis.outputs.write_files(result, dot=files.get("dot"),
+                                             svg=files.get("svg"), png=files.get("png"),
+                                             html=files.get("html"))
+        except (mqd_analysis.SnapshotError, mqd_analysis.outputs.RenderError) as e:
+            raise MqdError(str(e))
+        gdb.write(mqd_analysis.outputs.verdict(result, as_json=as_json))
 
 
 class MqdTypes(gdb.Command):
@@ -177,5 +265,7 @@ def register():
     MqdPrefix()
     MqdLoad()
     MqdDump()
+    MqdSnapshot()
+    MqdGraph()
     MqdTypes()
     MqdStatus()

@@ -1,0 +1,95 @@
+"""A whole-job snapshot (frontends/analysis/SNAPSHOT.md, version 1), what `mqd snapshot` writes
+and `mqd graph` analyses: take(dumps) adds to the dumps of `mqd dump --all` (dump.py's dicts,
+one per inferior with a process) where each rank is stopped (the frames of its main thread,
+newest first, and its innermost MPI call as the analysis defines it:
+mqd_analysis.snapshot.mpi_call_of), the PML Open MPI selected, and the host.
+
+The snapshot is returned as it reads back from its file (JSON values only), so the analysis of
+the snapshot in memory and of the saved file are the same. as_json() is the file's text.
+"""
+import json
+import socket
+
+import gdb
+
+from . import analysis
+
+VERSION = 1
+MAX_FRAMES = 64  # frames kept per rank: a deeper stack is cut (its MPI call is near the top)
+
+
+def _main_thread(inf):
+    """The thread whose id is the process's (the one that called main), else the first."""
+    for t in inf.threads():
+        if t.ptid[1] == inf.pid:
+            return t
+    threads = inf.threads()
+    return min(threads, key=lambda t: t.num) if threads else None
+
+
+def _frames():
+    """The selected thread's frame names, newest first ("??" for one gdb cannot name)."""
+    names = []
+    try:
+        frame = gdb.newest_frame()
+        while frame is not None and len(names) < MAX_FRAMES:
+            names.append(frame.name() or "??")
+            frame = frame.older()
+    except gdb.error:
+        pass  # an unwinding failure ends the backtrace where it happened
+    return names
+
+
+def _pml():
+    """Open MPI's selected PML, from the component its mca_pml module's first function
+    belongs to (mca_pml_ob1_add_procs, mca_pml_ucx_add_procs); None if not Open MPI."""
+    try:
+        text = gdb.execute("info symbol *(void **)&mca_pml", to_string=True)
+    except gdb.error:
+        return None
+    word = text.split()[0] if text.split() else ""
+    if word.startswith("mca_pml_") and word.count("_") >= 3:
+        return word.split("_")[2]
+    return None
+
+
+def _state(inf, mpi_call_of):
+    """(state, pml) of the inferior: where its main thread is stopped, and its PML."""
+    thread = _main_thread(inf)
+    if thread is None:
+        return None, None
+    thread.switch()
+    frames = _frames()
+    return {"mpi_call": mpi_call_of(frames), "frames": frames}, _pml()
+
+
+def take(dumps):
+    """The whole-job snapshot of the processes `dumps` describes (each dump's "inferior" names
+    its inferior; one that could not be read keeps its "error")."""
+    mpi_call_of = analysis.load().snapshot.mpi_call_of
+    by_inferior = {d["inferior"]: d for d in dumps}
+    host = socket.gethostname()
+    previous = gdb.selected_thread()
+    ranks = []
+    try:
+        for inf in gdb.inferiors():
+            if inf.pid == 0 or inf.num not in by_inferior:
+                continue
+            d = dict(by_inferior[inf.num])
+            state, pml = _state(inf, mpi_call_of)
+            d.pop("dll", None)
+            d["host"] = host
+            d["state"] = state
+            if pml:
+                d["pml"] = pml
+            ranks.append(d)
+    finally:
+        if previous is not None and previous.is_valid():
+            previous.switch()
+    dll = next((d["dll"] for d in dumps if "dll" in d), None)
+    return json.loads(as_json({"mqd_snapshot": VERSION, "dll": dll, "ranks": ranks}))
+
+
+def as_json(snapshot):
+    """The text of a snapshot file."""
+    return json.dumps(snapshot, indent=1) + "\n"
