@@ -40,7 +40,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON $tests "
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then
-  ctest --test-dir "$build" --output-on-failure --timeout 1800
+  # Two tests at a time (JOBS): tests that must not overlap say so (RUN_SERIAL, PROCESSORS,
+  # RESOURCE_LOCK: tests/CMakeLists.txt), and the long ones start first (COST).
+  ctest --test-dir "$build" --output-on-failure --timeout 1800 -j"$jobs"
 else
   tools/mpi-demo.sh "$build"
 fi
