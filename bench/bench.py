@@ -42,10 +42,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from e2e_openmpi import Job, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
+from failure import wait_for  # noqa: E402
+from mpi_job import Job  # noqa: E402
 
 OMPI_DLL_GLOB = "/usr/lib/{arch}/openmpi/lib/openmpi3/libompi_dbg_msgq.so"
 DEBUG = bool(os.environ.get("MQD_BENCH_DEBUG"))

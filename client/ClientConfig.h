@@ -8,8 +8,9 @@
 //      `server = ssh://node7`); `#` starts a comment line; a value may be double-quoted;
 //   3. the environment (MQD_PROXY_SERVER, ...): an empty variable counts as unset.
 // The shim reads it when a session is opened, so a debugger can change the environment before
-// loading the shim. help() describes each setting; `mqd-proxy --help` prints it, README.md
-// mirrors it, and `mqd-proxy config` shows the effective values with their sources.
+// loading the shim. help() describes each setting; `mqd-proxy --help` prints it,
+// docs/configuration.md mirrors it, and `mqd-proxy config` shows the effective values with
+// their sources.
 #pragma once
 
 #include <chrono>

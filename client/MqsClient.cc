@@ -914,7 +914,8 @@ int MqsClient::getCommCollState(mqs_process* process, int collective, int* seque
   return call("mqs_get_comm_coll_state", [&]() {
     ensureSession();
     uint64_t token = setUpProcess(process, "mqs_get_comm_coll_state");
-    // A DLL without the extension answers like one that cannot tell (see README).
+    // A DLL without the extension answers like one that cannot tell
+    // (docs/transparency.md, "Optional entry points").
     if (!dll_.has("mqs_get_comm_coll_state")) return static_cast<int>(mqs_no_information);
     if (RecordedWalk* walk = walkOf(token)) {
       wire::RecordedCollState::Reader r;

@@ -2,13 +2,14 @@
 # at configure time, for the options that are on (the top-level CMakeLists.txt calls
 # mqd_check_requirements()). A missing program or package fails the configure with one
 # sentence naming it, its Debian package and the option that needs it; nothing is left out
-# silently. README.md, "Build options", has the same list; tools/install-deps.sh installs it.
+# silently. docs/configuration.md, "Build options (CMake)", has the same list;
+# tools/install-deps.sh installs it.
 #
 # Found here, as cache variables the test folders use:
-#   MQD_TESTS            doctest, MQD_PYTHON3, MQD_OPENSSL
+#   MQD_TESTS            doctest, MQD_PYTHON3, MQD_PYTEST, MQD_OPENSSL
 #   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_OMPI_MSGQ_DLL
 #   MQD_TESTS_SSH        MQD_SSHD, MQD_SSH, MQD_SSH_KEYGEN
-#   MQD_TESTS_ANALYSIS   MQD_PYTEST, MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
+#   MQD_TESTS_ANALYSIS   MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
 #                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
 #   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
@@ -52,6 +53,7 @@ macro(mqd_check_requirements)
     endif()
     if(MQD_CROSS_ROLE STREQUAL "")
       mqd_require_program(MQD_PYTHON3 MQD_TESTS python3 python3)
+      mqd_require_program(MQD_PYTEST MQD_TESTS python3-pytest pytest-3)  # tests/cli/
       mqd_require_program(MQD_OPENSSL MQD_TESTS openssl openssl)  # tests/integration: certificates
     endif()
   endif()
@@ -83,7 +85,6 @@ macro(mqd_check_requirements)
   endif()
 
   if(MQD_TESTS_ANALYSIS)
-    mqd_require_program(MQD_PYTEST MQD_TESTS_ANALYSIS python3-pytest pytest-3)
     mqd_require_program(MQD_DOT MQD_TESTS_ANALYSIS graphviz dot)
     if(MQD_TESTS_MPI)  # two cases of the hang suite render their report (tests/deadlock/)
       mqd_require_program(MQD_CHROMIUM MQD_TESTS_ANALYSIS chromium chromium)

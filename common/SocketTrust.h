@@ -1,6 +1,7 @@
 // SocketTrust: whether a unix socket, and the server listening on it, may be trusted with a
-// debugger's token and target memory (README.md, "Security model"); and the private
-// directory the default socket lives in when there is no $XDG_RUNTIME_DIR.
+// debugger's token and target memory (docs/security.md, "The client authenticates a unix server"
+// explains the rule); and the private directory the default socket lives in when there is no
+// $XDG_RUNTIME_DIR.
 //
 // A unix socket is only as safe as its directory: whoever may create names there can put a
 // server of their own at the path before the real one starts, or between two of its runs, and

@@ -13,8 +13,8 @@
 # means NULL. A token the receiver did not issue is refused with an exception.
 #
 # Integers travel at 64 bits whatever either side's mqs_taddr_t / mqs_tword_t width is; the
-# receiving side narrows them under the rules in docs (an address that does not fit is an
-# error, never truncated).
+# receiving side narrows them under the rules of docs/transparency.md, "Transparency rules"
+# (Widths: an address that does not fit is an error, never truncated).
 #
 # Output parameters: a DLL may leave parts of an output struct untouched, and a native debugger
 # then keeps whatever it had there. To reproduce that exactly, every output struct carries a

@@ -6,6 +6,9 @@
  * They live far above any range a real MQD DLL uses (DLLs count up from mqs_first_user_code =
  * 100), so they cannot be confused with the vendor's. mqs_dll_error_string() on the shim turns
  * them into a sentence that says what happened and where.
+ *
+ * docs/failure-codes.md is generated from the comments below and from the sentences in
+ * common/ProxyErrors.cc (tools/docs/failure-codes.py; the test docs-failure-codes checks it).
  */
 #ifndef MQD_PROXY_H
 #define MQD_PROXY_H
@@ -17,41 +20,51 @@ extern "C" {
 enum {
   MQD_PROXY_ERR_FIRST = 0x4d510000, /* 'M','Q' << 16 */
 
-  /* The shim could not connect to the server named by MQD_PROXY_SERVER. */
+  /* The shim could not connect to the server named by `MQD_PROXY_SERVER`. */
   MQD_PROXY_ERR_UNREACHABLE = MQD_PROXY_ERR_FIRST + 1,
-  /* The server refused to open a session (DLL not on its allow-list, DLL failed to load,
-   * protocol version mismatch, too many sessions on the server). */
+  /* The server said no to a session: DLL not on its allow-list, DLL failed to load, protocol
+   * version mismatch, `--max-sessions` reached (too many sessions on the server). */
   MQD_PROXY_ERR_SESSION_REFUSED = MQD_PROXY_ERR_FIRST + 2,
-  /* The connection was lost during the call, or an earlier call lost it. */
+  /* The connection broke during this call (network, server gone), or an earlier call lost it;
+   * the next call re-establishes the session. */
   MQD_PROXY_ERR_SESSION_LOST = MQD_PROXY_ERR_FIRST + 3,
-  /* The server did not answer within MQD_PROXY_TIMEOUT. */
+  /* No sign of progress from the server for `MQD_PROXY_TIMEOUT`; the connection is then
+   * abandoned, and the next call re-establishes the session. */
   MQD_PROXY_ERR_TIMEOUT = MQD_PROXY_ERR_FIRST + 4,
-  /* The server-side worker running the vendor DLL died (the text names signal, DLL, call). */
+  /* The server's worker died during this call: the vendor DLL crashed (the text names the
+   * signal, the DLL and the DLL entry point it was in, which may differ from the call the
+   * debugger made when the server was walking ahead for it) or was killed; the next call
+   * re-establishes the session. */
   MQD_PROXY_ERR_WORKER_DIED = MQD_PROXY_ERR_FIRST + 5,
   /* The vendor DLL does not export this optional entry point (level-3 calls,
-   * mqs_get_comm_group). */
+   * `mqs_get_comm_group`): docs/transparency.md, "Optional entry points". */
   MQD_PROXY_ERR_NO_ENTRY_POINT = MQD_PROXY_ERR_FIRST + 6,
-  /* A handle or info pointer the proxy never issued, or one already destroyed. */
+  /* A handle or info pointer the proxy never issued, or one already destroyed: a process or
+   * image never set up, an info already destroyed. */
   MQD_PROXY_ERR_BAD_HANDLE = MQD_PROXY_ERR_FIRST + 7,
-  /* A target address does not fit in this debugger's mqs_taddr_t (32-bit debugger, 64-bit
-   * target): rebuild the shim with MQD_TADDR64=ON. Addresses are never truncated. */
+  /* A target address wider than this debugger's `mqs_taddr_t` (32-bit debugger, 64-bit
+   * target): rebuild the shim with `MQD_TADDR64=ON`. Addresses are never truncated. */
   MQD_PROXY_ERR_ADDRESS_WIDTH = MQD_PROXY_ERR_FIRST + 8,
   /* The peer sent something malformed (bad token, out-of-range field, oversized reply). */
   MQD_PROXY_ERR_PROTOCOL = MQD_PROXY_ERR_FIRST + 9,
-  /* An mqs_* entry point was called from inside one of the debugger's own callbacks. */
+  /* An `mqs_*` entry point was called from inside one of the debugger's own callbacks. */
   MQD_PROXY_ERR_REENTRANT = MQD_PROXY_ERR_FIRST + 10,
-  /* Server side: a debugger callback could not be delivered (given to the vendor DLL). */
+  /* Server side, seen by the vendor DLL: a debugger callback could not be delivered. */
   MQD_PROXY_ERR_CALLBACK_FAILED = MQD_PROXY_ERR_FIRST + 11,
-  /* Server side: the DLL asked for more target memory in one fetch than the proxy allows. */
+  /* Server side: the DLL asked for more target memory in one fetch than the proxy allows
+   * (over 64 MiB), or for a negative size. */
   MQD_PROXY_ERR_FETCH_TOO_LARGE = MQD_PROXY_ERR_FIRST + 12,
-  /* A call arrived before the set-up it depends on (e.g. before mqs_setup_basic_callbacks). */
+  /* A call arrived before the set-up it depends on (e.g. before `mqs_setup_basic_callbacks`). */
   MQD_PROXY_ERR_NOT_SET_UP = MQD_PROXY_ERR_FIRST + 13,
-  /* The server did not accept this client's credentials: no token or the wrong one
-   * (MQD_PROXY_TOKEN_FILE), or the client's own token file is unusable (unsafe mode). */
+  /* The server wants a token and got none or the wrong one ("authentication failed: wrong
+   * token"), or `MQD_PROXY_TOKEN_FILE` is unusable (unreadable, empty, readable by others, not
+   * a regular file), or the client cannot trust a `unix:` server: the socket, its directory or
+   * the process listening on it belongs to another user (the text names the owner and what to
+   * set): docs/security.md, "The client authenticates a unix server". */
   MQD_PROXY_ERR_AUTH_FAILED = MQD_PROXY_ERR_FIRST + 14,
-  /* TLS does not fit between client and server: the server requires TLS and the client spoke
-   * plain TCP (or the reverse), the server's certificate did not verify against
-   * MQD_PROXY_TLS_CA or does not name the host, or the TLS handshake failed. */
+  /* TLS does not fit between client and server: plain `tcp:` against a TLS listener ("this
+   * server requires TLS"), `tls:` against a plain one ("does not use TLS"), a certificate not
+   * signed by `MQD_PROXY_TLS_CA` or not naming the host, a failed handshake. */
   MQD_PROXY_ERR_TLS = MQD_PROXY_ERR_FIRST + 15,
 
   MQD_PROXY_ERR_LAST = MQD_PROXY_ERR_TLS

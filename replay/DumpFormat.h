@@ -1,5 +1,5 @@
 // DumpFormat: a replayed dump (ReplayedDump) written exactly as the gdb front end writes a
-// live one (frontends/gdb/mqd.py), so the two can be compared byte for byte:
+// live one (frontends/gdb/mqd_gdb/render.py), so the two can be compared byte for byte:
 //   json  `mqd dump --all --json`: Python's json.dumps(dumps, indent=1) and a newline (keys in
 //         the front end's order, non-ASCII escaped as \uXXXX, bytes decoded as UTF-8 with
 //         Python's "replace" rule);

@@ -1,6 +1,6 @@
 // ReplayedDump: the message queues a replayed session shows, process by process, as the gdb
-// front end's `mqd dump` (frontends/gdb/mqd.py) shows them, so that a replay and a live dump can be
-// compared byte for byte (DumpFormat renders them).
+// front end's `mqd dump` (frontends/gdb/mqd_gdb/dump.py) shows them, so that a replay and a live
+// dump can be compared byte for byte (DumpFormat renders them).
 //
 // For every process, in the order the session set them up, the front end's dump runs over
 // the process's last refresh: mqs_update_communicator_list, setup_communicator_iterator, then

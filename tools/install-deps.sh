@@ -8,9 +8,10 @@
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
-#                            (tests/packaging/), pytest, Graphviz and Chromium (the deadlock
-#                            analysis: tests/analysis/, tests/deadlock/), and what building
-#                            MPICH from Debian's source package needs (tools/mpich/)
+#                            (tests/packaging/), pytest (the Python tests), Graphviz and
+#                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
+#                            and what building MPICH from Debian's source package needs
+#                            (tools/mpich/)
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,8 @@ packages=(
   # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
   # headers (for the debug-type object of the stripped libmpi)
   gdb python3 openmpi-bin libopenmpi-dev
+  # pytest runs the Python tests (tests/cli/, tests/packaging/, tests/analysis/)
+  python3-pytest
   # the security tests make their TLS certificates at run time with the openssl command
   openssl
   # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
@@ -38,13 +41,13 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
   )
   if [ "$1" = "--test" ]; then
     # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
-    # on a loopback port (tests/cli/sshd_fixture.py); systemd for systemd-socket-activate and
+    # on a loopback port (testing/python/sshd.py); systemd for systemd-socket-activate and
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
     packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
-    # the deadlock analysis (tests/analysis/, tests/deadlock/): pytest, Graphviz's dot for
-    # the pictures, and Chromium to render the HTML report headless and check the screenshot
-    packages+=(python3-pytest graphviz chromium)
+    # the deadlock analysis (tests/analysis/, tests/deadlock/): Graphviz's dot for the
+    # pictures, and Chromium to render the HTML report headless and check the screenshot
+    packages+=(graphviz chromium)
     # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
     # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
     # Debian's hwloc instead of MPICH's embedded copy

@@ -16,7 +16,8 @@
 #                       (the .deb: --installed /usr). The MPI program, a test program that is
 #                       never installed, still comes from BUILD_DIR.
 #   --check             also dump every rank as JSON and check that it shows what each rank
-#                       posted (tests/e2e/e2e_openmpi.py's check); exit 1 if it does not.
+#                       posted (the e2e tests' check, testing/python/mpi_job.py); exit 1 if it
+#                       does not.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 prefix= check=
@@ -97,10 +98,10 @@ echo "== every queue above came from Open MPI's own DLL, run by mqd-proxy-server
 
 if [ -n "$check" ]; then
   [ -s "$work/dump.json" ] || { echo "mpi-demo: FAIL: gdb wrote no JSON dump"; exit 1; }
-  python3 - "$here/../tests/e2e" "$work" "$ranks" <<'EOF'
+  python3 - "$here/../testing/python" "$work" "$ranks" <<'EOF'
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from e2e_openmpi import check_against_manifests
+from mpi_job import check_against_manifests
 work, ranks = sys.argv[2], int(sys.argv[3])
 dumps = json.load(open(os.path.join(work, "dump.json")))
 manifests = [json.load(open(os.path.join(work, "rank-%d.json" % r))) for r in range(ranks)]

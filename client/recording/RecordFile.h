@@ -33,8 +33,8 @@
 
 namespace mqd::client {
 
-// What a recording may hold (README.md, "Record and replay"). A reader refuses a file past any
-// of them with a sentence naming the file, the chunk and the limit; a replay needs about the
+// What a recording may hold (docs/record-replay.md, "Bounds"). A reader refuses a file past
+// any of them with a sentence naming the file, the chunk and the limit; a replay needs about the
 // decompressed size in memory, plus some 340 bytes per message (its reader). Tests and the
 // fuzzer use smaller ones.
 struct RecordLimits {

@@ -386,7 +386,8 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
   if (!caches() || kept == errorTexts_.end()) {
     auto request = client_.errorStringRequest();
     request.setCode(code);
-    auto answer = await(call, request).getText();
+    auto response = await(call, request);  // owns the message `answer` points into
+    auto answer = response.getText();
     std::optional<std::string> text;
     if (answer.isText()) text = std::string(answer.getText());
     if (!caches()) return text ? strings_.intern(*text) : nullptr;

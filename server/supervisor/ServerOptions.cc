@@ -185,7 +185,7 @@ Options:
                           $XDG_STATE_HOME/mqd-proxy or ~/.local/state/mqd-proxy; "none": keep
                           nothing).
 
-Security (README.md, "Security model"):
+Security (docs/security.md):
   --token-file PATH       Clients must present the token in PATH (its first line) before
                           anything else; a wrong or missing token is refused and the
                           connection closed before any session exists. Compared in constant

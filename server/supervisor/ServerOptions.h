@@ -21,7 +21,7 @@ struct ServerOptions {
                                    // hang-up to SIGKILL for a worker busy in the DLL
   std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
   uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
-  // Security (README.md, "Security model").
+  // Security (docs/security.md, "Security model").
   std::string tokenFile;           // --token-file: clients must present this token
   std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)
   std::string tlsKey;              // --tls-key: PEM private key (tls: listeners)

@@ -15,11 +15,11 @@
 // A worker's exit is logged with its status or signal and the session's one-line summary from
 // the session board.
 //
-// Security (README.md, "Security model"): at start-up it reads the token and the TLS identity,
-// resolves --worker-user, and refuses to listen on a non-loopback TCP address without a
-// token. Each worker admits its connection itself (Admission.h) after dropping privileges.
-// Beyond --max-sessions live workers, a connection gets a short-lived refusing child that
-// tells the client why (at most kMaxRefusers at once; beyond that it is closed unanswered).
+// Security (docs/security.md, "Security model"): at start-up it reads the token and the TLS
+// identity, resolves --worker-user, and refuses to listen on a non-loopback TCP address without a
+// token. Each worker admits its connection itself (Admission.h) after dropping privileges. Beyond
+// --max-sessions live workers, a connection gets a short-lived refusing child that tells the client
+// why (at most kMaxRefusers at once; beyond that it is closed unanswered).
 #pragma once
 
 #include <sys/types.h>

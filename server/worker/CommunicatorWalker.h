@@ -9,7 +9,8 @@
 // unrecorded call would have been (OutputCapture), with the debugger-visible effects it caused.
 // The shim then answers the debugger's calls from the record for as long as they follow it.
 //
-// Rule for equivalence (README, "Round trips"): a debugger that (re)starts its iterations with
+// Rule for equivalence (docs/round-trips.md, "When the debugger leaves the recorded path"):
+// a debugger that (re)starts its iterations with
 // mqs_setup_communicator_iterator / mqs_setup_operation_iterator, as the interface prescribes,
 // sees exactly what it would see unrecorded. get_communicator, get_comm_group and
 // get_comm_coll_state are taken to have no effect on the DLL's state. The walk also carries the

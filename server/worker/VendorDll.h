@@ -35,8 +35,8 @@ constexpr size_t kMaxDllString = 64 << 10;
   X(mqs_setup_operation_iterator)                 \
   X(mqs_next_operation)
 
-// Entry points a DLL may lack; each has a documented answer when absent (README, "Optional
-// entry points").
+// Entry points a DLL may lack; each has a documented answer when absent
+// (docs/transparency.md, "Optional entry points").
 #define MQD_OPTIONAL_ENTRY_POINTS(X)                                            \
   X(mqs_dll_taddr_width)                          \
   X(mqs_get_comm_group)                           \

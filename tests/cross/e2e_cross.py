@@ -23,11 +23,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from e2e_openmpi import Failure, check_against_manifests, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
+from failure import Failure, wait_for  # noqa: E402
+from mpi_job import check_against_manifests  # noqa: E402
 
 TRIPLES = {"aarch64": "aarch64-linux-gnu", "ppc64el": "powerpc64le-linux-gnu",
            "s390x": "s390x-linux-gnu"}

@@ -34,11 +34,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 ANALYSIS = os.path.join(SOURCE, "frontends", "analysis")
-sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 sys.path.insert(0, ANALYSIS)
-from e2e_openmpi import Failure, Server, gdb_command, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(SOURCE, "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
+from failure import Failure, wait_for  # noqa: E402
+from gdb_driver import gdb_command  # noqa: E402
+from servers import Server  # noqa: E402
 
 OB1 = ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
 # ucx over shared memory and TCP: Open MPI's ucx PML refuses to start without InfiniBand

@@ -38,12 +38,15 @@ import sys
 import tempfile
 import time
 
-sys.dont_write_bytecode = True  # importing the sibling driver must not litter the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_openmpi import Failure, Job, Server, gdb_dump, tear_down, wait_for  # noqa: E402
+sys.dont_write_bytecode = True  # importing the test infrastructure must not litter the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
+from failure import Failure, wait_for  # noqa: E402
+from gdb_driver import gdb_dump  # noqa: E402
+from mpi_job import Job  # noqa: E402
+from scratch import tear_down  # noqa: E402
+from servers import Server  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POKE = os.path.join(HERE, "target_poke.py")

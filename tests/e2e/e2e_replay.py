@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record and replay, end to end with a real debugger and real MPI.
 
-A live Open MPI job (tests/e2e/pending.c, the machinery of e2e_openmpi.py) is dumped by gdb
+A live Open MPI job (tests/e2e/pending.c, testing/python/mpi_job.py) is dumped by gdb
 with the mqd front end through libmqdproxy.so and a real server, with MQD_PROXY_RECORD set,
 once per cache policy asked for. Then, with the job gone and against a fresh server (no learned
 state) with the same DLL:
@@ -28,12 +28,14 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_openmpi import (Failure, Job, Server, gdb_command, gdb_dump,  # noqa: E402
-                         tear_down)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
+from failure import Failure  # noqa: E402
+from gdb_driver import gdb_command, gdb_dump  # noqa: E402
+from mpi_job import Job  # noqa: E402
+from scratch import tear_down  # noqa: E402
+from servers import Server  # noqa: E402
 
 
 def replay(cli, endpoint, recording, *extra):

@@ -337,7 +337,7 @@ TEST_CASE("record real sessions as fuzz seeds") {
   }
   CHECK(stateFiles > 0);
 
-  // 0: endpoints as users write them (README, --listen, MQD_PROXY_SERVER).
+  // 0: endpoints as users write them (docs/configuration.md: --listen, MQD_PROXY_SERVER).
   int e = 0;
   for (const char* text : {"unix:/run/user/1000/mqd-proxy.sock", "unix:relative.sock",
                            "tcp:127.0.0.1:4000", "tcp:[::1]:0", "tcp:node17.cluster:65535",

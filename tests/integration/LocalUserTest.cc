@@ -1,8 +1,9 @@
 // What another local user, or a clumsy one, can do to an mqd-proxy user on the same machine
-// (README.md, "Security model"): plant links, files and FIFOs where the product writes or reads,
-// and squat the unix socket a client connects to. The attacker is `nobody`, its part run through
-// setpriv; the victim is this test, as root (as in CI), or `daemon` where the victim must be an
-// ordinary user. Without root only what needs no second user runs.
+// (docs/security.md, "What another local user can and cannot do"): plant links, files and FIFOs
+// where the product writes or reads, and squat the unix socket a client connects to. The attacker
+// is `nobody`, its part run through setpriv; the victim is this test, as root (as in CI), or
+// `daemon` where the victim must be an ordinary user. Without root only what needs no second user
+// runs.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 

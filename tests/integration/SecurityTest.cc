@@ -1,7 +1,7 @@
-// Security with real processes (README.md, "Security model"): loopback defaults, tokens, TLS,
-// session and message limits, idle sessions, workers as an unprivileged user. Clients are the
-// real shim loaded into the harness, plus raw sockets where a test must misbehave on purpose.
-// TLS certificates are made at run time with the openssl command.
+// Security with real processes (docs/security.md, "Security model"): loopback defaults, tokens,
+// TLS, session and message limits, idle sessions, workers as an unprivileged user. Clients are the
+// real shim loaded into the harness, plus raw sockets where a test must misbehave on purpose. TLS
+// certificates are made at run time with the openssl command.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 

@@ -27,8 +27,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from e2e_openmpi import Failure, Server, gdb_command, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "testing", "python"))
+from failure import Failure, wait_for  # noqa: E402
+from gdb_driver import gdb_command  # noqa: E402
+from servers import Server  # noqa: E402
 
 
 class MpichJob:

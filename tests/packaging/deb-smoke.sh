@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # packaging-deb: the .deb, made by cpack from this build, installed on this machine for real
 # with apt-get, works from its installed paths alone: tools/mpi-demo.sh --installed /usr --check
-# runs a live 4-rank Open MPI job, attaches gdb with /usr/share/mqd-proxy/gdb/mqd.py, loads
-# /usr/lib/<multiarch>/libmqdproxy.so, serves Open MPI's DLL from /usr/bin/mqd-proxy-server and
-# checks that the dump shows every pending operation each rank posted. The package is purged
-# afterwards, whatever happened, and the test fails if any of its files is left.
+# runs a live 4-rank Open MPI job, attaches gdb with /usr/share/mqd-proxy/gdb/mqd.py (and its
+# package mqd_gdb), loads /usr/lib/<multiarch>/libmqdproxy.so, serves Open MPI's DLL from
+# /usr/bin/mqd-proxy-server and checks that the dump shows every pending operation each rank
+# posted. The package is purged afterwards, whatever happened, and the test fails if any of its
+# files is left.
 #
 # Usage: deb-smoke.sh BUILD_DIR SOURCE_DIR
 #
@@ -141,6 +142,11 @@ for f in /usr/bin/mqd-proxy-server /usr/bin/mqd-proxy "/usr/lib/$multiarch/libmq
          /etc/default/mqd-proxy-server "$unit" "${unit%.service}.socket"; do
   [ -e "$f" ] || fail "$f is not installed"
 done
+# The gdb front end is mqd.py and its package mqd_gdb (frontends/CMakeLists.txt), as staged in
+# the build.
+for f in $(cd "$build/share/mqd-proxy/gdb" && find . -name '*.py' | sed 's|^\./||'); do
+  [ -e "/usr/share/mqd-proxy/gdb/$f" ] || fail "/usr/share/mqd-proxy/gdb/$f (the gdb front end) is not installed"
+done
 /usr/bin/mqd-proxy-server --version | grep -x "mqd-proxy-server $version" >/dev/null || fail "/usr/bin/mqd-proxy-server --version"
 if grep -q '/man1/' "$work/files"; then
   man -w mqd-proxy-server mqd-proxy > /dev/null || fail "man cannot find the installed man pages"
@@ -179,4 +185,7 @@ echo "== tools/mpi-demo.sh --installed /usr --check (the MPI program from $build
 "$source/tools/mpi-demo.sh" --installed /usr --check "$build" 8 > "$work/demo.log" 2>&1 ||
   { cat "$work/demo.log"; fail "the demo from the installed paths"; }
 grep '^== ' "$work/demo.log"
+# gdb's Python wrote no bytecode next to the installed front end: nothing a purge would leave.
+pycache=$(find /usr/share/mqd-proxy -name __pycache__)
+[ -z "$pycache" ] || fail "the front end left $pycache"
 passed=1

@@ -424,9 +424,9 @@ TEST_CASE("the epoch rule: within one epoch the target reads as it was at update
 TEST_CASE("64-bit target values in this debugger's mqs_taddr_t and mqs_tword_t") {
   // A 64-bit target whose structures lie below 4 GiB (so that any debugger can name them), with
   // pending sends whose buffers and lengths may not fit a 32-bit debugger's types. The rules
-  // (README, "Widths"): an address that does not fit fails that call with
-  // MQD_PROXY_ERR_ADDRESS_WIDTH and an error string naming it, never a truncated address; a word
-  // that does not fit is reduced modulo 2^32, like the C conversion. The iteration goes on.
+  // (docs/transparency.md, "Transparency rules", Widths): an address that does not fit fails that
+  // call with MQD_PROXY_ERR_ADDRESS_WIDTH and an error string naming it, never a truncated address;
+  // a word that does not fit is reduced modulo 2^32, like the C conversion. The iteration goes on.
   const bool narrow = sizeof(mqs_taddr_t) == 4;
   TargetModel target(8, false, 0x10000000ull);
   Job job = standardJob(3);

@@ -2,30 +2,19 @@
 """Writes replay-dump.json and replay-dump.txt: one dump (two processes, unusual cases: a
 matched operation from any source, a group error, queue errors, a dump stopped midway, a
 process that failed, non-ASCII and invalid UTF-8) as the gdb front end itself writes it, with
-frontends/gdb/mqd.py's own render() and json.dumps(indent=1). DumpFormatTest checks that
-mqd-proxy replay writes the same dump byte for byte. (Every value fits a 32-bit debugger's
-mqs_taddr_t and mqs_tword_t, so the test holds in the i686 build too.)
+its own renderer (frontends/gdb/mqd_gdb/render.py: as_json and as_text, which need no gdb).
+DumpFormatTest checks that mqd-proxy replay writes the same dump byte for byte. (Every value
+fits a 32-bit debugger's mqs_taddr_t and mqs_tword_t, so the test holds in the i686 build too.)
 
 usage: make-replay-dump.py  (from anywhere; writes next to itself)
 """
-import importlib.util
-import json
 import os
 import sys
-import types
 
 here = os.path.dirname(os.path.abspath(__file__))
-
-# Just enough of gdb's module for mqd.py to load outside gdb.
-gdb = types.ModuleType("gdb")
-gdb.Command = type("Command", (), {"__init__": lambda self, *a, **k: None})
-gdb.error = gdb.GdbError = gdb.MemoryError = type("error", (Exception,), {})
-gdb.COMMAND_DATA = gdb.COMPLETE_FILENAME = gdb.SYMBOL_VAR_DOMAIN = gdb.SYMBOL_STRUCT_DOMAIN = 0
-sys.modules["gdb"] = gdb
-spec = importlib.util.spec_from_file_location(
-    "mqd", os.path.join(here, "..", "..", "..", "frontends", "gdb", "mqd.py"))
-mqd = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mqd)
+sys.dont_write_bytecode = True  # nothing of the front end's package is left in the source tree
+sys.path.insert(0, os.path.join(here, "..", "..", "..", "frontends", "gdb"))
+from mqd_gdb import render  # noqa: E402
 
 op = {"status": "pending", "desired_local_rank": 1, "desired_global_rank": 1, "tag_wild": False,
       "desired_tag": 7, "desired_length": 64, "system_buffer": False, "buffer": 0x7f001000,
@@ -51,8 +40,6 @@ dumps = [
     {"inferior": 3, "pid": 99, "error": "mqs_update_communicator_list failed: \"x\" (3)"},
 ]
 with open(os.path.join(here, "replay-dump.json"), "w") as f:
-    f.write(json.dumps(dumps, indent=1) + "\n")
+    f.write(render.as_json(dumps))
 with open(os.path.join(here, "replay-dump.txt"), "w", encoding="utf-8") as f:
-    f.write("".join((mqd.render(d) if "communicators" in d else
-                     "Inferior %d: process %d: %s" % (d["inferior"], d["pid"], d["error"])) + "\n"
-                    for d in dumps))
+    f.write(render.as_text(dumps))

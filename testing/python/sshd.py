@@ -1,4 +1,5 @@
-"""A throwaway OpenSSH server on loopback, for tests of ssh:// endpoints.
+"""A throwaway OpenSSH server on loopback, for tests of ssh:// endpoints (tests/cli/test_ssh.py,
+the ssh:// dump of tests/e2e/e2e_openmpi.py).
 
 Sshd(workdir) generates a host key and a user key, authorizes the user key for the current
 user, and runs Debian's /usr/sbin/sshd in the foreground on a free 127.0.0.1 port. `options`
@@ -11,7 +12,7 @@ import socket
 import subprocess
 import time
 
-from checklist import free_port
+from ports import free_port
 
 SSHD = "/usr/sbin/sshd"
 

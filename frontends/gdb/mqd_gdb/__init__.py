@@ -1,0 +1,26 @@
+"""mqd_gdb: the gdb front end's code. MPI message queues in gdb, through an MQD DLL (the MPI
+library's own, or libmqdproxy.so, which forwards to mqd-proxy-server on the target's platform).
+
+Users never import this package themselves: they `source` ../mqd.py, which puts this
+package's directory on sys.path and registers the `mqd` commands (commands.register()).
+
+Modules, one concept each, in the order a value travels:
+
+  commands     the gdb commands `mqd load|dump|types|status` and the one loaded Session
+  session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
+               the DLL's error texts
+  dump         one process's communicators, groups and queues, read through a Session, as a
+               dict (the JSON of `mqd dump --json` is json.dumps of it)
+  render       that dict as the text of `mqd dump`, and as its JSON (no gdb needed: the
+               replay's format test uses it, tests/unit/data/make-replay-dump.py)
+  callbacks    what gdb serves the DLL: symbols, types, fields and sizes, memory, basic type
+               sizes, the MPI_COMM_WORLD rank
+  handles      the images, processes and types the DLL knows by opaque handle
+  inferiors    gdb's inferiors as the front end uses them: finding and selecting one
+  debug_types  the debug-type object for a stripped libmpi (frontends/ompi-types), loaded
+               into each inferior that lacks the types
+  abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations
+  errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
+
+Importing the package itself imports nothing else; abi, errors and render import no gdb.
+"""

@@ -1,0 +1,286 @@
+"""What gdb serves the DLL: the basic, image and process callback tables
+(contracts/mqs_interface.h), answered from the inferiors.
+
+  symbols        expression evaluation, `&name` in the image's inferior (Open MPI's libmpi
+                 has only .dynsym, which gdb's symbol look-up does not search)
+  types, fields  gdb's type API; an opaque 0-sized declaration (the MPI headers' handles) is
+  and sizes      skipped for a definition from another objfile; fields inside anonymous
+                 members are found
+  memory         the inferior's memory; target_to_host swaps bytes when the target's byte
+                 order is not this machine's
+  type sizes     the target architecture's short, int, long, long long, pointer, _Bool, size_t
+  global rank    global_rank(): from the launcher's environment of a local process, else from
+                 Open MPI's MPI_COMM_WORLD in the target, else MQS_INVALID_PROCESS
+  malloc/free    libc's calloc and free; info put by the DLL is kept on its Image or Process
+  errorstring    the front end's own codes (ERR_*)
+  dprints        kept in the session's messages (`mqd status` shows the last ones)
+
+A callback never raises into ctypes: a failure (a gdb error, an unknown handle) is recorded
+in the messages ("callback NAME failed: ...") and the DLL gets that callback's failure answer.
+"""
+import ctypes
+import sys
+
+import gdb
+
+from . import abi
+from .handles import Image, Process
+from .inferiors import SelectedInferior, find as find_inferior, is_local
+
+# The front end's own error codes, answered by its errorstring callback.
+ERR_NO_SYMBOL = 1001
+ERR_MEMORY = 1002
+ERR_NO_TYPE_INFO = 1003
+FRONTEND_ERRORS = {
+    ERR_NO_SYMBOL: b"gdb: no such symbol in the inferior",
+    ERR_MEMORY: b"gdb: cannot read the inferior's memory there",
+    ERR_NO_TYPE_INFO: b"gdb: type information unavailable",
+}
+
+
+class Callbacks:
+    """The three callback tables for one session (basic, image_callbacks, process_callbacks,
+    ctypes structs to hand the DLL), serving the objects of `handles` and appending failures
+    and the DLL's dprints to `messages`. Keep it alive as long as the DLL may call back: the
+    tables and the function objects in them are owned here."""
+
+    def __init__(self, a, handles, messages):
+        self.handles = handles
+        self.messages = messages
+        self.strings = {}
+        self.libc = ctypes.CDLL(None)
+        self.libc.calloc.restype = ctypes.c_void_p
+        self.libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+        self.libc.free.argtypes = [ctypes.c_void_p]
+        c = self._functions = {
+            "malloc": a.malloc_ft(self._cb_malloc),
+            "free": a.free_ft(self._cb_free),
+            "dprints": a.dprints_ft(self._cb_dprints),
+            "errorstring": a.errorstring_ft(self._cb_errorstring),
+            "put_image_info": a.put_info_ft(self._cb_put_image_info),
+            "get_image_info": a.get_info_ft(self._cb_get_image_info),
+            "put_process_info": a.put_info_ft(self._cb_put_process_info),
+            "get_process_info": a.get_info_ft(self._cb_get_process_info),
+            "put_job_info": a.put_info_ft(lambda job, info: None),
+            "get_job_info": a.get_info_ft(lambda job: None),
+            "get_type_sizes": a.get_type_sizes_ft(self._cb_get_type_sizes),
+            "find_function": a.find_function_ft(self._cb_find_function),
+            "find_symbol": a.find_symbol_ft(self._cb_find_symbol),
+            "find_type": a.find_type_ft(self._cb_find_type),
+            "field_offset": a.field_offset_ft(self._cb_field_offset),
+            "sizeof": a.sizeof_ft(self._cb_sizeof),
+            "get_global_rank": a.get_global_rank_ft(self._cb_get_global_rank),
+            "get_image": a.get_image_ft(self._cb_get_image),
+            "fetch_data": a.fetch_data_ft(self._cb_fetch_data),
+            "target_to_host": a.target_to_host_ft(self._cb_target_to_host),
+            "get_process_job": a.get_process_job_ft(lambda p: None),
+            "get_process_identity": a.get_process_identity_ft(
+                lambda p: abi.MQS_INVALID_PROCESS),
+        }
+        self.basic = a.BasicCallbacks(*(c[n] for n, _ in a.BasicCallbacks._fields_))
+        self.image_callbacks = a.ImageCallbacks(*(c[n] for n, _ in a.ImageCallbacks._fields_))
+        self.process_callbacks = a.ProcessCallbacks(
+            *(c[n] for n, _ in a.ProcessCallbacks._fields_))
+
+    def _guard(self, failure, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as e:  # gdb errors, unknown handles: the DLL gets `failure`
+            self.messages.append("callback %s failed: %s" % (fn.__name__, e))
+            return failure
+
+    # ---- basic: memory, messages, info kept for the DLL ----
+
+    def _cb_malloc(self, size):
+        return self._guard(None, lambda: self.libc.calloc(1, size or 1))
+
+    def _cb_free(self, address):
+        if address:
+            self.libc.free(address)
+
+    def _cb_dprints(self, text):
+        self.messages.append("dll: " + (text or b"").decode("utf-8", "replace"))
+
+    def _cb_errorstring(self, code):
+        text = FRONTEND_ERRORS.get(code, b"gdb: error %d" % code)
+        buf = self.strings.setdefault(text, ctypes.create_string_buffer(text))
+        return ctypes.addressof(buf)
+
+    def _cb_put_image_info(self, image, info):
+        self._guard(None, lambda: setattr(self.handles.get(image, Image), "info", info))
+
+    def _cb_get_image_info(self, image):
+        return self._guard(None, lambda: self.handles.get(image, Image).info)
+
+    def _cb_put_process_info(self, process, info):
+        self._guard(None, lambda: setattr(self.handles.get(process, Process), "info", info))
+
+    def _cb_get_process_info(self, process):
+        return self._guard(None, lambda: self.handles.get(process, Process).info)
+
+    # ---- image: type sizes, symbols, types ----
+
+    def _cb_get_type_sizes(self, process, sizes):
+        def fill():
+            self.handles.get(process, Process)
+            s = sizes.contents
+            s.short_size = gdb.lookup_type("short").sizeof
+            s.int_size = gdb.lookup_type("int").sizeof
+            s.long_size = gdb.lookup_type("long").sizeof
+            s.long_long_size = gdb.lookup_type("long long").sizeof
+            s.pointer_size = gdb.lookup_type("void").pointer().sizeof
+            s.bool_size = _type_size("_Bool", 1)
+            s.size_t_size = _type_size("size_t", s.pointer_size)
+        self._guard(None, fill)
+
+    def _lookup(self, image, name, addr):
+        def lookup():
+            img = self.handles.get(image, Image)
+            with SelectedInferior(img.inferior_num):
+                try:
+                    address = _address_of(name.decode())
+                except gdb.error:
+                    return ERR_NO_SYMBOL
+            if addr:
+                addr[0] = address
+            return abi.MQS_OK
+        return self._guard(ERR_NO_SYMBOL, lookup)
+
+    def _cb_find_function(self, image, name, lang, addr):
+        return self._lookup(image, name, addr)
+
+    def _cb_find_symbol(self, image, name, addr):
+        return self._lookup(image, name, addr)
+
+    def _cb_find_type(self, image, name, lang):
+        def find():
+            img = self.handles.get(image, Image)
+            key = name.decode()
+            if key not in img.types:
+                with SelectedInferior(img.inferior_num):
+                    t = complete_type(key)
+                handle = None
+                if t is not None:
+                    handle = self.handles.new_type(key, t)
+                img.types[key] = handle
+            return img.types[key]
+        return self._guard(None, find)
+
+    def _cb_field_offset(self, handle, field):
+        def offset():
+            t = self.handles.types.get(handle)
+            if t is None:
+                return -1
+            return _field_offset(t, field.decode())
+        return self._guard(-1, offset)
+
+    def _cb_sizeof(self, handle):
+        types = self.handles.types
+        return self._guard(0, lambda: types[handle].sizeof if handle in types else 0)
+
+    # ---- process: rank, image, memory, byte order ----
+
+    def _cb_get_global_rank(self, process):
+        return self._guard(abi.MQS_INVALID_PROCESS, lambda: global_rank(
+            self.handles.get(process, Process)))
+
+    def _cb_get_image(self, process):
+        return self._guard(None, lambda: self.handles.get(process, Process).image.handle)
+
+    def _cb_fetch_data(self, process, address, size, buf):
+        def fetch():
+            p = self.handles.get(process, Process)
+            try:
+                data = find_inferior(p.inferior_num).read_memory(address, size)
+            except gdb.MemoryError:
+                return ERR_MEMORY
+            ctypes.memmove(buf, bytes(data), size)
+            return abi.MQS_OK
+        return self._guard(ERR_MEMORY, fetch)
+
+    def _cb_target_to_host(self, process, src, dst, size):
+        def convert():
+            p = self.handles.get(process, Process)
+            data = ctypes.string_at(src, size)
+            if p.big_endian != (sys.byteorder == "big"):
+                data = data[::-1]
+            ctypes.memmove(dst, data, size)
+        self._guard(None, convert)
+
+
+def global_rank(process):
+    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else from Open
+    MPI's own MPI_COMM_WORLD in the target (needs its types), else unknown
+    (MQS_INVALID_PROCESS). Found once per Process, then kept on it."""
+    if process.rank is None:
+        process.rank = abi.MQS_INVALID_PROCESS
+        inf = find_inferior(process.inferior_num)
+        if is_local(inf):
+            try:
+                with open("/proc/%d/environ" % inf.pid, "rb") as f:
+                    env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+                for key in (b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK", b"PMI_RANK"):
+                    if key in env:
+                        process.rank = int(env[key])
+                        break
+            except (OSError, ValueError):
+                pass
+        if process.rank == abi.MQS_INVALID_PROCESS:
+            try:
+                with SelectedInferior(process.inferior_num):
+                    process.rank = int(gdb.parse_and_eval(
+                        "((ompi_communicator_t *)&ompi_mpi_comm_world)->c_my_rank"))
+            except gdb.error:
+                pass
+    return process.rank
+
+
+def _address_of(name):
+    value = gdb.parse_and_eval("(unsigned long long)&%s" % name)
+    return int(value)
+
+
+def _type_size(name, default):
+    try:
+        return gdb.lookup_type(name).sizeof
+    except gdb.error:
+        return default
+
+
+def complete_type(name):
+    """The named type with a definition: a declaration without one (sizeof 0, as the MPI
+    headers' opaque handles are) is skipped in favour of one from another objfile. None if
+    there is none."""
+    candidates = []
+    try:
+        candidates.append(gdb.lookup_type(name))
+    except gdb.error:
+        pass
+    if not candidates or candidates[0].strip_typedefs().sizeof == 0:
+        for objfile in gdb.objfiles():
+            for domain in (gdb.SYMBOL_VAR_DOMAIN, gdb.SYMBOL_STRUCT_DOMAIN):
+                try:
+                    sym = objfile.lookup_static_symbol(name, domain) or \
+                        objfile.lookup_global_symbol(name, domain)
+                except (gdb.error, AttributeError):
+                    sym = None
+                if sym is not None and sym.type is not None:
+                    candidates.append(sym.type)
+    for t in candidates:
+        if t.strip_typedefs().sizeof > 0:
+            return t.strip_typedefs()
+    return None
+
+
+def _field_offset(t, name):
+    """Byte offset of field `name`, looking into anonymous struct/union members; -1 if none."""
+    for field in t.strip_typedefs().fields():
+        if not hasattr(field, "bitpos"):
+            continue
+        if field.name == name:
+            return field.bitpos // 8
+        if not field.name:
+            inner = _field_offset(field.type, name)
+            if inner >= 0:
+                return field.bitpos // 8 + inner
+    return -1

@@ -1,0 +1,69 @@
+"""The debug-type object for a stripped libmpi. Open MPI's DLL needs 19 of libmpi's internal
+types, which Debian's stripped libmpi lacks; frontends/ompi-types builds an object with them
+(ompi_types.o). load() adds it to the current inferior with add-symbol-file (each inferior has
+its own program space, so each needs it); ensure(num) does so for inferior `num` only when its
+libmpi lacks the types, which `mqd dump` calls for every inferior it reads.
+
+Where the object is looked for, first found wins: the path `mqd types PATH` was last given,
+then $MQD_OMPI_TYPES, then ompi-types/<machine>/ompi_types.o in the front end's directory (the
+one holding mqd.py), its parent (the layout of an installation and of BUILD/share/mqd-proxy)
+and its grandparent.
+"""
+import os
+import shlex
+
+import gdb
+
+from .callbacks import complete_type
+from .errors import MqdError
+from .inferiors import SelectedInferior
+
+# The directory of mqd.py, which holds this package.
+FRONTEND_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# gdb's architecture names -> the machine directories of ompi-types (uname -m).
+_MACHINES = {"i386:x86-64": "x86_64", "aarch64": "aarch64", "powerpc:common64": "ppc64le",
+             "s390:64-bit": "s390x", "i386": "i686"}
+
+_types_path = None  # the object load() last loaded, reused for every inferior
+
+
+def libmpi_has_types():
+    """Whether the current inferior has a complete ompi_communicator_t."""
+    return complete_type("ompi_communicator_t") is not None
+
+
+def candidates():
+    """The places the object is looked for, in order (see the module's docstring)."""
+    arch = gdb.selected_inferior().architecture().name()
+    machine = _MACHINES.get(arch, arch)
+    found = []
+    if os.environ.get("MQD_OMPI_TYPES"):
+        found.append(os.environ["MQD_OMPI_TYPES"])
+    here = FRONTEND_DIR
+    for base in (here, os.path.join(here, ".."), os.path.join(here, "..", "..")):
+        found.append(os.path.join(base, "ompi-types", machine, "ompi_types.o"))
+    return found
+
+
+def load(path=None):
+    """Adds the type object (`path`, or the first found) to the current inferior's program
+    space (each inferior has its own: types loaded for one rank are not visible in another).
+    Returns the path loaded; MqdError if there is none."""
+    global _types_path
+    tried = [path] if path else ([_types_path] if _types_path else []) + candidates()
+    for candidate in tried:
+        if candidate and os.path.exists(candidate):
+            gdb.execute("add-symbol-file %s" % shlex.quote(candidate), to_string=True)
+            _types_path = candidate
+            return candidate
+    raise MqdError("no debug types for libmpi: build them"
+                   " (frontends/ompi-types/build-ompi-types.sh)"
+                   " and set MQD_OMPI_TYPES, or run `mqd types PATH`")
+
+
+def ensure(num):
+    """Loads the type object into inferior `num` if its libmpi lacks the types."""
+    with SelectedInferior(num):
+        if not libmpi_has_types():
+            load()

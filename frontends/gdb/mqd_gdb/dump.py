@@ -1,0 +1,101 @@
+"""One process's message queues as a dict: dump(session, num) refreshes the DLL's
+communicator list for inferior `num` and reads every communicator, its group and its three
+queues. `mqd dump --json` writes exactly json.dumps of these dicts (render.as_json), and
+mqd-proxy replay rebuilds them from a recording (replay/DumpFormat.h), so keys, their order
+and every value's form are a format (frontends/analysis/SNAPSHOT.md describes it):
+
+  {"inferior", "pid", "rank", "dll", "communicators": [
+      {"unique_id", "name", "local_rank", "size",
+       "group": [world rank of each local rank] | {"error", "rc"} | None,
+       "queues": {"sends"|"receives"|"unexpected":
+                  {"rc", ["error"], "operations": [
+                      {"status", "desired_local_rank", "desired_global_rank", "tag_wild",
+                       "desired_tag", "desired_length", "system_buffer", "buffer",
+                       "actual_local_rank", "actual_global_rank", "actual_tag",
+                       "actual_length", "extra_text": [5 lines]}]}}}],
+   ["error": "mqs_get_communicator: TEXT", when the communicator list broke off]}
+
+A queue's "error" is there when it ended other than by mqs_end_of_list (then "rc" says how);
+a queue the DLL would not set up has no operations. A process that could not be read at all
+is failed(num, pid, message): {"inferior", "pid", "error"}.
+"""
+import ctypes
+
+from . import abi
+from .callbacks import global_rank
+from .inferiors import find as find_inferior
+
+# The queues of a communicator: the DLL's operation class and the dump's key, in this order.
+QUEUES = ((abi.PENDING_SENDS, "sends"),
+          (abi.PENDING_RECEIVES, "receives"),
+          (abi.UNEXPECTED_MESSAGES, "unexpected"))
+
+# An operation's status as the dump names it.
+STATUS = {abi.ST_PENDING: "pending", abi.ST_MATCHED: "matched", abi.ST_COMPLETE: "complete"}
+
+
+def dump(session, num):
+    """The queues of inferior `num` as a dict (see `mqd dump --json`); MqdError when the DLL
+    cannot set the process up or refresh its communicator list."""
+    process = session.ensure_process(num)
+    p = process.handle
+    lib = session.lib
+    rc = lib.mqs_update_communicator_list(p)
+    if rc != abi.MQS_OK:
+        raise session.fail("mqs_update_communicator_list", rc)
+    inf = find_inferior(num)
+    result = {"inferior": num, "pid": inf.pid, "rank": global_rank(process),
+              "dll": session.version, "communicators": []}
+    rc = lib.mqs_setup_communicator_iterator(p)
+    while rc == abi.MQS_OK:
+        comm = session.abi.Communicator()
+        rc = lib.mqs_get_communicator(p, ctypes.byref(comm))
+        if rc != abi.MQS_OK:
+            result["error"] = "mqs_get_communicator: %s" % session.error_text(rc)
+            break
+        entry = {"unique_id": comm.unique_id, "name": abi.text(comm.name),
+                 "local_rank": comm.local_rank, "size": comm.size, "group": None,
+                 "queues": {}}
+        if comm.size > 0 and session.has("mqs_get_comm_group"):
+            ranks = (ctypes.c_int * comm.size)()
+            grc = lib.mqs_get_comm_group(p, ranks)
+            entry["group"] = list(ranks) if grc == abi.MQS_OK else \
+                {"error": session.error_text(grc), "rc": grc}
+        for op_class, key in QUEUES:
+            entry["queues"][key] = _queue(session, p, op_class)
+        result["communicators"].append(entry)
+        rc = lib.mqs_next_communicator(p)
+    return result
+
+
+def failed(num, pid, message):
+    """The dump of a process that could not be read."""
+    return {"inferior": num, "pid": pid, "error": message}
+
+
+def _queue(session, p, op_class):
+    lib = session.lib
+    rc = lib.mqs_setup_operation_iterator(p, op_class)
+    if rc != abi.MQS_OK:
+        return {"rc": rc, "error": session.error_text(rc), "operations": []}
+    operations = []
+    while True:
+        op = session.abi.PendingOperation()
+        rc = lib.mqs_next_operation(p, ctypes.byref(op))
+        if rc != abi.MQS_OK:
+            break
+        operations.append({
+            "status": STATUS.get(op.status, op.status),
+            "desired_local_rank": op.desired_local_rank,
+            "desired_global_rank": op.desired_global_rank,
+            "tag_wild": bool(op.tag_wild), "desired_tag": op.desired_tag,
+            "desired_length": op.desired_length, "system_buffer": bool(op.system_buffer),
+            "buffer": op.buffer, "actual_local_rank": op.actual_local_rank,
+            "actual_global_rank": op.actual_global_rank, "actual_tag": op.actual_tag,
+            "actual_length": op.actual_length,
+            "extra_text": [abi.text(line) for line in op.extra_text],
+        })
+    end = {"rc": rc, "operations": operations}
+    if rc != abi.MQS_END_OF_LIST:
+        end["error"] = session.error_text(rc)
+    return end

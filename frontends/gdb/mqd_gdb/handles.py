@@ -1,0 +1,82 @@
+"""The objects the DLL knows by opaque handle: one Image and one Process per inferior, and the
+gdb types find_type answered. A handle is a small non-zero integer (0x1000, 0x1010, ...),
+never a Python address; the DLL hands it back to the callbacks, which look it up here. An
+unknown handle is an MqdError, which a callback turns into its failure answer.
+
+Handles are given out in the order objects are first needed and never reused within a
+session, so the same conversation gives the DLL the same handles.
+"""
+from .errors import MqdError
+
+
+class Image:
+    """An inferior's image (its program) as the DLL sees it: the info the DLL put, whether it
+    was set up, the DLL's has_queues answer, and the type handles found for it by name."""
+
+    def __init__(self, handle, inferior_num):
+        self.handle = handle
+        self.inferior_num = inferior_num
+        self.info = None
+        self.set_up = False
+        self.has_queues = None  # (rc, message) once asked
+        self.types = {}
+
+
+class Process:
+    """An inferior's process as the DLL sees it: the info the DLL put, the rc of its set-up,
+    the DLL's has_queues answer, its byte order and its MPI_COMM_WORLD rank, once known."""
+
+    def __init__(self, handle, inferior_num, image):
+        self.handle = handle
+        self.inferior_num = inferior_num
+        self.image = image
+        self.info = None
+        self.set_up = None  # rc of mqs_setup_process once called
+        self.has_queues = None
+        self.big_endian = None
+        self.rank = None
+
+
+class Handles:
+    """The table of one session: handle -> object, and each inferior's Image and Process."""
+
+    def __init__(self):
+        self.objects = {}
+        self.images = {}      # inferior num -> Image
+        self.processes = {}   # inferior num -> Process
+        self.types = {}       # handle -> gdb.Type
+        self.next_handle = 0x1000
+
+    def new(self, obj):
+        """A fresh handle for `obj`."""
+        handle = self.next_handle
+        self.next_handle += 0x10
+        self.objects[handle] = obj
+        return handle
+
+    def image_for(self, num):
+        if num not in self.images:
+            image = Image(0, num)
+            image.handle = self.new(image)
+            self.images[num] = image
+        return self.images[num]
+
+    def process_for(self, num):
+        if num not in self.processes:
+            process = Process(0, num, self.image_for(num))
+            process.handle = self.new(process)
+            self.processes[num] = process
+        return self.processes[num]
+
+    def get(self, handle, kind):
+        """The object of `handle`, which must be a `kind` (Image or Process)."""
+        obj = self.objects.get(handle)
+        if not isinstance(obj, kind):
+            raise MqdError("DLL passed an unknown %s handle" % kind.__name__.lower())
+        return obj
+
+    def new_type(self, key, gdb_type):
+        """A handle for the type found under the name `key`."""
+        handle = self.new(("type", key))
+        self.types[handle] = gdb_type
+        return handle

@@ -1,0 +1,81 @@
+"""The dumps of `mqd dump` as the user reads them: as_text(dumps) is the text, as_json(value)
+the JSON (json.dumps of dump.py's dicts, indent 1). mqd-proxy replay writes the same bytes
+from a recording (replay/DumpFormat.h; tests/unit/data/make-replay-dump.py makes the
+expected files with this module), so any change here is a change of that format too.
+Pure Python, no gdb: importable anywhere.
+"""
+import json
+
+from . import abi
+
+# The queues in the order shown, with their titles and the direction of their peers.
+_QUEUES = (("sends", "Pending sends", "to"),
+           ("receives", "Pending receives", "from"),
+           ("unexpected", "Unexpected messages", "from"))
+
+
+def _peer(local, world):
+    if local == -1 or local == 4294967295:
+        return "any source (%d)" % local
+    return "rank %d (world %d)" % (local, world)
+
+
+def render(dump):
+    """The text of one process's dump (one with "communicators"), without a final newline."""
+    lines = ["Inferior %d: process %d, MPI_COMM_WORLD rank %d"
+             % (dump["inferior"], dump["pid"], dump["rank"]),
+             "  DLL: %s" % dump["dll"]]
+    for c in dump["communicators"]:
+        lines.append("  Communicator \"%s\" (id %d): local rank %d of %d"
+                     % (c["name"], c["unique_id"], c["local_rank"], c["size"]))
+        group = c["group"]
+        if isinstance(group, list):
+            lines.append("    group (local -> world): " +
+                         " ".join("%d->%d" % (i, g) for i, g in enumerate(group)))
+        elif isinstance(group, dict):
+            lines.append("    group: %s (%d)" % (group["error"], group["rc"]))
+        for key, title, direction in _QUEUES:
+            q = c["queues"][key]
+            ops = q["operations"]
+            if q["rc"] == abi.MQS_NO_INFORMATION and not ops:
+                lines.append("    %s: no information from the DLL" % title)
+                continue
+            if q.get("error") and not ops:
+                lines.append("    %s: %s (%d)" % (title, q["error"], q["rc"]))
+                continue
+            lines.append("    %s: %d" % (title, len(ops)))
+            for i, op in enumerate(ops):
+                tag = "any tag" if op["tag_wild"] else "tag %d" % op["desired_tag"]
+                lines.append("      #%d [%s] %s %s, %s, %d bytes, buffer 0x%x%s"
+                             % (i, op["status"], direction,
+                                _peer(op["desired_local_rank"], op["desired_global_rank"]),
+                                tag, op["desired_length"], op["buffer"],
+                                ", system buffer" if op["system_buffer"] else ""))
+                if key == "sends" or op["status"] != "pending":
+                    lines.append("         actual: %s, tag %d, %d bytes"
+                                 % (_peer(op["actual_local_rank"], op["actual_global_rank"]),
+                                    op["actual_tag"], op["actual_length"]))
+                for text in op["extra_text"]:
+                    if text:
+                        lines.append("         | " + text)
+            if q.get("error"):
+                lines.append("      (stopped: %s (%d))" % (q["error"], q["rc"]))
+    if dump.get("error"):
+        lines.append("  (stopped: %s)" % dump["error"])
+    return "\n".join(lines)
+
+
+def render_failed(dump):
+    """The one line of a process that could not be read (dump.failed)."""
+    return "Inferior %d: process %d: %s" % (dump["inferior"], dump["pid"], dump["error"])
+
+
+def as_text(dumps):
+    """The text of `mqd dump`: each process rendered, each followed by a newline."""
+    return "".join((render(d) if "communicators" in d else render_failed(d)) + "\n"
+                   for d in dumps)
+
+
+def as_json(value):
+    """The JSON of `mqd dump --json`: a list of dumps (--all) or one dump, with a newline."""
+    return json.dumps(value, indent=1) + "\n"

@@ -1,0 +1,129 @@
+"""A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), reads its version and
+compatibility, gives it the basic callbacks, and sets up, once per inferior and on first
+need, that inferior's image and process (ensure_process). Every DLL failure becomes an
+MqdError in the DLL's own words: "CALL failed: TEXT (RC)" with TEXT from mqs_dll_error_string,
+or the has_queues message the DLL gave. Entry points are called only from gdb's thread.
+"""
+import ctypes
+import os
+
+import gdb
+
+from . import abi
+from .callbacks import Callbacks, global_rank
+from .errors import MqdError
+from .handles import Handles
+from .inferiors import SelectedInferior, find as find_inferior, image_name
+
+
+class Session:
+    """One loaded DLL and what it was told: its callback tables, the handles of the images
+    and processes set up so far (one each per inferior), and the messages of its callbacks.
+    The DLL stays loaded for the life of gdb (ctypes never unloads)."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        except OSError as e:
+            raise MqdError("cannot load %s: %s" % (path, e))
+        self._declare()
+        width = self.lib.mqs_dll_taddr_width() if self.has("mqs_dll_taddr_width") else \
+            ctypes.sizeof(ctypes.c_long)
+        self.abi = abi.Abi(width)
+        self.version = abi.c_string(self.lib.mqs_version_string())
+        self.compatibility = self.lib.mqs_version_compatibility()
+        self.handles = Handles()
+        self.messages = []
+        self.callbacks = Callbacks(self.abi, self.handles, self.messages)
+        self.lib.mqs_setup_basic_callbacks(ctypes.byref(self.callbacks.basic))
+
+    @property
+    def processes(self):
+        """inferior num -> handles.Process, for every inferior set up (or tried)."""
+        return self.handles.processes
+
+    # ---- the DLL's entry points ----
+
+    def has(self, name):
+        """Whether the DLL exports entry point `name` (some are optional)."""
+        try:
+            getattr(self.lib, name)
+            return True
+        except AttributeError:
+            return False
+
+    def _declare(self):
+        for name, (restype, argtypes) in abi.entry_points().items():
+            if self.has(name):
+                fn = getattr(self.lib, name)
+                fn.restype, fn.argtypes = restype, argtypes
+
+    def error_text(self, rc):
+        """The DLL's text for result code `rc` ("error RC" if it has none)."""
+        text = abi.c_string(self.lib.mqs_dll_error_string(rc))
+        return text if text is not None else "error %d" % rc
+
+    def fail(self, call, rc):
+        """The MqdError for entry point `call` returning `rc`."""
+        return MqdError("%s failed: %s (%d)" % (call, self.error_text(rc), rc))
+
+    # ---- set-up, cached per inferior ----
+
+    def ensure_process(self, num):
+        """Sets up the image and process of inferior `num`; raises MqdError when the DLL
+        says no (with its message). The answers are kept: a refused set-up is not retried."""
+        process = self.handles.process_for(num)
+        image = process.image
+        inf = find_inferior(num)
+        if inf.pid == 0:
+            raise MqdError("inferior %d has no process" % num)
+        if process.big_endian is None:
+            with SelectedInferior(num):
+                process.big_endian = "big endian" in gdb.execute("show endian", to_string=True)
+        if not image.set_up:
+            rc = self.lib.mqs_setup_image(image.handle,
+                                          ctypes.byref(self.callbacks.image_callbacks))
+            if rc != abi.MQS_OK:
+                raise self.fail("mqs_setup_image", rc)
+            image.set_up = True
+        if image.has_queues is None:
+            message = ctypes.c_void_p(None)
+            rc = self.lib.mqs_image_has_queues(image.handle, ctypes.byref(message))
+            image.has_queues = (rc, abi.c_string(message.value))
+        rc, message = image.has_queues
+        if rc != abi.MQS_OK:
+            raise MqdError(self._explain("image", rc, message, image_name(num)))
+        if process.set_up is None:
+            if os.environ.get("MQD_PROXY_RECORD"):
+                # The shim's recording keeps what only gdb knows of this process, so that
+                # `mqd-proxy replay --json` prints the same dump as `mqd dump --json`.
+                os.environ["MQD_PROXY_RECORD_LABEL"] = "inferior=%d pid=%d rank=%d" % (
+                    num, inf.pid, global_rank(process))
+            process.set_up = self.lib.mqs_setup_process(
+                process.handle, ctypes.byref(self.callbacks.process_callbacks))
+        if process.set_up != abi.MQS_OK:
+            raise self.fail("mqs_setup_process", process.set_up)
+        if process.has_queues is None:
+            message = ctypes.c_void_p(None)
+            rc = self.lib.mqs_process_has_queues(process.handle, ctypes.byref(message))
+            process.has_queues = (rc, abi.c_string(message.value))
+        rc, message = process.has_queues
+        if rc != abi.MQS_OK:
+            raise MqdError(self._explain("process", rc, message, "process %d" % inf.pid))
+        return process
+
+    def _explain(self, what, rc, message, name):
+        parts = ["the DLL says this %s has no message queues: %s (%d)"
+                 % (what, self.error_text(rc), rc)]
+        if message:
+            parts.append(_format_message(message, name))
+        return "; ".join(parts)
+
+
+def _format_message(message, name):
+    # has_queues messages are printf formats with at most one %s.
+    try:
+        return message.replace("%%", "\0").replace("%s", name, 1).replace("\0", "%")
+    except Exception:
+        return message

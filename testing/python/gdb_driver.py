@@ -1,0 +1,46 @@
+"""gdb driven in batch mode, as the end-to-end tests drive it: attached to MPI processes (one
+inferior each, in the order given), with the mqd front end (frontends/gdb/mqd.py, as staged
+in BUILD/share/mqd-proxy/gdb or installed) sourced and an MQD DLL loaded.
+
+    from gdb_driver import gdb_command, gdb_dump
+    cmd = gdb_command(pids, frontend, "mqd load") + ["-ex", "mqd dump --all"]
+    seconds = gdb_dump(pids, frontend, "mqd load", os.path.join(work, "native"))
+        # wrote native.json and native.txt; Failure if gdb or the front end failed
+"""
+import os
+import subprocess
+import time
+
+from failure import Failure
+
+
+def gdb_command(pids, frontend, load):
+    """gdb in batch mode attached to every rank (one inferior each), with the front end
+    sourced and `load` run: add the commands to run then."""
+    cmd = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+    for i, pid in enumerate(pids):
+        if i > 0:
+            cmd += ["-ex", "add-inferior", "-ex", "inferior %d" % (i + 1)]
+        cmd += ["-ex", "attach %d" % pid]
+    return cmd + ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load]
+
+
+def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
+    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
+    refreshes: the second is a repeat refresh of a stopped-again target)."""
+    cmd = gdb_command(pids, frontend, load) + [
+        "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
+        "-ex", "mqd dump --all --output %s.txt" % out_prefix]
+    started = time.time()
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=1200, env=env)
+    elapsed = time.time() - started
+    errors = [line for line in result.stdout.splitlines() if line.startswith("mqd:")
+              and "loaded" not in line]
+    if result.returncode != 0 or errors or not os.path.exists(out_prefix + ".json"):
+        raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
+    if "Traceback" in result.stdout:
+        raise Failure("the front end printed a Python traceback:\n" + result.stdout[-4000:])
+    return elapsed

@@ -1,0 +1,145 @@
+"""The MPI job of the end-to-end tests: tests/e2e/pending.c run by Open MPI's mpirun
+(Job), every rank leaving pending operations on MPI_COMM_WORLD, a dup, a split and a named
+communicator and parking until told to stop; and the check that a dump shows what each rank
+posted (check_against_manifests), from the manifest each rank writes (WORKDIR/rank-R.json:
+pid, rank, communicators with names, sizes and groups, and every operation with kind, peer,
+tag, length and buffer).
+
+    from mpi_job import Job, check_against_manifests
+    job = Job(build_pending, 4, 10, work)      # ranks parked: job.pids, job.manifests
+    problems = check_against_manifests(dumps, job.manifests)   # [] when all is as posted
+    job.stop()
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+
+from failure import Failure, wait_for
+
+ANY_SOURCE_QUIRK = 4294967295  # Open MPI 4.1's DLL does not sign-extend MPI_ANY_SOURCE
+
+# MPI_Comm_get_name returns "" for communicators the program did not name; Open MPI's DLL shows
+# the internal names Open MPI gives them instead: "MPI COMMUNICATOR <cid> DUP FROM <parent>".
+UNNAMED = {"dup": re.compile(r"MPI COMMUNICATOR \d+ DUP FROM 0$"),
+           "split": re.compile(r"MPI COMMUNICATOR \d+ SPLIT FROM 0$")}
+
+
+def find_communicator(communicators, label, facts):
+    if facts["name"]:
+        matches = [c for c in communicators if c["name"] == facts["name"]]
+    else:
+        matches = [c for c in communicators if UNNAMED[label].match(c["name"])]
+    return matches[0] if len(matches) == 1 else None
+
+
+class Job:
+    """mpirun -np RANKS --mca pml ob1 --mca btl self,vader pending OPS DIR, until stopped."""
+
+    def __init__(self, program, ranks, ops, workdir):
+        self.dir = workdir
+        env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
+        # A sanitized build (tests/sanitize/) adds options for the MPI ranks alone.
+        extra = os.environ.get("MQD_TEST_TARGET_ASAN_OPTIONS")
+        if extra:
+            env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), extra) if o)
+        self.log = open(os.path.join(workdir, "mpirun.log"), "w")
+        self.proc = subprocess.Popen(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
+             "--mca", "pml", "ob1", "--mca", "btl", "self,vader", program, str(ops), workdir],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        ready = lambda: all(os.path.exists(os.path.join(workdir, "rank-%d.ready" % r))
+                            for r in range(ranks))
+        try:
+            wait_for(lambda: ready() or self.proc.poll() is not None, 120, "the MPI job")
+            if self.proc.poll() is not None:
+                raise Failure("mpirun ended early:\n" + open(self.log.name).read())
+        except Exception:
+            self.stop()
+            raise
+        self.manifests = [json.load(open(os.path.join(workdir, "rank-%d.json" % r)))
+                          for r in range(ranks)]
+        self.pids = [m["pid"] for m in self.manifests]
+
+    def stop(self):
+        """Lets the ranks cancel, finalize and exit; kills the whole job if that fails."""
+        open(os.path.join(self.dir, "stop"), "w").close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
+
+
+def check_against_manifests(dumps, manifests):
+    """The dump shows what every rank did."""
+    problems = []
+    if len(dumps) != len(manifests):
+        return ["%d inferiors dumped, %d ranks" % (len(dumps), len(manifests))]
+    for dump, m in zip(dumps, manifests):
+        who = "rank %d" % m["rank"]
+        if dump.get("error"):
+            problems.append("%s: %s" % (who, dump["error"]))
+            continue
+        if dump["pid"] != m["pid"] or dump["rank"] != m["rank"]:
+            problems.append("%s: dumped pid %s rank %s" % (who, dump["pid"], dump["rank"]))
+        for label, facts in m["communicators"].items():
+            c = find_communicator(dump["communicators"], label, facts)
+            if c is None:
+                problems.append("%s: communicator %r (%s) missing or ambiguous"
+                                % (who, facts["name"], label))
+                continue
+            if (c["local_rank"], c["size"]) != (facts["rank"], facts["size"]):
+                problems.append("%s: %s is rank %s of %s, expected %d of %d" % (
+                    who, c["name"], c["local_rank"], c["size"], facts["rank"],
+                    facts["size"]))
+            if c["group"] != facts["group"]:
+                problems.append("%s: %s group %s, expected %s" % (
+                    who, c["name"], c["group"], facts["group"]))
+            expected = [op for op in m["operations"] if op["comm"] == label]
+            for queue, kinds in (("sends", ("send",)),
+                                 ("receives", ("recv", "recv_any_source", "recv_any_tag"))):
+                want = [op for op in expected if op["kind"] in kinds]
+                have = c["queues"][queue]["operations"]
+                if len(have) != len(want):
+                    problems.append("%s: %s %s: %d operations, posted %d" % (
+                        who, c["name"], queue, len(have), len(want)))
+                by_buffer = {op["buffer"]: op for op in have}
+                for op in want:
+                    got = by_buffer.get(int(op["buffer"], 16))
+                    if got is None:
+                        problems.append("%s: %s %s: %s with buffer %s missing" % (
+                            who, c["name"], queue, op["kind"], op["buffer"]))
+                        continue
+                    problems += check_operation(who, c["name"], op, got)
+            unexpected = c["queues"]["unexpected"]
+            if unexpected["rc"] != 1:  # Open MPI 4.1.4: no information
+                problems.append("%s: unexpected queue answered %s" % (who, unexpected["rc"]))
+    return problems
+
+
+def check_operation(who, comm, op, got):
+    where = "%s: %s %s tag %s" % (who, comm, op["kind"], op["tag"])
+    problems = []
+    if got["status"] != "pending":
+        problems.append("%s: status %s" % (where, got["status"]))
+    if got["desired_length"] != op["bytes"]:
+        problems.append("%s: length %s, posted %s" % (where, got["desired_length"], op["bytes"]))
+    if op["kind"] == "recv_any_tag":
+        if not got["tag_wild"]:
+            problems.append("%s: not shown as a wildcard tag" % where)
+    elif got["tag_wild"] or got["desired_tag"] != op["tag"]:
+        problems.append("%s: tag %s" % (where, got["desired_tag"]))
+    if op["kind"] == "recv_any_source":
+        if got["desired_local_rank"] != ANY_SOURCE_QUIRK:
+            problems.append("%s: source %s, expected any (%d)" % (
+                where, got["desired_local_rank"], ANY_SOURCE_QUIRK))
+    else:
+        if (got["desired_local_rank"], got["desired_global_rank"]) != (op["peer_local"],
+                                                                         op["peer_world"]):
+            problems.append("%s: peer %s/%s, expected %s/%s" % (
+                where, got["desired_local_rank"], got["desired_global_rank"],
+                op["peer_local"], op["peer_world"]))
+    return problems

@@ -1,0 +1,46 @@
+"""Server: a real mqd-proxy-server for a test, started on an address and with vendor DLLs,
+ready once it has written its --ready-file (whose text, the endpoint to connect to, is
+`endpoint`), logging to WORKDIR/NAME.log. stop() sends SIGTERM and waits; by default a server
+that then exits with anything but 0 is a Failure.
+
+    from servers import Server
+    s = Server(server_bin, "unix:" + os.path.join(work, "s.sock"), dll, work, "unix")
+    ... s.endpoint ...
+    s.stop()
+
+Learned state goes to WORKDIR/state unless `state_dir` says otherwise ("none": no learned
+state): one directory for every server of a run, so the first session is cold and later ones
+start from what it learned.
+"""
+import os
+import signal
+import subprocess
+
+from failure import Failure, wait_for
+
+
+class Server:
+    def __init__(self, binary, listen, dlls, workdir, name, state_dir=None, extra=()):
+        """`dlls`: one vendor DLL, or a list of them (the first is the default)."""
+        ready = os.path.join(workdir, name + ".ready")
+        self.log = os.path.join(workdir, name + ".log")
+        args = [binary, "--listen", listen]
+        for dll in [dlls] if isinstance(dlls, str) else dlls:
+            args += ["--dll", dll]
+        args += ["--ready-file", ready,
+                 "--state-dir", state_dir or os.path.join(workdir, "state"),
+                 "--log-file", self.log]
+        self.proc = subprocess.Popen(args + list(extra))
+        wait_for(lambda: os.path.exists(ready) or self.proc.poll() is not None, 20, name)
+        if self.proc.poll() is not None:
+            raise Failure("%s did not start" % name)
+        self.endpoint = open(ready).read().strip()
+
+    def stop(self, check_exit=True):
+        """SIGTERM, then waits (20 s at most). With check_exit, an exit status other than 0 is
+        a Failure. Returns the exit status."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=20)
+        if check_exit and self.proc.returncode != 0:
+            raise Failure("server exited with %d" % self.proc.returncode)
+        return self.proc.returncode
