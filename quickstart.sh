@@ -26,18 +26,23 @@ if [ "$mode" = test ]; then
   cross=${MQD_CROSS-aarch64;ppc64el;s390x;i686;i686-taddr64}
   sanitized=ON
   fuzz=ON
+  # every test option on: a missing tool fails the configure with its sentence, never a skip
+  tests="-DMQD_TESTS_MPI=ON -DMQD_TESTS_SSH=ON -DMQD_TESTS_ANALYSIS=ON -DMQD_TESTS_PACKAGING=ON"
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}
   sanitized=OFF
   fuzz=OFF
+  tests="-DMQD_TESTS_MPI=ON"  # the main job's MPI program (tests/e2e/pending)
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON "-DMQD_CROSS=$cross" \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON $tests "-DMQD_CROSS=$cross" \
   -DMQD_SANITIZED_COPY=$sanitized "-DMQD_FUZZ=$fuzz"
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then
-  ctest --test-dir "$build" --output-on-failure --timeout 1800
+  # Two tests at a time (JOBS): tests that must not overlap say so (RUN_SERIAL, PROCESSORS,
+  # RESOURCE_LOCK: tests/CMakeLists.txt), and the long ones start first (COST).
+  ctest --test-dir "$build" --output-on-failure --timeout 1800 -j"$jobs"
 else
   tools/mpi-demo.sh "$build"
 fi

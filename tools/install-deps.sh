@@ -22,6 +22,8 @@ packages=(
   # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
   # headers (for the debug-type object of the stripped libmpi)
   gdb python3 openmpi-bin libopenmpi-dev
+  # pytest runs the Python tests (tests/cli/, tests/packaging/, tests/analysis/)
+  python3-pytest
   # the security tests make their TLS certificates at run time with the openssl command
   openssl
   # the sanitized test build (MQD_SANITIZE, tests/sanitize/): gcc's sanitizer runtimes
@@ -43,10 +45,9 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
     packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
-    # pytest for the Python tests (tests/cli/, tests/packaging/, tests/analysis/); for the
-    # deadlock analysis (tests/analysis/, tests/deadlock/) also Graphviz's dot for the pictures,
-    # and Chromium to render the HTML report headless and check the screenshot
-    packages+=(python3-pytest graphviz chromium)
+    # the deadlock analysis (tests/analysis/, tests/deadlock/): Graphviz's dot for the
+    # pictures, and Chromium to render the HTML report headless and check the screenshot
+    packages+=(graphviz chromium)
     # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
     # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
     # Debian's hwloc instead of MPICH's embedded copy

@@ -1,0 +1,163 @@
+# What each build option needs from the machine beyond the build's own libraries, checked once,
+# at configure time, for the options that are on (the top-level CMakeLists.txt calls
+# mqd_check_requirements()). A missing program or package fails the configure with one
+# sentence naming it, its Debian package and the option that needs it; nothing is left out
+# silently. docs/configuration.md, "Build options (CMake)", has the same list;
+# tools/install-deps.sh installs it.
+#
+# Found here, as cache variables the test folders use:
+#   MQD_TESTS            doctest, MQD_PYTHON3, MQD_PYTEST, MQD_OPENSSL
+#   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_OMPI_MSGQ_DLL
+#   MQD_TESTS_SSH        MQD_SSHD, MQD_SSH, MQD_SSH_KEYGEN
+#   MQD_TESTS_ANALYSIS   MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
+#   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
+#                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
+#   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
+#   MQD_FUZZ             MQD_CLANG_C, MQD_CLANG_CXX and clang's libFuzzer
+#   MQD_CROSS            per architecture its cross compiler; for a target platform its
+#                        qemu-user emulator and gdb-multiarch
+
+# The sentence. OPTION may be "MQD_CROSS=<arch>", whose way out is a shorter list.
+function(mqd_requirement_missing option what package)
+  if(option MATCHES "^MQD_CROSS=(.*)$")
+    set(off "leave ${CMAKE_MATCH_1} out of MQD_CROSS")
+    set(script "tools/install-deps.sh --cross")
+  elseif(option STREQUAL "MQD_TESTS" OR option STREQUAL "MQD_TESTS_MPI")
+    set(off "configure with -D${option}=OFF")
+    set(script "tools/install-deps.sh")
+  else()
+    set(off "configure with -D${option}=OFF")
+    set(script "tools/install-deps.sh --test")
+  endif()
+  message(FATAL_ERROR "${option} needs ${what} (Debian package ${package}, which ${script} "
+                      "installs): install it, or ${off}.")
+endfunction()
+
+# mqd_require_program(VAR OPTION PACKAGE NAME [find_program arguments...]): VAR, a cache
+# variable, is the program NAME, else the configure fails naming OPTION and PACKAGE. A VAR
+# given on the command line (-DMQD_PYTEST=...) must name an existing file too.
+function(mqd_require_program var option package name)
+  find_program(${var} NAMES ${name} ${ARGN})
+  if(NOT ${var})
+    mqd_requirement_missing(${option} ${name} ${package})
+  elseif(NOT EXISTS "${${var}}" OR IS_DIRECTORY "${${var}}")
+    mqd_requirement_missing(${option} "${name} (${var}=${${var}} does not exist)" ${package})
+  endif()
+endfunction()
+
+macro(mqd_check_requirements)
+  if(MQD_TESTS)
+    find_package(doctest QUIET)
+    if(NOT doctest_FOUND)
+      mqd_requirement_missing(MQD_TESTS doctest doctest-dev)
+    endif()
+    if(MQD_CROSS_ROLE STREQUAL "")
+      mqd_require_program(MQD_PYTHON3 MQD_TESTS python3 python3)
+      mqd_require_program(MQD_PYTEST MQD_TESTS python3-pytest pytest-3)  # tests/cli/
+      mqd_require_program(MQD_OPENSSL MQD_TESTS openssl openssl)  # tests/integration: certificates
+    endif()
+  endif()
+  foreach(option MQD_TESTS_MPI MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING)
+    if(${option} AND NOT MQD_TESTS)
+      message(FATAL_ERROR "${option} adds tests: it needs MQD_TESTS=ON.")
+    endif()
+  endforeach()
+
+  if(MQD_TESTS_MPI)
+    find_package(MPI COMPONENTS C QUIET)
+    if(NOT MPI_C_FOUND)
+      mqd_requirement_missing(MQD_TESTS_MPI "Open MPI's mpicc and mpi.h" libopenmpi-dev)
+    endif()
+    mqd_require_program(MQD_MPIRUN MQD_TESTS_MPI openmpi-bin mpirun)
+    mqd_require_program(MQD_GDB MQD_TESTS_MPI gdb gdb)
+    find_file(MQD_OMPI_MSGQ_DLL libompi_dbg_msgq.so
+              PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openmpi/lib/openmpi3 NO_DEFAULT_PATH)
+    if(NOT MQD_OMPI_MSGQ_DLL)
+      mqd_requirement_missing(MQD_TESTS_MPI "Open MPI's message-queue DLL libompi_dbg_msgq.so"
+                              libopenmpi3)
+    endif()
+  endif()
+
+  if(MQD_TESTS_SSH)
+    mqd_require_program(MQD_SSHD MQD_TESTS_SSH openssh-server sshd PATHS /usr/sbin NO_DEFAULT_PATH)
+    mqd_require_program(MQD_SSH MQD_TESTS_SSH openssh-client ssh)
+    mqd_require_program(MQD_SSH_KEYGEN MQD_TESTS_SSH openssh-client ssh-keygen)
+  endif()
+
+  if(MQD_TESTS_ANALYSIS)
+    mqd_require_program(MQD_DOT MQD_TESTS_ANALYSIS graphviz dot)
+    if(MQD_TESTS_MPI)  # two cases of the hang suite render their report (tests/deadlock/)
+      mqd_require_program(MQD_CHROMIUM MQD_TESTS_ANALYSIS chromium chromium)
+    endif()
+  endif()
+
+  if(MQD_TESTS_PACKAGING)
+    if(NOT MQD_TESTS_MPI)
+      message(FATAL_ERROR "MQD_TESTS_PACKAGING needs MQD_TESTS_MPI=ON (packaging-deb runs a live "
+                          "Open MPI job from the installed package): turn it on, or configure "
+                          "with -DMQD_TESTS_PACKAGING=OFF.")
+    endif()
+    mqd_require_program(MQD_SYSTEMD_ANALYZE MQD_TESTS_PACKAGING systemd systemd-analyze)
+    mqd_require_program(MQD_SOCKET_ACTIVATE MQD_TESTS_PACKAGING systemd systemd-socket-activate)
+    mqd_require_program(MQD_LINTIAN MQD_TESTS_PACKAGING lintian lintian)
+    mqd_require_program(MQD_SHLIBDEPS MQD_TESTS_PACKAGING dpkg-dev dpkg-shlibdeps)
+    mqd_require_program(MQD_FILE MQD_TESTS_PACKAGING file file)
+    mqd_require_program(MQD_HELP2MAN MQD_TESTS_PACKAGING help2man help2man)
+  endif()
+
+  if(MQD_SANITIZED_COPY OR MQD_SANITIZE MATCHES "address|undefined")
+    # gcc names its runtimes here only when they are installed (else it echoes the bare name).
+    set(option MQD_SANITIZED_COPY)
+    if(MQD_SANITIZE)
+      set(option MQD_SANITIZE)
+    endif()
+    foreach(pair asan:libasan8 ubsan:libubsan1)
+      string(REPLACE ":" ";" pair ${pair})
+      list(GET pair 0 runtime)
+      list(GET pair 1 package)
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${runtime}.so
+                      OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+      get_filename_component(path "${path}" REALPATH)
+      if(NOT IS_ABSOLUTE "${path}" OR NOT EXISTS "${path}")
+        mqd_requirement_missing(${option} "gcc's ${runtime} runtime" ${package})
+      endif()
+    endforeach()
+  endif()
+
+  if(MQD_FUZZ)
+    mqd_require_program(MQD_CLANG_C MQD_FUZZ clang-14 clang-14 clang)
+    mqd_require_program(MQD_CLANG_CXX MQD_FUZZ clang-14 clang++-14 clang++)
+    execute_process(COMMAND ${MQD_CLANG_CXX} -print-resource-dir OUTPUT_VARIABLE resource
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    file(GLOB fuzzer "${resource}/lib/linux/libclang_rt.fuzzer-*.a")
+    if(NOT fuzzer)
+      mqd_requirement_missing(MQD_FUZZ "clang's libFuzzer" libclang-rt-14-dev)
+    endif()
+  endif()
+
+  foreach(arch IN LISTS MQD_CROSS)
+    if(arch STREQUAL "aarch64")
+      mqd_require_program(MQD_CROSS_CXX_${arch} MQD_CROSS=${arch} g++-aarch64-linux-gnu
+                          aarch64-linux-gnu-g++)
+      mqd_require_program(MQD_QEMU_${arch} MQD_CROSS=${arch} qemu-user qemu-aarch64)
+    elseif(arch STREQUAL "ppc64el")
+      mqd_require_program(MQD_CROSS_CXX_${arch} MQD_CROSS=${arch} g++-powerpc64le-linux-gnu
+                          powerpc64le-linux-gnu-g++)
+      mqd_require_program(MQD_QEMU_${arch} MQD_CROSS=${arch} qemu-user qemu-ppc64le)
+    elseif(arch STREQUAL "s390x")
+      mqd_require_program(MQD_CROSS_CXX_${arch} MQD_CROSS=${arch} g++-s390x-linux-gnu
+                          s390x-linux-gnu-g++)
+      mqd_require_program(MQD_QEMU_${arch} MQD_CROSS=${arch} qemu-user qemu-s390x)
+    elseif(arch MATCHES "^i686(-taddr64)?$")
+      # (Where this kernel runs no i386 program, the toolchain asks for qemu-i386 itself.)
+      mqd_require_program(MQD_CROSS_CXX_i686 MQD_CROSS=${arch} g++-i686-linux-gnu
+                          i686-linux-gnu-g++)
+    else()
+      message(FATAL_ERROR "MQD_CROSS: unknown architecture '${arch}' (known: aarch64 ppc64el "
+                          "s390x i686 i686-taddr64)")
+    endif()
+    if(NOT arch MATCHES "^i686")  # a foreign target's live job, debugged (tests/cross/e2e_cross.py)
+      mqd_require_program(MQD_GDB_MULTIARCH MQD_CROSS=${arch} gdb-multiarch gdb-multiarch)
+    endif()
+  endforeach()
+endmacro()
