@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run-sanitized.sh BUILD [CTEST-ARGS...]: runs tests of a sanitized build (MQD_SANITIZE=...)
-# with ctest, and fails unless every test passed and no process wrote a sanitizer report.
+# run-sanitized.sh BUILD [--also-suppress FILE] [CTEST-ARGS...]: runs tests of a sanitized
+# build (MQD_SANITIZE=...) with ctest, and fails unless every test passed and no process wrote
+# a sanitizer report.
 #
 # Every process the tests start inherits these options: test programs, servers and the
 # workers they fork, gdb (tests/e2e preloads the ASan runtime there), MPI ranks. Each report
@@ -8,15 +9,23 @@
 # worker or from a process that outlives its test would otherwise be lost in a log nobody
 # reads; after ctest, any such file fails the run and is printed. A finding stops its process
 # at once (halt_on_error; UBSan is compiled with -fno-sanitize-recover). lsan.supp holds the
-# only suppressions: leaks in other projects' code, each with its reason.
+# suppressions: leaks in other projects' code, each with its reason; --also-suppress adds a
+# file of suppressions that hold only for the tests run (LSan reads one file: they are joined).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:?usage: run-sanitized.sh BUILD [CTEST-ARGS...]}
+build=${1:?usage: run-sanitized.sh BUILD [--also-suppress FILE] [CTEST-ARGS...]}
 shift
+extra=()
+if [ "${1:-}" = "--also-suppress" ]; then
+  extra=("${2:?usage: run-sanitized.sh BUILD [--also-suppress FILE] [CTEST-ARGS...]}")
+  shift 2
+fi
 reports=$(mktemp -d "${TMPDIR:-/tmp}/mqd-sanitize-XXXXXX")
+suppressions="$reports.lsan.supp"  # beside the reports, which must hold only reports
+cat "$here/lsan.supp" "${extra[@]}" > "$suppressions" || exit 1
 
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan"
-export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0"
+export LSAN_OPTIONS="suppressions=$suppressions:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
 
 ctest --test-dir "$build" --output-on-failure --no-tests=error "$@"
@@ -44,5 +53,5 @@ if [ "$count" -gt 0 ]; then
   echo "run-sanitized: $count sanitizer report(s); failing"
   [ "$rc" -eq 0 ] && rc=1
 fi
-rm -rf "$reports"
+rm -rf "$reports" "$suppressions"
 exit "$rc"
