@@ -34,27 +34,23 @@ def find_communicator(communicators, label, facts):
     return matches[0] if len(matches) == 1 else None
 
 
-class Job:
-    """mpirun -np RANKS --mca pml ob1 --mca btl self,vader pending OPS DIR, until stopped."""
+class LaunchedJob:
+    """An MPI job started by COMMAND (its launcher and program, then WORKDIR), whose ranks each
+    write WORKDIR/rank-R.ready and rank-R.json and park until WORKDIR/stop exists. `name`
+    names the job and `launcher` the command in failures; `env` is the launcher's."""
 
-    def __init__(self, program, ranks, ops, workdir):
+    def __init__(self, command, ranks, workdir, name, env=None):
         self.dir = workdir
-        env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-        # A sanitized build (tests/sanitize/) adds options for the MPI ranks alone.
-        extra = os.environ.get("MQD_TEST_TARGET_ASAN_OPTIONS")
-        if extra:
-            env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), extra) if o)
-        self.log = open(os.path.join(workdir, "mpirun.log"), "w")
-        self.proc = subprocess.Popen(
-            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
-             "--mca", "pml", "ob1", "--mca", "btl", "self,vader", program, str(ops), workdir],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        launcher = os.path.basename(command[0])
+        self.log = open(os.path.join(workdir, launcher + ".log"), "w")
+        self.proc = subprocess.Popen(command + [workdir], stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env, start_new_session=True)
         ready = lambda: all(os.path.exists(os.path.join(workdir, "rank-%d.ready" % r))
                             for r in range(ranks))
         try:
-            wait_for(lambda: ready() or self.proc.poll() is not None, 120, "the MPI job")
+            wait_for(lambda: ready() or self.proc.poll() is not None, 120, name)
             if self.proc.poll() is not None:
-                raise Failure("mpirun ended early:\n" + open(self.log.name).read())
+                raise Failure(launcher + " ended early:\n" + open(self.log.name).read())
         except Exception:
             self.stop()
             raise
@@ -71,6 +67,21 @@ class Job:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.log.close()
+
+
+class Job(LaunchedJob):
+    """mpirun -np RANKS --mca pml ob1 --mca btl self,vader pending OPS DIR, until stopped."""
+
+    def __init__(self, program, ranks, ops, workdir):
+        env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
+        # A sanitized build (tests/sanitize/) adds options for the MPI ranks alone.
+        extra = os.environ.get("MQD_TEST_TARGET_ASAN_OPTIONS")
+        if extra:
+            env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), extra) if o)
+        super().__init__(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
+             "--mca", "pml", "ob1", "--mca", "btl", "self,vader", program, str(ops)],
+            ranks, workdir, "the MPI job", env)
 
 
 def check_against_manifests(dumps, manifests):

@@ -21,49 +21,24 @@ usage: mpich_probe.py --mpich PREFIX --build DIR --frontend PATH --out DIR
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testing", "python"))
-from failure import Failure, wait_for  # noqa: E402
+from failure import Failure  # noqa: E402
 from gdb_driver import gdb_command  # noqa: E402
+from mpi_job import LaunchedJob  # noqa: E402
 from servers import Server  # noqa: E402
 
 
-class MpichJob:
+class MpichJob(LaunchedJob):
     """PREFIX/bin/mpiexec -n RANKS PROGRAM ARGS... DIR, until stopped. Hydra needs nothing
     special as root."""
 
     def __init__(self, mpiexec, ranks, argv, workdir):
-        self.dir = workdir
-        self.log = open(os.path.join(workdir, "mpiexec.log"), "w")
-        self.proc = subprocess.Popen([mpiexec, "-n", str(ranks)] + argv + [workdir],
-                                     stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        ready = lambda: all(os.path.exists(os.path.join(workdir, "rank-%d.ready" % r))
-                            for r in range(ranks))
-        try:
-            wait_for(lambda: ready() or self.proc.poll() is not None, 120, "the MPICH job")
-            if self.proc.poll() is not None:
-                raise Failure("mpiexec ended early:\n" + open(self.log.name).read())
-        except Exception:
-            self.stop()
-            raise
-        self.manifests = [json.load(open(os.path.join(workdir, "rank-%d.json" % r)))
-                          for r in range(ranks)]
-        self.pids = [m["pid"] for m in self.manifests]
-
-    def stop(self):
-        open(os.path.join(self.dir, "stop"), "w").close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.log.close()
+        super().__init__([mpiexec, "-n", str(ranks)] + argv, ranks, workdir, "the MPICH job")
 
 
 def dump(pids, frontend, load, prefix, env_extra):
