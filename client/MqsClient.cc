@@ -618,7 +618,16 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
         r.setTargetBigEndian(bigEndian);
         return r.send();
       });
-  return resultOf(reply, reply.get().getRc());
+  int rc = resultOf(reply, reply.get().getRc());
+  if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
+    // The one line the shim adds to what the debugger sees: a native load of the DLL would
+    // read the queues wrong just as silently.
+    // docs/transparency.md, "What the shim adds"
+    std::string text = std::string("mqd-proxy: ") + reply.get().getWarning().cStr();
+    MQD_LOG(Warn, "%s", text.c_str());
+    side_.dprints(text.c_str());
+  }
+  return rc;
 }
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {

@@ -398,9 +398,11 @@ interface Session {
   imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString);
   destroyImageInfo @4 (info :UInt64) -> ();
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool) -> (rc :Int32);
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool) -> (rc :Int32, warning :Text);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
+  # warning: a sentence for the user when the reported byte order contradicts a value of the
+  # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
   # Nothing else about the process comes with it: the server asks the debugger when the DLL
   # asks (its image, rank, type sizes, ...), so that no answer is taken before it is valid.
 

@@ -8,7 +8,7 @@ namespace {
 constexpr int kLookBehind = 4;
 }  // namespace
 
-bool TargetMemory::read(uint64_t address, uint32_t size, void* out) {
+bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
   auto it = windows_.upper_bound(address);
   for (int i = 0; i < kLookBehind && it != windows_.begin(); ++i) {
     --it;

@@ -36,7 +36,7 @@ class TargetMemory {
   uint32_t blockSize() const { return blockSize_; }
 
   // Copies [address, address + size) into out if one cached window holds it all.
-  bool read(uint64_t address, uint32_t size, void* out);
+  bool read(uint64_t address, uint32_t size, void* out) const;
   // The error code the debugger gave for exactly this range this epoch, if it refused it.
   bool failed(uint64_t address, uint32_t size, int* rc) const;
 

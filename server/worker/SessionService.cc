@@ -5,6 +5,7 @@
 
 #include "AsanFiber.h"
 #include "Bulk.h"
+#include "ByteOrderCheck.h"
 #include "CallbackTables.h"
 #include "CommunicatorWalker.h"
 #include "DllCall.h"
@@ -247,6 +248,12 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
                                              processCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
+    const RemoteImage* image = process.image ? &objects_.image(*process.image) : nullptr;
+    if (auto warning = byteOrderContradiction(image, process)) {
+      MQD_LOG(Warn, "process %llu: %s", static_cast<unsigned long long>(process.token),
+              warning->c_str());
+      results.setWarning(*warning);
+    }
   });
 }
 

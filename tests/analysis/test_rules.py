@@ -361,6 +361,19 @@ def test_ucx_pml_means_every_queue_is_unknown():
     assert "ucx" in f.text and "--mca pml ob1" in f.text
 
 
+def test_a_rank_the_proxy_warned_of_is_named_and_its_queues_are_not_trusted():
+    warning = ("the debugger's target_to_host says this process is big-endian, but its "
+               "memory is little-endian")
+    job = JobBuilder(2).call(0, "MPI_Recv").call(1, "MPI_Recv").set(1, warnings=[warning])
+    job.recv(0, 1)  # rank 1's queues read byte-reversed: empty
+    a = job.analyse()
+    assert a.model.ranks[1].status == model.BLOCKED_UNSEEN
+    assert warning in a.model.ranks[1].reason
+    [f] = findings(a, "proxy-warning")
+    assert f.ranks == [1] and f.text == "rank 1: " + warning
+    assert a.verdict == "unknown"  # no deadlock is claimed from queues read wrong
+
+
 def test_ucx_is_also_recognised_from_the_frames():
     job = JobBuilder(2).call(0, "MPI_Recv", frames=["mca_pml_ucx_recv", "PMPI_Recv", "main"])
     assert job.analyse().model.ranks[0].status == model.BLOCKED_UNSEEN

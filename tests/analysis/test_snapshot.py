@@ -45,6 +45,10 @@ def test_single_rank_mqd_dump_json_is_upgraded():
     ('{"mqd_snapshot": 1, "ranks": [{"rank": "zero", "communicators": []}]}',
      "ranks[0].rank has the wrong type (str)"),
     ("not json at all", "is not valid JSON"),
+    ('{"mqd_snapshot": 1, "ranks": [{"rank": 0, "communicators": [], "warnings": [3]}]}',
+     "ranks[0].warnings[0] is not a string"),
+    ('{"mqd_snapshot": 1, "ranks": [{"rank": 0, "communicators": [], "warnings": "x"}]}',
+     "ranks[0].warnings has the wrong type (str)"),
 ])
 def test_bad_input_is_one_clear_sentence(text, words):
     with pytest.raises(SnapshotError) as e:

@@ -26,6 +26,8 @@ About the snapshot (knot None):
                            calls: the DLL does not see the job's requests
   unexpected-unknown       the DLL gives no information on unexpected messages
   unreadable               a rank the DLL could not read, with the error
+  proxy-warning            what the proxy warned of at a rank's set-up (a byte order that
+                           contradicts the target's memory: its queues are wrong or empty)
   partial                  a rank only partly read
   missing                  ranks of MPI_COMM_WORLD absent from the snapshot
   state-unknown            ranks without a stack (today's `mqd dump --json`)
@@ -399,6 +401,9 @@ def about_snapshot(model):
         elif rm.entry is not None and rm.entry.partial:
             findings.append(Finding("partial", "rank %d was only partly read: %s." % (
                 rm.rank, rm.entry.error), [rm.rank]))
+        for w in (rm.entry.warnings if rm.entry is not None else ()):
+            findings.append(Finding("proxy-warning", "%s: %s" % (rm.entry.label, w),
+                                    [rm.rank]))
     unlabelled = [r for r in model.snapshot.ranks if r.rank is None]
     for r in unlabelled:
         findings.append(Finding("unreadable", "%s could not be read: %s." % (

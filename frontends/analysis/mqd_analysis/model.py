@@ -255,6 +255,9 @@ def _classify(n, entry):
     elif openmpi.queues_visible(_pml(entry)) is False:
         rm.status = BLOCKED_UNSEEN
         rm.reason = "Open MPI's %s PML: the DLL cannot see its requests" % _pml(entry)
+    elif entry.warnings:  # the proxy saw its queues read wrong (a contradicted byte order)
+        rm.status = BLOCKED_UNSEEN
+        rm.reason = "its queues cannot be trusted: %s" % entry.warnings[0]
     else:
         rm.status = BLOCKED
     return rm

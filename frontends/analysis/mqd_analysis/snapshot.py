@@ -102,6 +102,7 @@ class Rank:
     finished: bool
     error: Optional[str]                 # the rank, or part of it, could not be read
     pml: Optional[str]                   # Open MPI's selected PML, when recorded
+    warnings: List[str]                  # what the proxy warned of at the rank's set-up
     communicators: Optional[List[Communicator]]   # None when nothing could be read
 
     @property
@@ -302,7 +303,15 @@ def _rank(d, path, dll, legacy):
                 inferior=_get(d, "inferior", path, int, required=False), state=state,
                 finished=bool(_get(d, "finished", path, bool, required=False, default=False)),
                 error=error, pml=_get(d, "pml", path, str, required=False),
-                communicators=communicators)
+                warnings=_warnings(d, path), communicators=communicators)
+
+
+def _warnings(d, path):
+    warnings = _get(d, "warnings", path, list, required=False, default=[])
+    for i, w in enumerate(warnings):
+        if not isinstance(w, str):
+            (path / "warnings" / i).fail("is not a string")
+    return warnings
 
 
 def _communicator(c, path):

@@ -27,6 +27,19 @@ from . import abi
 from .handles import Image, Process
 from .inferiors import SelectedInferior, find as find_inferior, is_local
 
+# How a dprints text is kept in the messages, and the prefix of the one kind of dprints that
+# libmqdproxy.so adds of its own (docs/transparency.md, "What the shim adds"): a warning about
+# the process being set up, such as a byte order that contradicts the target's memory.
+DLL_MESSAGE = "dll: "
+PROXY_WARNING = "mqd-proxy: "
+
+
+def proxy_warnings(messages):
+    """The proxy's warnings among `messages` (kept dprints), without their prefixes."""
+    prefix = DLL_MESSAGE + PROXY_WARNING
+    return [m[len(prefix):] for m in messages if m.startswith(prefix)]
+
+
 # The front end's own error codes, answered by its errorstring callback.
 ERR_NO_SYMBOL = 1001
 ERR_MEMORY = 1002
@@ -99,7 +112,7 @@ class Callbacks:
             self.libc.free(address)
 
     def _cb_dprints(self, text):
-        self.messages.append("dll: " + (text or b"").decode("utf-8", "replace"))
+        self.messages.append(DLL_MESSAGE + (text or b"").decode("utf-8", "replace"))
 
     def _cb_errorstring(self, code):
         text = FRONTEND_ERRORS.get(code, b"gdb: error %d" % code)

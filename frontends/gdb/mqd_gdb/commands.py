@@ -109,7 +109,9 @@ def _read_dumps(everything):
                 debug_types.ensure(num)
                 dumps.append(dump(_session, num))
             except MqdError as e:
-                dumps.append(failed(num, find_inferior(num).pid, str(e)))
+                process = _session.processes.get(num)
+                dumps.append(failed(num, find_inferior(num).pid, str(e),
+                                    process.warnings if process else ()))
     return dumps
 
 

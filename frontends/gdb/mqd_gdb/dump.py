@@ -13,11 +13,14 @@ and every value's form are a format (frontends/analysis/SNAPSHOT.md describes it
                        "desired_tag", "desired_length", "system_buffer", "buffer",
                        "actual_local_rank", "actual_global_rank", "actual_tag",
                        "actual_length", "extra_text": [5 lines]}]}}}],
-   ["error": "mqs_get_communicator: TEXT", when the communicator list broke off]}
+   ["error": "mqs_get_communicator: TEXT", when the communicator list broke off],
+   ["warnings": [TEXT, ...], what libmqdproxy.so warned of at the process's set-up]}
 
 A queue's "error" is there when it ended other than by mqs_end_of_list (then "rc" says how);
 a queue the DLL would not set up has no operations. A process that could not be read at all
-is failed(num, pid, message): {"inferior", "pid", "error"}.
+is failed(num, pid, message, warnings): {"inferior", "pid", "error", ["warnings"]}.
+"warnings" is there only when the proxy warned (a byte order that contradicts the target's
+memory: the queues read are then wrong or empty); mqd-proxy replay does not repeat it.
 """
 import ctypes
 
@@ -65,12 +68,18 @@ def dump(session, num):
             entry["queues"][key] = _queue(session, p, op_class)
         result["communicators"].append(entry)
         rc = lib.mqs_next_communicator(p)
-    return result
+    return _with_warnings(result, process.warnings)
 
 
-def failed(num, pid, message):
+def failed(num, pid, message, warnings=()):
     """The dump of a process that could not be read."""
-    return {"inferior": num, "pid": pid, "error": message}
+    return _with_warnings({"inferior": num, "pid": pid, "error": message}, warnings)
+
+
+def _with_warnings(result, warnings):
+    if warnings:
+        result["warnings"] = list(warnings)
+    return result
 
 
 def _queue(session, p, op_class):

@@ -24,7 +24,8 @@ class Image:
 
 class Process:
     """An inferior's process as the DLL sees it: the info the DLL put, the rc of its set-up,
-    the DLL's has_queues answer, its byte order and its MPI_COMM_WORLD rank, once known."""
+    the DLL's has_queues answer, its byte order and its MPI_COMM_WORLD rank, once known, and
+    what the proxy warned of when it was set up."""
 
     def __init__(self, handle, inferior_num, image):
         self.handle = handle
@@ -35,6 +36,7 @@ class Process:
         self.has_queues = None
         self.big_endian = None
         self.rank = None
+        self.warnings = []  # the proxy's warnings at its set-up (callbacks.proxy_warnings)
 
 
 class Handles:

@@ -62,12 +62,18 @@ def render(dump):
                 lines.append("      (stopped: %s (%d))" % (q["error"], q["rc"]))
     if dump.get("error"):
         lines.append("  (stopped: %s)" % dump["error"])
+    lines.extend(_warnings(dump))
     return "\n".join(lines)
 
 
 def render_failed(dump):
-    """The one line of a process that could not be read (dump.failed)."""
-    return "Inferior %d: process %d: %s" % (dump["inferior"], dump["pid"], dump["error"])
+    """The line of a process that could not be read (dump.failed), and the proxy's warnings."""
+    return "\n".join(["Inferior %d: process %d: %s" % (dump["inferior"], dump["pid"],
+                                                       dump["error"])] + _warnings(dump))
+
+
+def _warnings(dump):
+    return ["  warning from mqd-proxy: %s" % w for w in dump.get("warnings", ())]
 
 
 def as_text(dumps):

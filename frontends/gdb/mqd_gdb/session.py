@@ -10,7 +10,7 @@ import os
 import gdb
 
 from . import abi
-from .callbacks import Callbacks, global_rank
+from .callbacks import Callbacks, global_rank, proxy_warnings
 from .errors import MqdError
 from .handles import Handles
 from .inferiors import SelectedInferior, find as find_inferior, image_name
@@ -100,8 +100,10 @@ class Session:
                 # `mqd-proxy replay --json` prints the same dump as `mqd dump --json`.
                 os.environ["MQD_PROXY_RECORD_LABEL"] = "inferior=%d pid=%d rank=%d" % (
                     num, inf.pid, global_rank(process))
+            start = len(self.messages)
             process.set_up = self.lib.mqs_setup_process(
                 process.handle, ctypes.byref(self.callbacks.process_callbacks))
+            process.warnings = proxy_warnings(self.messages[start:])
         if process.set_up != abi.MQS_OK:
             raise self.fail("mqs_setup_process", process.set_up)
         if process.has_queues is None:
