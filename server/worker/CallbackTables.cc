@@ -7,10 +7,10 @@
 #include <string>
 
 #include "DllCall.h"
-#include "RemoteDebugger.h"
 #include "Log.h"
 #include "ProxyErrors.h"
-#include "SessionService.h"
+#include "RemoteDebugger.h"
+#include "VendorDll.h"
 
 namespace mqd::server {
 namespace {
@@ -56,24 +56,24 @@ const char* checkedName(const char* text, const char* callback) {
 // Before asking the debugger anything, relay what the DLL printed so far, so that its output
 // and its callbacks reach the debugger in the order they happened.
 RemoteDebugger& debuggerFor(DllCall& call) {
-  call.session().relayDllOutput(call);
-  return call.session().remote();
+  call.host().relayDllOutput(call);
+  return call.host().remote();
 }
 
 RemoteImage& imageOf(DllCall& call, mqs_image* image) {
-  RemoteImage* r = call.session().objects().fromDll(image);
+  RemoteImage* r = call.host().objects().fromDll(image);
   if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown image");
   return *r;
 }
 
 RemoteProcess& processOf(DllCall& call, mqs_process* process) {
-  RemoteProcess* r = call.session().objects().fromDll(process);
+  RemoteProcess* r = call.host().objects().fromDll(process);
   if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown process");
   return *r;
 }
 
 RemoteJob& jobOf(DllCall& call, mqs_job* job) {
-  RemoteJob* r = call.session().objects().fromDll(job);
+  RemoteJob* r = call.host().objects().fromDll(job);
   if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown job");
   return *r;
 }
@@ -81,7 +81,7 @@ RemoteJob& jobOf(DllCall& call, mqs_job* job) {
 // put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
 // token, in order with the call's other callbacks.
 void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
-  uint64_t token = call.session().objects().infoToken(kind, handle, info);
+  uint64_t token = call.host().objects().infoToken(kind, handle, info);
   Effect effect{Effect::Kind::PutInfo, {}, kind, handle, token};
   debuggerFor(call).notify(call, std::move(effect));
 }
@@ -234,7 +234,7 @@ mqs_image* cbGetImage(mqs_process* process) {
   return guarded<mqs_image*>("get_image", nullptr, [&](DllCall& call) -> mqs_image* {
     uint64_t token = debuggerFor(call).image(call, processOf(call, process));
     if (token == 0) return nullptr;
-    return reinterpret_cast<mqs_image*>(&call.session().objects().image(token));
+    return reinterpret_cast<mqs_image*>(&call.host().objects().image(token));
   });
 }
 
@@ -274,7 +274,7 @@ mqs_job* cbGetProcessJob(mqs_process* process) {
   return guarded<mqs_job*>("get_process_job", nullptr, [&](DllCall& call) -> mqs_job* {
     uint64_t token = debuggerFor(call).job(call, processOf(call, process));
     if (token == 0) return nullptr;
-    return reinterpret_cast<mqs_job*>(&call.session().objects().job(token));
+    return reinterpret_cast<mqs_job*>(&call.host().objects().job(token));
   });
 }
 
@@ -291,7 +291,7 @@ mqs_process* cbGetProcess(mqs_job* job, int index) {
   return guarded<mqs_process*>("get_process", nullptr, [&](DllCall& call) -> mqs_process* {
     uint64_t token = debuggerFor(call).process(call, jobOf(call, job), index);
     if (token == 0) return nullptr;
-    return reinterpret_cast<mqs_process*>(&call.session().objects().process(token));
+    return reinterpret_cast<mqs_process*>(&call.host().objects().process(token));
   });
 }
 

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "OutputCapture.h"
+#include "RemoteDebugger.h"
 #include "SessionBoard.h"
-#include "SessionService.h"
+#include "VendorDll.h"
 #include "WalkLimits.h"
 
 namespace mqd::server {
@@ -31,7 +32,7 @@ class Recording {
   ~Recording() { call_.setRecorder(outer_); }
   // Ends the call: what the DLL printed belongs to it too.
   std::vector<Effect>& finish() {
-    call_.session().relayDllOutput(call_);
+    call_.host().relayDllOutput(call_);
     Metrics::add(Count::DllCalls);
     return effects_;
   }
@@ -227,7 +228,7 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
       if (e.mqs_next_operation(handle(), operation.get()) != mqs_ok) return;
     }
   }();
-  call_.session().relayDllOutput(call_);
+  call_.host().relayDllOutput(call_);
   call_.setRecorder(outer);
 }
 

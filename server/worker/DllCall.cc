@@ -10,8 +10,8 @@ namespace {
 thread_local DllCall* tCurrent = nullptr;
 }
 
-DllCall::DllCall(SessionService& session, kj::WaitScope& waitScope, const char* entryPoint)
-    : session_(session),
+DllCall::DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint)
+    : host_(host),
       waitScope_(waitScope),
       entryPoint_(entryPoint),
       outer_(tCurrent),

@@ -19,7 +19,23 @@
 
 namespace mqd::server {
 
-class SessionService;
+class DebuggerObjects;
+class DllCall;
+class RemoteDebugger;
+
+// What DLL code running in a DllCall may reach, and nothing more: the stand-ins of the objects
+// the DLL was handed, the debugger behind them (with its caches), and the DLL's captured
+// output. The session provides it (SessionService); unit tests of the caches provide their own.
+class DllHost {
+ public:
+  virtual RemoteDebugger& remote() = 0;
+  virtual DebuggerObjects& objects() = 0;
+  // Relays (or records, see DllCall::setRecorder) what the DLL printed since the last call.
+  virtual void relayDllOutput(DllCall& call) = 0;
+
+ protected:
+  ~DllHost() = default;
+};
 
 // A debugger-visible effect of DLL code (not a query): delivered to the debugger as it
 // happens, or recorded with the call that caused it when the call is recorded for a walk.
@@ -35,7 +51,7 @@ void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>:
 
 class DllCall {
  public:
-  DllCall(SessionService& session, kj::WaitScope& waitScope, const char* entryPoint);
+  DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint);
   ~DllCall();
   DllCall(const DllCall&) = delete;
   DllCall& operator=(const DllCall&) = delete;
@@ -43,7 +59,7 @@ class DllCall {
   // The call in progress on this thread, or nullptr.
   static DllCall* current();
 
-  SessionService& session() { return session_; }
+  DllHost& host() { return host_; }
   kj::WaitScope& waitScope() { return waitScope_; }
   const char* entryPoint() const { return entryPoint_; }
 
@@ -57,7 +73,7 @@ class DllCall {
 
  private:
   CpuWatchdog::Guard watchdog_;  // first: armed for as long as the call lives
-  SessionService& session_;
+  DllHost& host_;
   kj::WaitScope& waitScope_;
   const char* entryPoint_;
   DllCall* outer_;

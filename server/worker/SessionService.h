@@ -13,6 +13,7 @@
 #include <string>
 
 #include "DebuggerObjects.h"
+#include "DllCall.h"
 #include "LearnedLookups.h"
 #include "LearnedMemory.h"
 #include "RemoteDebugger.h"
@@ -31,7 +32,7 @@ struct SessionConfig {
   std::vector<DebuggerObjects::Reservation> resumeInfos;
 };
 
-class SessionService final : public wire::Session::Server {
+class SessionService final : public wire::Session::Server, public DllHost {
  public:
   // `output` (may be null) captures what the DLL writes to stdout/stderr; it is relayed to the
   // debugger after every callback and at the end of every call.
@@ -39,13 +40,10 @@ class SessionService final : public wire::Session::Server {
                  DllOutput* output, const SessionConfig& config);
   ~SessionService() noexcept(false);
 
-  // For the callback trampolines (only valid inside a DllCall).
-  VendorDll& dll() { return *dll_; }
-  RemoteDebugger& remote() { return remote_; }
-  DebuggerObjects& objects() { return objects_; }
-  // Relays (or records, see DllCall::setRecorder) what the DLL printed since the last call of
-  // this.
-  void relayDllOutput(DllCall& call);
+  // DllHost, for the callback trampolines (only valid inside a DllCall).
+  RemoteDebugger& remote() override { return remote_; }
+  DebuggerObjects& objects() override { return objects_; }
+  void relayDllOutput(DllCall& call) override;
 
  protected:
   kj::Promise<void> setupBasicCallbacks(SetupBasicCallbacksContext context) override;

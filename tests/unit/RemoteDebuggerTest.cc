@@ -1,0 +1,263 @@
+// RemoteDebugger's caches against a fake debugger: what each cache policy keeps, for how long,
+// and how many round trips it costs. The fake is a Cap'n Proto Debugger served in this process;
+// RemoteDebugger waits for it on a kj fiber, as in a DLL call of the server.
+#include <doctest/doctest.h>
+
+#include <kj/async.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "AsanFiber.h"
+#include "Bulk.h"
+#include "DebuggerObjects.h"
+#include "DllCall.h"
+#include "RemoteDebugger.h"
+
+using namespace mqd::server;
+namespace wire = mqd::wire;
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kBlock = 64 * 1024;
+constexpr int kUnreadable = 1002;  // the fake debugger's error for memory it cannot read
+constexpr size_t kStack = 1u << 20;
+
+uint8_t byteAt(uint64_t address) { return static_cast<uint8_t>(address * 7 + (address >> 12)); }
+
+// What the fake debugger was asked.
+struct Asked {
+  int fetchData = 0;
+  int fetchBlocks = 0;  // round trips
+  std::vector<std::pair<uint64_t, uint32_t>> blocks;  // every block asked for
+  int findSymbol = 0;
+};
+
+// A target whose memory [readableStart, readableEnd) (page-aligned) reads as byteAt(), and
+// which has one symbol, "known", at 0x1000. fetchBlocks answers as the debugger side must
+// (mqd.capnp, BlockRequest): the block if it can, else the largest readable page-aligned
+// window of it that holds what is needed, and the needed range decides the result code.
+class FakeDebugger final : public wire::Debugger::Server {
+ public:
+  FakeDebugger(uint64_t readableStart, uint64_t readableEnd, Asked& asked)
+      : start_(readableStart), end_(readableEnd), asked_(asked) {}
+
+ protected:
+  kj::Promise<void> fetchData(FetchDataContext context) override {
+    ++asked_.fetchData;
+    auto p = context.getParams();
+    auto r = context.getResults();
+    if (!readable(p.getAddress(), static_cast<uint32_t>(p.getSize()))) {
+      r.setRc(kUnreadable);
+      return kj::READY_NOW;
+    }
+    auto data = r.initData(static_cast<unsigned>(p.getSize()));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = byteAt(p.getAddress() + i);
+    r.setRc(0);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> fetchBlocks(FetchBlocksContext context) override {
+    ++asked_.fetchBlocks;
+    auto requests = context.getParams().getBlocks();
+    auto out = context.getResults().initBlocks(requests.size());
+    for (unsigned i = 0; i < requests.size(); ++i) {
+      auto q = requests[i];
+      asked_.blocks.push_back({q.getAddress(), q.getSize()});
+      auto b = out[i];
+      if (!readable(q.getNeededAddress(), q.getNeededSize())) {
+        b.setRc(kUnreadable);
+        continue;
+      }
+      uint64_t from = std::max(q.getAddress(), start_);
+      uint64_t to = std::min(q.getAddress() + q.getSize(), end_);
+      std::vector<kj::byte> bytes(to - from);
+      for (size_t j = 0; j < bytes.size(); ++j) bytes[j] = byteAt(from + j);
+      b.setRc(0);
+      b.setAddress(from);
+      mqd::setBulk(b.initData(), kj::arrayPtr(bytes.data(), bytes.size()), false);
+    }
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> findSymbol(FindSymbolContext context) override {
+    ++asked_.findSymbol;
+    auto p = context.getParams();
+    auto r = context.getResults();
+    bool known = p.getName() == kj::StringPtr("known");
+    r.setRc(known ? 0 : kUnreadable);
+    if (known && p.getWantAddress()) r.initAddress().setValue(0x1000);
+    return kj::READY_NOW;
+  }
+
+ private:
+  bool readable(uint64_t address, uint32_t size) const {
+    return address >= start_ && address + size <= end_;
+  }
+  uint64_t start_, end_;
+  Asked& asked_;
+};
+
+// The session's side of a DLL call, reduced to the caches.
+class Host final : public DllHost {
+ public:
+  Host(wire::Debugger::Client debugger, RemoteDebugger::Options options)
+      : remote_(kj::mv(debugger), options) {}
+  RemoteDebugger& remote() override { return remote_; }
+  DebuggerObjects& objects() override { return objects_; }
+  void relayDllOutput(DllCall&) override {}
+
+ private:
+  RemoteDebugger remote_;
+  DebuggerObjects objects_;
+};
+
+// One process of a target readable in [start, end), under a cache policy.
+struct Rig {
+  kj::EventLoop loop;
+  kj::WaitScope waitScope{loop};
+  Asked asked;
+  Host host;
+  RemoteProcess& process;
+  RemoteImage& image;
+
+  Rig(wire::CachePolicy policy, uint64_t start, uint64_t end)
+      : host(kj::heap<FakeDebugger>(start, end, asked), options(policy)),
+        process(host.objects().process(7)),
+        image(host.objects().image(3)) {}
+
+  static RemoteDebugger::Options options(wire::CachePolicy policy) {
+    RemoteDebugger::Options o;
+    o.policy = policy;
+    o.blockSize = kBlock;
+    return o;
+  }
+
+  // Runs `body` as the body of one mqs_* call (a fresh call for the caches, on a fiber).
+  template <typename Body>
+  void call(Body&& body) {
+    kj::startFiber(kStack, [&](kj::WaitScope& ws) {
+      AsanFiber onFiber(kStack);
+      DllCall call(host, ws, "mqs_test");
+      host.remote().startCall(host.objects());
+      body(call);
+    }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); })).wait(waitScope);
+  }
+
+  // Reads [address, address + size) as the DLL's fetch_data; checks the bytes when it worked.
+  int read(DllCall& call, uint64_t address, int size) {
+    std::vector<uint8_t> buf(static_cast<size_t>(size));
+    int rc = host.remote().fetchData(call, process, address, size, buf.data());
+    if (rc == 0) {
+      for (int i = 0; i < size; ++i) REQUIRE(buf[static_cast<size_t>(i)] == byteAt(address + i));
+    }
+    return rc;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("RemoteDebugger, policy off: every fetch_data is a round trip of its own") {
+  Rig rig(wire::CachePolicy::OFF, 0x10000, 0x40000);
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);  // keeps nothing in policy off
+    CHECK(rig.read(call, 0x10010, 8) == 0);
+    CHECK(rig.read(call, 0x10010, 8) == 0);
+    CHECK(rig.read(call, 0x50000, 4) == kUnreadable);
+  });
+  CHECK(rig.asked.fetchData == 3);
+  CHECK(rig.asked.fetchBlocks == 0);
+}
+
+TEST_CASE("RemoteDebugger, policy call: memory is read in blocks and kept for one mqs_* call") {
+  Rig rig(wire::CachePolicy::CALL, 0x10000, 0x40000);
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);
+    CHECK(rig.read(call, 0x10010, 8) == 0);
+    CHECK(rig.read(call, 0x1fff0, 16) == 0);  // same 64 KiB block: no round trip
+  });
+  CHECK(rig.asked.fetchBlocks == 1);
+  REQUIRE(rig.asked.blocks.size() == 1);
+  CHECK(rig.asked.blocks[0] == std::make_pair(uint64_t{0x10000}, kBlock));
+  rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x10010, 8) == 0); });
+  CHECK(rig.asked.fetchBlocks == 2);  // a new call asks again
+  CHECK(rig.asked.fetchData == 0);
+}
+
+TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the next epoch "
+          "asks again for all of it in one round trip") {
+  Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x80000);
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);
+    CHECK(rig.read(call, 0x10010, 8) == 0);
+    CHECK(rig.read(call, 0x30010, 8) == 0);
+  });
+  rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x30020, 4) == 0); });
+  CHECK(rig.asked.fetchBlocks == 2);  // one per block, none for the second call
+  rig.asked.blocks.clear();
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);  // mqs_update_communicator_list
+    CHECK(rig.asked.fetchBlocks == 3);               // both blocks, ahead, in one round trip
+    CHECK(rig.asked.blocks.size() == 2);
+    CHECK(rig.read(call, 0x10010, 8) == 0);
+    CHECK(rig.read(call, 0x30010, 8) == 0);
+  });
+  CHECK(rig.asked.fetchBlocks == 3);
+}
+
+TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the readable window, "
+          "and a read past it fails once") {
+  // Readable from 0x12000: the block at 0x10000 is only partly readable.
+  Rig rig(wire::CachePolicy::EPOCH, 0x12000, 0x40000);
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);
+    CHECK(rig.read(call, 0x12008, 8) == 0);
+    CHECK(rig.read(call, 0x1fff8, 8) == 0);  // inside the window kept: no round trip
+    CHECK(rig.asked.fetchBlocks == 1);
+    CHECK(rig.read(call, 0x11ff8, 8) == kUnreadable);  // straddles the edge
+    CHECK(rig.asked.fetchBlocks == 2);
+    CHECK(rig.read(call, 0x11ff8, 8) == kUnreadable);  // the failure is kept for the epoch
+    CHECK(rig.asked.fetchBlocks == 2);
+  });
+}
+
+TEST_CASE("RemoteDebugger, policy epoch: windows learned in an earlier session are fetched "
+          "ahead at the first epoch, and a window larger than a batch is not") {
+  Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x10000 + 32u * 1024 * 1024);
+  std::vector<TargetMemory::Window> learned = {
+      {0x10000, kBlock}, {0x40000, kBlock}, {0x100000, RemoteDebugger::kPrefetchBatchBytes + 1}};
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process, learned);
+    CHECK(rig.asked.fetchBlocks == 1);
+    CHECK(rig.asked.blocks.size() == 2);  // the oversized window is left to demand reads
+    CHECK(rig.read(call, 0x40008, 8) == 0);
+    CHECK(rig.read(call, 0x10008, 8) == 0);
+    CHECK(rig.asked.fetchBlocks == 1);
+  });
+}
+
+TEST_CASE("RemoteDebugger: a symbol look-up is kept for the session, and one asked without an "
+          "out-pointer does not answer one asked with it") {
+  for (auto policy : {wire::CachePolicy::CALL, wire::CachePolicy::EPOCH}) {
+    Rig rig(policy, 0x10000, 0x20000);
+    rig.call([&](DllCall& call) {
+      CHECK(rig.host.remote().findSymbol(call, rig.image, "known", nullptr) == 0);
+      mqs_taddr_t a = 0;
+      CHECK(rig.host.remote().findSymbol(call, rig.image, "known", &a) == 0);
+      CHECK(a == 0x1000);
+      CHECK(rig.asked.findSymbol == 2);  // the first answer knew no address
+    });
+    rig.call([&](DllCall& call) {
+      mqs_taddr_t a = 0;
+      CHECK(rig.host.remote().findSymbol(call, rig.image, "known", &a) == 0);
+      CHECK(a == 0x1000);
+      mqs_taddr_t untouched = 0x77;
+      CHECK(rig.host.remote().findSymbol(call, rig.image, "missing", &untouched) == kUnreadable);
+      CHECK(untouched == 0x77);  // an address the debugger did not store is not stored
+      CHECK(rig.host.remote().findSymbol(call, rig.image, "missing", &untouched) == kUnreadable);
+    });
+    CHECK(rig.asked.findSymbol == 3);
+  }
+}
