@@ -38,8 +38,6 @@ class EventLoopThread {
   // Only on the loop thread.
   kj::AsyncIoContext& io() { return *io_; }
 
-  bool onLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
-
  private:
   void main();
 

@@ -107,7 +107,6 @@ class Connection {
   // read from any thread.
   void markBroken(int code, const std::string& why);
   bool broken() const { return brokenCode_ != 0; }
-  int brokenCode() const { return brokenCode_; }
   const std::string& brokenReason() const { return brokenReason_; }
 
   std::shared_ptr<PendingCall> current;  // the call the debugger waits on

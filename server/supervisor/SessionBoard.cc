@@ -77,13 +77,6 @@ void SessionBoard::end(Slot* slot, const std::string& how) {
   slot->state.store(2);
 }
 
-SessionBoard::Slot* SessionBoard::slotOfWorker(pid_t worker) {
-  for (size_t i = 0; i < count_; ++i) {
-    if (slots_[i].state.load() == 1 && slots_[i].worker == worker) return &slots_[i];
-  }
-  return nullptr;
-}
-
 const SessionBoard::Slot* SessionBoard::find(uint64_t connection, uint64_t key) const {
   if (key == 0) return nullptr;
   for (size_t i = 0; i < count_; ++i) {

@@ -76,7 +76,6 @@ class SessionBoard {
   // Supervisor: the worker ended; `how` is "exit 0", "SIGSEGV", ...
   void end(Slot* slot, const std::string& how);
 
-  Slot* slotOfWorker(pid_t worker);
   // The slot of the session with this ticket (open or ended), or nullptr. A zero key never
   // matches.
   const Slot* find(uint64_t connection, uint64_t key) const;
