@@ -40,7 +40,6 @@ Commands:
             architecture, latency, and the vendor DLL loads; each failure says what to fix.
             Exit 1 when any check fails.
 )") + replayUsage() + cli::graphUsage() + R"(
-
 Options:
   --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
                       (default: the server setting below)
