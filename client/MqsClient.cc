@@ -734,7 +734,7 @@ int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communica
     auto deliver = [&](int rc, wire::Communicator::Reader out) {
       if (communicator != nullptr) {
         apply(out, *communicator);
-        if (out.getWritten() & 4) {
+        if (out.getWritten() & wire::Communicator::WRITTEN_SIZE) {
           communicatorSize_[token] =
               communicator->size < 0 ? 0 : static_cast<size_t>(communicator->size);
         }

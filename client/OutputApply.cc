@@ -68,10 +68,11 @@ std::string safePrintfFormat(const std::string& text) {
 
 void apply(wire::Communicator::Reader in, mqs_communicator& out) {
   mqs_communicator next = out;
+  using C = wire::Communicator;
   uint8_t w = in.getWritten();
-  if (w & 1) next.unique_id = narrowAddress(in.getUniqueId(), "communicator id");
-  if (w & 2) next.local_rank = narrowWord(in.getLocalRank());
-  if (w & 4) next.size = narrowWord(in.getSize());
+  if (w & C::WRITTEN_UNIQUE_ID) next.unique_id = narrowAddress(in.getUniqueId(), "communicator id");
+  if (w & C::WRITTEN_LOCAL_RANK) next.local_rank = narrowWord(in.getLocalRank());
+  if (w & C::WRITTEN_SIZE) next.size = narrowWord(in.getSize());
   applyChars(in.getName(), next.name, sizeof next.name);
   out = next;
 }
@@ -79,20 +80,25 @@ void apply(wire::Communicator::Reader in, mqs_communicator& out) {
 void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
   // Built on the heap: the struct is 400+ bytes and debugger threads may have small stacks.
   auto next = std::make_unique<mqs_pending_operation>(out);
+  using P = wire::PendingOperation;
   uint16_t w = in.getWritten();
-  auto has = [w](int bit) { return (w >> bit) & 1u; };
-  if (has(0)) next->status = in.getStatus();
-  if (has(1)) next->desired_local_rank = narrowWord(in.getDesiredLocalRank());
-  if (has(2)) next->desired_global_rank = narrowWord(in.getDesiredGlobalRank());
-  if (has(3)) next->tag_wild = in.getTagWild();
-  if (has(4)) next->desired_tag = narrowWord(in.getDesiredTag());
-  if (has(5)) next->desired_length = narrowWord(in.getDesiredLength());
-  if (has(6)) next->system_buffer = in.getSystemBuffer();
-  if (has(7)) next->buffer = narrowAddress(in.getBuffer(), "buffer address");
-  if (has(8)) next->actual_local_rank = narrowWord(in.getActualLocalRank());
-  if (has(9)) next->actual_global_rank = narrowWord(in.getActualGlobalRank());
-  if (has(10)) next->actual_tag = narrowWord(in.getActualTag());
-  if (has(11)) next->actual_length = narrowWord(in.getActualLength());
+  auto has = [w](uint16_t bit) { return (w & bit) != 0; };
+  if (has(P::WRITTEN_STATUS)) next->status = in.getStatus();
+  if (has(P::WRITTEN_DESIRED_LOCAL_RANK))
+    next->desired_local_rank = narrowWord(in.getDesiredLocalRank());
+  if (has(P::WRITTEN_DESIRED_GLOBAL_RANK))
+    next->desired_global_rank = narrowWord(in.getDesiredGlobalRank());
+  if (has(P::WRITTEN_TAG_WILD)) next->tag_wild = in.getTagWild();
+  if (has(P::WRITTEN_DESIRED_TAG)) next->desired_tag = narrowWord(in.getDesiredTag());
+  if (has(P::WRITTEN_DESIRED_LENGTH)) next->desired_length = narrowWord(in.getDesiredLength());
+  if (has(P::WRITTEN_SYSTEM_BUFFER)) next->system_buffer = in.getSystemBuffer();
+  if (has(P::WRITTEN_BUFFER)) next->buffer = narrowAddress(in.getBuffer(), "buffer address");
+  if (has(P::WRITTEN_ACTUAL_LOCAL_RANK))
+    next->actual_local_rank = narrowWord(in.getActualLocalRank());
+  if (has(P::WRITTEN_ACTUAL_GLOBAL_RANK))
+    next->actual_global_rank = narrowWord(in.getActualGlobalRank());
+  if (has(P::WRITTEN_ACTUAL_TAG)) next->actual_tag = narrowWord(in.getActualTag());
+  if (has(P::WRITTEN_ACTUAL_LENGTH)) next->actual_length = narrowWord(in.getActualLength());
   auto lines = in.getExtraText();
   if (lines.size() > 5) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "more than 5 extra_text lines");
   for (unsigned i = 0; i < lines.size(); ++i) {
@@ -103,7 +109,7 @@ void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
 
 void apply(wire::ProcessLocation::Reader in, mqs_process_location& out) {
   auto next = std::make_unique<mqs_process_location>(out);
-  if (in.getWritten() & 1) next->pid = static_cast<long>(narrowWord(in.getPid()));
+  if (in.getWritten() & wire::ProcessLocation::WRITTEN_PID) next->pid = static_cast<long>(narrowWord(in.getPid()));
   applyChars(in.getImageName(), next->image_name, sizeof next->image_name);
   applyChars(in.getHostName(), next->host_name, sizeof next->host_name);
   out = *next;

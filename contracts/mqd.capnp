@@ -45,7 +45,10 @@ struct WrittenChars {
 }
 
 struct Communicator {
-  # mqs_communicator. `written` has bit 0 for uniqueId, 1 for localRank, 2 for size.
+  # mqs_communicator. `written` has one bit per scalar field the DLL stored:
+  const writtenUniqueId :UInt8 = 0x1;
+  const writtenLocalRank :UInt8 = 0x2;
+  const writtenSize :UInt8 = 0x4;
   written @0 :UInt8;
   uniqueId @1 :UInt64;
   localRank @2 :Int64;
@@ -54,10 +57,19 @@ struct Communicator {
 }
 
 struct PendingOperation {
-  # mqs_pending_operation. `written` has one bit per scalar field, in declaration order:
-  #  0 status, 1 desiredLocalRank, 2 desiredGlobalRank, 3 tagWild, 4 desiredTag,
-  #  5 desiredLength, 6 systemBuffer, 7 buffer, 8 actualLocalRank, 9 actualGlobalRank,
-  # 10 actualTag, 11 actualLength.
+  # mqs_pending_operation. `written` has one bit per scalar field the DLL stored:
+  const writtenStatus :UInt16 = 0x1;
+  const writtenDesiredLocalRank :UInt16 = 0x2;
+  const writtenDesiredGlobalRank :UInt16 = 0x4;
+  const writtenTagWild :UInt16 = 0x8;
+  const writtenDesiredTag :UInt16 = 0x10;
+  const writtenDesiredLength :UInt16 = 0x20;
+  const writtenSystemBuffer :UInt16 = 0x40;
+  const writtenBuffer :UInt16 = 0x80;
+  const writtenActualLocalRank :UInt16 = 0x100;
+  const writtenActualGlobalRank :UInt16 = 0x200;
+  const writtenActualTag :UInt16 = 0x400;
+  const writtenActualLength :UInt16 = 0x800;
   written @0 :UInt16;
   status @1 :Int32;
   desiredLocalRank @2 :Int64;
@@ -75,7 +87,8 @@ struct PendingOperation {
 }
 
 struct ProcessLocation {
-  # mqs_process_location (level 3). `written` bit 0: pid.
+  # mqs_process_location (level 3). `written` has one bit per scalar field the DLL stored:
+  const writtenPid :UInt8 = 0x1;
   written @0 :UInt8;
   pid @1 :Int64;
   imageName @2 :WrittenChars;  # FILENAME_MAX bytes on the side that has the struct

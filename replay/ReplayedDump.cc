@@ -382,7 +382,7 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
     std::memset(&c.communicator, 0, sizeof c.communicator);
     auto take = [&](wire::Communicator::Reader in) {
       apply(in, c.communicator);
-      if (in.getWritten() & 4) {
+      if (in.getWritten() & wire::Communicator::WRITTEN_SIZE) {
         communicatorSize = c.communicator.size < 0 ? 0 : static_cast<size_t>(c.communicator.size);
       }
     };

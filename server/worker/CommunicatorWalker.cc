@@ -110,7 +110,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
       auto get = c.initGet();
       get.setRc(getRc);
       capture(communicator, get.initCommunicator());
-      if (get.getCommunicator().getWritten() & 4) process_.communicatorSize = communicator.size;
+      if (get.getCommunicator().getWritten() & wire::Communicator::WRITTEN_SIZE) process_.communicatorSize = communicator.size;
       setEffects(get, r.finish());
     }
     if (getRc != mqs_ok) break;  // a debugger stops here

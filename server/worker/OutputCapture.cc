@@ -18,17 +18,18 @@ void prepare(mqs_communicator& out) {
 }
 
 void capture(const mqs_communicator& in, wire::Communicator::Builder out) {
+  using C = wire::Communicator;
   uint8_t written = 0;
   if (scalarWritten(in.unique_id)) {
-    written |= 1u << 0;
+    written |= C::WRITTEN_UNIQUE_ID;
     out.setUniqueId(in.unique_id);
   }
   if (scalarWritten(in.local_rank)) {
-    written |= 1u << 1;
+    written |= C::WRITTEN_LOCAL_RANK;
     out.setLocalRank(in.local_rank);
   }
   if (scalarWritten(in.size)) {
-    written |= 1u << 2;
+    written |= C::WRITTEN_SIZE;
     out.setSize(in.size);
   }
   out.setWritten(written);
@@ -52,25 +53,32 @@ void prepare(mqs_pending_operation& out) {
 }
 
 void capture(const mqs_pending_operation& in, wire::PendingOperation::Builder out) {
+  using P = wire::PendingOperation;
   uint16_t written = 0;
-  auto mark = [&written](int bit, bool was) {
-    if (was) written = static_cast<uint16_t>(written | (1u << bit));
+  auto mark = [&written](uint16_t bit, bool was) {
+    if (was) written = static_cast<uint16_t>(written | bit);
     return was;
   };
-  if (mark(0, scalarWritten(in.status))) out.setStatus(in.status);
-  if (mark(1, scalarWritten(in.desired_local_rank))) out.setDesiredLocalRank(in.desired_local_rank);
-  if (mark(2, scalarWritten(in.desired_global_rank)))
+  if (mark(P::WRITTEN_STATUS, scalarWritten(in.status))) out.setStatus(in.status);
+  if (mark(P::WRITTEN_DESIRED_LOCAL_RANK, scalarWritten(in.desired_local_rank)))
+    out.setDesiredLocalRank(in.desired_local_rank);
+  if (mark(P::WRITTEN_DESIRED_GLOBAL_RANK, scalarWritten(in.desired_global_rank)))
     out.setDesiredGlobalRank(in.desired_global_rank);
-  if (mark(3, scalarWritten(in.tag_wild))) out.setTagWild(in.tag_wild);
-  if (mark(4, scalarWritten(in.desired_tag))) out.setDesiredTag(in.desired_tag);
-  if (mark(5, scalarWritten(in.desired_length))) out.setDesiredLength(in.desired_length);
-  if (mark(6, scalarWritten(in.system_buffer))) out.setSystemBuffer(in.system_buffer);
-  if (mark(7, scalarWritten(in.buffer))) out.setBuffer(in.buffer);
-  if (mark(8, scalarWritten(in.actual_local_rank))) out.setActualLocalRank(in.actual_local_rank);
-  if (mark(9, scalarWritten(in.actual_global_rank)))
+  if (mark(P::WRITTEN_TAG_WILD, scalarWritten(in.tag_wild))) out.setTagWild(in.tag_wild);
+  if (mark(P::WRITTEN_DESIRED_TAG, scalarWritten(in.desired_tag)))
+    out.setDesiredTag(in.desired_tag);
+  if (mark(P::WRITTEN_DESIRED_LENGTH, scalarWritten(in.desired_length)))
+    out.setDesiredLength(in.desired_length);
+  if (mark(P::WRITTEN_SYSTEM_BUFFER, scalarWritten(in.system_buffer)))
+    out.setSystemBuffer(in.system_buffer);
+  if (mark(P::WRITTEN_BUFFER, scalarWritten(in.buffer))) out.setBuffer(in.buffer);
+  if (mark(P::WRITTEN_ACTUAL_LOCAL_RANK, scalarWritten(in.actual_local_rank)))
+    out.setActualLocalRank(in.actual_local_rank);
+  if (mark(P::WRITTEN_ACTUAL_GLOBAL_RANK, scalarWritten(in.actual_global_rank)))
     out.setActualGlobalRank(in.actual_global_rank);
-  if (mark(10, scalarWritten(in.actual_tag))) out.setActualTag(in.actual_tag);
-  if (mark(11, scalarWritten(in.actual_length))) out.setActualLength(in.actual_length);
+  if (mark(P::WRITTEN_ACTUAL_TAG, scalarWritten(in.actual_tag))) out.setActualTag(in.actual_tag);
+  if (mark(P::WRITTEN_ACTUAL_LENGTH, scalarWritten(in.actual_length)))
+    out.setActualLength(in.actual_length);
   out.setWritten(written);
   auto lines = out.initExtraText(5);
   for (unsigned i = 0; i < 5; ++i) {
@@ -86,7 +94,7 @@ void prepare(mqs_process_location& out) {
 
 void capture(const mqs_process_location& in, wire::ProcessLocation::Builder out) {
   if (scalarWritten(in.pid)) {
-    out.setWritten(1);
+    out.setWritten(wire::ProcessLocation::WRITTEN_PID);
     out.setPid(in.pid);
   }
   captureChars(in.image_name, sizeof in.image_name, out.initImageName());

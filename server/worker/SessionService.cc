@@ -310,7 +310,7 @@ kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context
     auto results = context.getResults();
     results.setRc(rc);
     capture(communicator, results.initCommunicator());
-    if (results.getCommunicator().getWritten() & 4) {
+    if (results.getCommunicator().getWritten() & wire::Communicator::WRITTEN_SIZE) {
       process.communicatorSize = communicator.size;
     }
   });
