@@ -78,33 +78,36 @@ void apply(wire::Communicator::Reader in, mqs_communicator& out) {
 }
 
 void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
-  // Built on the heap: the struct is 400+ bytes and debugger threads may have small stacks.
-  auto next = std::make_unique<mqs_pending_operation>(out);
+  // Every check that can refuse the reply comes first, so that a refused reply leaves the
+  // debugger's struct as it was; then the fields are written in place.
   using P = wire::PendingOperation;
   uint16_t w = in.getWritten();
   auto has = [w](uint16_t bit) { return (w & bit) != 0; };
-  if (has(P::WRITTEN_STATUS)) next->status = in.getStatus();
-  if (has(P::WRITTEN_DESIRED_LOCAL_RANK))
-    next->desired_local_rank = narrowWord(in.getDesiredLocalRank());
-  if (has(P::WRITTEN_DESIRED_GLOBAL_RANK))
-    next->desired_global_rank = narrowWord(in.getDesiredGlobalRank());
-  if (has(P::WRITTEN_TAG_WILD)) next->tag_wild = in.getTagWild();
-  if (has(P::WRITTEN_DESIRED_TAG)) next->desired_tag = narrowWord(in.getDesiredTag());
-  if (has(P::WRITTEN_DESIRED_LENGTH)) next->desired_length = narrowWord(in.getDesiredLength());
-  if (has(P::WRITTEN_SYSTEM_BUFFER)) next->system_buffer = in.getSystemBuffer();
-  if (has(P::WRITTEN_BUFFER)) next->buffer = narrowAddress(in.getBuffer(), "buffer address");
-  if (has(P::WRITTEN_ACTUAL_LOCAL_RANK))
-    next->actual_local_rank = narrowWord(in.getActualLocalRank());
-  if (has(P::WRITTEN_ACTUAL_GLOBAL_RANK))
-    next->actual_global_rank = narrowWord(in.getActualGlobalRank());
-  if (has(P::WRITTEN_ACTUAL_TAG)) next->actual_tag = narrowWord(in.getActualTag());
-  if (has(P::WRITTEN_ACTUAL_LENGTH)) next->actual_length = narrowWord(in.getActualLength());
+  mqs_taddr_t buffer =
+      has(P::WRITTEN_BUFFER) ? narrowAddress(in.getBuffer(), "buffer address") : 0;
   auto lines = in.getExtraText();
   if (lines.size() > 5) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "more than 5 extra_text lines");
+  for (unsigned i = 0; i < lines.size(); ++i) checkChars(lines[i], sizeof out.extra_text[i]);
+
+  if (has(P::WRITTEN_STATUS)) out.status = in.getStatus();
+  if (has(P::WRITTEN_DESIRED_LOCAL_RANK))
+    out.desired_local_rank = narrowWord(in.getDesiredLocalRank());
+  if (has(P::WRITTEN_DESIRED_GLOBAL_RANK))
+    out.desired_global_rank = narrowWord(in.getDesiredGlobalRank());
+  if (has(P::WRITTEN_TAG_WILD)) out.tag_wild = in.getTagWild();
+  if (has(P::WRITTEN_DESIRED_TAG)) out.desired_tag = narrowWord(in.getDesiredTag());
+  if (has(P::WRITTEN_DESIRED_LENGTH)) out.desired_length = narrowWord(in.getDesiredLength());
+  if (has(P::WRITTEN_SYSTEM_BUFFER)) out.system_buffer = in.getSystemBuffer();
+  if (has(P::WRITTEN_BUFFER)) out.buffer = buffer;
+  if (has(P::WRITTEN_ACTUAL_LOCAL_RANK))
+    out.actual_local_rank = narrowWord(in.getActualLocalRank());
+  if (has(P::WRITTEN_ACTUAL_GLOBAL_RANK))
+    out.actual_global_rank = narrowWord(in.getActualGlobalRank());
+  if (has(P::WRITTEN_ACTUAL_TAG)) out.actual_tag = narrowWord(in.getActualTag());
+  if (has(P::WRITTEN_ACTUAL_LENGTH)) out.actual_length = narrowWord(in.getActualLength());
   for (unsigned i = 0; i < lines.size(); ++i) {
-    applyChars(lines[i], next->extra_text[i], sizeof next->extra_text[i]);
+    applyChars(lines[i], out.extra_text[i], sizeof out.extra_text[i]);
   }
-  out = *next;
 }
 
 void apply(wire::ProcessLocation::Reader in, mqs_process_location& out) {

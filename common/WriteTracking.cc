@@ -42,7 +42,7 @@ void captureChars(const char* p, size_t size, wire::WrittenChars::Builder out) {
   }
 }
 
-void applyChars(wire::WrittenChars::Reader in, char* dst, size_t size) {
+void checkChars(wire::WrittenChars::Reader in, size_t size) {
   for (auto run : in.getRuns()) {
     size_t offset = run.getOffset();
     auto bytes = run.getBytes();
@@ -52,8 +52,15 @@ void applyChars(wire::WrittenChars::Reader in, char* dst, size_t size) {
                            std::to_string(bytes.size()) + ") exceeds a " + std::to_string(size) +
                            "-byte field");
     }
+  }
+}
+
+void applyChars(wire::WrittenChars::Reader in, char* dst, size_t size) {
+  checkChars(in, size);
+  for (auto run : in.getRuns()) {
+    auto bytes = run.getBytes();
     // An empty run may come with no bytes at all (a null pointer), which memcpy must not see.
-    if (bytes.size() != 0) std::memcpy(dst + offset, bytes.begin(), bytes.size());
+    if (bytes.size() != 0) std::memcpy(dst + run.getOffset(), bytes.begin(), bytes.size());
   }
 }
 

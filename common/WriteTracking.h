@@ -43,5 +43,8 @@ void captureChars(const char* p, size_t size, wire::WrittenChars::Builder out);
 // Copy the recorded runs into dst[0..size). Throws ProxyError(MQD_PROXY_ERR_PROTOCOL) if a
 // run does not fit, so a hostile peer cannot write outside the array.
 void applyChars(wire::WrittenChars::Reader in, char* dst, size_t size);
+// The check applyChars makes before it writes anything: throws ProxyError(PROTOCOL) when a run
+// does not fit a `size`-byte field.
+void checkChars(wire::WrittenChars::Reader in, size_t size);
 
 }  // namespace mqd

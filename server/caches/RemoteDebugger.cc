@@ -227,7 +227,7 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
   }
   std::memcpy(buf, data.begin() + (address - start), size);
-  memory.store(start, std::vector<unsigned char>(data.begin(), data.end()));
+  memory.store(start, kj::mv(data));
   return mqs_ok;
 }
 
@@ -316,7 +316,7 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
       Metrics::add(Count::BulkRawBytes, data.size());
       Metrics::add(Count::BulkWireBytes,
                    b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
-      process.memory->store(b.getAddress(), std::vector<unsigned char>(data.begin(), data.end()));
+      process.memory->store(b.getAddress(), kj::mv(data));
     }
   }
 }

@@ -15,7 +15,7 @@ bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
     uint64_t start = it->first;
     const auto& bytes = it->second;
     if (address >= start && address - start + size <= bytes.size()) {
-      std::memcpy(out, bytes.data() + (address - start), size);
+      std::memcpy(out, bytes.begin() + (address - start), size);
       return true;
     }
   }
@@ -37,8 +37,8 @@ TargetMemory::Request TargetMemory::requestFor(uint64_t address, uint32_t size) 
   return {start, static_cast<uint32_t>(last - start)};
 }
 
-void TargetMemory::store(uint64_t address, std::vector<unsigned char> bytes) {
-  windows_[address] = std::move(bytes);
+void TargetMemory::store(uint64_t address, kj::Array<kj::byte> bytes) {
+  windows_[address] = kj::mv(bytes);
 }
 
 void TargetMemory::storeFailure(uint64_t address, uint32_t size, int rc) {

@@ -12,6 +12,8 @@
 // them all at once, before the DLL needs them.
 #pragma once
 
+#include <kj/array.h>
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -43,7 +45,9 @@ class TargetMemory {
   // The aligned block (or run of blocks) to ask for when [address, address + size) misses.
   Request requestFor(uint64_t address, uint32_t size) const;
 
-  void store(uint64_t address, std::vector<unsigned char> bytes);
+  // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
+  // `address`.
+  void store(uint64_t address, kj::Array<kj::byte> bytes);
   void storeFailure(uint64_t address, uint32_t size, int rc);
 
   // Ends the epoch: forgets everything, keeps the windows it had for prefetching.
@@ -55,7 +59,7 @@ class TargetMemory {
 
  private:
   uint32_t blockSize_;
-  std::map<uint64_t, std::vector<unsigned char>> windows_;  // start -> bytes
+  std::map<uint64_t, kj::Array<kj::byte>> windows_;  // start -> bytes
   std::map<std::pair<uint64_t, uint32_t>, int> failures_;
   std::vector<Window> previous_;
 };

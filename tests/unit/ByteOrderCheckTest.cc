@@ -22,9 +22,10 @@ struct SetUp {
     image.symbols["MPIR_debug_typedefs_sizeof"] = a;
     process.targetBigEndian = reportedBig;
     process.memory = std::make_unique<TargetMemory>(4096);
-    std::vector<unsigned char> block(4096, 0xEE);
-    std::memcpy(block.data() + (kTable % 4096), bytes, sizeof bytes);
-    process.memory->store(kTable / 4096 * 4096, block);
+    auto block = kj::heapArray<kj::byte>(4096);
+    std::memset(block.begin(), 0xEE, block.size());
+    std::memcpy(block.begin() + (kTable % 4096), bytes, sizeof bytes);
+    process.memory->store(kTable / 4096 * 4096, kj::mv(block));
   }
 };
 

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <capnp/message.h>
+
+#include <cstring>
+
 #include "OutputApply.h"
 #include "ProxyErrors.h"
 
@@ -34,4 +38,41 @@ TEST_CASE("has_queues messages: only one %s survives, every other % is escaped")
   CHECK(safePrintfFormat("100%% sure") == "100%% sure");
   CHECK(safePrintfFormat("trailing %") == "trailing %%");
   CHECK(safePrintfFormat("%.1000s") == "%%.1000s");
+}
+
+TEST_CASE("apply: exactly the written fields are written in place, and a refused reply leaves "
+          "the debugger's struct untouched") {
+  using P = mqd::wire::PendingOperation;
+  capnp::MallocMessageBuilder message;
+  auto op = message.initRoot<P>();
+  op.setWritten(P::WRITTEN_STATUS | P::WRITTEN_DESIRED_TAG);
+  op.setStatus(2);
+  op.setDesiredTag(77);
+  op.setActualTag(99);  // not marked written: must not be applied
+  auto lines = op.initExtraText(5);
+  auto run = lines[1].initRuns(1)[0];
+  run.setOffset(3);
+  const kj::byte text[] = {'a', 'b'};
+  run.setBytes(kj::arrayPtr(text, 2));
+
+  mqs_pending_operation out;
+  std::memset(&out, 0x5a, sizeof out);
+  mqs_pending_operation before = out;
+  apply(op.asReader(), out);
+  CHECK(out.status == 2);
+  CHECK(out.desired_tag == 77);
+  CHECK(out.actual_tag == before.actual_tag);
+  CHECK(out.extra_text[1][3] == 'a');
+  CHECK(out.extra_text[1][4] == 'b');
+  CHECK(out.extra_text[1][2] == before.extra_text[1][2]);
+  CHECK(std::memcmp(out.extra_text[0], before.extra_text[0], sizeof out.extra_text[0]) == 0);
+
+  // A run past the end of its 64-byte line, after fields that would otherwise be applied.
+  op.setStatus(1);
+  auto bad = lines[4].initRuns(1)[0];
+  bad.setOffset(sizeof out.extra_text[4] - 1);
+  bad.setBytes(kj::arrayPtr(text, 2));
+  mqs_pending_operation applied = out;
+  CHECK_THROWS_AS(apply(op.asReader(), out), mqd::ProxyError);
+  CHECK(std::memcmp(&out, &applied, sizeof out) == 0);
 }

@@ -15,6 +15,10 @@ std::vector<unsigned char> pattern(uint64_t start, size_t n) {
   return v;
 }
 
+kj::Array<kj::byte> bytes(const std::vector<unsigned char>& v) {
+  return kj::heapArray<kj::byte>(v.data(), v.size());
+}
+
 }  // namespace
 
 TEST_CASE("TargetMemory: reads miss into aligned blocks, and hit inside what was stored") {
@@ -32,7 +36,7 @@ TEST_CASE("TargetMemory: reads miss into aligned blocks, and hit inside what was
 
   unsigned char out[16];
   CHECK_FALSE(m.read(0x10008, 8, out));
-  m.store(0x10000, pattern(0x10000, 4096));
+  m.store(0x10000, bytes(pattern(0x10000, 4096)));
   REQUIRE(m.read(0x10008, 8, out));
   CHECK(std::memcmp(out, pattern(0x10008, 8).data(), 8) == 0);
   CHECK(m.read(0x10ff8, 8, out));        // last bytes of the window
@@ -40,7 +44,7 @@ TEST_CASE("TargetMemory: reads miss into aligned blocks, and hit inside what was
   CHECK_FALSE(m.read(0xfff8, 8, out));   // starts before it
 
   // A page-aligned fallback window (the readable part of a block) serves what it holds.
-  m.store(0x20000, pattern(0x20000, 1024));
+  m.store(0x20000, bytes(pattern(0x20000, 1024)));
   CHECK(m.read(0x20100, 16, out));
   CHECK_FALSE(m.read(0x203f8, 16, out));
 }
@@ -52,8 +56,8 @@ TEST_CASE("TargetMemory: refusals are remembered exactly, and an epoch forgets e
   CHECK(m.failed(0x5000, 8, &rc));
   CHECK(rc == 1002);
   CHECK_FALSE(m.failed(0x5000, 4, &rc));  // only that exact range
-  m.store(0x1000, pattern(0x1000, 4096));
-  m.store(0x3000, pattern(0x3000, 8192));
+  m.store(0x1000, bytes(pattern(0x1000, 4096)));
+  m.store(0x3000, bytes(pattern(0x3000, 8192)));
   auto current = m.currentWindows();
   REQUIRE(current.size() == 2);
   CHECK(current[1].address == 0x3000);
