@@ -13,8 +13,8 @@
 namespace mqd::client {
 namespace {
 
-// The largest single fetch the shim performs for the server (the server enforces its own).
-constexpr int32_t kMaxFetchBytes = 64 << 20;
+// The largest single fetch the shim performs for the server (mqd.capnp, maxFetchBytes).
+constexpr int32_t kMaxFetchBytes = wire::MAX_FETCH_BYTES;
 
 // find_function / find_symbol results: rc, and the address only if the debugger stored one.
 template <typename Results>

@@ -29,6 +29,11 @@ $Cxx.namespace("mqd::wire");
 const protocolVersion :UInt32 = 2;
 # Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
 
+const maxFetchBytes :Int32 = 67108864;
+# The largest single fetch_data (or fetchData request) either side performs: 64 MiB. Open MPI's
+# largest read is a few KiB; a larger size is a DLL reading garbage (a byte order the debugger
+# got wrong: hundreds of megabytes). The server refuses it to the DLL, the shim to the server.
+
 # ---------------------------------------------------------------------------------------------
 # Values
 

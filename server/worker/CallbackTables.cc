@@ -15,8 +15,8 @@
 namespace mqd::server {
 namespace {
 
-// The largest single fetch_data the DLL may ask for (Open MPI's largest is a few KiB).
-constexpr int kMaxFetchBytes = 64 << 20;
+// The largest single fetch_data the DLL may ask for (mqd.capnp, maxFetchBytes).
+constexpr int kMaxFetchBytes = wire::MAX_FETCH_BYTES;
 // The longest symbol, type or field name the DLL may pass (C identifiers; a longer one is
 // taken for a string without its NUL).
 constexpr size_t kMaxDllName = 4096;
