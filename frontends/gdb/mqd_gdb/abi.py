@@ -14,6 +14,11 @@ MQS_NO_INFORMATION = 1
 MQS_END_OF_LIST = 2
 MQS_INVALID_PROCESS = -1  # get_global_rank's and get_process_identity's "unknown"
 
+# Members of mqs_target_type_sizes in MPICH's header (short, int, long, long long, pointer)
+# and in Open MPI's (also _Bool and size_t): MQS_TARGET_TYPE_SIZES_*_INTS.
+TYPE_SIZES_MPICH_INTS = 5
+TYPE_SIZES_OPENMPI_INTS = 7
+
 LANG_C = ord("c")  # mqs_lang_c
 
 # mqs_op_class: the three queues of a communicator.
@@ -36,7 +41,8 @@ class Abi:
         self.taddr, self.tword = taddr, tword
         vp, ip = ctypes.c_void_p, ctypes.c_int
 
-        # Open MPI's header has 7 sizes, MPICH's 5: the 7-int struct fits both.
+        # Open MPI's header has 7 sizes, MPICH's 5: the 7-int struct fits both (the front end
+        # writes only as many as the DLL's header has: Callbacks' type_sizes).
         class TypeSizes(ctypes.Structure):
             _fields_ = [(n, ip) for n in ("short_size", "int_size", "long_size",
                                            "long_long_size", "pointer_size", "bool_size",

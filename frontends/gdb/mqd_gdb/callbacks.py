@@ -8,7 +8,8 @@
                  members are found
   memory         the inferior's memory; target_to_host swaps bytes when the target's byte
                  order is not this machine's
-  type sizes     the target architecture's short, int, long, long long, pointer, _Bool, size_t
+  type sizes     the target architecture's short, int, long, long long, pointer, and for Open
+                 MPI's DLL only (its header's 7 members; MPICH's has 5) _Bool and size_t
   global rank    global_rank(): from the launcher's environment of a local process, else from
                  Open MPI's MPI_COMM_WORLD in the target, else MQS_INVALID_PROCESS
   malloc/free    libc's calloc and free; info put by the DLL is kept on its Image or Process
@@ -54,12 +55,15 @@ FRONTEND_ERRORS = {
 class Callbacks:
     """The three callback tables for one session (basic, image_callbacks, process_callbacks,
     ctypes structs to hand the DLL), serving the objects of `handles` and appending failures
-    and the DLL's dprints to `messages`. Keep it alive as long as the DLL may call back: the
-    tables and the function objects in them are owned here."""
+    and the DLL's dprints to `messages`. get_type_sizes writes the first `type_sizes` members
+    of mqs_target_type_sizes (abi.TYPE_SIZES_*_INTS: as many as the DLL's header has, which
+    the Session decides; all 7 until it has). Keep it alive as long as the DLL may call back:
+    the tables and the function objects in them are owned here."""
 
-    def __init__(self, a, handles, messages):
+    def __init__(self, a, handles, messages, type_sizes=abi.TYPE_SIZES_OPENMPI_INTS):
         self.handles = handles
         self.messages = messages
+        self.type_sizes = type_sizes
         self.strings = {}
         self.libc = ctypes.CDLL(None)
         self.libc.calloc.restype = ctypes.c_void_p
@@ -142,8 +146,10 @@ class Callbacks:
             s.long_size = gdb.lookup_type("long").sizeof
             s.long_long_size = gdb.lookup_type("long long").sizeof
             s.pointer_size = gdb.lookup_type("void").pointer().sizeof
-            s.bool_size = _type_size("_Bool", 1)
-            s.size_t_size = _type_size("size_t", s.pointer_size)
+            if self.type_sizes >= abi.TYPE_SIZES_OPENMPI_INTS:
+                # Past the end of MPICH's 5-member struct: only for Open MPI's DLL.
+                s.bool_size = _type_size("_Bool", 1)
+                s.size_t_size = _type_size("size_t", s.pointer_size)
         self._guard(None, fill)
 
     def _lookup(self, image, name, addr):
