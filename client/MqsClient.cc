@@ -69,7 +69,9 @@ int MqsClient::report(int code, const std::string& detail, EntryPoint entryPoint
   std::string sentence = std::string("mqd-proxy: ") +
                          (proxyErrorText(code) != nullptr ? proxyErrorText(code) : "error") +
                          ": " + detail + " (in " + nameOf(entryPoint) + ")";
-  MQD_LOG(Warn, "%s", sentence.c_str());
+  if (code != MQD_PROXY_ERR_NO_ENTRY_POINT || absentLogged_.insert(entryPoint).second) {
+    MQD_LOG(Warn, "%s", sentence.c_str());
+  }
   std::lock_guard<std::mutex> guard(gErrorTextMutex);
   proxyErrorText_[code] = strings_.intern(sentence);
   return code;

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -109,7 +110,11 @@ class MqsClient {
   // Replays the debugger-visible effects recorded with a call served from a walk.
   void replay(RecordedWalk::Effects effects);
 
-  // Records the sentence for a proxy error and returns its code.
+  // Records the sentence for a proxy error, logs it as a warning and returns its code. A
+  // missing entry point (MQD_PROXY_ERR_NO_ENTRY_POINT) is logged once per entry point for the
+  // life of this client: the vendor DLL will not grow it, and a debugger that asks per
+  // communicator (mqs_get_comm_group on MPICH's DLL) would flood its own stderr with one line
+  // each. The answer and its sentence are the same every time.
   int report(int code, const std::string& detail, EntryPoint entryPoint);
 
   std::timed_mutex lock_;
@@ -129,6 +134,9 @@ class MqsClient {
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
+  // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,
+  // which only a call's body throws, under lock_.
+  std::set<EntryPoint> absentLogged_;
   // The vendor DLL's mqs_dll_error_string answers, kept for the session under the epoch policy
   // (the text is taken to depend only on the code; nullptr when the DLL returned NULL).
   std::unordered_map<int, char*> dllErrorText_;

@@ -427,7 +427,12 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
                &grc)) {
         return;
       }
-      if (grc == mqs_ok) {
+      // A DLL without mqs_get_comm_group (MPICH's): the group is unknown, shown as null, as
+      // the front end shows it whether it skips the call (a native load) or the shim answers
+      // MQD_PROXY_ERR_NO_ENTRY_POINT (frontends/gdb/mqd_gdb/dump.py).
+      if (grc == MQD_PROXY_ERR_NO_ENTRY_POINT) {
+        c.group = CommunicatorView::Group::None;
+      } else if (grc == mqs_ok) {
         c.group = CommunicatorView::Group::Ranks;
         c.ranks = std::move(ranks);
       } else {

@@ -40,6 +40,7 @@ struct QueueView {
 
 struct CommunicatorView {
   mqs_communicator communicator{};
+  // None: unknown (an empty communicator, or a DLL without mqs_get_comm_group), null in JSON.
   enum class Group { None, Ranks, Error } group = Group::None;
   std::vector<int> ranks;
   int groupRc = 0;

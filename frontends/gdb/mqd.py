@@ -20,7 +20,7 @@
 #   mqd types [OBJECT]
 #       Load debug types for a stripped libmpi (see frontends/ompi-types); without OBJECT, the
 #       installed or $MQD_OMPI_TYPES object for this architecture. `mqd dump` does this by
-#       itself when libmpi lacks the types.
+#       itself when the DLL is Open MPI's and libmpi lacks the types.
 #   mqd status
 #       What is loaded, and what was set up.
 #

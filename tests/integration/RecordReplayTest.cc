@@ -25,6 +25,7 @@
 #include "ServerProcess.h"
 #include "ShimRig.h"
 #include "TestPaths.h"
+#include "mqd_proxy.h"
 
 using namespace mqd::harness;
 using namespace std::chrono_literals;
@@ -131,6 +132,54 @@ TEST_CASE("record and replay: a session lost and re-established replays as two s
   CHECK(r.status == 0);
   CHECK(contains(r.output, "in 2 session(s)"));
   CHECK(contains(r.output, "every result matched the recording"));
+}
+
+TEST_CASE("a DLL without mqs_get_comm_group: groups unknown in the replay, one shim warning") {
+  // MPICH's DLL has no mqs_get_comm_group; the level-2 test DLL neither. The shim answers
+  // MQD_PROXY_ERR_NO_ENTRY_POINT at every call, and logs it once; the replay's dump shows the
+  // group as unknown (null), as the gdb front end does (frontends/gdb/mqd_gdb/dump.py).
+  TempDir dir;
+  std::string recording = dir / "session.mqdrec";
+  auto server = [&](const std::string& name) {
+    return ServerProcess(mqd::test::kServer,
+                         {"--listen", "unix:" + (dir / (name + ".sock")), "--dll",
+                          mqd::test::kTestDll2, "--log-file", dir / (name + ".log")});
+  };
+  {
+    ServerProcess live = server("live");
+    configure(live, "epoch", recording, dir);
+    setenv("MQD_PROXY_DLL", mqd::test::kTestDll2, 1);
+    Rig rig(3);
+    rig.setUp();
+    int asked = 0;
+    for (int round = 0; round < 2; ++round) {
+      REQUIRE(rig.dll().update_communicator_list(rig.p()) == mqs_ok);
+      REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
+      do {
+        mqs_communicator c;
+        REQUIRE(rig.dll().get_communicator(rig.p(), &c) == mqs_ok);
+        int ranks[64];
+        CHECK(rig.dll().get_comm_group(rig.p(), ranks) == MQD_PROXY_ERR_NO_ENTRY_POINT);
+        ++asked;
+      } while (rig.dll().next_communicator(rig.p()) == mqs_ok);
+    }
+    CHECK(asked > 2);
+  }
+  unsetenv("MQD_PROXY_RECORD");
+  std::string log = slurp(dir / "shim.log");
+  size_t lines = 0;
+  for (size_t at = log.find("mqs_get_comm_group is not provided"); at != std::string::npos;
+       at = log.find("mqs_get_comm_group is not provided", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines == 1);
+  ServerProcess fresh = server("fresh");
+  Command json = replay(fresh, recording + " --json");
+  INFO(json.output);
+  CHECK(json.status == 0);
+  CHECK(contains(json.output, "\"group\": null"));
+  CHECK(!contains(json.output, "\"group\": {"));
+  CHECK(!contains(json.output, "does not provide"));
 }
 
 TEST_CASE("record: a recording that cannot be written never disturbs the session") {

@@ -143,7 +143,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     dll = os.path.join(mpich, "lib", "libtvmpich.so")
     shim = os.path.join(build, "shim", "libmqdproxy.so")
-    server_bin = os.path.join(build, "proxy-server", "mqd-proxy-server")
+    server_bin = os.path.join(build, "server", "mqd-proxy-server")
     gdb_env = dict(kv.split("=", 1) for kv in args.gdb_env)
 
     if args.pending is not None:

@@ -22,9 +22,10 @@ Modules, one concept each, in the order a value travels:
                sizes, the MPI_COMM_WORLD rank
   handles      the images, processes and types the DLL knows by opaque handle
   inferiors    gdb's inferiors as the front end uses them: finding and selecting one
-  debug_types  the debug-type object for a stripped libmpi (frontends/ompi-types), loaded
-               into each inferior that lacks the types
-  abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations
+  debug_types  the debug-type object for Open MPI's stripped libmpi (frontends/ompi-types),
+               loaded into each inferior that lacks the types when the DLL is Open MPI's
+  abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations, and the
+               one code of libmqdproxy.so's the front end acts on
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
 
 Importing the package itself imports nothing else; abi, errors, render and analysis import no

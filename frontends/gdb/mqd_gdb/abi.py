@@ -3,6 +3,10 @@ architecture: result codes and enumerations, the structs the DLL fills, the call
 it is given, and the signatures of its entry points. Facts of the header only; what the front
 end does with them is elsewhere. No gdb here.
 
+The one code of contracts/mqd_proxy.h the front end acts on is here too:
+MQD_PROXY_ERR_NO_ENTRY_POINT, libmqdproxy.so's answer for an optional entry point the vendor DLL
+does not export (the shim exports them all).
+
 Abi(taddr_width) builds the structs and function types for a DLL whose mqs_taddr_t is
 taddr_width bytes wide (mqs_dll_taddr_width()); mqs_tword_t is the signed type of that width.
 """
@@ -13,6 +17,14 @@ MQS_OK = 0
 MQS_NO_INFORMATION = 1
 MQS_END_OF_LIST = 2
 MQS_INVALID_PROCESS = -1  # get_global_rank's and get_process_identity's "unknown"
+
+# contracts/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 6, the vendor DLL lacks this entry point.
+MQD_PROXY_ERR_NO_ENTRY_POINT = 0x4d510000 + 6
+
+# Members of mqs_target_type_sizes in MPICH's header (short, int, long, long long, pointer)
+# and in Open MPI's (also _Bool and size_t): MQS_TARGET_TYPE_SIZES_*_INTS.
+TYPE_SIZES_MPICH_INTS = 5
+TYPE_SIZES_OPENMPI_INTS = 7
 
 LANG_C = ord("c")  # mqs_lang_c
 
@@ -36,7 +48,8 @@ class Abi:
         self.taddr, self.tword = taddr, tword
         vp, ip = ctypes.c_void_p, ctypes.c_int
 
-        # Open MPI's header has 7 sizes, MPICH's 5: the 7-int struct fits both.
+        # Open MPI's header has 7 sizes, MPICH's 5: the 7-int struct fits both (the front end
+        # writes only as many as the DLL's header has: Callbacks' type_sizes).
         class TypeSizes(ctypes.Structure):
             _fields_ = [(n, ip) for n in ("short_size", "int_size", "long_size",
                                            "long_long_size", "pointer_size", "bool_size",

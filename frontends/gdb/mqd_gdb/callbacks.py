@@ -8,9 +8,11 @@
                  members are found
   memory         the inferior's memory; target_to_host swaps bytes when the target's byte
                  order is not this machine's
-  type sizes     the target architecture's short, int, long, long long, pointer, _Bool, size_t
+  type sizes     the target architecture's short, int, long, long long, pointer, and for Open
+                 MPI's DLL only (its header's 7 members; MPICH's has 5) _Bool and size_t
   global rank    global_rank(): from the launcher's environment of a local process, else from
-                 Open MPI's MPI_COMM_WORLD in the target, else MQS_INVALID_PROCESS
+                 Open MPI's MPI_COMM_WORLD or MPICH's MPIR_Process in the target, else
+                 MQS_INVALID_PROCESS
   malloc/free    libc's calloc and free; info put by the DLL is kept on its Image or Process
   errorstring    the front end's own codes (ERR_*)
   dprints        kept in the session's messages (`mqd status` shows the last ones)
@@ -54,12 +56,15 @@ FRONTEND_ERRORS = {
 class Callbacks:
     """The three callback tables for one session (basic, image_callbacks, process_callbacks,
     ctypes structs to hand the DLL), serving the objects of `handles` and appending failures
-    and the DLL's dprints to `messages`. Keep it alive as long as the DLL may call back: the
-    tables and the function objects in them are owned here."""
+    and the DLL's dprints to `messages`. get_type_sizes writes the first `type_sizes` members
+    of mqs_target_type_sizes (abi.TYPE_SIZES_*_INTS: as many as the DLL's header has, which
+    the Session decides; all 7 until it has). Keep it alive as long as the DLL may call back:
+    the tables and the function objects in them are owned here."""
 
-    def __init__(self, a, handles, messages):
+    def __init__(self, a, handles, messages, type_sizes=abi.TYPE_SIZES_OPENMPI_INTS):
         self.handles = handles
         self.messages = messages
+        self.type_sizes = type_sizes
         self.strings = {}
         self.libc = ctypes.CDLL(None)
         self.libc.calloc.restype = ctypes.c_void_p
@@ -142,8 +147,10 @@ class Callbacks:
             s.long_size = gdb.lookup_type("long").sizeof
             s.long_long_size = gdb.lookup_type("long long").sizeof
             s.pointer_size = gdb.lookup_type("void").pointer().sizeof
-            s.bool_size = _type_size("_Bool", 1)
-            s.size_t_size = _type_size("size_t", s.pointer_size)
+            if self.type_sizes >= abi.TYPE_SIZES_OPENMPI_INTS:
+                # Past the end of MPICH's 5-member struct: only for Open MPI's DLL.
+                s.bool_size = _type_size("_Bool", 1)
+                s.size_t_size = _type_size("size_t", s.pointer_size)
         self._guard(None, fill)
 
     def _lookup(self, image, name, addr):
@@ -222,9 +229,10 @@ class Callbacks:
 
 
 def global_rank(process):
-    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else from Open
-    MPI's own MPI_COMM_WORLD in the target (needs its types), else unknown
-    (MQS_INVALID_PROCESS). Found once per Process, then kept on it."""
+    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else from the
+    target's own record of it, Open MPI's MPI_COMM_WORLD or MPICH's MPIR_Process (each needs
+    that library's debug types), else unknown (MQS_INVALID_PROCESS). Found once per Process,
+    then kept on it."""
     if process.rank is None:
         process.rank = abi.MQS_INVALID_PROCESS
         inf = find_inferior(process.inferior_num)
@@ -238,14 +246,22 @@ def global_rank(process):
                         break
             except (OSError, ValueError):
                 pass
-        if process.rank == abi.MQS_INVALID_PROCESS:
+        for expression in _RANK_IN_TARGET:
+            if process.rank != abi.MQS_INVALID_PROCESS:
+                break
             try:
                 with SelectedInferior(process.inferior_num):
-                    process.rank = int(gdb.parse_and_eval(
-                        "((ompi_communicator_t *)&ompi_mpi_comm_world)->c_my_rank"))
-            except gdb.error:
+                    process.rank = int(gdb.parse_and_eval(expression))
+            except gdb.error:  # not this MPI, or no debug types for it: try the next
                 pass
     return process.rank
+
+
+# Where an MPI library keeps the process's MPI_COMM_WORLD rank, tried in this order when the
+# launcher's environment does not say: Open MPI's MPI_COMM_WORLD, MPICH's MPIR_Process (with
+# MPICH's debug information). A library that has neither leaves the rank unknown.
+_RANK_IN_TARGET = ("((ompi_communicator_t *)&ompi_mpi_comm_world)->c_my_rank",
+                   "MPIR_Process.rank")
 
 
 def _address_of(name):

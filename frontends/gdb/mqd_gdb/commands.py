@@ -6,7 +6,8 @@
   mqd dump [--json] [--all] [--output FILE]
       Communicators, groups and the three queues of the current inferior (--all: of every
       inferior with a process), as text or JSON, to gdb's output or FILE. Loads the DLL first
-      (as `mqd load`) if none is, and the debug types into each inferior that lacks them.
+      (as `mqd load`) if none is and, for Open MPI's DLL, the debug types into each inferior
+      that lacks them.
   mqd snapshot OUT.json
       A whole-job snapshot (frontends/analysis/SNAPSHOT.md) written to OUT.json: the queues of
       `mqd dump --all`, and where each process is stopped (snapshot).
@@ -97,7 +98,9 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
 
 def _read_dumps(everything):
     """The dump of the current inferior, or of every inferior with a process; loads the DLL
-    first (as `mqd load`) if none is. A process that cannot be read is its failure."""
+    first (as `mqd load`) if none is. A process that cannot be read is its failure. Open MPI's
+    debug types are loaded only for Open MPI's DLL (Session.is_open_mpi): another MPI's
+    DLL (MPICH's) asks for its own library's types, which no object of Open MPI's provides."""
     if _session is None:
         gdb.execute("mqd load", to_string=False)
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
@@ -106,7 +109,8 @@ def _read_dumps(everything):
     for num in nums:
         with SelectedInferior(num):
             try:
-                debug_types.ensure(num)
+                if _session.is_open_mpi():
+                    debug_types.ensure(num)
                 dumps.append(dump(_session, num))
             except MqdError as e:
                 process = _session.processes.get(num)

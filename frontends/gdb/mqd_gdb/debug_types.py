@@ -2,7 +2,8 @@
 types, which Debian's stripped libmpi lacks; frontends/ompi-types builds an object with them
 (ompi_types.o). load() adds it to the current inferior with add-symbol-file (each inferior has
 its own program space, so each needs it); ensure(num) does so for inferior `num` only when its
-libmpi lacks the types, which `mqd dump` calls for every inferior it reads.
+libmpi lacks the types, which `mqd dump` calls for every inferior it reads when the DLL is Open
+MPI's (Session.is_open_mpi), never for another MPI's.
 
 Where the object is looked for, first found wins: the path `mqd types PATH` was last given,
 then $MQD_OMPI_TYPES, then ompi-types/<machine>/ompi_types.o in the front end's directory (the

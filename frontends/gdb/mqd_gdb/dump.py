@@ -16,6 +16,10 @@ and every value's form are a format (frontends/analysis/SNAPSHOT.md describes it
    ["error": "mqs_get_communicator: TEXT", when the communicator list broke off],
    ["warnings": [TEXT, ...], what libmqdproxy.so warned of at the process's set-up]}
 
+"group" is None when the group is unknown: the DLL does not provide mqs_get_comm_group (MPICH's
+does not), whether it lacks the export (natively: not called) or libmqdproxy.so answers
+MQD_PROXY_ERR_NO_ENTRY_POINT for it (the shim exports every entry point), so that a native and a
+proxied dump are the same; or the communicator is empty. mqd-proxy replay follows the same rule.
 A queue's "error" is there when it ended other than by mqs_end_of_list (then "rc" says how);
 a queue the DLL would not set up has no operations. A process that could not be read at all
 is failed(num, pid, message, warnings): {"inferior", "pid", "error", ["warnings"]}.
@@ -62,8 +66,10 @@ def dump(session, num):
         if comm.size > 0 and session.has("mqs_get_comm_group"):
             ranks = (ctypes.c_int * comm.size)()
             grc = lib.mqs_get_comm_group(p, ranks)
-            entry["group"] = list(ranks) if grc == abi.MQS_OK else \
-                {"error": session.error_text(grc), "rc": grc}
+            if grc == abi.MQS_OK:
+                entry["group"] = list(ranks)
+            elif grc != abi.MQD_PROXY_ERR_NO_ENTRY_POINT:  # that one: unknown, as natively
+                entry["group"] = {"error": session.error_text(grc), "rc": grc}
         for op_class, key in QUEUES:
             entry["queues"][key] = _queue(session, p, op_class)
         result["communicators"].append(entry)

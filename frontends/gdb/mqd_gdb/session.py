@@ -1,8 +1,9 @@
 """A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), reads its version and
-compatibility, gives it the basic callbacks, and sets up, once per inferior and on first
-need, that inferior's image and process (ensure_process). Every DLL failure becomes an
-MqdError in the DLL's own words: "CALL failed: TEXT (RC)" with TEXT from mqs_dll_error_string,
-or the has_queues message the DLL gave. Entry points are called only from gdb's thread.
+compatibility, tells whether it is Open MPI's (is_open_mpi), gives it the basic callbacks,
+and sets up, once per inferior and on first need, that inferior's image and process
+(ensure_process). Every DLL failure becomes an MqdError in the DLL's own words: "CALL failed:
+TEXT (RC)" with TEXT from mqs_dll_error_string, or the has_queues message the DLL gave. Entry
+points are called only from gdb's thread.
 """
 import ctypes
 import os
@@ -14,6 +15,29 @@ from .callbacks import Callbacks, global_rank, proxy_warnings
 from .errors import MqdError
 from .handles import Handles
 from .inferiors import SelectedInferior, find as find_inferior, image_name
+
+
+# How the front end tells Open MPI's DLL from the others: its version string starts so
+# ("Open MPI message queue support for parallel debuggers ..."). Through libmqdproxy.so the
+# shim reports the vendor DLL's own version string, so a native and a proxied load decide
+# alike. Every other DLL (MPICH's, whose header is the historical one) is served as the MQD
+# interface was first written. What it decides: the type sizes get_type_sizes writes (Open
+# MPI's header has 7, MPICH's 5: callbacks) and whether `mqd dump` loads Open MPI's debug
+# types into a libmpi that lacks them (commands, debug_types). Why:
+# docs/mpich.md, "What the gdb front end must change"
+OPEN_MPI_DLL = "Open MPI message queue support"
+
+
+def is_open_mpi_dll(version):
+    """Whether a DLL whose mqs_version_string is `version` (None for NULL) is Open MPI's."""
+    return bool(version) and version.startswith(OPEN_MPI_DLL)
+
+
+def _names_no_dll(version):
+    """Whether `version` is libmqdproxy.so's own, given while it has no session with a server
+    ("mqd-proxy VERSION (no vendor DLL: WHY)", docs/debuggers.md): no vendor DLL to judge."""
+    return bool(version) and version.startswith("mqd-proxy ") and \
+        " (no vendor DLL: " in version
 
 
 class Session:
@@ -36,7 +60,26 @@ class Session:
         self.handles = Handles()
         self.messages = []
         self.callbacks = Callbacks(self.abi, self.handles, self.messages)
+        self.open_mpi = None  # undecided until a version string names the vendor DLL
+        self._decide(self.version)
         self.lib.mqs_setup_basic_callbacks(ctypes.byref(self.callbacks.basic))
+
+    def is_open_mpi(self):
+        """Whether the DLL is Open MPI's (is_open_mpi_dll), from the version string `mqd load`
+        read, or, when that was libmqdproxy.so's own for want of a server, from the first later
+        answer that names the vendor DLL (asked again at each call until one does; `version`
+        stays what `mqd load` printed). Call it outside the DLL's callbacks (it may call
+        mqs_version_string)."""
+        if self.open_mpi is None:
+            self._decide(abi.c_string(self.lib.mqs_version_string()))
+        return bool(self.open_mpi)
+
+    def _decide(self, version):
+        # Once decided, the callbacks write that DLL's number of type sizes.
+        if not _names_no_dll(version):
+            self.open_mpi = is_open_mpi_dll(version)
+            self.callbacks.type_sizes = abi.TYPE_SIZES_OPENMPI_INTS if self.open_mpi \
+                else abi.TYPE_SIZES_MPICH_INTS
 
     @property
     def processes(self):
