@@ -2,8 +2,9 @@
 run went wrong, with a sentence saying what; and wait_for, which polls for something that may
 never come and raises Failure when it does not.
 
-    from failure import Failure, wait_for
+    from failure import Failure, verdict, wait_for
     wait_for(lambda: os.path.exists(ready), 20, "the server")
+    return verdict(problems, work, "what was checked")   # the end of a driver's run
 """
 import time
 
@@ -21,3 +22,17 @@ def wait_for(condition, seconds, what):
             return
         time.sleep(0.1)
     raise Failure("timed out after %d s waiting for %s" % (seconds, what))
+
+
+def verdict(problems, work, ok):
+    """The end of a driver's run: 1 after printing `problems` as "FAIL: ..." lines (the first
+    50), how many there were and where the files were kept (`work`); else 0 after printing
+    "ok: " and `ok`."""
+    if problems:
+        for p in problems[:50]:
+            print("FAIL: " + p)
+        print("(%d problem%s; files kept in %s)" % (len(problems), "" if len(problems) == 1
+                                                     else "s", work))
+        return 1
+    print("ok: " + ok)
+    return 0

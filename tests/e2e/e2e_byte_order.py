@@ -30,7 +30,7 @@ sys.dont_write_bytecode = True  # importing the test infrastructure must not lit
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure  # noqa: E402
+from failure import Failure, verdict  # noqa: E402
 from gdb_driver import gdb_command  # noqa: E402
 from mpi_job import Job  # noqa: E402
 from scratch import tear_down  # noqa: E402
@@ -118,19 +118,15 @@ def main():
         if named != list(range(args.ranks)):
             problems.append("mqd-proxy graph named ranks %s in proxy-warning explanations, "
                             "expected %s" % (named, list(range(args.ranks))))
-        if problems:
-            for p in problems:
-                print("FAIL: " + p)
-            print("(%d problems; files kept in %s)" % (len(problems), work))
-            return 1
-        print("ok: %d ranks, each warned of in its dump, its snapshot entry, the shim's and the "
-              "server's logs and the verdict: %s (%.1f s)"
-              % (args.ranks, shim_lines[0].split("warn: ", 1)[1][:120], time.time() - started))
-        passed = True
-        return 0
+        status = verdict(problems, work,
+                         "%d ranks, each warned of in its dump, its snapshot entry, the shim's "
+                         "and the server's logs and the verdict: %s (%.1f s)"
+                         % (args.ranks, shim_lines[0].split("warn: ", 1)[1][:120] if shim_lines
+                            else "", time.time() - started))
+        passed = status == 0
+        return status
     except Failure as e:
-        print("FAIL: %s (files kept in %s)" % (e, work))
-        return 1
+        return verdict([str(e)], work, None)
     finally:
         tear_down(work, passed, server, job)
 

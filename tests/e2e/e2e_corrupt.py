@@ -42,7 +42,7 @@ sys.dont_write_bytecode = True  # importing the test infrastructure must not lit
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure, wait_for  # noqa: E402
+from failure import Failure, verdict, wait_for  # noqa: E402
 from gdb_driver import gdb_dump  # noqa: E402
 from mpi_job import Job  # noqa: E402
 from scratch import tear_down  # noqa: E402
@@ -258,18 +258,13 @@ def main():
             problems += ["%s: %s" % (name, p) for p in
                          run_scenario(name, changes, env, expect, job, server, args, shim, work,
                                       reference, codes)]
-        if problems:
-            for p in problems:
-                print("FAIL: " + p)
-            print("(%d problems; files kept in %s)" % (len(problems), work))
-            return 1
-        print("ok: gdb survived every corruption, the proxy reported the DLL's crash or hang "
-              "and recovered (%.1f s)" % (time.time() - started))
-        passed = True
-        return 0
+        status = verdict(problems, work,
+                         "gdb survived every corruption, the proxy reported the DLL's crash or "
+                         "hang and recovered (%.1f s)" % (time.time() - started))
+        passed = status == 0
+        return status
     except Failure as e:
-        print("FAIL: %s (files kept in %s)" % (e, work))
-        return 1
+        return verdict([str(e)], work, None)
     finally:
         tear_down(work, passed, server, job)
 

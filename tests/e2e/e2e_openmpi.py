@@ -21,7 +21,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure  # noqa: E402
+from failure import Failure, verdict  # noqa: E402
 from gdb_driver import gdb_dump  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
@@ -95,18 +95,14 @@ def main():
         total = sum(len(q["operations"]) for c in comms for q in c["queues"].values())
         print("dumped %d operations on %d communicators across %d ranks"
               % (total, len(comms), len(dumps)))
-        if problems:
-            for p in problems[:50]:
-                print("FAIL: " + p)
-            print("(%d problems; files kept in %s)" % (len(problems), work))
-            return 1
-        print("ok: native and proxied dumps (unix, TCP%s; cache epoch, call, off) identical, "
-              "and matching what every rank posted" % (", ssh" if args.ssh else ""))
-        passed = True
-        return 0
+        status = verdict(problems, work,
+                         "native and proxied dumps (unix, TCP%s; cache epoch, call, off) "
+                         "identical, and matching what every rank posted"
+                         % (", ssh" if args.ssh else ""))
+        passed = status == 0
+        return status
     except Failure as e:
-        print("FAIL: %s (files kept in %s)" % (e, work))
-        return 1
+        return verdict([str(e)], work, None)
     finally:
         tear_down(work, passed, servers, sshd, job)
 

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure  # noqa: E402
+from failure import Failure, verdict  # noqa: E402
 from gdb_driver import gdb_command, gdb_dump  # noqa: E402
 from mpi_job import Job  # noqa: E402
 from scratch import tear_down  # noqa: E402
@@ -191,18 +191,14 @@ def main():
         if rc != 2 or cut not in err:
             problems.append("an unreadable recording replayed with exit %d" % rc)
 
-        if problems:
-            for p in problems:
-                print("FAIL: " + p)
-            print("(files kept in %s)" % work)
-            return 1
-        print("ok: replays (%s) identical to the live dumps, a killed debugger's recording "
-              "replays, another DLL and tampered recordings are caught" % ", ".join(policies))
-        passed = True
-        return 0
+        status = verdict(problems, work,
+                         "replays (%s) identical to the live dumps, a killed debugger's "
+                         "recording replays, another DLL and tampered recordings are caught"
+                         % ", ".join(policies))
+        passed = status == 0
+        return status
     except Failure as e:
-        print("FAIL: %s (files kept in %s)" % (e, work))
-        return 1
+        return verdict([str(e)], work, None)
     finally:
         tear_down(work, passed, live_server, replay_server, other_server, job)
 
