@@ -12,7 +12,7 @@
 namespace mqd::server {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void failDrop(const std::string& what) {
   throw std::runtime_error("--worker-user: " + what + ": " + std::strerror(errno));
 }
 
@@ -44,23 +44,23 @@ WorkerUser resolveWorkerUser(const std::string& name) {
 
 void dropPrivileges(const WorkerUser& user) {
   gid_t groups[1] = {user.gid};
-  if (::setgroups(1, groups) != 0) fail("setgroups");
-  if (::setresgid(user.gid, user.gid, user.gid) != 0) fail("setresgid");
-  if (::setresuid(user.uid, user.uid, user.uid) != 0) fail("setresuid");
+  if (::setgroups(1, groups) != 0) failDrop("setgroups");
+  if (::setresgid(user.gid, user.gid, user.gid) != 0) failDrop("setresgid");
+  if (::setresuid(user.uid, user.uid, user.uid) != 0) failDrop("setresuid");
   uid_t ruid, euid, suid;
   gid_t rgid, egid, sgid;
   if (::getresuid(&ruid, &euid, &suid) != 0 || ::getresgid(&rgid, &egid, &sgid) != 0) {
-    fail("getresuid");
+    failDrop("getresuid");
   }
   if (ruid != user.uid || euid != user.uid || suid != user.uid || rgid != user.gid ||
       egid != user.gid || sgid != user.gid) {
     errno = EPERM;
-    fail("the ids did not change");
+    failDrop("the ids did not change");
   }
   // The point of no return: with every id changed, root must be out of reach.
   if (::setuid(0) == 0 || ::seteuid(0) == 0 || ::setgid(0) == 0) {
     errno = EPERM;
-    fail("root could be regained after dropping");
+    failDrop("root could be regained after dropping");
   }
 }
 

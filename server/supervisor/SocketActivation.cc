@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kFirstFd = 3;  // SD_LISTEN_FDS_START
 
-[[noreturn]] void fail(const std::string& why) {
+[[noreturn]] void failActivation(const std::string& why) {
   throw std::runtime_error("--listen systemd: " + why);
 }
 
@@ -37,7 +37,7 @@ int socketOption(int fd, int option) {
   int value = 0;
   socklen_t size = sizeof value;
   if (::getsockopt(fd, SOL_SOCKET, option, &value, &size) != 0) {
-    fail(std::string("descriptor 3: ") + std::strerror(errno));
+    failActivation(std::string("descriptor 3: ") + std::strerror(errno));
   }
   return value;
 }
@@ -62,43 +62,43 @@ bool systemdPassedSockets() {
 
 ActivatedSocket takeActivatedSocket() {
   if (std::getenv("LISTEN_FDS") == nullptr) {
-    fail("no socket from systemd (LISTEN_FDS is not set): start the server through its socket "
+    failActivation("no socket from systemd (LISTEN_FDS is not set): start the server through its socket "
          "unit (systemctl start mqd-proxy-server.socket), or give --listen an address");
   }
   long pid = environmentNumber("LISTEN_PID");
   if (pid != static_cast<long>(::getpid())) {
-    fail("the sockets in LISTEN_FDS are for process " +
+    failActivation("the sockets in LISTEN_FDS are for process " +
          std::string(std::getenv("LISTEN_PID") ? std::getenv("LISTEN_PID") : "(none)") +
          ", not this one (" + std::to_string(::getpid()) + ")");
   }
   long count = environmentNumber("LISTEN_FDS");
   if (count != 1) {
-    fail("systemd passed " + std::string(std::getenv("LISTEN_FDS")) +
+    failActivation("systemd passed " + std::string(std::getenv("LISTEN_FDS")) +
          " socket(s); the server serves exactly one: give the socket unit one ListenStream=");
   }
   struct stat st;
   if (::fstat(kFirstFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    fail("descriptor 3 is not a socket");
+    failActivation("descriptor 3 is not a socket");
   }
   ActivatedSocket s;
   s.fd = kj::AutoCloseFd(kFirstFd);
   if (socketOption(s.fd, SO_TYPE) != SOCK_STREAM) {
-    fail("the socket is not a stream socket: the socket unit needs ListenStream=");
+    failActivation("the socket is not a stream socket: the socket unit needs ListenStream=");
   }
   if (socketOption(s.fd, SO_ACCEPTCONN) == 0) {
-    fail("the socket is not listening (one connection per start, Accept=yes?): the socket unit "
+    failActivation("the socket is not listening (one connection per start, Accept=yes?): the socket unit "
          "needs Accept=no");
   }
   socklen_t size = sizeof s.address;
   std::memset(&s.address, 0, sizeof s.address);
   if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&s.address), &size) != 0) {
-    fail(std::string("getsockname: ") + std::strerror(errno));
+    failActivation(std::string("getsockname: ") + std::strerror(errno));
   }
   switch (s.address.ss_family) {
     case AF_UNIX: {
       const auto* un = reinterpret_cast<const sockaddr_un*>(&s.address);
       if (size <= offsetof(sockaddr_un, sun_path) || un->sun_path[0] == '\0') {
-        fail("the socket is unnamed or in the abstract namespace; the server serves a unix "
+        failActivation("the socket is unnamed or in the abstract namespace; the server serves a unix "
              "socket with a path, or TCP");
       }
       s.endpoint.kind = Endpoint::Kind::Unix;
@@ -116,7 +116,7 @@ ActivatedSocket takeActivatedSocket() {
       break;
     }
     default:
-      fail("the socket is of address family " + std::to_string(s.address.ss_family) +
+      failActivation("the socket is of address family " + std::to_string(s.address.ss_family) +
            "; the server serves unix sockets and TCP");
   }
   ::fcntl(s.fd, F_SETFD, FD_CLOEXEC);
