@@ -18,7 +18,7 @@ namespace {
 // Waits for a Debugger request on the DLL call's fiber, counting the round trip.
 template <typename Request>
 auto await(DllCall& call, Request& request) {
-  Metrics::add(Count::Callbacks);
+  call.metrics().add(Count::Callbacks);
   AsanFiber::Wait onLoopStack;
   return request.send().wait(call.waitScope());
 }
@@ -33,19 +33,19 @@ mqs_taddr_t toTaddr(uint64_t value) {
 // One process attribute: from `kept` when the policy caches and it is there, else asked for
 // (and kept, when the policy caches).
 template <typename T, typename Ask>
-T attribute(bool caches, std::optional<T>& kept, Ask&& ask) {
+T attribute(DllCall& call, bool caches, std::optional<T>& kept, Ask&& ask) {
   if (caches && kept) {
-    Metrics::add(Count::ProcessHits);
+    call.metrics().add(Count::ProcessHits);
     return *kept;
   }
-  if (caches) Metrics::add(Count::ProcessMisses);
+  if (caches) call.metrics().add(Count::ProcessMisses);
   T value = ask();
   if (caches) kept = value;
   return value;
 }
 
-void hit(bool cached, Count hitCounter, Count missCounter) {
-  Metrics::add(cached ? hitCounter : missCounter);
+void hit(DllCall& call, bool cached, Count hitCounter, Count missCounter) {
+  call.metrics().add(cached ? hitCounter : missCounter);
 }
 
 }  // namespace
@@ -60,15 +60,15 @@ namespace {
 // find_symbol / find_function through a cache: an answer without an address serves only a DLL
 // that passed no out-pointer; the debugger is asked with the DLL's own out-pointer (or NULL).
 template <typename Map, typename Key, typename Ask>
-int cachedAddress(bool caches, Map& map, const Key& key, bool wantAddress, Ask&& ask,
-                  mqs_taddr_t* addr) {
+int cachedAddress(DllCall& call, bool caches, Map& map, const Key& key, bool wantAddress,
+                  Ask&& ask, mqs_taddr_t* addr) {
   AddressAnswer answer;
   if (!caches) {
     answer = ask();
   } else {
     auto it = map.find(key);
     bool usable = it != map.end() && (it->second.knowsAddress || !wantAddress);
-    Metrics::add(usable ? Count::LookupHits : Count::LookupMisses);
+    call.metrics().add(usable ? Count::LookupHits : Count::LookupMisses);
     answer = usable ? it->second : ask();
     if (!usable) map[key] = answer;
   }
@@ -91,7 +91,7 @@ int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* na
                                mqs_taddr_t* addr) {
   bool want = addr != nullptr;
   if (caches()) seen_.insert({LookupKey::Symbol, name, 0, ""});
-  return cachedAddress(caches(), image.symbols, std::string(name), want, [&]() {
+  return cachedAddress(call, caches(), image.symbols, std::string(name), want, [&]() {
     auto request = client_.findSymbolRequest();
     request.setImage(image.token);
     request.setName(name);
@@ -105,8 +105,8 @@ int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* 
                                  mqs_taddr_t* addr) {
   bool want = addr != nullptr;
   if (caches()) seen_.insert({LookupKey::Function, name, lang, ""});
-  return cachedAddress(caches(), image.functions, std::make_pair(std::string(name), lang), want,
-                       [&]() {
+  return cachedAddress(call, caches(), image.functions, std::make_pair(std::string(name), lang),
+                       want, [&]() {
                          auto request = client_.findFunctionRequest();
                          request.setImage(image.token);
                          request.setName(name);
@@ -124,7 +124,7 @@ uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char*
   if (caches()) {
     seen_.insert({LookupKey::Type, name, lang, ""});
     auto it = image.types.find(key);
-    hit(it != image.types.end(), Count::LookupHits, Count::LookupMisses);
+    hit(call, it != image.types.end(), Count::LookupHits, Count::LookupMisses);
     if (it != image.types.end()) return it->second;
   }
   auto request = client_.findTypeRequest();
@@ -147,7 +147,7 @@ int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field)
       seen_.insert({LookupKey::Field, named->second.first, named->second.second, field});
     }
     auto it = fieldOffsets_.find(key);
-    hit(it != fieldOffsets_.end(), Count::LookupHits, Count::LookupMisses);
+    hit(call, it != fieldOffsets_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != fieldOffsets_.end()) return it->second;
   }
   auto request = client_.fieldOffsetRequest();
@@ -165,7 +165,7 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
       seen_.insert({LookupKey::SizeOf, named->second.first, named->second.second, ""});
     }
     auto it = sizes_.find(type);
-    hit(it != sizes_.end(), Count::LookupHits, Count::LookupMisses);
+    hit(call, it != sizes_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != sizes_.end()) return it->second;
   }
   auto request = client_.sizeOfRequest();
@@ -177,7 +177,7 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
 
 void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
                                   mqs_target_type_sizes* sizes) {
-  TypeSizes answer = attribute(caches(), process.typeSizes, [&]() {
+  TypeSizes answer = attribute(call, caches(), process.typeSizes, [&]() {
     auto request = client_.getTypeSizesRequest();
     request.setProcess(process.token);
     auto response = await(call, request);
@@ -217,11 +217,11 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
     return b.getRc();
   }
   auto data = readBulk(b.getData(), block.size);
-  Metrics::add(Count::BlocksFetched);
-  Metrics::add(Count::BlockBytes, data.size());
-  Metrics::add(Count::BulkRawBytes, data.size());
-  Metrics::add(Count::BulkWireBytes,
-               b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+  call.metrics().add(Count::BlocksFetched);
+  call.metrics().add(Count::BlockBytes, data.size());
+  call.metrics().add(Count::BulkRawBytes, data.size());
+  call.metrics().add(Count::BulkWireBytes,
+                     b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
   uint64_t start = b.getAddress();
   if (address < start || address - start + size > data.size()) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
@@ -250,15 +250,15 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
   }
   auto n = static_cast<uint32_t>(size);
   if (process.memory->read(address, n, buf)) {
-    Metrics::add(Count::MemoryHits);
+    call.metrics().add(Count::MemoryHits);
     return mqs_ok;
   }
   int rc;
   if (process.memory->failed(address, n, &rc)) {
-    Metrics::add(Count::MemoryHits);
+    call.metrics().add(Count::MemoryHits);
     return rc;
   }
-  Metrics::add(Count::MemoryMisses);
+  call.metrics().add(Count::MemoryMisses);
   return fetchBlock(call, process, address, n, buf);
 }
 
@@ -310,12 +310,12 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
       auto b = blocks[i];
       if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
       auto data = readBulk(b.getData(), windows[first + i].size);
-      Metrics::add(Count::BlocksFetched);
-      Metrics::add(Count::BlocksPrefetched);
-      Metrics::add(Count::BlockBytes, data.size());
-      Metrics::add(Count::BulkRawBytes, data.size());
-      Metrics::add(Count::BulkWireBytes,
-                   b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+      call.metrics().add(Count::BlocksFetched);
+      call.metrics().add(Count::BlocksPrefetched);
+      call.metrics().add(Count::BlockBytes, data.size());
+      call.metrics().add(Count::BulkRawBytes, data.size());
+      call.metrics().add(Count::BulkWireBytes,
+                         b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
       process.memory->store(b.getAddress(), kj::mv(data));
     }
   }
@@ -340,7 +340,7 @@ void RemoteDebugger::processSetUp(RemoteProcess& process) {
 // ---- process attributes ----
 
 int RemoteDebugger::globalRank(DllCall& call, RemoteProcess& process) {
-  return attribute(caches(), process.call.globalRank, [&]() {
+  return attribute(call, caches(), process.call.globalRank, [&]() {
     auto request = client_.getGlobalRankRequest();
     request.setProcess(process.token);
     return await(call, request).getRank();
@@ -348,7 +348,7 @@ int RemoteDebugger::globalRank(DllCall& call, RemoteProcess& process) {
 }
 
 uint64_t RemoteDebugger::image(DllCall& call, RemoteProcess& process) {
-  return attribute(caches(), process.image, [&]() {
+  return attribute(call, caches(), process.image, [&]() {
     auto request = client_.getImageRequest();
     request.setProcess(process.token);
     return await(call, request).getImage();
@@ -356,7 +356,7 @@ uint64_t RemoteDebugger::image(DllCall& call, RemoteProcess& process) {
 }
 
 uint64_t RemoteDebugger::job(DllCall& call, RemoteProcess& process) {
-  return attribute(caches(), process.call.job, [&]() {
+  return attribute(call, caches(), process.call.job, [&]() {
     auto request = client_.getProcessJobRequest();
     request.setProcess(process.token);
     return await(call, request).getJob();
@@ -364,7 +364,7 @@ uint64_t RemoteDebugger::job(DllCall& call, RemoteProcess& process) {
 }
 
 int RemoteDebugger::identity(DllCall& call, RemoteProcess& process) {
-  return attribute(caches(), process.call.identity, [&]() {
+  return attribute(call, caches(), process.call.identity, [&]() {
     auto request = client_.getProcessIdentityRequest();
     request.setProcess(process.token);
     return await(call, request).getIdentity();
@@ -382,7 +382,9 @@ uint64_t RemoteDebugger::process(DllCall& call, RemoteJob& job, int index) {
 
 char* RemoteDebugger::errorString(DllCall& call, int code) {
   auto kept = errorTexts_.find(code);
-  if (caches()) Metrics::add(kept != errorTexts_.end() ? Count::LookupHits : Count::LookupMisses);
+  if (caches()) {
+    call.metrics().add(kept != errorTexts_.end() ? Count::LookupHits : Count::LookupMisses);
+  }
   if (!caches() || kept == errorTexts_.end()) {
     auto request = client_.errorStringRequest();
     request.setCode(code);
@@ -401,7 +403,7 @@ void RemoteDebugger::notify(DllCall& call, Effect effect) {
     recorder->push_back(std::move(effect));
     return;
   }
-  Metrics::add(Count::Notifications);
+  call.metrics().add(Count::Notifications);
   switch (effect.kind) {
     case Effect::Kind::Dprints: {
       auto request = client_.dprintsRequest();
@@ -469,7 +471,7 @@ void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
         break;
       }
     }
-    Metrics::add(Count::LookupsPrefetched);
+    call.metrics().add(Count::LookupsPrefetched);
   }
 }
 

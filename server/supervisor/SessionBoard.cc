@@ -28,9 +28,6 @@ int64_t nowMs() {
       .count();
 }
 
-SessionBoard::Slot* gSlot = nullptr;
-SessionBoard::Slot gSink;  // counts nothing that anyone reads
-
 }  // namespace
 
 const char* countName(Count c) { return kNames[static_cast<int>(c)]; }
@@ -72,7 +69,7 @@ SessionBoard::Slot* SessionBoard::claim(uint64_t connection) {
 }
 
 void SessionBoard::end(Slot* slot, const std::string& how) {
-  Metrics::setString(slot->exit, sizeof slot->exit, how);
+  copyField(slot->exit, sizeof slot->exit, how);
   slot->endedMs = nowMs();
   slot->state.store(2);
 }
@@ -115,29 +112,14 @@ std::string SessionBoard::summary(const Slot& s) {
   return line;
 }
 
-void Metrics::attach(SessionBoard::Slot* slot) { gSlot = slot; }
-
-void Metrics::add(Count c, uint64_t n) {
-  SessionBoard::Slot* s = gSlot != nullptr ? gSlot : &gSink;
-  s->counters[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
-}
-
-uint64_t Metrics::get(Count c) {
-  SessionBoard::Slot* s = gSlot != nullptr ? gSlot : &gSink;
-  return s->counters[static_cast<int>(c)].load(std::memory_order_relaxed);
-}
-
-void Metrics::setString(char* field, size_t size, const std::string& text) {
+void copyField(char* field, size_t size, const std::string& text) {
   size_t n = text.size() < size - 1 ? text.size() : size - 1;
   std::memcpy(field, text.data(), n);
   field[n] = '\0';
 }
 
-SessionBoard::Slot* Metrics::slot() { return gSlot != nullptr ? gSlot : &gSink; }
-
 void Metrics::setLastCall(const char* entryPoint) {
-  SessionBoard::Slot* s = slot();
-  setString(s->lastCall, sizeof s->lastCall, entryPoint);
+  copyField(slot_.lastCall, sizeof slot_.lastCall, entryPoint);
 }
 
 }  // namespace mqd::server

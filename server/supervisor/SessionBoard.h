@@ -91,15 +91,30 @@ class SessionBoard {
   size_t bytes_;
 };
 
-// The counters of the session this worker serves (a no-op sink when there is none).
+// Copies `text` into a NUL-terminated field of a slot, cut to fit.
+void copyField(char* field, size_t size, const std::string& text);
+
+// The counters of the session one worker serves: its slot of the board, or a private slot that
+// nobody reads when it has none (a worker without a board, a unit test). The worker owns one
+// (runWorker) and hands it to everything that counts; no lock and no system call.
 class Metrics {
  public:
-  static void attach(SessionBoard::Slot* slot);
-  static void add(Count c, uint64_t n = 1);
-  static uint64_t get(Count c);
-  static void setString(char* field, size_t size, const std::string& text);
-  static SessionBoard::Slot* slot();
-  static void setLastCall(const char* entryPoint);
+  explicit Metrics(SessionBoard::Slot* slot) : slot_(slot != nullptr ? *slot : sink_) {}
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  void add(Count c, uint64_t n = 1) {
+    slot_.counters[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
+  }
+  uint64_t get(Count c) const {
+    return slot_.counters[static_cast<int>(c)].load(std::memory_order_relaxed);
+  }
+  void setLastCall(const char* entryPoint);
+  SessionBoard::Slot& slot() { return slot_; }
+
+ private:
+  SessionBoard::Slot sink_{};
+  SessionBoard::Slot& slot_;
 };
 
 }  // namespace mqd::server

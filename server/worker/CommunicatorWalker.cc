@@ -27,13 +27,13 @@ class Recording {
   // `entryPoint` is the DLL entry point about to run (shown on the session board).
   Recording(DllCall& call, const char* entryPoint) : call_(call), outer_(call.recorder()) {
     call_.setRecorder(&effects_);
-    Metrics::setLastCall(entryPoint);
+    call_.metrics().setLastCall(entryPoint);
   }
   ~Recording() { call_.setRecorder(outer_); }
   // Ends the call: what the DLL printed belongs to it too.
   std::vector<Effect>& finish() {
     call_.host().relayDllOutput(call_);
-    Metrics::add(Count::DllCalls);
+    call_.metrics().add(Count::DllCalls);
     return effects_;
   }
 
@@ -74,7 +74,7 @@ bool CommunicatorWalker::record(capnp::MessageBuilder& message) {
       t.initText().setText(std::string(texts[i].second, strnlen(texts[i].second, kMaxDllString)));
     }
   }
-  Metrics::add(Count::Walks);
+  call_.metrics().add(Count::Walks);
   return true;
 }
 
@@ -212,17 +212,17 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
   // a target that went on), and a DLL asked for the next element past its end may crash
   // (MPICH's dereferences NULL). The debugger's next call then gets the DLL's own answer there.
   [&]() {
-    Metrics::setLastCall("mqs_setup_communicator_iterator");
+    call_.metrics().setLastCall("mqs_setup_communicator_iterator");
     if (e.mqs_setup_communicator_iterator(handle()) != mqs_ok) return;
-    Metrics::setLastCall("mqs_next_communicator");
+    call_.metrics().setLastCall("mqs_next_communicator");
     for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) {
       if (e.mqs_next_communicator(handle()) != mqs_ok) return;
     }
     if (cursor.getOpClass() < 0) return;
-    Metrics::setLastCall("mqs_setup_operation_iterator");
+    call_.metrics().setLastCall("mqs_setup_operation_iterator");
     if (e.mqs_setup_operation_iterator(handle(), cursor.getOpClass()) != mqs_ok) return;
     auto operation = std::make_unique<mqs_pending_operation>();
-    Metrics::setLastCall("mqs_next_operation");
+    call_.metrics().setLastCall("mqs_next_operation");
     for (uint32_t j = 0; j < cursor.getOperations(); ++j) {
       prepare(*operation);
       if (e.mqs_next_operation(handle(), operation.get()) != mqs_ok) return;

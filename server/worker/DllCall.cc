@@ -16,10 +16,10 @@ DllCall::DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint
       entryPoint_(entryPoint),
       outer_(tCurrent),
       started_(std::chrono::steady_clock::now()),
-      callbacksAtStart_(Metrics::get(Count::Callbacks)),
-      blocksAtStart_(Metrics::get(Count::BlocksFetched)) {
+      callbacksAtStart_(host.metrics().get(Count::Callbacks)),
+      blocksAtStart_(host.metrics().get(Count::BlocksFetched)) {
   tCurrent = this;
-  Metrics::setLastCall(entryPoint);
+  host.metrics().setLastCall(entryPoint);
 }
 
 DllCall::~DllCall() {
@@ -30,8 +30,8 @@ DllCall::~DllCall() {
                   .count();
     MQD_LOG(Trace, "%s: %lld us, %llu callback round trip(s), %llu memory block(s)", entryPoint_,
             static_cast<long long>(us),
-            static_cast<unsigned long long>(Metrics::get(Count::Callbacks) - callbacksAtStart_),
-            static_cast<unsigned long long>(Metrics::get(Count::BlocksFetched) - blocksAtStart_));
+            static_cast<unsigned long long>(metrics().get(Count::Callbacks) - callbacksAtStart_),
+            static_cast<unsigned long long>(metrics().get(Count::BlocksFetched) - blocksAtStart_));
   }
   if (!firstFailure_.empty()) {
     MQD_LOG(Warn, "during %s: %s", entryPoint_, firstFailure_.c_str());

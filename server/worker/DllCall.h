@@ -21,15 +21,18 @@ namespace mqd::server {
 
 class DebuggerObjects;
 class DllCall;
+class Metrics;
 class RemoteDebugger;
 
 // What DLL code running in a DllCall may reach, and nothing more: the stand-ins of the objects
-// the DLL was handed, the debugger behind them (with its caches), and the DLL's captured
-// output. The session provides it (SessionService); unit tests of the caches provide their own.
+// the DLL was handed, the debugger behind them (with its caches), the DLL's captured output,
+// and the session's counters. The session provides it (SessionService); unit tests of the
+// caches provide their own.
 class DllHost {
  public:
   virtual RemoteDebugger& remote() = 0;
   virtual DebuggerObjects& objects() = 0;
+  virtual Metrics& metrics() = 0;
   // Relays (or records, see DllCall::setRecorder) what the DLL printed since the last call.
   virtual void relayDllOutput(DllCall& call) = 0;
 
@@ -60,6 +63,7 @@ class DllCall {
   static DllCall* current();
 
   DllHost& host() { return host_; }
+  Metrics& metrics() { return host_.metrics(); }
   kj::WaitScope& waitScope() { return waitScope_; }
   const char* entryPoint() const { return entryPoint_; }
 

@@ -103,8 +103,8 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
           session.debugger.compress ? ", compressed" : "");
   auto results = context.getResults();
   if (SessionBoard::Slot* slot = config_.slot) {
-    Metrics::setString(slot->dll, sizeof slot->dll, dll->path());
-    Metrics::setString(slot->client, sizeof slot->client, options.getClientArch());
+    copyField(slot->dll, sizeof slot->dll, dll->path());
+    copyField(slot->client, sizeof slot->client, options.getClientArch());
     slot->key = newTicketKey();
     results.initTicket().setConnection(slot->connection);
     results.getTicket().setKey(slot->key);
@@ -114,7 +114,8 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   }
   dll->describe(results.initDll());
   results.setSession(
-      kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session));
+      kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session,
+                               metrics_));
   return kj::READY_NOW;
 }
 

@@ -18,9 +18,10 @@ class DllOutput;
 
 class ProxyService final : public wire::Proxy::Server {
  public:
-  // `timer` paces postMortem's wait for the supervisor.
-  ProxyService(const WorkerConfig& config, DllOutput* output, kj::Timer& timer)
-      : config_(config), output_(output), timer_(timer) {}
+  // `timer` paces postMortem's wait for the supervisor; `metrics` counts for the session.
+  ProxyService(const WorkerConfig& config, DllOutput* output, kj::Timer& timer,
+               Metrics& metrics)
+      : config_(config), output_(output), timer_(timer), metrics_(metrics) {}
 
   // The machine name this server was built for ("x86_64", "aarch64", "s390x", ...).
   static const char* architecture();
@@ -38,6 +39,7 @@ class ProxyService final : public wire::Proxy::Server {
   const WorkerConfig& config_;
   DllOutput* output_;
   kj::Timer& timer_;
+  Metrics& metrics_;
   bool sessionOpened_ = false;
 };
 

@@ -41,8 +41,10 @@ void captureMessage(char* message, wire::OutString::Builder out) {
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                               DllOutput* output, const SessionConfig& config)
-    : dll_(std::move(dll)),
+                               DllOutput* output, const SessionConfig& config,
+                               Metrics& metrics)
+    : metrics_(metrics),
+      dll_(std::move(dll)),
       remote_(kj::mv(debugger), config.debugger),
       output_(output),
       learned_(config.debugger.policy == wire::CachePolicy::EPOCH ? config.stateDir : "",
@@ -148,7 +150,7 @@ void SessionService::requireBasicCallbacks(const char* entryPoint) const {
 
 template <typename Body>
 kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bool roundTrip) {
-  Metrics::add(roundTrip ? Count::Calls : Count::Notifications);
+  metrics_.add(roundTrip ? Count::Calls : Count::Notifications);
   auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
         [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
@@ -156,7 +158,7 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
           DllCall call(*this, waitScope, entryPoint);
           remote_.startCall(objects_);
           try {
-            Metrics::add(Count::DllCalls);
+            metrics_.add(Count::DllCalls);
             body(call);
             relayDllOutput(call);
           } catch (const ProxyError& e) {
@@ -337,13 +339,12 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
   return runDll("mqs_update_communicator_list", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
-    if (auto* slot = Metrics::slot()) {
-      auto counters = params.getClientCounters();
-      for (unsigned i = 0; i < counters.size() && i < 16; ++i) {
-        Metrics::setString(slot->clientCounterNames[i], sizeof slot->clientCounterNames[i],
-                           counters[i].getName());
-        slot->clientCounters[i].store(counters[i].getValue());
-      }
+    SessionBoard::Slot& slot = metrics_.slot();
+    auto counters = params.getClientCounters();
+    for (unsigned i = 0; i < counters.size() && i < 16; ++i) {
+      copyField(slot.clientCounterNames[i], sizeof slot.clientCounterNames[i],
+                counters[i].getName());
+      slot.clientCounters[i].store(counters[i].getValue());
     }
     // The target ran since the last refresh: a new memory epoch.
     startEpoch(call, process, true);
@@ -358,8 +359,8 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     CommunicatorWalker walker(*dll_, process, call);
     if (walker.record(walk)) {
       BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
-      Metrics::add(Count::BulkRawBytes, sizes.raw);
-      Metrics::add(Count::BulkWireBytes, sizes.wire);
+      metrics_.add(Count::BulkRawBytes, sizes.raw);
+      metrics_.add(Count::BulkWireBytes, sizes.wire);
     }
   });
 }

@@ -17,6 +17,7 @@
 #include "LearnedLookups.h"
 #include "LearnedMemory.h"
 #include "RemoteDebugger.h"
+#include "SessionBoard.h"
 #include "VendorDll.h"
 #include "mqd.capnp.h"
 
@@ -35,14 +36,16 @@ struct SessionConfig {
 class SessionService final : public wire::Session::Server, public DllHost {
  public:
   // `output` (may be null) captures what the DLL writes to stdout/stderr; it is relayed to the
-  // debugger after every callback and at the end of every call.
+  // debugger after every callback and at the end of every call. `metrics` (the worker's) must
+  // outlive the session.
   SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                 DllOutput* output, const SessionConfig& config);
+                 DllOutput* output, const SessionConfig& config, Metrics& metrics);
   ~SessionService() noexcept(false);
 
   // DllHost, for the callback trampolines (only valid inside a DllCall).
   RemoteDebugger& remote() override { return remote_; }
   DebuggerObjects& objects() override { return objects_; }
+  Metrics& metrics() override { return metrics_; }
   void relayDllOutput(DllCall& call) override;
 
  protected:
@@ -87,6 +90,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
   uint64_t fingerprint(RemoteProcess& process);
 
+  Metrics& metrics_;
   std::unique_ptr<VendorDll> dll_;
   RemoteDebugger remote_;
   DllOutput* output_;

@@ -23,14 +23,14 @@ capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config) {
 }
 
 kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
-                                  DllOutput* output, kj::Timer& timer) {
+                                  DllOutput* output, kj::Timer& timer, Metrics& metrics) {
   auto messages = kj::heap<capnp::AsyncIoMessageStream>(stream);
   // Says why an oversized message ends the session.
   auto logged = kj::heap<LoggingMessageStream>(*messages);
   auto network = kj::heap<capnp::TwoPartyVatNetwork>(*logged, capnp::rpc::twoparty::Side::SERVER,
                                                      connectionReaderOptions(config));
   auto rpc = kj::heap(
-      capnp::makeRpcServer(*network, kj::heap<ProxyService>(config, output, timer)));
+      capnp::makeRpcServer(*network, kj::heap<ProxyService>(config, output, timer, metrics)));
   auto disconnected = network->onDisconnect();
   // An attachment outlives the promise it is attached to, and attachments go last first: the
   // RPC system (and with it every capability and session) goes before the network it uses,
@@ -41,7 +41,7 @@ kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig&
 
 int runWorker(int fd, const WorkerConfig& config) {
   try {
-    Metrics::attach(config.slot);
+    Metrics metrics(config.slot);
     CpuWatchdog::setLimit(config.dllCpuLimitS);
     DllOutput output;
     logMoveOffStderr(output.originalStderr());
@@ -53,13 +53,13 @@ int runWorker(int fd, const WorkerConfig& config) {
     if (admitted.get() == nullptr) return 0;  // refused or dropped, and logged: no session was created
     kj::Timer& timer = io.provider->getTimer();
     IdleTimeout idle(timer, (config.idleTimeoutS > 0 ? config.idleTimeoutS : 1) * kj::SECONDS);
-    CountingStream stream(kj::mv(admitted), [&idle](size_t in, size_t out) {
-      if (in != 0) Metrics::add(Count::WireBytesIn, in);
-      if (out != 0) Metrics::add(Count::WireBytesOut, out);
+    CountingStream stream(kj::mv(admitted), [&idle, &metrics](size_t in, size_t out) {
+      if (in != 0) metrics.add(Count::WireBytesIn, in);
+      if (out != 0) metrics.add(Count::WireBytesOut, out);
       idle.touch();
     });
     bool idled = false;
-    kj::Promise<void> end = serveConnection(stream, config, &output, timer);
+    kj::Promise<void> end = serveConnection(stream, config, &output, timer, metrics);
     if (config.idleTimeoutS > 0) {
       end = end.exclusiveJoin(idle.expired().then([&idled]() { idled = true; }));
     }

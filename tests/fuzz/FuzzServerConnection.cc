@@ -108,7 +108,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     bool done = false;
     kj::TimerImpl timer(kj::origin<kj::TimePoint>());  // never advanced: nothing waits on it
-    auto server = mqd::server::serveConnection(*pipe.ends[1], *config, /*output=*/nullptr, timer)
+    mqd::server::Metrics metrics(config->slot);         // no board: counted where nobody reads
+    auto server = mqd::server::serveConnection(*pipe.ends[1], *config, /*output=*/nullptr, timer,
+                                               metrics)
                       .then([&done]() { done = true; },
                             [&done](kj::Exception&&) { done = true; })
                       .eagerlyEvaluate(nullptr);

@@ -14,6 +14,7 @@
 #include "DebuggerObjects.h"
 #include "DllCall.h"
 #include "RemoteDebugger.h"
+#include "SessionBoard.h"
 
 using namespace mqd::server;
 namespace wire = mqd::wire;
@@ -107,11 +108,13 @@ class Host final : public DllHost {
       : remote_(kj::mv(debugger), options) {}
   RemoteDebugger& remote() override { return remote_; }
   DebuggerObjects& objects() override { return objects_; }
+  Metrics& metrics() override { return metrics_; }
   void relayDllOutput(DllCall&) override {}
 
  private:
   RemoteDebugger remote_;
   DebuggerObjects objects_;
+  Metrics metrics_{nullptr};
 };
 
 // One process of a target readable in [start, end), under a cache policy.
@@ -146,6 +149,9 @@ struct Rig {
     }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); })).wait(waitScope);
   }
 
+  // What the session counted (Proxy.stats, the server's session summary, the benchmarks).
+  uint64_t counted(Count c) { return host.metrics().get(c); }
+
   // Reads [address, address + size) as the DLL's fetch_data; checks the bytes when it worked.
   int read(DllCall& call, uint64_t address, int size) {
     std::vector<uint8_t> buf(static_cast<size_t>(size));
@@ -169,6 +175,8 @@ TEST_CASE("RemoteDebugger, policy off: every fetch_data is a round trip of its o
   });
   CHECK(rig.asked.fetchData == 3);
   CHECK(rig.asked.fetchBlocks == 0);
+  CHECK(rig.counted(Count::Callbacks) == 3);  // every round trip counted, once
+  CHECK(rig.counted(Count::MemoryHits) + rig.counted(Count::MemoryMisses) == 0);  // no cache
 }
 
 TEST_CASE("RemoteDebugger, policy call: memory is read in blocks and kept for one mqs_* call") {
@@ -205,6 +213,14 @@ TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the ne
     CHECK(rig.read(call, 0x30010, 8) == 0);
   });
   CHECK(rig.asked.fetchBlocks == 3);
+  // Counted as they happened: two demand reads in the first epoch, then the second call's read
+  // and both of the new epoch's reads from what was kept; four blocks, two of them ahead.
+  CHECK(rig.counted(Count::Callbacks) == 3);
+  CHECK(rig.counted(Count::MemoryMisses) == 2);
+  CHECK(rig.counted(Count::MemoryHits) == 3);
+  CHECK(rig.counted(Count::BlocksFetched) == 4);
+  CHECK(rig.counted(Count::BlocksPrefetched) == 2);
+  CHECK(rig.counted(Count::BlockBytes) == 4 * kBlock);
 }
 
 TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the readable window, "
@@ -221,6 +237,10 @@ TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the read
     CHECK(rig.read(call, 0x11ff8, 8) == kUnreadable);  // the failure is kept for the epoch
     CHECK(rig.asked.fetchBlocks == 2);
   });
+  CHECK(rig.counted(Count::MemoryMisses) == 2);
+  CHECK(rig.counted(Count::MemoryHits) == 2);   // a kept failure is a hit too
+  CHECK(rig.counted(Count::BlocksFetched) == 1);  // the failed one brought nothing
+  CHECK(rig.counted(Count::BlockBytes) == 0x20000 - 0x12000);  // the readable window
 }
 
 TEST_CASE("RemoteDebugger, policy epoch: windows learned in an earlier session are fetched "
@@ -259,5 +279,8 @@ TEST_CASE("RemoteDebugger: a symbol look-up is kept for the session, and one ask
       CHECK(rig.host.remote().findSymbol(call, rig.image, "missing", &untouched) == kUnreadable);
     });
     CHECK(rig.asked.findSymbol == 3);
+    CHECK(rig.counted(Count::Callbacks) == 3);
+    CHECK(rig.counted(Count::LookupMisses) == 3);  // new, without an address, new
+    CHECK(rig.counted(Count::LookupHits) == 2);    // with its address, the kept failure
   }
 }
