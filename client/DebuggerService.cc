@@ -32,7 +32,7 @@ void fillAddress(const DebuggerSide::Address& a, Results results) {
 template <typename Value>
 kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
                                                     std::function<Value(DebuggerSide&)> run) {
-  std::shared_ptr<PendingCall> call = connection_.current;
+  std::shared_ptr<PendingCall> call = connection_.current();
   if (!call) {
     throw toWireException(MQD_PROXY_ERR_NOT_SET_UP,
                           std::string(what) + " requested while no mqs_* call is in progress");
@@ -206,7 +206,7 @@ kj::Promise<void> DebuggerService::errorString(ErrorStringContext context) {
 
 kj::Promise<void> DebuggerService::dprints(DprintsContext context) {
   std::string text = context.getParams().getText();
-  std::shared_ptr<PendingCall> call = connection_.current;
+  std::shared_ptr<PendingCall> call = connection_.current();
   DebuggerSide* side = &side_;
   if (ClientCounters* c = connection_.counters()) ++c->notifications;
   // Not awaited by the server. Delivered in order with the call's other callbacks.
@@ -219,7 +219,7 @@ kj::Promise<void> DebuggerService::putInfo(PutInfoContext context) {
   wire::InfoKind kind = p.getKind();
   uint64_t handle = p.getHandle();
   uint64_t info = p.getInfo();
-  std::shared_ptr<PendingCall> call = connection_.current;
+  std::shared_ptr<PendingCall> call = connection_.current();
   DebuggerSide* side = &side_;
   if (ClientCounters* c = connection_.counters()) ++c->notifications;
   // Not awaited by the server; runs on the calling thread in order with the other callbacks.

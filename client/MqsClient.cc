@@ -270,7 +270,7 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
       pending->fail(MQD_PROXY_ERR_SESSION_LOST, c.brokenReason());
       return;
     }
-    c.current = pending;
+    c.setCurrent(pending);
     c.track(pending, send(c.session()));
   });
   if (!pending->serve(config_.timeout)) {
@@ -282,7 +282,7 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
         connection_->markBroken(MQD_PROXY_ERR_SESSION_LOST,
                                 std::string("abandoned after ") + nameOf(entryPoint) +
                                     " timed out");
-        if (connection_->current == pending) connection_->current = nullptr;
+        connection_->forget(pending);
       });
     }
     if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, nameOf(entryPoint));

@@ -103,9 +103,9 @@ void Connection::markBroken(int code, const std::string& why) {
   brokenCode_ = code;
   brokenReason_ = why;
   MQD_LOG(Info, "connection to %s unusable: %s", endpoint_.c_str(), why.c_str());
-  if (current) {
-    current->fail(code, why);
-    current = nullptr;
+  if (current_) {
+    current_->fail(code, why);
+    current_ = nullptr;
   }
 }
 

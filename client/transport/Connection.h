@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "ClientConfig.h"
 #include "ClientCounters.h"
@@ -109,7 +110,14 @@ class Connection {
   bool broken() const { return brokenCode_ != 0; }
   const std::string& brokenReason() const { return brokenReason_; }
 
-  std::shared_ptr<PendingCall> current;  // the call the debugger waits on
+  // The call the debugger waits on: the server's callbacks belong to it. Event-loop thread only
+  // (MqsClient sets it inside its loop's run(), the Debugger service reads it there).
+  const std::shared_ptr<PendingCall>& current() const { return current_; }
+  void setCurrent(std::shared_ptr<PendingCall> call) { current_ = std::move(call); }
+  // Forgets `call` if it is still the current one (a call given up on).
+  void forget(const std::shared_ptr<PendingCall>& call) {
+    if (current_ == call) current_ = nullptr;
+  }
 
  private:
   class ErrorHandler : public kj::TaskSet::ErrorHandler {
@@ -130,6 +138,7 @@ class Connection {
   SessionTicket ticket_;
   bool compress_ = false;
   SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
+  std::shared_ptr<PendingCall> current_;
   std::atomic<int> brokenCode_{0};
   std::string brokenReason_;
 };
@@ -144,14 +153,14 @@ void Connection::track(std::shared_ptr<PendingCall> call,
       [this, call](capnp::Response<Results>&& response) {
         auto copy = std::make_unique<capnp::MallocMessageBuilder>();
         copy->setRoot(static_cast<typename Results::Reader>(response));
-        if (current == call) current = nullptr;
+        forget(call);
         call->finish(std::move(copy));
       },
       [this, call](kj::Exception&& e) {
         std::string detail;
         int code = classifyRpcFailure(e, &detail);
         if (e.getType() == kj::Exception::Type::DISCONNECTED) markBroken(code, detail);
-        if (current == call) current = nullptr;
+        forget(call);
         call->fail(code, detail);
       }));
 }
