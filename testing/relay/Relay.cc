@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kj/io.h>
+
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -78,21 +80,6 @@ void sleepUntil(int64_t ns) {
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
   }
 }
-
-// A socket, closed on destruction.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(what + ": " + std::strerror(errno));
@@ -301,8 +288,8 @@ class Direction {
 };
 
 void relay(int client, Settings& settings, const mqd::Endpoint& upstream, uint64_t connection) {
-  Fd a(client);
-  Fd b(connectTo(upstream));
+  kj::AutoCloseFd a(client);
+  kj::AutoCloseFd b(connectTo(upstream));
   if (b.get() < 0) {
     std::fprintf(stderr, "mqd-relay: cannot connect to %s: %s\n", upstream.toString().c_str(),
                  std::strerror(errno));
@@ -404,7 +391,7 @@ int main(int argc, char** argv) {
     std::vector<Address> addresses = resolve(listen);
     if (addresses.empty()) throw std::runtime_error("no address for " + s.listen);
     const Address& at = addresses.front();
-    Fd listener(::socket(at.family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    kj::AutoCloseFd listener(::socket(at.family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (listener.get() < 0) fail("socket");
     int one = 1;
     ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

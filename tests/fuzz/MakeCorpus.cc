@@ -17,6 +17,7 @@
 
 #include <capnp/rpc.capnp.h>
 #include <capnp/serialize.h>
+#include <kj/io.h>
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -56,21 +57,6 @@ struct Recording {
   std::string down;  // server to client
 };
 
-// A file descriptor, closed on destruction.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 sockaddr_un unixAddress(const std::string& path) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -106,9 +92,9 @@ class RecordingRelay {
  private:
   void serve() {
     for (;;) {
-      Fd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      kj::AutoCloseFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (client.get() < 0) return;
-      Fd server(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      kj::AutoCloseFd server(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
       sockaddr_un a = unixAddress(upstream_);
       if (::connect(server.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
       Recording r = relay(client.get(), server.get());
@@ -148,7 +134,7 @@ class RecordingRelay {
   }
 
   std::string upstream_;
-  Fd listener_;
+  kj::AutoCloseFd listener_;
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable ended_;
