@@ -38,7 +38,7 @@ std::string formatMs(double ms) {
 
 std::string describeFailure(const kj::Exception& e, int* code) {
   std::string detail;
-  int c = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
+  int c = proxyCodeOf(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
   if (code != nullptr) *code = c;
   const char* text = proxyErrorText(c);
   return std::string(text != nullptr ? text : "error") + ": " + detail;
@@ -62,6 +62,10 @@ DllInfo probeDll(Connection& connection, kj::WaitScope& waitScope, const std::st
   describeClient(request.initOptions(), dll);
   request.setDebugger(kj::heap<NoDebugger>());
   auto response = request.send().wait(waitScope);
+  if (response.hasFailure()) {
+    auto failure = response.getFailure();
+    throw proxyException(checkedFailureCode(failure.getCode()), failure.getDetail().cStr());
+  }
   return DllInfo::from(response.getDll());
 }
 

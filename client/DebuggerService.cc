@@ -34,7 +34,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
                                                     std::function<Value(DebuggerSide&)> run) {
   std::shared_ptr<PendingCall> call = connection_.current();
   if (!call) {
-    throw toWireException(MQD_PROXY_ERR_NOT_SET_UP,
+    throw proxyException(MQD_PROXY_ERR_NOT_SET_UP,
                           std::string(what) + " requested while no mqs_* call is in progress");
   }
   if (ClientCounters* c = connection_.counters()) ++c->callbacksServed;
@@ -50,14 +50,14 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
       if (e.code() == MQD_PROXY_ERR_ADDRESS_WIDTH || e.code() == MQD_PROXY_ERR_PROTOCOL) {
         target->noteCallbackError(e.code(), std::string(what) + ": " + e.what());
       }
-      (*fulfiller)->reject(toWireException(e.code(), std::string(what) + ": " + e.what()));
+      (*fulfiller)->reject(proxyException(e.code(), std::string(what) + ": " + e.what()));
     } catch (const std::exception& e) {
       (*fulfiller)->reject(
-          toWireException(MQD_PROXY_ERR_CALLBACK_FAILED, std::string(what) + ": " + e.what()));
+          proxyException(MQD_PROXY_ERR_CALLBACK_FAILED, std::string(what) + ": " + e.what()));
     }
   });
   if (!posted) {
-    throw toWireException(MQD_PROXY_ERR_SESSION_LOST,
+    throw proxyException(MQD_PROXY_ERR_SESSION_LOST,
                           std::string(what) + " arrived after its call ended");
   }
   return kj::mv(paf.promise);
@@ -134,7 +134,7 @@ kj::Promise<void> DebuggerService::fetchData(FetchDataContext context) {
   uint64_t address = p.getAddress();
   int32_t size = p.getSize();
   if (size < 0 || size > kMaxFetchBytes) {
-    throw toWireException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
+    throw proxyException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
                           "fetch_data of " + std::to_string(size) + " bytes refused");
   }
   struct Fetched {
@@ -250,7 +250,7 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
   for (auto b : params.getBlocks()) {
     total += b.getSize();
     if (total > kMaxBulkBytes) {
-      throw toWireException(MQD_PROXY_ERR_FETCH_TOO_LARGE, "fetchBlocks asks for too much");
+      throw proxyException(MQD_PROXY_ERR_FETCH_TOO_LARGE, "fetchBlocks asks for too much");
     }
     requests.push_back({b.getAddress(), b.getSize(), b.getNeededAddress(), b.getNeededSize()});
   }

@@ -108,7 +108,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
       return report(e.code(), e.what(), entryPoint);
     } catch (const kj::Exception& e) {
       std::string detail;
-      int code = fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+      int code = proxyCodeOf(e, MQD_PROXY_ERR_PROTOCOL, &detail);
       return report(code, detail, entryPoint);
     } catch (const std::exception& e) {
       return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
@@ -163,7 +163,7 @@ void MqsClient::connect() {
     });
   } catch (const kj::Exception& e) {
     std::string detail;
-    int code = fromWireException(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
+    int code = proxyCodeOf(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
     throw ProxyError(code, detail);
   }
   loop_->run([this]() {

@@ -69,14 +69,14 @@ const char* proxyErrorName(int code) {
 
 namespace mqd {
 
-kj::Exception toWireException(int code, const std::string& detail) {
+kj::Exception proxyException(int code, const std::string& detail) {
   const char* name = proxyErrorName(code);
   return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
                        kj::str(name != nullptr ? name : "MQD_PROXY_ERR_PROTOCOL", ": ",
                                detail.c_str()));
 }
 
-int fromWireException(const kj::Exception& e, int fallbackCode, std::string* detail) {
+int proxyCodeOf(const kj::Exception& e, int fallbackCode, std::string* detail) {
   using detail::Entry;
   using detail::kEntries;
   std::string description = e.getDescription().cStr();
@@ -90,6 +90,21 @@ int fromWireException(const kj::Exception& e, int fallbackCode, std::string* det
   }
   if (detail != nullptr) *detail = description;
   return fallbackCode;
+}
+
+int checkedFailureCode(int wireCode) {
+  return MQD_PROXY_IS_PROXY_ERROR(wireCode) ? wireCode : MQD_PROXY_ERR_PROTOCOL;
+}
+
+int codeOfRpcException(const kj::Exception& e) {
+  switch (e.getType()) {
+    case kj::Exception::Type::DISCONNECTED:
+      return MQD_PROXY_ERR_SESSION_LOST;
+    case kj::Exception::Type::OVERLOADED:
+      return MQD_PROXY_ERR_TIMEOUT;
+    default:
+      return MQD_PROXY_ERR_PROTOCOL;
+  }
 }
 
 }  // namespace mqd

@@ -36,12 +36,24 @@ class ProxyError : public std::runtime_error {
 
 namespace mqd {
 
-// A proxy error as it crosses the wire: a kj::Exception whose description is
-// "<MQD_PROXY_ERR_NAME>: <detail>" (capnp carries the description, not a code).
-kj::Exception toWireException(int code, const std::string& detail);
+// Between processes a proxy error travels as a number: the `failure` every Session result
+// carries (mqd.capnp). Inside one process, a kj promise chain carries only kj::Exception, so a
+// proxy error passing through one (connecting, the handshake, TLS, ssh) is an exception whose
+// description starts with the code's name. These two functions are the only writer and the
+// only reader of that form; nothing that came over the wire is read with them.
+kj::Exception proxyException(int code, const std::string& detail);
 
-// Recovers the code and detail from such an exception; any other exception yields
-// `fallbackCode` and its whole description.
-int fromWireException(const kj::Exception& e, int fallbackCode, std::string* detail);
+// The code and detail of an exception made by proxyException (perhaps with context put in
+// front of it); any other exception yields `fallbackCode` and its whole description.
+int proxyCodeOf(const kj::Exception& e, int fallbackCode, std::string* detail);
+
+// The code of a `failure` read from the wire: itself when it is a proxy code, otherwise
+// MQD_PROXY_ERR_PROTOCOL, so that no peer can make a failed call look like a DLL's answer.
+int checkedFailureCode(int wireCode);
+
+// The code for an exception of the RPC system itself, which carries no proxy code: a broken
+// connection is MQD_PROXY_ERR_SESSION_LOST, a deadline that passed (kj's timeouts are
+// OVERLOADED) MQD_PROXY_ERR_TIMEOUT, anything else MQD_PROXY_ERR_PROTOCOL.
+int codeOfRpcException(const kj::Exception& e);
 
 }  // namespace mqd

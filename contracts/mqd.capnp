@@ -10,7 +10,8 @@
 # Handles never cross the wire as pointers. Objects owned by the debugger (mqs_image,
 # mqs_process, mqs_job, mqs_type) are named by tokens the shim assigns; objects owned by the DLL
 # (mqs_image_info, mqs_process_info, mqs_job_info) by tokens the server assigns. Token 0 always
-# means NULL. A token the receiver did not issue is refused with an exception.
+# means NULL. A token the receiver did not issue is refused: by the server with a `failure`
+# (MQD_PROXY_ERR_BAD_HANDLE), by the shim with an exception, which the server only logs.
 #
 # Integers travel at 64 bits whatever either side's mqs_taddr_t / mqs_tword_t width is; the
 # receiving side narrows them under the rules of docs/transparency.md, "Transparency rules"
@@ -26,7 +27,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("mqd::wire");
 
-const protocolVersion :UInt32 = 2;
+const protocolVersion :UInt32 = 3;
 # Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
 
 const maxFetchBytes :Int32 = 67108864;
@@ -36,6 +37,14 @@ const maxFetchBytes :Int32 = 67108864;
 
 # ---------------------------------------------------------------------------------------------
 # Values
+
+struct Failure {
+  # Why a Session call failed, in the proxy's own terms. Every Session result carries one; when
+  # it is set, the call failed and the result's other fields mean nothing. The code crosses the
+  # wire as a number: nobody reads it back out of a sentence.
+  code @0 :Int32;    # an MQD_PROXY_ERR_* code (contracts/mqd_proxy.h), what the debugger sees
+  detail @1 :Text;   # the specifics, for mqs_dll_error_string's sentence
+}
 
 struct ByteRun {
   # A run of bytes the DLL wrote inside a character array, at `offset` from its start.
@@ -386,10 +395,11 @@ interface Proxy {
   describe @0 () -> (server :ServerDescription);
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
-      -> (session :Session, dll :DllDescription, ticket :SessionTicket);
+      -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure);
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
-  # connection. Fails with a descriptive exception if the DLL is not allowed or cannot be
-  # loaded. One session per connection. `ticket` names the session for postMortem.
+  # connection. One session per connection. `ticket` names the session for postMortem.
+  # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
+  # session) is a `failure` with code MQD_PROXY_ERR_SESSION_REFUSED and the reason.
 
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.
@@ -404,19 +414,24 @@ interface Session {
   # One debugger's use of one vendor DLL. Calls are executed strictly one at a time, in the
   # order received. Every call that runs DLL code returns `rc`, the DLL's result (absent for the
   # void entry points). The DLL's callbacks reach the Debugger during the call, in order.
+  # Every result ends with `failure`: set when the proxy could not make the call (a bad handle,
+  # a call before its set-up, a fetch too large); an exception means the call never ran or the
+  # session broke.
 
-  setupBasicCallbacks @0 () -> ();
+  setupBasicCallbacks @0 () -> (failure :Failure);
   # mqs_setup_basic_callbacks. The server installs its own (level-3) table in the DLL: every
   # basic callback is answered on the server, and dprints is relayed through Debugger.
 
-  dllErrorString @1 (code :Int32) -> (text :OutString);
+  dllErrorString @1 (code :Int32) -> (text :OutString, failure :Failure);
   # mqs_dll_error_string(code): `null` when the DLL returned NULL.
 
-  setupImage @2 (image :UInt64) -> (rc :Int32);
-  imageHasQueues @3 (image :UInt64) -> (rc :Int32, message :OutString);
-  destroyImageInfo @4 (info :UInt64) -> ();
+  setupImage @2 (image :UInt64) -> (rc :Int32, failure :Failure);
+  imageHasQueues @3 (image :UInt64)
+      -> (rc :Int32, message :OutString, failure :Failure);
+  destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool) -> (rc :Int32, warning :Text);
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool)
+      -> (rc :Int32, warning :Text, failure :Failure);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # warning: a sentence for the user when the reported byte order contradicts a value of the
@@ -424,42 +439,44 @@ interface Session {
   # Nothing else about the process comes with it: the server asks the debugger when the DLL
   # asks (its image, rank, type sizes, ...), so that no answer is taken before it is valid.
 
-  processHasQueues @6 (process :UInt64) -> (rc :Int32, message :OutString);
-  destroyProcessInfo @7 (info :UInt64) -> ();
+  processHasQueues @6 (process :UInt64)
+      -> (rc :Int32, message :OutString, failure :Failure);
+  destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter))
-      -> (rc :Int32, walk :Bulk);
+      -> (rc :Int32, walk :Bulk, failure :Failure);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
-  setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32);
+  setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
-      -> (rc :Int32, communicator :Communicator);
+      -> (rc :Int32, communicator :Communicator, failure :Failure);
   getCommGroup @11 (process :UInt64)
-      -> (rc :Int32, ranks :List(Int32), written :Data);
+      -> (rc :Int32, ranks :List(Int32), written :Data, failure :Failure);
   # The server sizes the DLL's buffer from the communicator size the DLL last reported for this
   # process. `written` has one bit per element of `ranks` (LSB first); unwritten elements are
   # left untouched in the debugger's buffer.
 
-  nextCommunicator @12 (process :UInt64) -> (rc :Int32);
+  nextCommunicator @12 (process :UInt64) -> (rc :Int32, failure :Failure);
   setupOperationIterator @13 (process :UInt64, opClass :Int32)
-      -> (rc :Int32);
+      -> (rc :Int32, failure :Failure);
   nextOperation @14 (process :UInt64)
-      -> (rc :Int32, operation :PendingOperation);
+      -> (rc :Int32, operation :PendingOperation, failure :Failure);
 
   # Level 3 and extensions. Each fails with rc = MQD proxy "entry point missing" when the DLL
   # does not export it (see mqd_proxy.h), except getCommCollState, which answers
   # mqs_no_information like a DLL that cannot tell.
-  setupJob @15 (job :UInt64) -> (rc :Int32);
-  destroyJobInfo @16 (info :UInt64) -> (rc :Int32);
-  setupNewProcessIterator @17 (process :UInt64) -> (rc :Int32);
+  setupJob @15 (job :UInt64) -> (rc :Int32, failure :Failure);
+  destroyJobInfo @16 (info :UInt64) -> (rc :Int32, failure :Failure);
+  setupNewProcessIterator @17 (process :UInt64) -> (rc :Int32, failure :Failure);
   nextNewProcess @18 (process :UInt64)
-      -> (rc :Int32, location :ProcessLocation);
-  setProcessIdentity @19 (process :UInt64, identity :Int32) -> (rc :Int32);
+      -> (rc :Int32, location :ProcessLocation, failure :Failure);
+  setProcessIdentity @19 (process :UInt64, identity :Int32)
+      -> (rc :Int32, failure :Failure);
   getCommCollState @20 (process :UInt64, collective :Int32)
-      -> (rc :Int32, sequence :OutInt, active :OutInt);
+      -> (rc :Int32, sequence :OutInt, active :OutInt, failure :Failure);
 
-  reposition @21 (process :UInt64, cursor :WalkCursor) -> ();
+  reposition @21 (process :UInt64, cursor :WalkCursor) -> (failure :Failure);
   # The shim stops serving from a walk: bring the DLL's iterators to where the debugger
   # believes they are. The DLL calls it replays have no debugger-visible effects (the debugger
   # already saw them). Sent without waiting, right before the call that needs it.

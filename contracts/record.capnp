@@ -80,8 +80,8 @@ struct DebuggerCall {
 }
 
 struct Failure {
-  # An exception as it crossed the wire (see common/ProxyErrors.h for proxy error codes in
-  # `description`).
+  # An exception of the RPC system (the session broke, ...). A call the proxy failed returned
+  # normally: its code is in the `failure` of its recorded results (mqd.capnp).
   type @0 :UInt8;          # kj::Exception::Type
   description @1 :Text;
 }

@@ -1,5 +1,6 @@
 #include "Replay.h"
 
+#include <capnp/dynamic.h>
 #include <kj/async-io.h>
 
 #include <chrono>
@@ -59,15 +60,31 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// The proxy error code an exception carries (MQD_PROXY_ERR_PROTOCOL if none).
-int codeOf(const kj::Exception& e) {
+// A call that failed: the code the debugger would have seen, and why.
+struct Failed {
+  int code;
   std::string detail;
-  return fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+};
+
+// The `failure` of Session method `method`'s results (every Session result has one), if set.
+kj::Maybe<Failed> failureIn(uint16_t method, capnp::AnyPointer::Reader results) {
+  auto schema = capnp::Schema::from<wire::Session>().getMethods()[method].getResultType();
+  auto fields = results.getAs<capnp::DynamicStruct>(schema);
+  if (!fields.has("failure")) return nullptr;
+  auto failure = fields.get("failure").as<wire::Failure>();
+  return Failed{checkedFailureCode(failure.getCode()), failure.getDetail()};
 }
 
+// A call the RPC system failed (the session broke, the server gave no answer in time, ...).
+Failed failedWith(kj::Exception::Type type, const std::string& description) {
+  kj::Exception e(type, __FILE__, __LINE__);
+  return Failed{codeOfRpcException(e), description};
+}
+
+// The sentence of an exception from connecting (common/ProxyErrors.h: the code's name left out).
 std::string described(const kj::Exception& e) {
   std::string detail;
-  fromWireException(e, MQD_PROXY_ERR_PROTOCOL, &detail);
+  proxyCodeOf(e, MQD_PROXY_ERR_PROTOCOL, &detail);
   return detail;
 }
 
@@ -195,13 +212,17 @@ void SessionReplay::open(record::SessionOpened::Reader opened) {
                                               : options_.dll;
   options.setDll(dllAsked);
   request.setDebugger(answers_.capability(options.getCompress()));
+  auto refused = [&](const std::string& why) {
+    return Unusable{"the server refused " + where + " (DLL " + dllAsked + "): " + why};
+  };
   capnp::Response<wire::Proxy::OpenSessionResults> response = [&]() {
     try {
       return request.send().wait(io_.waitScope);
     } catch (const kj::Exception& e) {
-      throw Unusable{"the server refused " + where + " (DLL " + dllAsked + "): " + described(e)};
+      throw refused(e.getDescription().cStr());
     }
   }();
+  if (response.hasFailure()) throw refused(response.getFailure().getDetail());
   auto recorded = opened.getDll();
   auto replayed = response.getDll();
   // What the DLL is, not where it lies or which build it is: a copy or a rebuild that behaves
@@ -278,46 +299,53 @@ void SessionReplay::complete(record::SessionReturn::Reader recorded) {
 
   std::vector<std::string> recordedNotes = recordedNotifications_.take();
   std::vector<std::string> replayedNotes = answers_.takeNotifications();
-  bool recordedFailed = recorded.hasFailure();
-  int failedCode = 0;
+  // How the call ended, recorded and replayed: failed (with the `failure` of its results, or
+  // with an exception of the RPC system), or returned (nullptr).
+  kj::Maybe<Failed> recordedFailed;
+  if (recorded.hasFailure()) {
+    auto r = recorded.getFailure();
+    recordedFailed = failedWith(static_cast<kj::Exception::Type>(r.getType()),
+                                r.getDescription().cStr());
+  } else {
+    recordedFailed = failureIn(call.method, recorded.getResults());
+  }
+  kj::Maybe<Failed> replayedFailed;
+  capnp::AnyPointer::Reader results;
   KJ_IF_MAYBE(e, failure) {
-    failedCode = codeOf(*e);
-    bool timedOut = e->getType() == kj::Exception::Type::OVERLOADED ||
-                    described(*e).find("timed out") != std::string::npos;
-    if (timedOut && !recordedFailed) {
+    if (e->getType() == kj::Exception::Type::OVERLOADED && recordedFailed == nullptr) {
       difference(where, "no answer from the server within " + std::to_string(ms) + " ms");
       stopped_ = true;
       return;
     }
-    if (!recordedFailed) {
-      difference(where, "the call failed: " + described(*e) + "; recorded: it returned");
-    } else {
-      auto r = recorded.getFailure();
-      kj::Exception was(static_cast<kj::Exception::Type>(r.getType()), __FILE__, __LINE__,
-                        kj::str(r.getDescription()));
-      if (codeOf(was) != failedCode) {
-        difference(where, "failed with \"" + described(*e) + "\"; recorded: \"" + described(was) +
+    replayedFailed = failedWith(e->getType(), e->getDescription().cStr());
+  } else KJ_IF_MAYBE(r, response) {
+    results = *r;
+    replayedFailed = failureIn(call.method, results);
+  }
+
+  KJ_IF_MAYBE(now, replayedFailed) {
+    KJ_IF_MAYBE(then, recordedFailed) {
+      if (then->code != now->code) {
+        difference(where, "failed with \"" + now->detail + "\"; recorded: \"" + then->detail +
                               "\"");
       }
+    } else {
+      difference(where, "the call failed: " + now->detail + "; recorded: it returned");
     }
-    dump_.add(call.method, call.params, nullptr, failedCode);
+    dump_.add(call.method, call.params, nullptr, now->code);
     return;
   }
-  KJ_IF_MAYBE(r, response) {
-    capnp::AnyPointer::Reader results = *r;
-    if (recordedFailed) {
-      difference(where, "it returned; recorded: it failed with \"" +
-                            std::string(recorded.getFailure().getDescription().cStr()) + "\"");
-    } else {
-      auto schema =
-          capnp::Schema::from<wire::Session>().getMethods()[call.method].getResultType();
-      std::string d = firstDifference(schema, recorded.getResults(), results);
-      if (!d.empty()) difference(where, d);
-    }
-    std::string notes = compareNotifications(recordedNotes, replayedNotes);
-    if (!notes.empty()) difference(where, notes);
-    dump_.add(call.method, call.params, &results, 0);
+  KJ_IF_MAYBE(then, recordedFailed) {
+    difference(where, "it returned; recorded: it failed with \"" + then->detail + "\"");
+  } else {
+    auto schema =
+        capnp::Schema::from<wire::Session>().getMethods()[call.method].getResultType();
+    std::string d = firstDifference(schema, recorded.getResults(), results);
+    if (!d.empty()) difference(where, d);
   }
+  std::string notes = compareNotifications(recordedNotes, replayedNotes);
+  if (!notes.empty()) difference(where, notes);
+  dump_.add(call.method, call.params, &results, 0);
 }
 
 void SessionReplay::difference(const std::string& where, const std::string& what) {

@@ -64,12 +64,6 @@ void describeClient(wire::SessionOptions::Builder options, const std::string& dl
   options.setClientTaddrWidth(static_cast<uint8_t>(sizeof(mqs_taddr_t)));
 }
 
-int classifyRpcFailure(const kj::Exception& e, std::string* detail) {
-  int fallback = e.getType() == kj::Exception::Type::DISCONNECTED ? MQD_PROXY_ERR_SESSION_LOST
-                                                                   : MQD_PROXY_ERR_PROTOCOL;
-  return fromWireException(e, fallback, detail);
-}
-
 namespace {
 
 // The stream, counting into `counters` when there are any.
@@ -122,14 +116,13 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
       .timeoutAfter(ms * kj::MILLISECONDS, kj::mv(step))
       .catch_([where, ms](kj::Exception&& e) -> kj::Own<Connection> {
         std::string detail;
-        int code = fromWireException(e, 0, &detail);
+        int code = proxyCodeOf(e, 0, &detail);
         if (code != 0) throw kj::mv(e);
-        if (e.getType() == kj::Exception::Type::OVERLOADED ||
-            detail.find("timed out") != std::string::npos) {
-          throw toWireException(MQD_PROXY_ERR_TIMEOUT,
+        if (e.getType() == kj::Exception::Type::OVERLOADED) {
+          throw proxyException(MQD_PROXY_ERR_TIMEOUT,
                                 where + ": no answer within " + std::to_string(ms) + " ms");
         }
-        throw toWireException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
+        throw proxyException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
       });
 }
 
@@ -162,14 +155,14 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
         if (!reply.ok && reply.closed) {
           kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, reply.reason));
         }
-        if (!reply.ok) throw toWireException(reply.code, where + ": " + reply.reason);
+        if (!reply.ok) throw proxyException(reply.code, where + ": " + reply.reason);
         auto connection = kj::heap<Connection>(kj::mv(h->stream), where, counters);
         connection->setSsh(h->ssh);
         return connection;
       })
       .catch_([h, where](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
         std::string detail;
-        if (fromWireException(e, 0, &detail) != 0 || h->stream.get() == nullptr) {
+        if (proxyCodeOf(e, 0, &detail) != 0 || h->stream.get() == nullptr) {
           return kj::mv(e);
         }
         // Most likely ssh itself failed (authentication, host key, no such command): wait
@@ -177,7 +170,7 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
         return h->ssh->whenEnded(std::chrono::milliseconds(2000))
             .then([h, where, detail]() -> kj::Own<Connection> {
               std::string said = h->ssh->stderrTail();
-              throw toWireException(
+              throw proxyException(
                   MQD_PROXY_ERR_UNREACHABLE,
                   where + ": " +
                       (said.empty() ? "the connection through ssh ended: " + detail
@@ -197,7 +190,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
     try {
       token = readTokenFile(config.tokenFile);
     } catch (const std::runtime_error& e) {
-      return toWireException(MQD_PROXY_ERR_AUTH_FAILED,
+      return proxyException(MQD_PROXY_ERR_AUTH_FAILED,
                              where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
@@ -222,7 +215,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
       }
       checkSocketPath(endpoint.path, trusted);
     } catch (const SocketDistrusted& e) {
-      return toWireException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+      return proxyException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
     }
   }
   return io.provider->getNetwork()
@@ -244,17 +237,17 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                 try {
                   checkSocketPeer(*fd, path, trusted);
                 } catch (const SocketDistrusted& e) {
-                  throw toWireException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+                  throw proxyException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
                 }
               } else {
-                throw toWireException(MQD_PROXY_ERR_AUTH_FAILED,
+                throw proxyException(MQD_PROXY_ERR_AUTH_FAILED,
                                       "unix:" + path + ": cannot tell who runs the server there");
               }
             }
             return kj::mv(stream);
           },
           [where](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
-            throw toWireException(MQD_PROXY_ERR_UNREACHABLE,
+            throw proxyException(MQD_PROXY_ERR_UNREACHABLE,
                                   where + ": " + e.getDescription().cStr() +
                                       " (is mqd-proxy-server running there? set "
                                       "MQD_PROXY_SERVER)");
@@ -270,7 +263,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
         std::fill(token.begin(), token.end(), '\0');
         return handshake.then([where, counters, stream = kj::mv(stream)](
                                   HandshakeReply reply) mutable -> kj::Own<Connection> {
-          if (!reply.ok) throw toWireException(reply.code, where + ": " + reply.reason);
+          if (!reply.ok) throw proxyException(reply.code, where + ": " + reply.reason);
           return kj::heap<Connection>(kj::mv(stream), where, counters);
         });
       });
@@ -282,7 +275,7 @@ kj::OneOf<Endpoint, kj::Exception> parseEndpoint(const std::string& server) {
   try {
     out.init<Endpoint>(Endpoint::parse(server));
   } catch (const std::invalid_argument& e) {
-    out.init<kj::Exception>(toWireException(MQD_PROXY_ERR_UNREACHABLE,
+    out.init<kj::Exception>(proxyException(MQD_PROXY_ERR_UNREACHABLE,
                                             std::string(e.what()) + " in MQD_PROXY_SERVER"));
   }
   return out;
@@ -374,6 +367,11 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
     return request.send().then(
         [c = kj::mv(c), recorder, asked = kj::mv(asked)](
             capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
+          if (response.hasFailure()) {
+            auto failure = response.getFailure();
+            throw proxyException(checkedFailureCode(failure.getCode()), c->endpoint_ + ": " +
+                                                        failure.getDetail().cStr());
+          }
           c->session_ = response.getSession();
           auto d = response.getDll();
           c->dll_ = DllInfo::from(d);
@@ -386,10 +384,8 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           return kj::mv(c);
         },
         [where](kj::Exception&& e) -> kj::Own<Connection> {
-          std::string detail;
-          int code = fromWireException(e, MQD_PROXY_ERR_SESSION_REFUSED, &detail);
-          if (code == MQD_PROXY_ERR_SESSION_LOST) code = MQD_PROXY_ERR_SESSION_REFUSED;
-          throw toWireException(code, where + ": " + detail);
+          throw proxyException(MQD_PROXY_ERR_SESSION_REFUSED,
+                               where + ": " + e.getDescription().cStr());
         });
   });
   return withDeadline(io, kj::mv(opened), where, config.timeout);

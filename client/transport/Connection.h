@@ -21,6 +21,7 @@
 #include "EntryPoints.h"
 #include "PendingCall.h"
 #include "PostMortem.h"
+#include "ProxyErrors.h"
 #include "mqd.capnp.h"
 
 namespace mqd::client {
@@ -58,7 +59,7 @@ class Connection {
  public:
   // Connects and opens a session (telling the server which info tokens the debugger already
   // holds, from `side`, so that a re-established session keeps them). Fails with a ProxyError-carrying kj::Exception (see
-  // toWireException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
+  // proxyException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
   // the server says no, AUTH_FAILED for a missing, wrong or unsafe token, TLS when TLS does not
   // fit or verify, TIMEOUT after `config.timeout`.
   // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
@@ -100,7 +101,8 @@ class Connection {
   const std::string& endpoint() const { return endpoint_; }
   ClientCounters* counters() const { return counters_; }  // null for tools without a session
 
-  // Starts `promise` (an RPC reply) and routes its outcome to `call`.
+  // Starts `promise` (an RPC reply) and routes its outcome to `call`: the results, or the
+  // code of their `failure` (mqd.capnp), or the code of the RPC system's exception.
   template <typename Results>
   void track(std::shared_ptr<PendingCall> call, capnp::RemotePromise<Results>&& promise);
 
@@ -143,22 +145,24 @@ class Connection {
   std::string brokenReason_;
 };
 
-// Maps any exception from the RPC layer to a proxy error code and sentence.
-int classifyRpcFailure(const kj::Exception& e, std::string* detail);
-
 template <typename Results>
 void Connection::track(std::shared_ptr<PendingCall> call,
                        capnp::RemotePromise<Results>&& promise) {
   tasks_.add(promise.then(
       [this, call](capnp::Response<Results>&& response) {
+        forget(call);
+        if (response.hasFailure()) {
+          auto failure = response.getFailure();
+          call->fail(checkedFailureCode(failure.getCode()), failure.getDetail());
+          return;
+        }
         auto copy = std::make_unique<capnp::MallocMessageBuilder>();
         copy->setRoot(static_cast<typename Results::Reader>(response));
-        forget(call);
         call->finish(std::move(copy));
       },
       [this, call](kj::Exception&& e) {
-        std::string detail;
-        int code = classifyRpcFailure(e, &detail);
+        int code = codeOfRpcException(e);
+        std::string detail = e.getDescription().cStr();
         if (e.getType() == kj::Exception::Type::DISCONNECTED) markBroken(code, detail);
         forget(call);
         call->fail(code, detail);

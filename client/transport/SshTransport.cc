@@ -48,7 +48,7 @@ std::string findProgram(const std::string& name) {
 }
 
 [[noreturn]] void unreachable(const std::string& why) {
-  throw toWireException(MQD_PROXY_ERR_UNREACHABLE, why);
+  throw proxyException(MQD_PROXY_ERR_UNREACHABLE, why);
 }
 
 void closeBoth(int fds[2]) {

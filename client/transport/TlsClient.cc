@@ -61,11 +61,11 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
     try {
       pem = readRegularFile(caFile, kMaxPemBytes);
     } catch (const FileRefused& e) {
-      return toWireException(MQD_PROXY_ERR_TLS,
+      return proxyException(MQD_PROXY_ERR_TLS,
                              where + ": cannot read MQD_PROXY_TLS_CA " + e.what());
     }
     KJ_IF_MAYBE(e, kj::runCatchingExceptions([&]() { ca = kj::TlsCertificate(pem); })) {
-      return toWireException(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
+      return proxyException(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
                                                     " is not a PEM certificate (" +
                                                     e->getDescription().cStr() + ")");
     }
@@ -75,7 +75,7 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
   kj::Own<kj::TlsContext> context;
   KJ_IF_MAYBE(e, kj::runCatchingExceptions(
                      [&]() { context = kj::heap<kj::TlsContext>(kj::mv(options)); })) {
-    return toWireException(MQD_PROXY_ERR_TLS,
+    return proxyException(MQD_PROXY_ERR_TLS,
                            where + ": cannot set up TLS: " + e->getDescription().cStr());
   }
   auto refusal = std::make_shared<std::string>();
@@ -87,11 +87,11 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
       [refusal, where, host, caFile](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
         if (!refusal->empty()) {
           HandshakeReply reply = parseReply(*refusal);
-          throw toWireException(reply.code, where + ": " + reply.reason);
+          throw proxyException(reply.code, where + ": " + reply.reason);
         }
         std::string trust = caFile.empty() ? "the system's trust store"
                                            : "MQD_PROXY_TLS_CA " + caFile;
-        throw toWireException(
+        throw proxyException(
             MQD_PROXY_ERR_TLS,
             where + ": TLS handshake failed: " + e.getDescription().cStr() +
                 " (the server must speak TLS (--listen tls:...), and its certificate must be "

@@ -12,7 +12,7 @@ namespace mqd::client {
 // store) and name `host` (a DNS name in its subjectAltName or common name). The returned
 // stream owns everything it needs.
 //
-// Fails with a wire exception (toWireException) naming `where`: MQD_PROXY_ERR_TLS when the CA
+// Fails with a wire exception (proxyException) naming `where`: MQD_PROXY_ERR_TLS when the CA
 // file cannot be read or the handshake or verification fails; when the server answered with a
 // plain-text REFUSED line instead of TLS (it requires no TLS, or is at its session limit), the
 // code and reason of that line.

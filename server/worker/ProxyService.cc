@@ -70,24 +70,25 @@ kj::Promise<void> ProxyService::describe(DescribeContext context) {
 kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   auto params = context.getParams();
   auto options = params.getOptions();
+  auto refuse = [&context](const std::string& why) {
+    auto failure = context.getResults().initFailure();
+    failure.setCode(MQD_PROXY_ERR_SESSION_REFUSED);
+    failure.setDetail(why);
+    return kj::READY_NOW;
+  };
   if (options.getProtocolVersion() != wire::PROTOCOL_VERSION) {
-    throw toWireException(MQD_PROXY_ERR_SESSION_REFUSED,
-                          "client speaks protocol " +
-                              std::to_string(options.getProtocolVersion()) +
-                              ", server speaks " + std::to_string(wire::PROTOCOL_VERSION) +
-                              "; use matching mqd-proxy versions");
+    return refuse("client speaks protocol " + std::to_string(options.getProtocolVersion()) +
+                  ", server speaks " + std::to_string(wire::PROTOCOL_VERSION) +
+                  "; use matching mqd-proxy versions");
   }
-  if (sessionOpened_) {
-    throw toWireException(MQD_PROXY_ERR_SESSION_REFUSED,
-                          "this connection already has a session");
-  }
+  if (sessionOpened_) return refuse("this connection already has a session");
   std::unique_ptr<VendorDll> dll;
   try {
     DllChoice chosen = config_.dlls->select(options.getDll());
     dll = VendorDll::load(chosen.path, chosen.fd);
   } catch (const std::exception& e) {
     MQD_LOG(Warn, "session refused: %s", e.what());
-    throw toWireException(MQD_PROXY_ERR_SESSION_REFUSED, e.what());
+    return refuse(e.what());
   }
   sessionOpened_ = true;
   SessionConfig session;

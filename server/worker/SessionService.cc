@@ -24,9 +24,6 @@ constexpr size_t kFiberStackBytes = 8u << 20;
 // Marker for "the DLL did not store into this char** output".
 char kUntouched;
 
-// Sends a ProxyError to the client as an exception whose description starts with the code's
-// name; proxy-client maps it back to the code.
-[[noreturn]] void rethrowForWire(const ProxyError& e) { throw toWireException(e.code(), e.what()); }
 
 void captureMessage(char* message, wire::OutString::Builder out) {
   if (message == &kUntouched) {
@@ -148,12 +145,13 @@ void SessionService::requireBasicCallbacks(const char* entryPoint) const {
   }
 }
 
-template <typename Body>
-kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bool roundTrip) {
+template <typename Context, typename Body>
+kj::Promise<void> SessionService::runDll(Context context, const char* entryPoint, Body&& body,
+                                         bool roundTrip) {
   metrics_.add(roundTrip ? Count::Calls : Count::Notifications);
-  auto run = [this, entryPoint, body = kj::fwd<Body>(body)]() mutable {
+  auto run = [this, context, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
-        [this, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
+        [this, context, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
           AsanFiber onFiber(kFiberStackBytes);
           DllCall call(*this, waitScope, entryPoint);
           remote_.startCall(objects_);
@@ -163,7 +161,9 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
             relayDllOutput(call);
           } catch (const ProxyError& e) {
             relayDllOutput(call);
-            rethrowForWire(e);
+            auto failure = context.getResults().initFailure();
+            failure.setCode(e.code());
+            failure.setDetail(e.what());
           }
           if (remote_.lookupsSeen().size() != lookupsSaved_) {
             lookupsSaved_ = remote_.lookupsSeen().size();
@@ -178,15 +178,15 @@ kj::Promise<void> SessionService::runDll(const char* entryPoint, Body&& body, bo
 
 // ---- global ----
 
-kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext) {
-  return runDll("mqs_setup_basic_callbacks", [this](DllCall&) {
+kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
+  return runDll(context, "mqs_setup_basic_callbacks", [this](DllCall&) {
     dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
     basicCallbacksSet_ = true;
   });
 }
 
 kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) {
-  return runDll("mqs_dll_error_string", [this, context](DllCall&) mutable {
+  return runDll(context, "mqs_dll_error_string", [this, context](DllCall&) mutable {
     char* text = dll_->entry().mqs_dll_error_string(context.getParams().getCode());
     auto out = context.getResults().initText();
     if (text == nullptr) {
@@ -200,7 +200,7 @@ kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) 
 // ---- images ----
 
 kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
-  return runDll("mqs_setup_image", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_setup_image", [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.entryPoint());
     RemoteImage& image = objects_.image(context.getParams().getImage());
     image.setUp = true;
@@ -214,7 +214,7 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
 }
 
 kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {
-  return runDll("mqs_image_has_queues", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_image_has_queues", [this, context](DllCall& call) mutable {
     RemoteImage& image = objects_.setUpImage(context.getParams().getImage(), call.entryPoint());
     char* message = &kUntouched;
     int rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
@@ -225,7 +225,7 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
 }
 
 kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
-  return runDll("mqs_destroy_image_info", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_destroy_image_info", [this, context](DllCall& call) mutable {
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_image_info*>(objects_.infoFromToken(
@@ -238,7 +238,7 @@ kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext conte
 // ---- processes ----
 
 kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
-  return runDll("mqs_setup_process", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_setup_process", [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.entryPoint());
     auto params = context.getParams();
     RemoteProcess& process = objects_.process(params.getProcess());
@@ -260,7 +260,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
 }
 
 kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext context) {
-  return runDll("mqs_process_has_queues", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_process_has_queues", [this, context](DllCall& call) mutable {
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
     char* message = &kUntouched;
@@ -273,7 +273,7 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
 }
 
 kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
-  return runDll("mqs_destroy_process_info", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_destroy_process_info", [this, context](DllCall& call) mutable {
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_process_info*>(objects_.infoFromToken(
@@ -288,7 +288,7 @@ kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext c
 // The shape of every process-level call that returns only a result code.
 #define MQD_PROCESS_RC_CALL(method, Context, fn)                                             \
   kj::Promise<void> SessionService::method(Context context) {                                \
-    return runDll(#fn, [this, context](DllCall& call) mutable {                              \
+    return runDll(context, #fn, [this, context](DllCall& call) mutable {                              \
       RemoteProcess& process =                                                               \
           objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());        \
       int rc = dll_->entry().fn(reinterpret_cast<mqs_process*>(&process));                   \
@@ -302,7 +302,7 @@ MQD_PROCESS_RC_CALL(setupCommunicatorIterator, SetupCommunicatorIteratorContext,
 MQD_PROCESS_RC_CALL(nextCommunicator, NextCommunicatorContext, mqs_next_communicator)
 
 kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context) {
-  return runDll("mqs_get_communicator", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_get_communicator", [this, context](DllCall& call) mutable {
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
     mqs_communicator communicator;
@@ -319,7 +319,7 @@ kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context
 }
 
 kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
-  return runDll("mqs_get_comm_group", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_get_comm_group", [this, context](DllCall& call) mutable {
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
     if (dll_->entry().mqs_get_comm_group == nullptr) {
@@ -336,7 +336,7 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
 }
 
 kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {
-  return runDll("mqs_update_communicator_list", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_update_communicator_list", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
     SessionBoard::Slot& slot = metrics_.slot();
@@ -367,7 +367,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
 
 kj::Promise<void> SessionService::reposition(RepositionContext context) {
   return runDll(
-      "mqs_setup_communicator_iterator",
+      context, "mqs_setup_communicator_iterator",
       [this, context](DllCall& call) mutable {
         auto params = context.getParams();
         RemoteProcess& process = objects_.setUpProcess(params.getProcess(), "reposition");
@@ -379,7 +379,7 @@ kj::Promise<void> SessionService::reposition(RepositionContext context) {
 // ---- operations ----
 
 kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorContext context) {
-  return runDll("mqs_setup_operation_iterator", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_setup_operation_iterator", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
     int rc = dll_->entry().mqs_setup_operation_iterator(reinterpret_cast<mqs_process*>(&process),
@@ -390,7 +390,7 @@ kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorC
 }
 
 kj::Promise<void> SessionService::nextOperation(NextOperationContext context) {
-  return runDll("mqs_next_operation", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_next_operation", [this, context](DllCall& call) mutable {
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
     mqs_pending_operation operation;
@@ -414,7 +414,7 @@ Fn require(Fn fn, const char* entryPoint) {
 }  // namespace
 
 kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
-  return runDll("mqs_setup_job", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_setup_job", [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.entryPoint());
     auto fn = require(dll_->entry().mqs_setup_job, call.entryPoint());
     RemoteJob& job = objects_.job(context.getParams().getJob());
@@ -426,7 +426,7 @@ kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
 }
 
 kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) {
-  return runDll("mqs_destroy_job_info", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_destroy_job_info", [this, context](DllCall& call) mutable {
     auto fn = require(dll_->entry().mqs_destroy_job_info, call.entryPoint());
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
@@ -441,7 +441,7 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
 
 kj::Promise<void> SessionService::setupNewProcessIterator(
     SetupNewProcessIteratorContext context) {
-  return runDll("mqs_setup_new_process_iterator", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_setup_new_process_iterator", [this, context](DllCall& call) mutable {
     auto fn = require(dll_->entry().mqs_setup_new_process_iterator, call.entryPoint());
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
@@ -452,7 +452,7 @@ kj::Promise<void> SessionService::setupNewProcessIterator(
 }
 
 kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) {
-  return runDll("mqs_next_new_process", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_next_new_process", [this, context](DllCall& call) mutable {
     auto fn = require(dll_->entry().mqs_next_new_process, call.entryPoint());
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
@@ -466,7 +466,7 @@ kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) 
 }
 
 kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext context) {
-  return runDll("mqs_set_process_identity", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_set_process_identity", [this, context](DllCall& call) mutable {
     auto fn = require(dll_->entry().mqs_set_process_identity, call.entryPoint());
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
@@ -478,7 +478,7 @@ kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext c
 }
 
 kj::Promise<void> SessionService::getCommCollState(GetCommCollStateContext context) {
-  return runDll("mqs_get_comm_coll_state", [this, context](DllCall& call) mutable {
+  return runDll(context, "mqs_get_comm_coll_state", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
     auto results = context.getResults();

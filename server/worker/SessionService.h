@@ -75,10 +75,12 @@ class SessionService final : public wire::Session::Server, public DllHost {
  private:
   // At the session's end: mqs_destroy_*_info for every info the debugger did not destroy.
   void destroyLeftInfos();
-  // Runs `body(DllCall&)` on a fiber after every earlier call has finished. `roundTrip`: the
-  // shim waits for the answer (counted as a round trip).
-  template <typename Body>
-  kj::Promise<void> runDll(const char* entryPoint, Body&& body, bool roundTrip = true);
+  // Runs `body(DllCall&)` on a fiber after every earlier call has finished. A ProxyError it
+  // throws becomes the `failure` of `context`'s results. `roundTrip`: the shim waits for the
+  // answer (counted as a round trip).
+  template <typename Context, typename Body>
+  kj::Promise<void> runDll(Context context, const char* entryPoint, Body&& body,
+                           bool roundTrip = true);
 
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;
