@@ -75,7 +75,27 @@ EventLoopThread::EventLoopThread() {
   stop_ = kj::mv(startup->stop);
 }
 
+void EventLoopThread::destroyOnLoop(std::shared_ptr<void> object) {
+  if (object == nullptr) return;
+  std::lock_guard<std::mutex> lock(handedBackMutex_);
+  handedBack_.push_back(std::move(object));
+}
+
+void EventLoopThread::destroyHandedBack() {
+  std::vector<std::shared_ptr<void>> doomed;
+  {
+    std::lock_guard<std::mutex> lock(handedBackMutex_);
+    doomed.swap(handedBack_);
+  }
+}  // `doomed` is destroyed here, on the loop thread, outside the lock
+
 EventLoopThread::~EventLoopThread() {
+  if (executor_) {
+    try {
+      executor_->executeSync([this]() { destroyHandedBack(); });
+    } catch (...) {
+    }
+  }
   if (stop_) stop_->fulfill();
   if (thread_.joinable()) thread_.join();
   stop_ = nullptr;

@@ -12,8 +12,11 @@
 #include <kj/async-io.h>
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mqd::client {
 
@@ -32,19 +35,30 @@ class EventLoopThread {
   // called from the loop thread itself.
   template <typename Func>
   auto run(Func&& fn) {
-    return executor_->executeSync(kj::fwd<Func>(fn));
+    return executor_->executeSync([this, &fn]() {
+      destroyHandedBack();
+      return fn();
+    });
   }
+
+  // Any thread. Keeps `object` (one of the RPC system's, which a debugger thread held) until
+  // the loop thread's next run(), and destroys it there.
+  void destroyOnLoop(std::shared_ptr<void> object);
 
   // Only on the loop thread.
   kj::AsyncIoContext& io() { return *io_; }
 
  private:
   void main();
+  // Loop thread: destroys what destroyOnLoop() kept.
+  void destroyHandedBack();
 
   std::thread thread_;
   kj::AsyncIoContext* io_ = nullptr;
   kj::Own<const kj::Executor> executor_;
   kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_;
+  std::mutex handedBackMutex_;
+  std::vector<std::shared_ptr<void>> handedBack_;
 };
 
 }  // namespace mqd::client

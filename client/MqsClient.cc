@@ -39,14 +39,21 @@ void applyMessage(wire::OutString::Reader in, char** message, StringPool& string
 template <typename Results>
 class MqsClient::Reply {
  public:
-  explicit Reply(std::shared_ptr<PendingCall> call) : call_(std::move(call)) {}
-  typename Results::Reader get() const {
-    return call_->reply().getRoot<Results>().asReader();
+  Reply(std::shared_ptr<PendingCall> call, EventLoopThread& loop)
+      : call_(std::move(call)), loop_(&loop) {}
+  Reply(Reply&& other) noexcept : call_(std::move(other.call_)), loop_(other.loop_) {}
+  Reply& operator=(Reply&&) = delete;
+  // The reply is read in place in the RPC system's message, which goes back to the loop
+  // thread to be destroyed.
+  ~Reply() {
+    if (call_) loop_->destroyOnLoop(call_->takeReplyMessage());
   }
+  typename Results::Reader get() const { return call_->reply().as<Results>(); }
   PendingCall& call() const { return *call_; }
 
  private:
   std::shared_ptr<PendingCall> call_;
+  EventLoopThread* loop_;
 };
 
 MqsClient::MqsClient() = default;
@@ -288,7 +295,7 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
     if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, nameOf(entryPoint));
     throw ProxyError(code, detail);
   }
-  return Reply<Results>(pending);
+  return Reply<Results>(pending, *loop_);
 }
 
 void MqsClient::failLost(int code, const std::string& detail, const char* entryPoint) {

@@ -12,10 +12,11 @@ bool PendingCall::post(Task task) {
   return true;
 }
 
-void PendingCall::finish(std::unique_ptr<capnp::MallocMessageBuilder> reply) {
+void PendingCall::finish(std::shared_ptr<void> message, capnp::AnyStruct::Reader results) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (over_) return;
-  reply_ = std::move(reply);
+  if (over_) return;  // `message` dies here, on the loop thread
+  message_ = std::move(message);
+  results_ = results;
   over_ = true;
   wake_.notify_one();
 }
@@ -42,7 +43,7 @@ bool PendingCall::serve(std::chrono::milliseconds silence) {
       lock.lock();
       continue;
     }
-    if (over_) return reply_ != nullptr;
+    if (over_) return message_ != nullptr;
     auto deadline = std::chrono::steady_clock::now() + silence;
     if (!wake_.wait_until(lock, deadline, [&] { return over_ || !tasks_.empty(); })) {
       over_ = true;

@@ -11,7 +11,7 @@
 // the connection.
 #pragma once
 
-#include <capnp/message.h>
+#include <capnp/any.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -33,8 +33,10 @@ class PendingCall {
 
   // Loop thread. Queues a callback for the calling thread; false if the call is over.
   bool post(Task task);
-  // Loop thread. The reply, copied out of the RPC message.
-  void finish(std::unique_ptr<capnp::MallocMessageBuilder> reply);
+  // Loop thread. The reply: `results`, read in place in `message`, the RPC system's own
+  // response. Only the loop thread may destroy that (it tells the server the call is over), so
+  // whoever takes it hands it back there (EventLoopThread::destroyOnLoop).
+  void finish(std::shared_ptr<void> message, capnp::AnyStruct::Reader results);
   // Loop thread. The call failed with a proxy error code.
   void fail(int code, std::string detail);
 
@@ -55,7 +57,10 @@ class PendingCall {
   int callbackErrorCode() const { return callbackErrorCode_; }
   const std::string& callbackErrorDetail() const { return callbackErrorDetail_; }
 
-  capnp::MallocMessageBuilder& reply() { return *reply_; }
+  // Calling thread, after serve() returned true.
+  capnp::AnyStruct::Reader reply() const { return results_; }
+  // Calling thread: the message reply() reads, for EventLoopThread::destroyOnLoop.
+  std::shared_ptr<void> takeReplyMessage() { return std::move(message_); }
   int errorCode() const { return errorCode_; }
   const std::string& errorDetail() const { return errorDetail_; }
 
@@ -65,7 +70,8 @@ class PendingCall {
   std::condition_variable wake_;
   std::deque<Task> tasks_;
   bool over_ = false;  // finished, failed or abandoned: no more tasks
-  std::unique_ptr<capnp::MallocMessageBuilder> reply_;
+  std::shared_ptr<void> message_;  // set when finished
+  capnp::AnyStruct::Reader results_;
   int errorCode_ = 0;
   std::string errorDetail_;
   int callbackErrorCode_ = 0;  // calling thread only

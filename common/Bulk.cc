@@ -1,6 +1,8 @@
 #include "Bulk.h"
 
+#include <capnp/orphan.h>
 #include <capnp/serialize.h>
+#include <kj/io.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -18,56 +20,127 @@ constexpr int kZstdLevel = 1;
 
 }  // namespace
 
-BulkSizes setBulk(wire::Bulk::Builder out, kj::ArrayPtr<const kj::byte> data, bool compress) {
-  BulkSizes sizes{data.size(), data.size()};
-  out.setSize(static_cast<uint32_t>(data.size()));
-  if (compress && data.size() >= kCompressMinBytes) {
-    size_t bound = ZSTD_compressBound(data.size());
-    auto buffer = kj::heapArray<kj::byte>(bound);
-    size_t n = ZSTD_compress(buffer.begin(), bound, data.begin(), data.size(), kZstdLevel);
-    if (!ZSTD_isError(n) && n < data.size()) {
-      out.setZstd(buffer.slice(0, n));
+namespace {
+
+// Compresses the `size` bytes written to it into one zstd frame in `out`, which holds
+// ZSTD_compressBound(size); finish() says 0 when zstd reported an error, the frame did not fit
+// or another number of bytes was written.
+class ZstdOutputStream final : public kj::OutputStream {
+ public:
+  ZstdOutputStream(kj::ArrayPtr<kj::byte> out, size_t size) : ctx_(ZSTD_createCCtx()) {
+    output_ = {out.begin(), out.size(), 0};
+    ok_ = ctx_ != nullptr &&
+          !ZSTD_isError(ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, kZstdLevel)) &&
+          !ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(ctx_, size));
+  }
+  ~ZstdOutputStream() noexcept(false) { ZSTD_freeCCtx(ctx_); }
+  KJ_DISALLOW_COPY(ZstdOutputStream);
+
+  void write(const void* buffer, size_t size) override {
+    ZSTD_inBuffer input{buffer, size, 0};
+    while (ok_ && input.pos < input.size) {
+      ok_ = !ZSTD_isError(ZSTD_compressStream2(ctx_, &output_, &input, ZSTD_e_continue)) &&
+            (input.pos == input.size || output_.pos < output_.size);
+    }
+  }
+
+  // Ends the frame; the compressed size, or 0 when compression failed.
+  size_t finish() {
+    ZSTD_inBuffer none{nullptr, 0, 0};
+    while (ok_) {
+      size_t left = ZSTD_compressStream2(ctx_, &output_, &none, ZSTD_e_end);
+      if (ZSTD_isError(left) || (left != 0 && output_.pos == output_.size)) ok_ = false;
+      if (left == 0) break;
+    }
+    return ok_ ? output_.pos : 0;
+  }
+
+ private:
+  ZSTD_CCtx* ctx_;
+  ZSTD_outBuffer output_;
+  bool ok_;
+};
+
+// Writes `rawSize` bytes, produced by `write(kj::OutputStream&)`, into `out`: compressed when
+// `compress` is set, the payload is big enough, and that makes it smaller; raw otherwise. Either
+// way the bytes are written once, straight into the message.
+template <typename Write>
+BulkSizes fillBulk(wire::Bulk::Builder out, size_t rawSize, bool compress, Write&& write) {
+  BulkSizes sizes{rawSize, rawSize};
+  out.setSize(static_cast<uint32_t>(rawSize));
+  if (compress && rawSize >= kCompressMinBytes) {
+    // Room for the worst case, given back at once: the orphan is the last thing allocated in
+    // the message, so truncating it reclaims the rest (capnp/orphan.h).
+    auto orphanage = capnp::Orphanage::getForMessageContaining(out);
+    auto packed = orphanage.newOrphan<capnp::Data>(
+        static_cast<capnp::uint>(ZSTD_compressBound(rawSize)));
+    ZstdOutputStream zstd(packed.get(), rawSize);
+    write(static_cast<kj::OutputStream&>(zstd));
+    size_t n = zstd.finish();
+    if (n != 0 && n < rawSize) {
+      packed.truncate(static_cast<capnp::uint>(n));
+      out.adoptZstd(kj::mv(packed));
       sizes.wire = n;
       return sizes;
     }
+    packed.truncate(0);
   }
-  out.setRaw(data);
+  kj::ArrayOutputStream raw(out.initRaw(static_cast<capnp::uint>(rawSize)));
+  write(static_cast<kj::OutputStream&>(raw));
   return sizes;
 }
 
-kj::Array<kj::byte> readBulk(wire::Bulk::Reader in, size_t limit) {
+// `in`'s payload, into `out`, which has exactly the announced size (checked by the caller).
+void readBulkInto(wire::Bulk::Reader in, kj::ArrayPtr<kj::byte> out) {
+  if (in.isRaw()) {
+    auto raw = in.getRaw();
+    if (raw.size() != out.size()) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk size mismatch");
+    if (raw.size() != 0) std::memcpy(out.begin(), raw.begin(), raw.size());  // may be null
+    return;
+  }
+  auto packed = in.getZstd();
+  size_t n = ZSTD_decompress(out.begin(), out.size(), packed.begin(), packed.size());
+  if (ZSTD_isError(n) || n != out.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk payload does not decompress to its size");
+  }
+}
+
+size_t checkedSize(wire::Bulk::Reader in, size_t limit) {
   size_t size = in.getSize();
   if (size > limit) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
                      "bulk payload of " + std::to_string(size) + " bytes exceeds the limit");
   }
-  if (in.isRaw()) {
-    auto raw = in.getRaw();
-    if (raw.size() != size) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk size mismatch");
-    return kj::heapArray<kj::byte>(raw);
-  }
-  auto packed = in.getZstd();
-  auto out = kj::heapArray<kj::byte>(size);
-  size_t n = ZSTD_decompress(out.begin(), size, packed.begin(), packed.size());
-  if (ZSTD_isError(n) || n != size) {
-    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk payload does not decompress to its size");
-  }
+  return size;
+}
+
+}  // namespace
+
+BulkSizes setBulk(wire::Bulk::Builder out, kj::ArrayPtr<const kj::byte> data, bool compress) {
+  return fillBulk(out, data.size(), compress,
+                  [&](kj::OutputStream& to) { to.write(data.begin(), data.size()); });
+}
+
+kj::Array<kj::byte> readBulk(wire::Bulk::Reader in, size_t limit) {
+  auto out = kj::heapArray<kj::byte>(checkedSize(in, limit));
+  readBulkInto(in, out);
   return out;
 }
 
 BulkSizes setBulkMessage(wire::Bulk::Builder out, capnp::MessageBuilder& message, bool compress) {
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  return setBulk(out, words.asBytes(), compress);
+  size_t bytes = capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word);
+  return fillBulk(out, bytes, compress,
+                  [&](kj::OutputStream& to) { capnp::writeMessage(to, message); });
 }
 
 BulkMessageReader::BulkMessageReader(wire::Bulk::Reader in) {
-  if (in.getSize() == 0) return;
-  kj::Array<kj::byte> bytes = readBulk(in);
-  if (bytes.size() % sizeof(capnp::word) != 0) {
+  size_t size = checkedSize(in, kMaxBulkBytes);
+  if (size == 0) return;
+  if (size % sizeof(capnp::word) != 0) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk message is not whole words");
   }
-  words_ = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words_.begin(), bytes.begin(), bytes.size());
+  words_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+  readBulkInto(in, words_.asBytes());
   capnp::ReaderOptions options;
   options.traversalLimitInWords = 64ull << 20;
   reader_ = kj::heap<capnp::FlatArrayMessageReader>(words_.asPtr(), options);

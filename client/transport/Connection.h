@@ -156,9 +156,8 @@ void Connection::track(std::shared_ptr<PendingCall> call,
           call->fail(checkedFailureCode(failure.getCode()), failure.getDetail());
           return;
         }
-        auto copy = std::make_unique<capnp::MallocMessageBuilder>();
-        copy->setRoot(static_cast<typename Results::Reader>(response));
-        call->finish(std::move(copy));
+        auto message = std::make_shared<capnp::Response<Results>>(kj::mv(response));
+        call->finish(message, static_cast<typename Results::Reader>(*message));
       },
       [this, call](kj::Exception&& e) {
         int code = codeOfRpcException(e);

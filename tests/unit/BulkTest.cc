@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <capnp/message.h>
+#include <capnp/serialize.h>
 
 #include <algorithm>
 #include <functional>
@@ -122,4 +123,48 @@ TEST_CASE("Bulk: a whole message travels and reads back") {
     REQUIRE(back.getCommunicators().size() == 300);
     CHECK(back.getCommunicators()[299].getGet().getRc() == 299);
   }
+}
+
+TEST_CASE("Bulk: the payload is written once into the message, which keeps no spare room") {
+  // Compressed: the worst-case room zstd was given is handed back to the message.
+  auto heap = heapLike(256 << 10);
+  capnp::MallocMessageBuilder packedMessage;
+  auto packed = packedMessage.initRoot<wire::Bulk>();
+  BulkSizes s = setBulk(packed, kj::arrayPtr(heap.data(), heap.size()), true);
+  REQUIRE(packed.isZstd());
+  size_t packedBytes = packedMessage.sizeInWords() * sizeof(capnp::word);
+  CHECK(packedBytes < s.wire + 64);
+
+  // Incompressible: raw, and the attempt left nothing behind either.
+  auto n = noise(64 << 10);
+  capnp::MallocMessageBuilder rawMessage;
+  auto raw = rawMessage.initRoot<wire::Bulk>();
+  s = setBulk(raw, kj::arrayPtr(n.data(), n.size()), true);
+  REQUIRE(raw.isRaw());
+  size_t rawBytes = rawMessage.sizeInWords() * sizeof(capnp::word);
+  CHECK(rawBytes < n.size() + 64);
+
+  // A whole message, raw: exactly its serialised form, readable as the flat array would be.
+  capnp::MallocMessageBuilder inner;
+  inner.initRoot<wire::CommunicatorWalk>().initCommunicators(40);
+  capnp::MallocMessageBuilder outer;
+  auto b = outer.initRoot<wire::Bulk>();
+  s = setBulkMessage(b, inner, false);
+  auto flat = capnp::messageToFlatArray(inner);
+  CHECK(s.raw == flat.asBytes().size());
+  REQUIRE(b.getRaw().size() == flat.asBytes().size());
+  CHECK(std::equal(flat.asBytes().begin(), flat.asBytes().end(), b.getRaw().begin()));
+}
+
+TEST_CASE("Bulk: an empty payload reads back empty") {
+  // Found by fuzz_server_connection: an empty raw Bulk has no bytes to point at.
+  capnp::MallocMessageBuilder m;
+  auto b = m.initRoot<wire::Bulk>();
+  b.setSize(0);
+  b.initRaw(0);
+  CHECK(readBulk(b.asReader()).size() == 0);
+  capnp::MallocMessageBuilder none;
+  auto unset = none.initRoot<wire::Bulk>();  // neither raw nor zstd set: raw, null
+  CHECK(readBulk(unset.asReader()).size() == 0);
+  CHECK(BulkMessageReader(unset.asReader()).empty());
 }
