@@ -10,7 +10,10 @@
 // Besides crashes and sanitizer reports, this target fails (abort) when
 //   - the server neither finishes nor has anything left to do (a worker that would never
 //     exit: the client's end of stream is always on its way), or
-//   - an input leaves a file descriptor or a thread behind.
+//   - an input leaves a file descriptor or a thread behind, or
+//   - MQD_FUZZ_REQUIRE_DLL_CALLS is set and the input ran no vendor DLL call: run-fuzz.sh sets
+//     it for the recorded sessions (session-*), which are stale once the protocol version
+//     changes (the server refuses them, and the fuzzing would never get past openSession).
 #include <dirent.h>
 #include <dlfcn.h>
 #include <kj/async-io.h>
@@ -100,6 +103,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t fdsBefore = countEntries("/proc/self/fd");
   const size_t threadsBefore = countEntries("/proc/self/task");
+  static const bool requireDllCalls = std::getenv("MQD_FUZZ_REQUIRE_DLL_CALLS") != nullptr;
+  uint64_t dllCalls = 0;
   {
     kj::EventLoop loop;
     kj::WaitScope waitScope(loop);
@@ -129,8 +134,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fail("the server is idle but not finished (it neither reads the client's end of stream "
            "nor ends the connection): a worker would never exit");
     }
+    dllCalls = metrics.get(mqd::server::Count::DllCalls);
     // Torn down here, last declared first: the client's promises, the connection (RPC system,
     // sessions, the DLL), the pipe, the event loop.
+  }
+  if (requireDllCalls && dllCalls == 0) {
+    fail("this recorded session ran no DLL call: the server refused it (a seed recorded for "
+         "another protocol version? regenerate the seeds: tests/fuzz/README.md)");
   }
   if (countEntries("/proc/self/fd") != fdsBefore) fail("an input leaked a file descriptor");
   if (countEntries("/proc/self/task") != threadsBefore) fail("an input leaked a thread");

@@ -24,6 +24,16 @@ for t in "${targets[@]}"; do
   log=$work/$t/log
   common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "-artifact_prefix=$work/$t/")
   echo "== $t: the corpus ($(ls "$corpus/$t" | wc -l) inputs)"
+  # The recorded sessions and the regression inputs must still open a session and reach the
+  # DLL (FuzzServerConnection.cc): after a protocol change, stale ones are only refused.
+  seeds=("$corpus/$t"/session-* "$corpus/$t"/regress-*)
+  if [ "$t" = fuzz_server_connection ] && ! MQD_FUZZ_REQUIRE_DLL_CALLS=1 "$exe" "${common[@]}" \
+      -runs=0 "${seeds[@]}" >"$log.seeds" 2>&1; then
+    tail -n 20 "$log.seeds"
+    echo "run-fuzz: $t: a recorded session no longer reaches the DLL (log $log.seeds)"
+    status=1
+    continue
+  fi
   if ! "$exe" "${common[@]}" -runs=0 "$corpus/$t" >"$log.corpus" 2>&1; then
     tail -n 60 "$log.corpus"
     echo "run-fuzz: $t FAILED on its own corpus (see above; log $log.corpus)"
