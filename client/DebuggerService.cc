@@ -1,8 +1,7 @@
 #include "DebuggerService.h"
 
-#include <unistd.h>
+#include <capnp/message.h>
 
-#include <cerrno>
 #include <memory>
 
 #include "Bulk.h"
@@ -204,34 +203,26 @@ kj::Promise<void> DebuggerService::errorString(ErrorStringContext context) {
       });
 }
 
-kj::Promise<void> DebuggerService::dprints(DprintsContext context) {
-  std::string text = context.getParams().getText();
+kj::Promise<void> DebuggerService::effect(EffectContext context) {
+  auto effect = context.getParams().getEffect();
   std::shared_ptr<PendingCall> call = connection_.current();
-  DebuggerSide* side = &side_;
   if (ClientCounters* c = connection_.counters()) ++c->notifications;
-  // Not awaited by the server. Delivered in order with the call's other callbacks.
-  if (call) call->post([side, text]() { side->dprints(text.c_str()); });
-  return kj::READY_NOW;
-}
-
-kj::Promise<void> DebuggerService::putInfo(PutInfoContext context) {
-  auto p = context.getParams();
-  wire::InfoKind kind = p.getKind();
-  uint64_t handle = p.getHandle();
-  uint64_t info = p.getInfo();
-  std::shared_ptr<PendingCall> call = connection_.current();
-  DebuggerSide* side = &side_;
-  if (ClientCounters* c = connection_.counters()) ++c->notifications;
-  // Not awaited by the server; runs on the calling thread in order with the other callbacks.
+  // Not awaited by the server. Delivered on the calling thread, in order with the call's other
+  // callbacks; the message is the RPC system's, so the task keeps a copy.
   if (call) {
-    PendingCall* target = call.get();
-    call->post([side, kind, handle, info, target]() {
+    auto kept = std::make_shared<kj::Own<wire::Effect::Reader>>(capnp::clone(effect));
+    DebuggerSide* side = &side_;
+    PendingCall* target = call.get();  // the task only runs while the call is served
+    call->post([side, kept, target]() {
       try {
-        side->putInfo(kind, handle, info);
+        side->effect(**kept);
       } catch (const ProxyError& e) {
         target->noteCallbackError(e.code(), std::string("put_info: ") + e.what());
       }
     });
+  } else if (effect.isDllOutput()) {
+    // Output of a request the shim does not wait for (reposition) still reaches stderr.
+    side_.effect(effect);
   }
   return kj::READY_NOW;
 }
@@ -331,22 +322,6 @@ kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
           a.setValue(results[i].value);
         }
       });
-}
-
-kj::Promise<void> DebuggerService::dllOutput(DllOutputContext context) {
-  if (ClientCounters* c = connection_.counters()) ++c->notifications;
-  if (side_.replaying) return kj::READY_NOW;  // the debugger saw it the first time
-  auto bytes = context.getParams().getText();
-  const kj::byte* p = bytes.begin();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return kj::READY_NOW;
 }
 
 }  // namespace mqd::client

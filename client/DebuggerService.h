@@ -2,8 +2,8 @@
 //
 // Runs on the event-loop thread, but answers nothing itself: each request is posted to the
 // PendingCall the debugger thread is serving, executed there against DebuggerSide, and the
-// answer comes back through a cross-thread promise. dllOutput is the exception: it is written
-// to this process's stderr at once (where a native DLL's output would go).
+// answer comes back through a cross-thread promise. An effect (dprints, put_*_info, DLL output)
+// is posted the same way, without an answer.
 #pragma once
 
 #include <functional>
@@ -34,9 +34,7 @@ class DebuggerService final : public wire::Debugger::Server {
   kj::Promise<void> getProcessIdentity(GetProcessIdentityContext context) override;
   kj::Promise<void> getProcess(GetProcessContext context) override;
   kj::Promise<void> errorString(ErrorStringContext context) override;
-  kj::Promise<void> dprints(DprintsContext context) override;
-  kj::Promise<void> dllOutput(DllOutputContext context) override;
-  kj::Promise<void> putInfo(PutInfoContext context) override;
+  kj::Promise<void> effect(EffectContext context) override;
   kj::Promise<void> fetchBlocks(FetchBlocksContext context) override;
   kj::Promise<void> lookUp(LookUpContext context) override;
 

@@ -1,6 +1,9 @@
 #include "DebuggerSide.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -193,6 +196,33 @@ std::optional<std::string> DebuggerSide::errorString(int code) {
 void DebuggerSide::dprints(const char* text) {
   if (replaying) return;
   if (basic_ != nullptr && basic_->mqs_dprints_fp != nullptr) basic_->mqs_dprints_fp(text);
+}
+
+void DebuggerSide::effect(wire::Effect::Reader effect) {
+  switch (effect.which()) {
+    case wire::Effect::DPRINTS:
+      dprints(std::string(effect.getDprints()).c_str());
+      return;
+    case wire::Effect::PUT_INFO: {
+      auto update = effect.getPutInfo();
+      putInfo(update.getKind(), update.getHandle(), update.getInfo());
+      return;
+    }
+    case wire::Effect::DLL_OUTPUT: {
+      if (replaying) return;  // the debugger saw it the first time
+      auto bytes = effect.getDllOutput();
+      const kj::byte* p = bytes.begin();
+      size_t left = bytes.size();
+      while (left > 0) {
+        ssize_t n = ::write(STDERR_FILENO, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        p += n;
+        left -= static_cast<size_t>(n);
+      }
+      return;
+    }
+  }
 }
 
 std::vector<DebuggerSide::HeldInfo> DebuggerSide::heldInfos() const {

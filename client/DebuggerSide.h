@@ -71,6 +71,12 @@ class DebuggerSide {
   // already holds is not delivered again.
   void putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info);
 
+  // Delivers one effect of a DLL call (mqd.capnp, struct Effect), whether the server sent it as
+  // it happened or a recorded walk kept it: dprints and put_*_info as above, the DLL's output
+  // to this process's stderr (not while replaying()). Calling thread, except that output alone
+  // may be written from any thread. Throws ProxyError for a put_*_info it cannot deliver.
+  void effect(wire::Effect::Reader effect);
+
   // The info tokens the debugger holds, by handle (what putInfo gave it, less what it
   // destroyed).
   struct HeldInfo {

@@ -407,27 +407,7 @@ void MqsClient::leaveWalk(uint64_t process) {
 
 void MqsClient::replay(RecordedWalk::Effects effects) {
   ++counters_.callsFromWalk;
-  for (auto e : effects) {
-    switch (e.which()) {
-      case wire::Effect::DPRINTS:
-        side_.dprints(std::string(e.getDprints()).c_str());
-        break;
-      case wire::Effect::PUT_INFO:
-        side_.putInfo(e.getPutInfo().getKind(), e.getPutInfo().getHandle(),
-                      e.getPutInfo().getInfo());
-        break;
-      case wire::Effect::DLL_OUTPUT: {
-        auto bytes = e.getDllOutput();
-        size_t done = 0;
-        while (done < bytes.size()) {
-          ssize_t n = ::write(2, bytes.begin() + done, bytes.size() - done);
-          if (n <= 0) break;
-          done += static_cast<size_t>(n);
-        }
-        break;
-      }
-    }
-  }
+  for (auto e : effects) side_.effect(e);
 }
 
 // ---- version and errors ----

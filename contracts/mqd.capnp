@@ -169,11 +169,18 @@ struct SessionStats {
 }
 
 struct Effect {
-  # A debugger-visible effect of a recorded call, replayed by the shim when it serves the call.
+  # A debugger-visible effect of a DLL call: sent by the server as it happens (Debugger.effect),
+  # or kept in a recorded walk and delivered when the shim serves the call from it.
   union {
     dprints @0 :Text;
+    # The DLL's mqs_dprints_fp(text).
     putInfo @1 :InfoUpdate;
+    # The DLL called put_{image,process,job}_info(handle, info). The server keeps the info
+    # itself (get_*_info never leaves the server); the debugger receives the server's token
+    # (`info`, 0 for NULL) as the pointer value, which mqs_destroy_*_info later brings back.
     dllOutput @2 :Data;
+    # Bytes the DLL wrote to its stdout or stderr on the server. The shim writes them to the
+    # debugger process's stderr, where a natively loaded DLL's output would have gone.
   }
 }
 
@@ -515,22 +522,14 @@ interface Debugger {
   errorString @12 (code :Int32) -> (text :OutString);
   # The debugger's mqs_errorstring_fp(code); `null` if it returned NULL.
 
-  dprints @13 (text :Text) -> ();
-  # The DLL's mqs_dprints_fp(text). The server does not wait for the reply.
+  effect @13 (effect :Effect) -> ();
+  # Something the DLL did that the debugger sees (struct Effect), sent the moment it happens.
+  # The same encoding a recorded walk keeps, and the shim delivers both the same way
+  # (DebuggerSide::effect). Not waited for.
 
-  dllOutput @14 (text :Data) -> ();
-  # Bytes the DLL wrote to its stdout or stderr on the server. The shim writes them to the
-  # debugger process's stderr, where a natively loaded DLL's output would have gone. Not
-  # waited for.
-
-  putInfo @15 (kind :InfoKind, handle :UInt64, info :UInt64) -> ();
-  # The DLL called put_{image,process,job}_info(handle, info). The server keeps the info itself
-  # (get_*_info never leaves the server); the debugger receives the server's token (`info`, 0 for
-  # NULL) as the pointer value, which mqs_destroy_*_info later brings back. Not waited for.
-
-  fetchBlocks @16 (process :UInt64, blocks :List(BlockRequest)) -> (blocks :List(MemoryBlock));
+  fetchBlocks @14 (process :UInt64, blocks :List(BlockRequest)) -> (blocks :List(MemoryBlock));
   # Memory for the server's cache, one answer per request, in order.
 
-  lookUp @17 (image :UInt64, lookups :List(Lookup)) -> (answers :List(LookupAnswer));
+  lookUp @15 (image :UInt64, lookups :List(Lookup)) -> (answers :List(LookupAnswer));
   # Many symbol and type look-ups at once (the server's learned prefetch).
 }

@@ -8,6 +8,7 @@
 
 #include "Bulk.h"
 #include "ProxyErrors.h"
+#include "SessionMethods.h"
 #include "mqs_interface.h"
 
 namespace mqd::client {
@@ -29,21 +30,16 @@ enum Method : uint16_t {
   kGetProcessIdentity = 10,
   kGetProcess = 11,
   kErrorString = 12,
-  kDprints = 13,
-  kDllOutput = 14,
-  kPutInfo = 15,
-  kFetchBlocks = 16,
-  kLookUp = 17,
+  kEffect = 13,
+  kFetchBlocks = 14,
+  kLookUp = 15,
 };
 constexpr const char* kMethodNames[] = {
     "findFunction", "findSymbol", "findType",      "fieldOffset",        "sizeOf",
     "getTypeSizes", "fetchData",  "getGlobalRank", "getImage",           "getProcessJob",
-    "getProcessIdentity", "getProcess", "errorString", "dprints", "dllOutput",
-    "putInfo", "fetchBlocks", "lookUp"};
+    "getProcessIdentity", "getProcess", "errorString", "effect", "fetchBlocks", "lookUp"};
 constexpr uint16_t kMethodCount = sizeof kMethodNames / sizeof kMethodNames[0];
 
-// Session.updateCommunicatorList, where a process's epoch begins.
-constexpr uint16_t kSessionUpdate = 8;
 
 capnp::InterfaceSchema debuggerSchema() { return capnp::Schema::from<wire::Debugger>(); }
 
@@ -73,12 +69,11 @@ std::string canonical(capnp::AnyPointer::Reader params) {
 
 // ---- notifications ----
 
-bool RecordedDebugger::Notifications::is(uint16_t method) {
-  return method == kDprints || method == kDllOutput || method == kPutInfo;
-}
+bool RecordedDebugger::Notifications::is(uint16_t method) { return method == kEffect; }
 
 void RecordedDebugger::Notifications::add(uint16_t method, capnp::AnyPointer::Reader params) {
-  if (method != kDllOutput) list_.push_back(describe(method, params));
+  if (params.getAs<wire::Debugger::EffectParams>().getEffect().isDllOutput()) return;
+  list_.push_back(describe(method, params));
 }
 
 // ---- the capability ----
@@ -244,7 +239,7 @@ RecordedDebugger::RecordedDebugger(const RecordReader& recording) : recording_(r
   size_t entry = 0;
   for (record::Entry::Reader e : recording_.entries()) {
     ++entry;
-    if (e.isSessionCall() && e.getSessionCall().getMethod() == kSessionUpdate) {
+    if (e.isSessionCall() && e.getSessionCall().getMethod() == kUpdateCommunicatorList) {
       auto p = e.getSessionCall().getParams();
       ++epochs[p.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess()];
     } else if (e.isDebuggerCall()) {

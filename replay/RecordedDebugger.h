@@ -20,8 +20,8 @@
 // FAILED if it never did), a look-up as not found, anything else with an exception naming the
 // request.
 //
-// Notifications the debugger sees (dprints, putInfo) are kept in order (takeNotifications()),
-// for the replay to compare with the recorded ones. The DLL's own output (dllOutput) is only
+// Effects the debugger sees (dprints, putInfo) are kept in order (takeNotifications()), for
+// the replay to compare with the recorded ones. The DLL's own output (dllOutput) is only
 // counted: it is the server process's stdout and stderr, where pids, times and a sanitizer's
 // warnings differ from run to run.
 #pragma once
@@ -53,10 +53,10 @@ class RecordedDebugger {
   // come from the next recorded epoch of that process.
   void beginEpoch(uint64_t process) { ++epoch_[process]; }
 
-  // The notifications compared, as text, in order: one per dprints or putInfo.
+  // The notifications compared, as text, in order: one per dprints or putInfo effect.
   class Notifications {
    public:
-    // dprints, putInfo or dllOutput: a call the server does not wait for.
+    // Debugger.effect: a call the server does not wait for.
     static bool is(uint16_t method);
     void add(uint16_t method, capnp::AnyPointer::Reader params);  // ignores dllOutput
     std::vector<std::string> take() { return std::move(list_); }

@@ -404,29 +404,9 @@ void RemoteDebugger::notify(DllCall& call, Effect effect) {
     return;
   }
   call.metrics().add(Count::Notifications);
-  switch (effect.kind) {
-    case Effect::Kind::Dprints: {
-      auto request = client_.dprintsRequest();
-      request.setText(effect.text);
-      request.send().detach([](kj::Exception&&) {});
-      break;
-    }
-    case Effect::Kind::PutInfo: {
-      auto request = client_.putInfoRequest();
-      request.setKind(effect.infoKind);
-      request.setHandle(effect.handle);
-      request.setInfo(effect.info);
-      request.send().detach([](kj::Exception&&) {});
-      break;
-    }
-    case Effect::Kind::DllOutput: {
-      auto request = client_.dllOutputRequest();
-      request.setText(kj::arrayPtr(reinterpret_cast<const kj::byte*>(effect.text.data()),
-                                   effect.text.size()));
-      request.send().detach([](kj::Exception&&) {});
-      break;
-    }
-  }
+  auto request = client_.effectRequest();
+  writeEffect(effect, request.initEffect());
+  request.send().detach([](kj::Exception&&) {});
 }
 
 // ---- learned look-ups ----

@@ -44,26 +44,28 @@ void DllCall::recordCallbackFailure(const std::string& what) {
   if (firstFailure_.empty()) firstFailure_ = what;
 }
 
+void writeEffect(const Effect& effect, wire::Effect::Builder out) {
+  switch (effect.kind) {
+    case Effect::Kind::Dprints:
+      out.setDprints(effect.text);
+      return;
+    case Effect::Kind::PutInfo: {
+      auto u = out.initPutInfo();
+      u.setKind(effect.infoKind);
+      u.setHandle(effect.handle);
+      u.setInfo(effect.info);
+      return;
+    }
+    case Effect::Kind::DllOutput:
+      out.setDllOutput(kj::arrayPtr(reinterpret_cast<const kj::byte*>(effect.text.data()),
+                                    effect.text.size()));
+      return;
+  }
+}
+
 void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>::Builder out) {
   for (size_t i = 0; i < effects.size(); ++i) {
-    auto e = out[static_cast<unsigned>(i)];
-    const Effect& effect = effects[i];
-    switch (effect.kind) {
-      case Effect::Kind::Dprints:
-        e.setDprints(effect.text);
-        break;
-      case Effect::Kind::PutInfo: {
-        auto u = e.initPutInfo();
-        u.setKind(effect.infoKind);
-        u.setHandle(effect.handle);
-        u.setInfo(effect.info);
-        break;
-      }
-      case Effect::Kind::DllOutput:
-        e.setDllOutput(kj::arrayPtr(reinterpret_cast<const kj::byte*>(effect.text.data()),
-                                    effect.text.size()));
-        break;
-    }
+    writeEffect(effects[i], out[static_cast<unsigned>(i)]);
   }
 }
 

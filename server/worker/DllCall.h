@@ -50,6 +50,8 @@ struct Effect {
   uint64_t info = 0;
 };
 
+// The wire form of an effect (mqd.capnp, struct Effect), the same sent at once or recorded.
+void writeEffect(const Effect& effect, wire::Effect::Builder out);
 void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>::Builder out);
 
 class DllCall {

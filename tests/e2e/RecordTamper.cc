@@ -10,6 +10,7 @@
 //
 // Exit status 0 when the copy was written (and something was changed), 1 otherwise.
 #include <capnp/message.h>
+#include <capnp/schema.h>
 
 #include <cstdio>
 #include <cstring>
@@ -24,10 +25,14 @@ using namespace mqd::client;
 
 namespace {
 
-// Debugger and Session methods, by ordinal in mqd.capnp.
-constexpr uint16_t kFetchData = 6;
-constexpr uint16_t kFetchBlocks = 16;
-constexpr uint16_t kUpdateCommunicatorList = 8;
+// Debugger and Session methods, by their ordinals in mqd.capnp.
+template <typename Interface>
+uint16_t ordinal(const char* method) {
+  return capnp::Schema::from<Interface>().getMethodByName(method).getIndex();
+}
+const uint16_t kFetchData = ordinal<wire::Debugger>("fetchData");
+const uint16_t kFetchBlocks = ordinal<wire::Debugger>("fetchBlocks");
+const uint16_t kUpdateCommunicatorList = ordinal<wire::Session>("updateCommunicatorList");
 
 bool zeroMemory(record::DebuggerCall::Builder call) {
   auto results = call.getResults();

@@ -16,6 +16,7 @@
 #include <doctest/doctest.h>
 
 #include <capnp/rpc.capnp.h>
+#include <capnp/schema.h>
 #include <capnp/serialize.h>
 #include <kj/io.h>
 #include <dirent.h>
@@ -181,7 +182,9 @@ std::vector<std::string> recordedWalks(const Recording& r) {
       auto call = m.getCall();
       asked[call.getQuestionId()].push_back(
           call.getInterfaceId() == capnp::typeId<mqd::wire::Session>() &&
-          call.getMethodId() == 8);  // updateCommunicatorList @8
+          call.getMethodId() == capnp::Schema::from<mqd::wire::Session>()
+                                    .getMethodByName("updateCommunicatorList")
+                                    .getIndex());
     } else if (m.isBootstrap()) {
       asked[m.getBootstrap().getQuestionId()].push_back(false);
     }

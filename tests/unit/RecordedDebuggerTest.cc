@@ -4,6 +4,8 @@
 // counted.
 #include <doctest/doctest.h>
 
+#include <capnp/schema.h>
+
 #include <capnp/message.h>
 #include <kj/async.h>
 
@@ -22,8 +24,16 @@ using namespace mqd::client;
 namespace {
 
 constexpr int kRefused = 1002;  // what the recorded debugger answered for unreadable memory
-constexpr uint16_t kUpdate = 8;  // Session.updateCommunicatorList
-constexpr uint16_t kFindSymbol = 1, kFetchData = 6, kFetchBlocks = 16, kLookUp = 17;
+// Methods by their ordinals in mqd.capnp.
+template <typename Interface>
+uint16_t ordinal(const char* method) {
+  return capnp::Schema::from<Interface>().getMethodByName(method).getIndex();
+}
+const uint16_t kUpdate = ordinal<wire::Session>("updateCommunicatorList");
+const uint16_t kFindSymbol = ordinal<wire::Debugger>("findSymbol");
+const uint16_t kFetchData = ordinal<wire::Debugger>("fetchData");
+const uint16_t kFetchBlocks = ordinal<wire::Debugger>("fetchBlocks");
+const uint16_t kLookUp = ordinal<wire::Debugger>("lookUp");
 
 // Writes a recording of the given entries (each filled in by a function).
 class RecordingBuilder {
