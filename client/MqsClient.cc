@@ -400,7 +400,7 @@ void MqsClient::leaveWalk(uint64_t process) {
     if (connection_->broken()) return;
     auto request = connection_->session().repositionRequest();
     request.setProcess(process);
-    walk->cursor(request.initCursor());
+    walk->cursor().writeTo(request.initCursor());
     request.send().detach([](kj::Exception&&) {});
   });
 }

@@ -27,8 +27,6 @@ RecordedWalk::RecordedWalk(wire::Bulk::Reader walk) : message_(walk) {
 }
 
 void RecordedWalk::enterCommunicator() {
-  opClass_ = -1;
-  ops_ = 0;
   operations_ = {};
   if (!onCommunicator()) return;
   queues_ = current().getQueues();
@@ -37,8 +35,7 @@ void RecordedWalk::enterCommunicator() {
 
 bool RecordedWalk::setupCommunicatorIterator(wire::RecordedRc::Reader* out) {
   *out = walk_.getSetup();
-  setUp_ = true;
-  comm_ = 0;
+  at_.setupCommunicatorIterator();
   enterCommunicator();
   return true;
 }
@@ -58,7 +55,7 @@ bool RecordedWalk::getCommGroup(wire::RecordedGroup::Reader* out) {
 bool RecordedWalk::nextCommunicator(wire::RecordedRc::Reader* out) {
   if (!onCommunicator() || !current().getHasNext()) return false;
   *out = current().getNext();
-  ++comm_;
+  at_.nextCommunicator();
   enterCommunicator();
   return true;
 }
@@ -67,16 +64,16 @@ bool RecordedWalk::setupOperationIterator(int opClass, wire::RecordedRc::Reader*
   if (!onCommunicator() || opClass < 0 || opClass > 2 || queues_.size() != 3) return false;
   auto queue = queues_[static_cast<unsigned>(opClass)];
   *out = queue.getSetup();
-  opClass_ = opClass;
-  ops_ = 0;
+  at_.setupOperationIterator(opClass);
   operations_ = out->getRc() == mqs_ok ? queue.getOperations()
                                        : capnp::List<wire::RecordedOperation>::Reader();
   return true;
 }
 
 bool RecordedWalk::nextOperation(wire::RecordedOperation::Reader* out) {
-  if (!onCommunicator() || opClass_ < 0 || ops_ >= operations_.size()) return false;
-  *out = operations_[ops_++];
+  if (!onCommunicator() || at_.opClass < 0 || at_.operations >= operations_.size()) return false;
+  *out = operations_[at_.operations];
+  at_.nextOperation();
   return true;
 }
 
@@ -87,13 +84,6 @@ bool RecordedWalk::getCommCollState(int collective, wire::RecordedCollState::Rea
   }
   *out = collStates_[static_cast<unsigned>(collective)];
   return true;
-}
-
-void RecordedWalk::cursor(wire::WalkCursor::Builder out) const {
-  out.setSetUp(setUp_);
-  out.setCommunicator(comm_);
-  out.setOpClass(opClass_);
-  out.setOperations(ops_);
 }
 
 }  // namespace mqd::client

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "Bulk.h"
+#include "IterationCursor.h"
 #include "mqd.capnp.h"
 
 namespace mqd::client {
@@ -33,14 +34,14 @@ class RecordedWalk {
   // The DLL's error texts for the codes the walk met (see wire CommunicatorWalk).
   capnp::List<wire::ErrorText>::Reader errorTexts() const { return walk_.getErrorTexts(); }
 
-  // Where the debugger stands (see wire WalkCursor).
-  void cursor(wire::WalkCursor::Builder out) const;
+  // Where the debugger stands in the walk.
+  const IterationCursor& cursor() const { return at_; }
 
  private:
   // Cap'n Proto charges every pointer traversal against the reader's limit, so list readers
   // are taken once (a walk of N operations would otherwise cost N^2).
-  bool onCommunicator() const { return setUp_ && comm_ < communicators_.size(); }
-  wire::WalkedCommunicator::Reader current() const { return communicators_[comm_]; }
+  bool onCommunicator() const { return at_.setUp && at_.communicator < communicators_.size(); }
+  wire::WalkedCommunicator::Reader current() const { return communicators_[at_.communicator]; }
   // Takes the current communicator's lists (after comm_ changed).
   void enterCommunicator();
 
@@ -50,10 +51,7 @@ class RecordedWalk {
   capnp::List<wire::WalkedQueue>::Reader queues_;
   capnp::List<wire::RecordedCollState>::Reader collStates_;
   capnp::List<wire::RecordedOperation>::Reader operations_;
-  bool setUp_ = false;
-  uint32_t comm_ = 0;
-  int opClass_ = -1;
-  uint32_t ops_ = 0;
+  IterationCursor at_;
 };
 
 }  // namespace mqd::client

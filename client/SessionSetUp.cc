@@ -2,13 +2,6 @@
 
 namespace mqd::client {
 
-void IterationCursor::writeTo(wire::WalkCursor::Builder out) const {
-  out.setSetUp(setUp);
-  out.setCommunicator(communicator);
-  out.setOpClass(opClass);
-  out.setOperations(operations);
-}
-
 SessionSetUp::Entry* SessionSetUp::find(Kind kind, uint64_t token) {
   for (Entry& e : entries_) {
     if (e.kind == kind && e.token == token) return &e;

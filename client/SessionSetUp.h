@@ -17,32 +17,9 @@
 #include <map>
 #include <vector>
 
-#include "mqd.capnp.h"
+#include "IterationCursor.h"
 
 namespace mqd::client {
-
-// Where the debugger's communicator iteration of one process stands, in calls made: enough
-// for the server to bring a fresh DLL to the same place (wire WalkCursor).
-struct IterationCursor {
-  bool setUp = false;        // mqs_setup_communicator_iterator was called
-  uint32_t communicator = 0; // mqs_next_communicator calls since
-  int opClass = -1;          // last mqs_setup_operation_iterator on this communicator
-  uint32_t operations = 0;   // mqs_next_operation calls since
-
-  void setupCommunicatorIterator() { *this = IterationCursor{true, 0, -1, 0}; }
-  void nextCommunicator() {
-    ++communicator;
-    opClass = -1;
-    operations = 0;
-  }
-  void setupOperationIterator(int c) {
-    opClass = c;
-    operations = 0;
-  }
-  void nextOperation() { ++operations; }
-  void reset() { *this = IterationCursor{}; }
-  void writeTo(wire::WalkCursor::Builder out) const;
-};
 
 class SessionSetUp {
  public:

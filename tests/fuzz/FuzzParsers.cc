@@ -173,7 +173,7 @@ void fuzzWalk(const uint8_t* data, size_t size) {
       touch(rc.getEffects());
     }
     capnp::MallocMessageBuilder cursor;
-    walk.cursor(cursor.initRoot<mqd::wire::WalkCursor>());
+    walk.cursor().writeTo(cursor.initRoot<mqd::wire::WalkCursor>());
   } catch (const mqd::ProxyError&) {
   } catch (const kj::Exception&) {
     // Cap'n Proto refusing a malformed message: the client reports it as a protocol error.

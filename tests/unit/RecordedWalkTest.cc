@@ -73,7 +73,7 @@ TEST_CASE("RecordedWalk: serves the recorded path, and a cursor says where the d
 
   capnp::MallocMessageBuilder c;
   auto cursor = c.initRoot<wire::WalkCursor>();
-  w.cursor(cursor);
+  w.cursor().writeTo(cursor);
   CHECK(cursor.getSetUp());
   CHECK(cursor.getCommunicator() == 0);
   CHECK(cursor.getOpClass() == mqs_pending_receives);
