@@ -624,7 +624,8 @@ EXPORT int mqs_get_comm_coll_state(mqs_process *process, int collective, int *se
   if (!pi) return err_no_info;
   if (!pi->current) return err_no_current;
   if (collective < 0 || collective > 13) return mqs_no_information;
-  *sequence = (int)pi->current->comm.unique_id * 100 + collective;
+  /* In mqs_taddr_t, where it wraps: the id is whatever the target's memory holds. */
+  *sequence = (int)(pi->current->comm.unique_id * 100 + (mqs_taddr_t)collective);
   if (collective % 3 != 2) *active = collective % 2; /* sometimes untouched */
   return mqs_ok;
 }
