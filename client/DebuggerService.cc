@@ -34,7 +34,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
   std::shared_ptr<PendingCall> call = connection_.current();
   if (!call) {
     throw proxyException(MQD_PROXY_ERR_NOT_SET_UP,
-                          std::string(what) + " requested while no mqs_* call is in progress");
+                         std::string(what) + " requested while no mqs_* call is in progress");
   }
   if (ClientCounters* c = connection_.counters()) ++c->callbacksServed;
   auto paf = kj::newPromiseAndCrossThreadFulfiller<Value>();
@@ -57,7 +57,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
   });
   if (!posted) {
     throw proxyException(MQD_PROXY_ERR_SESSION_LOST,
-                          std::string(what) + " arrived after its call ended");
+                         std::string(what) + " arrived after its call ended");
   }
   return kj::mv(paf.promise);
 }
@@ -134,7 +134,7 @@ kj::Promise<void> DebuggerService::fetchData(FetchDataContext context) {
   int32_t size = p.getSize();
   if (size < 0 || size > kMaxFetchBytes) {
     throw proxyException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
-                          "fetch_data of " + std::to_string(size) + " bytes refused");
+                         "fetch_data of " + std::to_string(size) + " bytes refused");
   }
   struct Fetched {
     int rc;

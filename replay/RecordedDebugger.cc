@@ -216,8 +216,8 @@ void RecordedDebugger::Service::answer(
       }
       a_.noteUnrecorded(describe(method, params));
       throw proxyException(MQD_PROXY_ERR_CALLBACK_FAILED,
-                            "mqd-proxy replay: the recording has no answer to " +
-                                describe(method, params));
+                           "mqd-proxy replay: the recording has no answer to " +
+                               describe(method, params));
   }
 }
 

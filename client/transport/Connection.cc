@@ -120,7 +120,7 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
         if (code != 0) throw kj::mv(e);
         if (e.getType() == kj::Exception::Type::OVERLOADED) {
           throw proxyException(MQD_PROXY_ERR_TIMEOUT,
-                                where + ": no answer within " + std::to_string(ms) + " ms");
+                               where + ": no answer within " + std::to_string(ms) + " ms");
         }
         throw proxyException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
       });
@@ -191,7 +191,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
       token = readTokenFile(config.tokenFile);
     } catch (const std::runtime_error& e) {
       return proxyException(MQD_PROXY_ERR_AUTH_FAILED,
-                             where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
+                            where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
   if (endpoint.kind == Endpoint::Kind::Ssh) {
@@ -241,14 +241,14 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                 }
               } else {
                 throw proxyException(MQD_PROXY_ERR_AUTH_FAILED,
-                                      "unix:" + path + ": cannot tell who runs the server there");
+                                     "unix:" + path + ": cannot tell who runs the server there");
               }
             }
             return kj::mv(stream);
           },
           [where](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
             throw proxyException(MQD_PROXY_ERR_UNREACHABLE,
-                                  where + ": " + e.getDescription().cStr() +
+                                 where + ": " + e.getDescription().cStr() +
                                       " (is mqd-proxy-server running there? set "
                                       "MQD_PROXY_SERVER)");
           })
@@ -276,7 +276,7 @@ kj::OneOf<Endpoint, kj::Exception> parseEndpoint(const std::string& server) {
     out.init<Endpoint>(Endpoint::parse(server));
   } catch (const std::invalid_argument& e) {
     out.init<kj::Exception>(proxyException(MQD_PROXY_ERR_UNREACHABLE,
-                                            std::string(e.what()) + " in MQD_PROXY_SERVER"));
+                                           std::string(e.what()) + " in MQD_PROXY_SERVER"));
   }
   return out;
 }

@@ -62,7 +62,7 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
       pem = readRegularFile(caFile, kMaxPemBytes);
     } catch (const FileRefused& e) {
       return proxyException(MQD_PROXY_ERR_TLS,
-                             where + ": cannot read MQD_PROXY_TLS_CA " + e.what());
+                            where + ": cannot read MQD_PROXY_TLS_CA " + e.what());
     }
     KJ_IF_MAYBE(e, kj::runCatchingExceptions([&]() { ca = kj::TlsCertificate(pem); })) {
       return proxyException(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
@@ -76,7 +76,7 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
   KJ_IF_MAYBE(e, kj::runCatchingExceptions(
                      [&]() { context = kj::heap<kj::TlsContext>(kj::mv(options)); })) {
     return proxyException(MQD_PROXY_ERR_TLS,
-                           where + ": cannot set up TLS: " + e->getDescription().cStr());
+                          where + ": cannot set up TLS: " + e->getDescription().cStr());
   }
   auto refusal = std::make_shared<std::string>();
   auto wrapped = context->wrapClient(kj::heap<RefusalTap>(kj::mv(raw), refusal), host);
