@@ -9,11 +9,11 @@
 #include <cstring>
 #include <vector>
 
-#include "AsanFiber.h"
 #include "Bulk.h"
 #include "DebuggerObjects.h"
 #include "DllCall.h"
 #include "RemoteDebugger.h"
+#include "RunAsDllCall.h"
 #include "SessionBoard.h"
 
 using namespace mqd::server;
@@ -24,7 +24,6 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kBlock = 64 * 1024;
 constexpr int kUnreadable = 1002;  // the fake debugger's error for memory it cannot read
-constexpr size_t kStack = 1u << 20;
 
 uint8_t byteAt(uint64_t address) { return static_cast<uint8_t>(address * 7 + (address >> 12)); }
 
@@ -141,12 +140,7 @@ struct Rig {
   // Runs `body` as the body of one mqs_* call (a fresh call for the caches, on a fiber).
   template <typename Body>
   void call(Body&& body) {
-    kj::startFiber(kStack, [&](kj::WaitScope& ws) {
-      AsanFiber onFiber(kStack);
-      DllCall call(host, ws, "mqs_test");
-      host.remote().startCall(host.objects());
-      body(call);
-    }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); })).wait(waitScope);
+    test::runAsDllCall(host, waitScope, kj::fwd<Body>(body));
   }
 
   // What the session counted (Proxy.stats, the server's session summary, the benchmarks).

@@ -1,0 +1,27 @@
+// RunAsDllCall: runs a unit test's body as the body of one mqs_* call of the server, as
+// SessionService::runDll runs the DLL: on a kj fiber (where a callback may wait for the
+// debugger), with a DllCall of `host` current, after the caches started the call.
+#pragma once
+
+#include <kj/async.h>
+
+#include <cstddef>
+
+#include "AsanFiber.h"
+#include "DllCall.h"
+#include "RemoteDebugger.h"
+
+namespace mqd::server::test {
+
+template <typename Body>
+void runAsDllCall(DllHost& host, kj::WaitScope& waitScope, Body&& body) {
+  constexpr size_t kStack = 1u << 20;
+  kj::startFiber(kStack, [&](kj::WaitScope& ws) {
+    AsanFiber onFiber(kStack);
+    DllCall call(host, ws, "mqs_test");
+    host.remote().startCall(host.objects());
+    body(call);
+  }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); })).wait(waitScope);
+}
+
+}  // namespace mqd::server::test
