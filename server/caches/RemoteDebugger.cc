@@ -15,9 +15,13 @@
 namespace mqd::server {
 namespace {
 
-// Waits for a Debugger request on the DLL call's fiber, counting the round trip.
+// Waits for a Debugger request on the DLL call's fiber, counting the round trip. What the DLL
+// printed so far is relayed first, so that its output and its requests reach the debugger in
+// the order they happened (answers from the caches are not seen by the debugger: they need
+// no relay, and cost no system call).
 template <typename Request>
 auto await(DllCall& call, Request& request) {
+  call.host().relayDllOutput(call);
   call.metrics().add(Count::Callbacks);
   AsanFiber::Wait onLoopStack;
   return request.send().wait(call.waitScope());
@@ -399,6 +403,8 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
 }
 
 void RemoteDebugger::notify(DllCall& call, Effect effect) {
+  // As for a request (await): the output printed before this effect goes first.
+  if (effect.kind != Effect::Kind::DllOutput) call.host().relayDllOutput(call);
   if (std::vector<Effect>* recorder = call.recorder()) {
     recorder->push_back(std::move(effect));
     return;

@@ -17,6 +17,8 @@
 //
 // Notifications the DLL causes (dprints, put_*_info, its output) are sent without waiting, in
 // order, or recorded into the DllCall's recorder when the call is being recorded for a walk.
+// What the DLL printed is relayed (DllHost::relayDllOutput) right before anything else leaves
+// for the debugger, a request or a notification, and never for an answer from a cache.
 #pragma once
 
 #include <cstdint>

@@ -53,12 +53,9 @@ const char* checkedName(const char* text, const char* callback) {
   return text;
 }
 
-// Before asking the debugger anything, relay what the DLL printed so far, so that its output
-// and its callbacks reach the debugger in the order they happened.
-RemoteDebugger& debuggerFor(DllCall& call) {
-  call.host().relayDllOutput(call);
-  return call.host().remote();
-}
+// The debugger's side of the call: its caches, and the requests that leave (which relay what
+// the DLL printed before them: RemoteDebugger.cc, await and notify).
+RemoteDebugger& debuggerFor(DllCall& call) { return call.host().remote(); }
 
 RemoteImage& imageOf(DllCall& call, mqs_image* image) {
   RemoteImage* r = call.host().objects().fromDll(image);
