@@ -18,10 +18,6 @@ constexpr size_t kCompressMinBytes = 512;
 // Fast, and still several times smaller for heap memory and walks.
 constexpr int kZstdLevel = 1;
 
-}  // namespace
-
-namespace {
-
 // Compresses the `size` bytes written to it into one zstd frame in `out`, which holds
 // ZSTD_compressBound(size); finish() says 0 when zstd reported an error, the frame did not fit
 // or another number of bytes was written.
