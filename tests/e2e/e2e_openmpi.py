@@ -21,18 +21,11 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
+from dump_matrix import DumpMatrix, summary  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
-from gdb_driver import gdb_dump  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
-from servers import Server  # noqa: E402
 from sshd import Sshd  # noqa: E402
-
-
-class Endpoint:
-    """A server the shim starts itself (ssh://): only its endpoint."""
-    def __init__(self, endpoint):
-        self.endpoint = endpoint
 
 
 def main():
@@ -55,46 +48,20 @@ def main():
     program = built.require("pending")
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-")
-    job = servers = sshd = None
+    job = matrix = sshd = None
     passed = False
     try:
         job = Job(program, args.ranks, args.ops, work)
-        servers = [Server(server_bin, "unix:" + os.path.join(work, "s.sock"), args.ompi_dll,
-                          work, "unix"),
-                   Server(server_bin, "tcp:127.0.0.1:0", args.ompi_dll, work, "tcp")]
-        # (name, load command, environment): native first, then the proxy in every cache mode.
-        # unix (epoch) is the first session ever, tcp (epoch, compressed) a fresh session with
-        # learned look-ups and memory; call and off are the conservative modes.
-        runs = [("native", "mqd load", {})]
-        proxied = [("unix", servers[0], {}), ("tcp", servers[1], {}),
-                   ("unix-call", servers[0], {"MQD_PROXY_CACHE": "call"}),
-                   ("unix-off", servers[0], {"MQD_PROXY_CACHE": "off"})]
+        matrix = DumpMatrix(server_bin, args.ompi_dll, shim, work)
         if args.ssh:
             sshd = Sshd(work)
-            proxied.append(("ssh", Endpoint(sshd.url(server_bin)),
-                            {"MQD_PROXY_SSH_OPTIONS": sshd.options}))
-        for name, server, env in proxied:
-            runs.append((name, "mqd load --server %s --vendor-dll %s %s"
-                         % (server.endpoint, args.ompi_dll, shim), env))
-        outputs = {}
-        for name, load, env in runs:
-            prefix = os.path.join(work, name)
-            seconds = gdb_dump(job.pids, args.frontend, load, prefix, env)
-            outputs[name] = (open(prefix + ".json").read(), open(prefix + ".txt").read())
-            print("%-9s dump of %d ranks with %d pending operations each: %.2f s"
-                  % (name, args.ranks, args.ops, seconds))
-        problems = []
-        for name, _, _ in proxied:
-            for i, kind in enumerate(("JSON", "text")):
-                if outputs[name][i] != outputs["native"][i]:
-                    problems.append("%s dump (%s) differs from the native one: see %s" % (
-                        name, kind, work))
+            matrix.add("ssh", sshd.url(server_bin), {"MQD_PROXY_SSH_OPTIONS": sshd.options})
+        outputs = matrix.dump(job.pids, args.frontend, "dump of %d ranks with %d pending "
+                              "operations each" % (args.ranks, args.ops))
+        problems = matrix.differences(outputs)
         dumps = json.loads(outputs["native"][0])
         problems += check_against_manifests(dumps, job.manifests)
-        comms = [c for d in dumps for c in d.get("communicators", [])]
-        total = sum(len(q["operations"]) for c in comms for q in c["queues"].values())
-        print("dumped %d operations on %d communicators across %d ranks"
-              % (total, len(comms), len(dumps)))
+        print(summary(dumps))
         status = verdict(problems, work,
                          "native and proxied dumps (unix, TCP%s; cache epoch, call, off) "
                          "identical, and matching what every rank posted"
@@ -104,7 +71,7 @@ def main():
     except Failure as e:
         return verdict([str(e)], work, None)
     finally:
-        tear_down(work, passed, servers, sshd, job)
+        tear_down(work, passed, matrix, sshd, job)
 
 
 if __name__ == "__main__":

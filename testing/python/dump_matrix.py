@@ -1,0 +1,74 @@
+"""The transparency matrix of the end-to-end tests: one live job dumped by gdb and the front end
+with the vendor DLL loaded natively, then through libmqdproxy.so and real mqd-proxy-servers in
+every cache mode; every proxied dump must equal the native one byte for byte (JSON and text).
+
+    from dump_matrix import DumpMatrix
+    matrix = DumpMatrix(server_bin, dll, shim, work)      # starts the unix and TCP servers
+    matrix.add("ssh", sshd.url(server_bin), {...})        # more proxied runs, if any
+    outputs = matrix.dump(job.pids, frontend, "dump of 4 ranks")  # {name: (json, text)}
+    problems = matrix.differences(outputs)               # [] when every dump is the native one
+    print(summary(json.loads(outputs["native"][0])))      # "dumped N operations on ..."
+    matrix.stop()
+
+The proxied runs, in order: unix (cache epoch; the first session ever, nothing learned), tcp
+(epoch, compressed, a fresh session with learned look-ups and memory), unix-call and unix-off
+(the conservative cache modes).
+"""
+import os
+
+from gdb_driver import gdb_dump
+from servers import Server
+
+
+class DumpMatrix:
+    def __init__(self, server_bin, dll, shim, work):
+        self.dll, self.shim, self.work = dll, shim, work
+        self.servers = [Server(server_bin, "unix:" + os.path.join(work, "s.sock"), dll, work,
+                               "unix"),
+                        Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp")]
+        unix, tcp = (s.endpoint for s in self.servers)
+        # (name, endpoint, environment of gdb)
+        self.proxied = [("unix", unix, {}), ("tcp", tcp, {}),
+                        ("unix-call", unix, {"MQD_PROXY_CACHE": "call"}),
+                        ("unix-off", unix, {"MQD_PROXY_CACHE": "off"})]
+
+    def add(self, name, endpoint, env):
+        """One more proxied run (e.g. a server the shim starts itself over ssh://)."""
+        self.proxied.append((name, endpoint, env))
+
+    def names(self):
+        return [name for name, _, _ in self.proxied]
+
+    def dump(self, pids, frontend, what):
+        """gdb dumps every rank natively, then once per proxied run; each writes
+        WORK/NAME.json and WORK/NAME.txt. Prints each run's time. Returns {name: (json, text)};
+        a gdb or front-end failure raises Failure."""
+        runs = [("native", "mqd load", {})] + [
+            (name, "mqd load --server %s --vendor-dll %s %s" % (endpoint, self.dll, self.shim),
+             env) for name, endpoint, env in self.proxied]
+        outputs = {}
+        for name, load, env in runs:
+            prefix = os.path.join(self.work, name)
+            seconds = gdb_dump(pids, frontend, load, prefix, env)
+            with open(prefix + ".json") as j, open(prefix + ".txt") as t:
+                outputs[name] = (j.read(), t.read())
+            print("%-9s %s: %.2f s" % (name, what, seconds))
+        return outputs
+
+    def differences(self, outputs):
+        """A sentence for every proxied dump (JSON or text) that is not the native one."""
+        return ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
+                for name in self.names() for i, kind in enumerate(("JSON", "text"))
+                if outputs[name][i] != outputs["native"][i]]
+
+    def stop(self):
+        for s in self.servers:
+            s.stop()
+
+
+def summary(dumps):
+    """One line: how many operations on how many communicators across how many ranks."""
+    comms = [c for d in dumps for c in d.get("communicators", [])]
+    total = sum(len(q["operations"]) for c in comms for q in c["queues"].values())
+    return "dumped %d operations on %d communicators across %d ranks" % (total, len(comms),
+                                                                        len(dumps))
