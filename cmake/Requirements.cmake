@@ -8,6 +8,7 @@
 # Found here, as cache variables the test folders use:
 #   MQD_TESTS            doctest, MQD_PYTHON3, MQD_PYTEST, MQD_OPENSSL
 #   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_OMPI_MSGQ_DLL
+#   MQD_TESTS_MPICH      MQD_MPICH_PREFIX checked (and MQD_TESTS_MPI)
 #   MQD_TESTS_SSH        MQD_SSHD, MQD_SSH, MQD_SSH_KEYGEN
 #   MQD_TESTS_ANALYSIS   MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
@@ -57,7 +58,7 @@ macro(mqd_check_requirements)
       mqd_require_program(MQD_OPENSSL MQD_TESTS openssl openssl)  # tests/integration: certificates
     endif()
   endif()
-  foreach(option MQD_TESTS_MPI MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING)
+  foreach(option MQD_TESTS_MPI MQD_TESTS_MPICH MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING)
     if(${option} AND NOT MQD_TESTS)
       message(FATAL_ERROR "${option} adds tests: it needs MQD_TESTS=ON.")
     endif()
@@ -76,6 +77,24 @@ macro(mqd_check_requirements)
       mqd_requirement_missing(MQD_TESTS_MPI "Open MPI's message-queue DLL libompi_dbg_msgq.so"
                               libopenmpi3)
     endif()
+  endif()
+
+  if(MQD_TESTS_MPICH)
+    if(NOT MQD_TESTS_MPI)
+      message(FATAL_ERROR "MQD_TESTS_MPICH needs MQD_TESTS_MPI=ON (its tests share the Open MPI "
+                          "tests' gdb, front end and recording tools): turn it on, or configure "
+                          "with -DMQD_TESTS_MPICH=OFF.")
+    endif()
+    # Not a Debian package: Debian's mpich ships no DLL. The script builds one from Debian's
+    # source package into a cache outside the build (docs/mpich.md, "The build").
+    foreach(file bin/mpicc bin/mpiexec lib/libtvmpich.so .mqd-mpich-stamp)
+      if(MQD_MPICH_PREFIX STREQUAL "" OR NOT EXISTS "${MQD_MPICH_PREFIX}/${file}")
+        message(FATAL_ERROR "MQD_TESTS_MPICH needs an MPICH with its DLL (MQD_MPICH_PREFIX="
+                "\"${MQD_MPICH_PREFIX}\" has no ${file}): configure with "
+                "-DMQD_MPICH_PREFIX=$(tools/mpich/build-mpich.sh), which builds it once into a "
+                "cache, or with -DMQD_TESTS_MPICH=OFF.")
+      endif()
+    endforeach()
   endif()
 
   if(MQD_TESTS_SSH)

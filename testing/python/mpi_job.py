@@ -3,7 +3,8 @@
 communicator and parking until told to stop; and the check that a dump shows what each rank
 posted (check_against_manifests), from the manifest each rank writes (WORKDIR/rank-R.json:
 pid, rank, communicators with names, sizes and groups, and every operation with kind, peer,
-tag, length and buffer).
+tag, count (in elements), length in bytes and buffer). MpichJob runs such a program under
+MPICH's Hydra instead (tests/mpich/).
 
     from mpi_job import Job, check_against_manifests
     job = Job(build_pending, 4, 10, work)      # ranks parked: job.pids, job.manifests
@@ -82,6 +83,15 @@ class Job(LaunchedJob):
             ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
              "--mca", "pml", "ob1", "--mca", "btl", "self,vader", program, str(ops)],
             ranks, workdir, "the MPI job", env)
+
+
+class MpichJob(LaunchedJob):
+    """PREFIX/bin/mpiexec -n RANKS PROGRAM ARGS... DIR, until stopped: MPICH's Hydra, by
+    absolute path (Open MPI owns mpiexec on PATH). Hydra needs nothing special as root."""
+
+    def __init__(self, prefix, ranks, argv, workdir):
+        super().__init__([os.path.join(prefix, "bin", "mpiexec"), "-n", str(ranks)] + argv,
+                         ranks, workdir, "the MPICH job")
 
 
 def check_against_manifests(dumps, manifests):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Record and replay, end to end with a real debugger and real MPI.
 
-A live Open MPI job (tests/e2e/pending.c, testing/python/mpi_job.py) is dumped by gdb
+A live Open MPI job (tests/e2e/pending.c, testing/python/mpi_job.py), or with --mpich an MPICH
+job of the same program built by MPICH's mpicc (tests/mpich/), is dumped by gdb
 with the mqd front end through libmqdproxy.so and a real server, with MQD_PROXY_RECORD set,
 once per cache policy asked for. Then, with the job gone and against a fresh server (no learned
 state) with the same DLL:
@@ -16,9 +17,9 @@ state) with the same DLL:
 
 It prints the recordings' sizes and how long each live dump and each replay took.
 
-usage: e2e_replay.py --build DIR --ompi-dll PATH --frontend PATH --ops N
+usage: e2e_replay.py --build DIR --dll PATH --frontend PATH --ops N
                      --test-dll PATH --tamper PATH [--policies epoch,off] [--ranks 4]
-                     [--shim PATH]
+                     [--shim PATH] [--mpich PREFIX --program PATH]
 """
 import argparse
 import os
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from artefacts import Artefacts  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
 from gdb_driver import gdb_command, gdb_dump  # noqa: E402
-from mpi_job import Job  # noqa: E402
+from mpi_job import Job, MpichJob  # noqa: E402
 from scratch import tear_down  # noqa: E402
 from servers import Server  # noqa: E402
 
@@ -71,7 +72,7 @@ def gdb_dump_then_die(pids, frontend, load, out_prefix, env_extra):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
-    ap.add_argument("--ompi-dll", required=True)
+    ap.add_argument("--dll", required=True, help="the vendor DLL")
     ap.add_argument("--frontend", required=True)
     ap.add_argument("--ops", type=int, required=True)
     ap.add_argument("--ranks", type=int, default=4)
@@ -79,13 +80,16 @@ def main():
     ap.add_argument("--test-dll", required=True, help="another DLL, for the negative check")
     ap.add_argument("--tamper", required=True, help="the mqd-record-tamper program")
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
+    ap.add_argument("--mpich", help="run the job under this MPICH (build-mpich.sh's prefix)")
+    ap.add_argument("--program", help="with --mpich: pending.c built by its mpicc")
     args = ap.parse_args()
+    if bool(args.mpich) != bool(args.program):
+        ap.error("--mpich and --program go together")
     build = os.path.abspath(args.build)
     built = Artefacts(build)
     shim = args.shim or built.require("shim")
     server_bin = built.require("server")
     cli = built.require("cli")
-    program = built.require("pending")
     policies = args.policies.split(",")
 
     work = tempfile.mkdtemp(prefix="mqd-e2e-replay-")
@@ -94,11 +98,14 @@ def main():
     problems = []
     try:
         # ---- record: live dumps through the shim ----
-        job = Job(program, args.ranks, args.ops, work)
+        if args.mpich:
+            job = MpichJob(args.mpich, args.ranks, [args.program, str(args.ops)], work)
+        else:
+            job = Job(built.require("pending"), args.ranks, args.ops, work)
         live_server = Server(server_bin, "unix:" + os.path.join(work, "live.sock"),
-                             args.ompi_dll, work, "live")
+                             args.dll, work, "live")
         load = "mqd load --server %s --vendor-dll %s %s" % (live_server.endpoint,
-                                                            args.ompi_dll, shim)
+                                                            args.dll, shim)
         recordings = {}
         for policy in policies:
             recording = os.path.join(work, "%s.mqdrec" % policy)
@@ -126,7 +133,7 @@ def main():
         fresh = os.path.join(work, "fresh")
         os.mkdir(fresh)
         replay_server = Server(server_bin, "unix:" + os.path.join(fresh, "replay.sock"),
-                               args.ompi_dll, fresh, "replay")
+                               args.dll, fresh, "replay")
         other_server = Server(server_bin, "unix:" + os.path.join(fresh, "other.sock"),
                               args.test_dll, fresh, "other")
         endpoint = replay_server.endpoint

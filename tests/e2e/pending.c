@@ -122,8 +122,8 @@ int main(int argc, char **argv) {
     }
     fprintf(manifest,
             "%s{\"kind\": \"%s\", \"comm\": \"%s\", \"peer_local\": %d, \"peer_world\": %d, "
-            "\"tag\": %d, \"bytes\": %d, \"buffer\": \"%p\"}",
-            i ? ", " : "", kind_name[kind], comm_label[c], peer_local, peer_world, tag,
+            "\"tag\": %d, \"count\": %d, \"bytes\": %d, \"buffer\": \"%p\"}",
+            i ? ", " : "", kind_name[kind], comm_label[c], peer_local, peer_world, tag, count,
             kind == SEND_LARGE ? count
                                : count * (kind == RECV_ANY_TAG ? (int)sizeof(double)
                                                                : (int)sizeof(int)),

@@ -28,9 +28,10 @@
  *
  * Then every rank writes DIR/rank-R.json: its mode, process sets, communicators (label, name,
  * string tag, process set, rank, size, and the group as ranks of "mpi://WORLD"), and
- * operations (label, kind, peer as a rank of the communicator and of "mpi://WORLD", tag, bytes,
- * buffer), and DIR/rank-R.ready; then sleeps without calling MPI until it is killed or DIR/stop
- * appears (then it cancels everything, frees its communicators and finalizes).
+ * operations (label, kind, peer as a rank of the communicator and of "mpi://WORLD", tag, count
+ * in elements, bytes, buffer), and DIR/rank-R.ready; then sleeps without calling MPI until it
+ * is killed or DIR/stop appears (then it cancels everything, frees its communicators and
+ * finalizes).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -57,7 +58,7 @@ struct comm_fact {
 struct op_fact {
   const char *comm_label;
   const char *kind;
-  int peer_local, peer_world, tag, bytes;
+  int peer_local, peer_world, tag, count, bytes; /* count: in elements of the datatype */
   void *buffer;
   MPI_Request request;
 };
@@ -148,7 +149,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(pworld, &size);
   int next = (rank + 1) % size, previous = (rank + size - 1) % size;
 
-#define POST(label_, comm_, kind_, peer_, tag_, bytes_, call_)                          \
+#define POST(label_, comm_, kind_, peer_, tag_, count_, bytes_, call_)                  \
   do {                                                                                  \
     struct op_fact *o_ = &ops[nops++];                                                  \
     o_->comm_label = (label_);                                                          \
@@ -156,6 +157,7 @@ int main(int argc, char **argv) {
     o_->peer_local = (peer_);                                                           \
     o_->peer_world = world_rank_of((comm_), (peer_), world_group);                      \
     o_->tag = (tag_);                                                                   \
+    o_->count = (count_);                                                               \
     o_->bytes = (bytes_);                                                               \
     o_->buffer = calloc((size_t)(bytes_), 1);                                           \
     check(call_, kind_);                                                                \
@@ -163,23 +165,24 @@ int main(int argc, char **argv) {
 #define LAST (&ops[nops - 1])
 
   /* Receives first, then sends: no send posted here can match a receive posted anywhere. */
-  POST("pset_world", pworld, "recv", next, 40001, 16 * (int)sizeof(int),
+  POST("pset_world", pworld, "recv", next, 40001, 16, 16 * (int)sizeof(int),
        MPI_Irecv(LAST->buffer, 16, MPI_INT, next, 40001, pworld, &LAST->request));
-  POST("pset_world", pworld, "recv_any_source", -1, 40002, 8 * (int)sizeof(int),
+  POST("pset_world", pworld, "recv_any_source", -1, 40002, 8, 8 * (int)sizeof(int),
        MPI_Irecv(LAST->buffer, 8, MPI_INT, MPI_ANY_SOURCE, 40002, pworld, &LAST->request));
-  POST("pset_self", pself, "recv", 0, 40011, 4 * (int)sizeof(int),
+  POST("pset_self", pself, "recv", 0, 40011, 4, 4 * (int)sizeof(int),
        MPI_Irecv(LAST->buffer, 4, MPI_INT, 0, 40011, pself, &LAST->request));
-  POST("pset_named", pnamed, "recv_any_tag", previous, -1, 2 * (int)sizeof(double),
+  POST("pset_named", pnamed, "recv_any_tag", previous, -1, 2, 2 * (int)sizeof(double),
        MPI_Irecv(LAST->buffer, 2, MPI_DOUBLE, previous, MPI_ANY_TAG, pnamed, &LAST->request));
   if (with_world)
-    POST("world", MPI_COMM_WORLD, "recv", next, 40031, 4 * (int)sizeof(int),
+    POST("world", MPI_COMM_WORLD, "recv", next, 40031, 4, 4 * (int)sizeof(int),
          MPI_Irecv(LAST->buffer, 4, MPI_INT, next, 40031, MPI_COMM_WORLD, &LAST->request));
   /* pnamed carries no send: its wildcard-tag receive must stay pending. */
-  POST("pset_world", pworld, "send", next, 40003, LARGE_BYTES,
+  POST("pset_world", pworld, "send", next, 40003, LARGE_BYTES, LARGE_BYTES,
        MPI_Isend(LAST->buffer, LARGE_BYTES, MPI_BYTE, next, 40003, pworld, &LAST->request));
-  POST("pset_world", pworld, "send_small", next, 40004, SMALL_INTS * (int)sizeof(int),
+  POST("pset_world", pworld, "send_small", next, 40004, SMALL_INTS,
+       SMALL_INTS * (int)sizeof(int),
        MPI_Isend(LAST->buffer, SMALL_INTS, MPI_INT, next, 40004, pworld, &LAST->request));
-  POST("pset_self", pself, "send_small", 0, 40012, SMALL_INTS * (int)sizeof(int),
+  POST("pset_self", pself, "send_small", 0, 40012, SMALL_INTS, SMALL_INTS * (int)sizeof(int),
        MPI_Isend(LAST->buffer, SMALL_INTS, MPI_INT, 0, 40012, pself, &LAST->request));
 
   snprintf(path, sizeof path, "%s/rank-%d.json", argv[2], rank);
@@ -212,9 +215,9 @@ int main(int argc, char **argv) {
   for (i = 0; i < nops; ++i)
     fprintf(manifest,
             "%s{\"kind\": \"%s\", \"comm\": \"%s\", \"peer_local\": %d, \"peer_world\": %d, "
-            "\"tag\": %d, \"bytes\": %d, \"buffer\": \"%p\"}",
+            "\"tag\": %d, \"count\": %d, \"bytes\": %d, \"buffer\": \"%p\"}",
             i ? ", " : "", ops[i].kind, ops[i].comm_label, ops[i].peer_local, ops[i].peer_world,
-            ops[i].tag, ops[i].bytes, ops[i].buffer);
+            ops[i].tag, ops[i].count, ops[i].bytes, ops[i].buffer);
   fprintf(manifest, "]}\n");
   fclose(manifest);
 
