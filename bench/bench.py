@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Round-trip economy benchmark: a remote dump, cold, learned and repeated, against native.
 
-Two suites, each for N = 10, 100, 1000 pending operations per queue:
+Three suites, each for N = 10, 100, 1000 pending operations per queue:
 
   openmpi    rank 0 of a live 4-rank Open MPI job (tests/e2e/pending: 3N operations per rank,
              on WORLD, a dup, a split and a named communicator), dumped by gdb with the mqd
              front end; the time is that of `mqd dump` inside gdb.
+  mpich      the same under MPICH's Hydra, with MPICH's own DLL (a build with MQD_TESTS_MPICH).
   synthetic  a synthetic rank in the debugger harness (bench/mqd-bench-dump: five
              communicators, 15N operations) with the test DLL: pure proxy overhead, no gdb.
 
@@ -19,12 +20,12 @@ and in these modes:
 
 at injected RTT 0 (unix socket), 1 and 20 ms (mqd-relay on TCP loopback; compression is then
 on, as by default for TCP). Round trips and bytes come from the server's session counters
-(`mqd-proxy stats`). Every proxied Open MPI dump is compared byte for byte with the native one;
-every synthetic dump must see all the target's operations. It prints one table per suite (wall
-time, round trips, bytes on the wire, ratio to native) and writes both, with the machine and
-date, to bench/RESULTS.md.
+(`mqd-proxy stats`). Every proxied Open MPI or MPICH dump is compared byte for byte with the
+native one; every synthetic dump must see all the target's operations. It prints one table per
+suite (wall time, round trips, bytes on the wire, ratio to native) and writes them, with the
+machine and date, to bench/RESULTS.md.
 
-usage: bench.py --build DIR [--suites openmpi,synthetic] [--sizes 10,100,1000] [--rtts 0,1,20]
+usage: bench.py --build DIR [--suites openmpi,mpich,synthetic] [--sizes 10,100,1000] [--rtts 0,1,20]
                 [--naive-max-rtt MS] [--output FILE]
 The naive mode is measured up to --naive-max-rtt (default 1 ms); above, its time is
 extrapolated from its measured round trips (marked so in the table).
@@ -45,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
 from failure import wait_for  # noqa: E402
-from mpi_job import Job  # noqa: E402
+from mpi_job import Job, MpichJob  # noqa: E402
 
 OMPI_DLL_GLOB = "/usr/lib/{arch}/openmpi/lib/openmpi3/libompi_dbg_msgq.so"
 DEBUG = bool(os.environ.get("MQD_BENCH_DEBUG"))
@@ -73,6 +74,7 @@ class Build:
     def __init__(self, path):
         self.path = os.path.abspath(path)
         built = Artefacts(self.path)
+        self.artefacts = built  # for what only some suites need
         self.frontend = built.require("frontend")
         self.shim = built.require("shim")
         self.server = built.require("server")
@@ -157,15 +159,15 @@ def proxy_env(mode):
 
 # ---- the Open MPI suite ----
 
-class OpenMpiSuite:
-    name = "openmpi"
+class GdbRankSuite:
+    """Rank 0 of a live 4-rank job of tests/e2e/pending (3N operations per rank), dumped by
+    gdb with the front end: natively with `dll`, then through the proxy."""
 
-    def __init__(self, build, n, work):
+    def __init__(self, build, work, dll, job):
         self.build = build
         self.work = work
-        arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
-        self.dll = OMPI_DLL_GLOB.format(arch=arch)
-        self.job = Job(build.pending, 4, 3 * n, work)
+        self.dll = dll
+        self.job = job
         self.reference = None
         self.operations = 0
 
@@ -217,6 +219,26 @@ class OpenMpiSuite:
 
     def stop(self):
         self.job.stop()
+
+
+class OpenMpiSuite(GdbRankSuite):
+    name = "openmpi"
+
+    def __init__(self, build, n, work):
+        arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
+        super().__init__(build, work, OMPI_DLL_GLOB.format(arch=arch),
+                         Job(build.pending, 4, 3 * n, work))
+
+
+class MpichSuite(GdbRankSuite):
+    """The same program under MPICH's Hydra, dumped with MPICH's own DLL (tests/mpich/)."""
+    name = "mpich"
+
+    def __init__(self, build, n, work):
+        prefix = build.artefacts.require("mpich_prefix")
+        super().__init__(build, work, os.path.join(prefix, "lib", "libtvmpich.so"),
+                         MpichJob(prefix, 4, [build.artefacts.require("mpich_pending"),
+                                              str(3 * n)], work))
 
 
 # ---- the synthetic suite ----
@@ -348,6 +370,15 @@ DESCRIPTIONS = {
         "`mqd dump` measured inside gdb (the first proxied dump includes image and process",
         "set-up). Every proxied dump is checked byte for byte against the native one.",
     ],
+    "mpich": [
+        "## MPICH: one rank dumped by gdb with MPICH's own DLL",
+        "",
+        "The same program and dump as the Open MPI suite, under MPICH 4.0.2 (ch3:nemesis,",
+        "Hydra; built by `tools/mpich/build-mpich.sh`) with its `libtvmpich.so`. The rank also",
+        "shows the messages sent to it that no receive matched (its unexpected queue). Every",
+        "proxied dump is checked byte for byte against the native one. Needs a build with",
+        "`MQD_TESTS_MPICH`.",
+    ],
     "synthetic": [
         "## Synthetic: pure proxy overhead, no gdb",
         "",
@@ -404,7 +435,7 @@ def main():
     build = Build(args.build)
     sizes = [int(x) for x in args.sizes.split(",")]
     rtts = [float(x) for x in args.rtts.split(",")]
-    suites = {"openmpi": OpenMpiSuite, "synthetic": SyntheticSuite}
+    suites = {"openmpi": OpenMpiSuite, "mpich": MpichSuite, "synthetic": SyntheticSuite}
     sections = []
     for name in args.suites.split(","):
         if name not in suites:
