@@ -234,8 +234,11 @@ std::string format(const char* f, ...) {
   return out;
 }
 
+// The front end's rules (frontends/gdb/mqd_gdb/render.py): lengths as the DLL gives them, a
+// global rank of -1 unknown.
 std::string peer(int64_t local, int64_t world) {
   if (local == -1 || local == 4294967295LL) return format("any source (%" PRId64 ")", local);
+  if (world == -1) return format("rank %" PRId64 " (world ?)", local);
   return format("rank %" PRId64 " (world %" PRId64 ")", local, world);
 }
 
@@ -286,13 +289,13 @@ std::string render(const ProcessView& p) {
         lines.push_back(format("      #%zu [", i) + statusText(op.status) + "] " +
                         (opClass == 0 ? "to " : "from ") +
                         peer(op.desired_local_rank, op.desired_global_rank) + ", " + tag +
-                        format(", %" PRId64 " bytes, buffer 0x%" PRIx64 "%s",
+                        format(", length %" PRId64 ", buffer 0x%" PRIx64 "%s",
                                static_cast<int64_t>(op.desired_length),
                                static_cast<uint64_t>(op.buffer),
                                op.system_buffer ? ", system buffer" : ""));
         if (opClass == 0 || op.status != mqs_st_pending) {
           lines.push_back("         actual: " + peer(op.actual_local_rank, op.actual_global_rank) +
-                          format(", tag %" PRId64 ", %" PRId64 " bytes",
+                          format(", tag %" PRId64 ", length %" PRId64,
                                  static_cast<int64_t>(op.actual_tag),
                                  static_cast<int64_t>(op.actual_length)));
         }

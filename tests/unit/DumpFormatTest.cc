@@ -77,7 +77,21 @@ std::vector<ProcessView> sample() {
   other.queues[0].setupFailed = true;
   other.queues[1] = queue(9, {operation()}, "late");
   other.queues[2] = queue(mqs_end_of_list, {});
-  p.communicators = {world, other};
+  CommunicatorView unknown;  // as MPICH's DLL shows communicators and unexpected messages
+  unknown.communicator.unique_id = 7;
+  std::strcpy(unknown.communicator.name, "--unnamed--");
+  unknown.communicator.size = 4;
+  mqs_pending_operation eager = operation();
+  eager.status = mqs_st_complete;
+  eager.desired_global_rank = eager.actual_global_rank = -1;
+  eager.desired_length = 0;
+  eager.actual_length = -1;
+  eager.buffer = 0;
+  std::memset(eager.extra_text, 0, sizeof eager.extra_text);
+  unknown.queues[0] = queue(mqs_end_of_list, {});
+  unknown.queues[1] = queue(mqs_end_of_list, {});
+  unknown.queues[2] = queue(mqs_end_of_list, {eager});
+  p.communicators = {world, other, unknown};
   p.error = "mqs_get_communicator: oops";
   ProcessView failed;
   failed.inferior = 3;

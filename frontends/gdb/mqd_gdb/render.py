@@ -14,10 +14,13 @@ _QUEUES = (("sends", "Pending sends", "to"),
            ("unexpected", "Unexpected messages", "from"))
 
 
+# Lengths are shown as the DLL gives them, "length N": the MQD interface says bytes, and Open
+# MPI's DLL gives bytes, but MPICH's gives the count of elements (docs/mpich.md). A global rank
+# of -1 is one the DLL does not know (MPICH's DLL never translates ranks): "world ?".
 def _peer(local, world):
     if local == -1 or local == 4294967295:
         return "any source (%d)" % local
-    return "rank %d (world %d)" % (local, world)
+    return "rank %d (world %s)" % (local, "?" if world == -1 else world)
 
 
 def render(dump):
@@ -46,13 +49,13 @@ def render(dump):
             lines.append("    %s: %d" % (title, len(ops)))
             for i, op in enumerate(ops):
                 tag = "any tag" if op["tag_wild"] else "tag %d" % op["desired_tag"]
-                lines.append("      #%d [%s] %s %s, %s, %d bytes, buffer 0x%x%s"
+                lines.append("      #%d [%s] %s %s, %s, length %d, buffer 0x%x%s"
                              % (i, op["status"], direction,
                                 _peer(op["desired_local_rank"], op["desired_global_rank"]),
                                 tag, op["desired_length"], op["buffer"],
                                 ", system buffer" if op["system_buffer"] else ""))
                 if key == "sends" or op["status"] != "pending":
-                    lines.append("         actual: %s, tag %d, %d bytes"
+                    lines.append("         actual: %s, tag %d, length %d"
                                  % (_peer(op["actual_local_rank"], op["actual_global_rank"]),
                                     op["actual_tag"], op["actual_length"]))
                 for text in op["extra_text"]:
