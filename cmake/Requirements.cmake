@@ -7,7 +7,7 @@
 #
 # Found here, as cache variables the test folders use:
 #   MQD_TESTS            doctest, MQD_PYTHON3, MQD_PYTEST, MQD_OPENSSL
-#   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_OMPI_MSGQ_DLL
+#   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_GDBSERVER, MQD_OMPI_MSGQ_DLL
 #   MQD_TESTS_MPICH      MQD_MPICH_PREFIX checked (and MQD_TESTS_MPI)
 #   MQD_TESTS_SSH        MQD_SSHD, MQD_SSH, MQD_SSH_KEYGEN
 #   MQD_TESTS_ANALYSIS   MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
@@ -71,6 +71,7 @@ macro(mqd_check_requirements)
     endif()
     mqd_require_program(MQD_MPIRUN MQD_TESTS_MPI openmpi-bin mpirun)
     mqd_require_program(MQD_GDB MQD_TESTS_MPI gdb gdb)
+    mqd_require_program(MQD_GDBSERVER MQD_TESTS_MPI gdbserver gdbserver)  # e2e-attach-openmpi
     find_file(MQD_OMPI_MSGQ_DLL libompi_dbg_msgq.so
               PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openmpi/lib/openmpi3 NO_DEFAULT_PATH)
     if(NOT MQD_OMPI_MSGQ_DLL)

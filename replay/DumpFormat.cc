@@ -189,7 +189,9 @@ Json processJson(const ProcessView& p) {
     o.add("error", Json::string(decoded(p.error)));
     return o;
   }
-  o.add("rank", Json::integer(p.rank)).add("dll", Json::string(decoded(p.dll)));
+  o.add("rank", Json::integer(p.rank));
+  if (!p.host.empty()) o.add("host", Json::string(decoded(p.host)));
+  o.add("dll", Json::string(decoded(p.dll)));
   Json communicators = Json::list();
   for (const CommunicatorView& c : p.communicators) {
     Json group = Json::null();
@@ -249,8 +251,9 @@ std::string statusText(int s) {
 
 std::string render(const ProcessView& p) {
   std::vector<std::string> lines;
-  lines.push_back(format("Inferior %d: process %" PRId64 ", MPI_COMM_WORLD rank %" PRId64,
-                         p.inferior, p.pid, p.rank));
+  std::string on = p.host.empty() ? std::string() : " on " + utf8(decoded(p.host));
+  lines.push_back(format("Inferior %d: process %" PRId64, p.inferior, p.pid) + on +
+                  format(", MPI_COMM_WORLD rank %" PRId64, p.rank));
   lines.push_back("  DLL: " + utf8(decoded(p.dll)));
   static const char* titles[] = {"Pending sends", "Pending receives", "Unexpected messages"};
   for (const CommunicatorView& c : p.communicators) {

@@ -250,6 +250,8 @@ std::vector<ProcessView> ReplayedDump::processes() const {
     view.inferior = static_cast<int>(number(p.label, "inferior", p.order + 1));
     view.pid = number(p.label, "pid", 0);
     view.rank = number(p.label, "rank", p.rank);
+    auto host = p.label.find("host");
+    if (host != p.label.end()) view.host = host->second;
     view.dll = dll_;
     auto fail = [&view](const std::string& why) {
       view.failed = true;

@@ -13,8 +13,9 @@
 // session's mqs_dll_error_string calls.
 //
 // What a session cannot know (gdb's inferior number and the pid; the MPI_COMM_WORLD rank as
-// gdb worked it out) comes from the process's recorded label (MQD_PROXY_RECORD_LABEL:
-// "inferior=N pid=P rank=R"), else the set-up order, 0, and the rank the shim sent at set-up.
+// gdb worked it out; the host a launcher's process table named) comes from the process's
+// recorded label (MQD_PROXY_RECORD_LABEL: "inferior=N pid=P rank=R [host=H]"), else the set-up
+// order, 0, the rank the shim sent at set-up, and no host.
 #pragma once
 
 #include <capnp/any.h>
@@ -52,6 +53,7 @@ struct ProcessView {
   int inferior = 0;
   int64_t pid = 0;
   int64_t rank = MQS_INVALID_PROCESS;
+  std::string host;     // empty when unknown (not attached from a launcher's table)
   std::string dll;      // the DLL's version string
   bool failed = false;  // the dump could not start: only `error` is shown
   std::string error;    // why it failed, or where it stopped

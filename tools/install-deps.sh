@@ -19,9 +19,10 @@ packages=(
   g++ cmake make pkg-config binutils
   # libraries
   capnproto libcapnp-dev libuv1-dev libzstd-dev doctest-dev
-  # the real debugger and the real MPI: gdb with its Python, Open MPI and its development
-  # headers (for the debug-type object of the stripped libmpi)
-  gdb python3 openmpi-bin libopenmpi-dev
+  # the real debugger and the real MPI: gdb with its Python, gdbserver (how gdb reaches ranks
+  # on other hosts: `mqd attach --gdbserver`), Open MPI and its development headers (for the
+  # debug-type object of the stripped libmpi)
+  gdb gdbserver python3 openmpi-bin libopenmpi-dev
   # pytest runs the Python tests (tests/cli/, tests/packaging/, tests/analysis/)
   python3-pytest
   # the security tests make their TLS certificates at run time with the openssl command

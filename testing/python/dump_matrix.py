@@ -39,17 +39,18 @@ class DumpMatrix:
     def names(self):
         return [name for name, _, _ in self.proxied]
 
-    def dump(self, pids, frontend, what):
+    def dump(self, pids, frontend, what, attach=None):
         """gdb dumps every rank natively, then once per proxied run; each writes
         WORK/NAME.json and WORK/NAME.txt. Prints each run's time. Returns {name: (json, text)};
-        a gdb or front-end failure raises Failure."""
+        a gdb or front-end failure raises Failure. `attach`: the front end's command that
+        attaches the ranks, instead of an `attach PID` per rank (gdb_driver.gdb_command)."""
         runs = [("native", "mqd load", {})] + [
             (name, "mqd load --server %s --vendor-dll %s %s" % (endpoint, self.dll, self.shim),
              env) for name, endpoint, env in self.proxied]
         outputs = {}
         for name, load, env in runs:
             prefix = os.path.join(self.work, name)
-            seconds = gdb_dump(pids, frontend, load, prefix, env)
+            seconds = gdb_dump(pids, frontend, load, prefix, env, attach)
             with open(prefix + ".json") as j, open(prefix + ".txt") as t:
                 outputs[name] = (j.read(), t.read())
             print("%-9s %s: %.2f s" % (name, what, seconds))

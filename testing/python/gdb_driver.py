@@ -14,10 +14,13 @@ import time
 from failure import Failure
 
 
-def gdb_command(pids, frontend, load):
+def gdb_command(pids, frontend, load, attach=None):
     """gdb in batch mode attached to every rank (one inferior each), with the front end
-    sourced and `load` run: add the commands to run then."""
+    sourced and `load` run: add the commands to run then. `attach`, if given, is the front
+    end's command that attaches the ranks instead (`mqd attach --launcher PID ...`)."""
     cmd = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+    if attach:
+        return cmd + ["-ex", "source " + frontend, "-ex", attach, "-ex", load]
     for i, pid in enumerate(pids):
         if i > 0:
             cmd += ["-ex", "add-inferior", "-ex", "inferior %d" % (i + 1)]
@@ -25,10 +28,11 @@ def gdb_command(pids, frontend, load):
     return cmd + ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load]
 
 
-def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
-    """One gdb attached to every rank (one inferior each); writes OUT.json and OUT.txt (two
-    refreshes: the second is a repeat refresh of a stopped-again target)."""
-    cmd = gdb_command(pids, frontend, load) + [
+def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
+    """One gdb attached to every rank (one inferior each; `attach` as for gdb_command);
+    writes OUT.json and OUT.txt (two refreshes: the second is a repeat refresh of a
+    stopped-again target)."""
+    cmd = gdb_command(pids, frontend, load, attach) + [
         "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
         "-ex", "mqd dump --all --output %s.txt" % out_prefix]
     started = time.time()
@@ -38,7 +42,7 @@ def gdb_dump(pids, frontend, load, out_prefix, env_extra=None):
                             timeout=1200, env=env)
     elapsed = time.time() - started
     errors = [line for line in result.stdout.splitlines() if line.startswith("mqd:")
-              and "loaded" not in line]
+              and not line.startswith(("mqd: loaded ", "mqd: attached "))]
     if result.returncode != 0 or errors or not os.path.exists(out_prefix + ".json"):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
     if "Traceback" in result.stdout:

@@ -47,6 +47,7 @@ std::vector<ProcessView> sample() {
   p.inferior = 2;
   p.pid = 1234;
   p.rank = 1;
+  p.host = "node7";
   p.dll = "caf\xc3\xa9 \xff";
   CommunicatorView world;
   world.communicator.unique_id = 5;

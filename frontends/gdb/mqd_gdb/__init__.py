@@ -6,8 +6,10 @@ package's directory on sys.path and registers the `mqd` commands (commands.regis
 
 Modules, one concept each, in the order a value travels:
 
-  commands     the gdb commands `mqd load|dump|snapshot|graph|types|status` and the one
-               loaded Session
+  commands     the gdb commands `mqd attach|load|dump|snapshot|graph|types|status` and the
+               one loaded Session
+  job          the whole job `mqd attach` attaches: the launcher's MPIR process table, one
+               inferior per rank in rank order, each labelled with its rank and host
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
                the DLL's error texts
   dump         one process's communicators, groups and queues, read through a Session, as a

@@ -25,7 +25,7 @@ import sys
 
 import gdb
 
-from . import abi
+from . import abi, job
 from .handles import Image, Process
 from .inferiors import SelectedInferior, find as find_inferior, is_local
 
@@ -229,14 +229,18 @@ class Callbacks:
 
 
 def global_rank(process):
-    """MPI_COMM_WORLD rank: from the launcher's environment of a local process, else from the
-    target's own record of it, Open MPI's MPI_COMM_WORLD or MPICH's MPIR_Process (each needs
-    that library's debug types), else unknown (MQS_INVALID_PROCESS). Found once per Process,
-    then kept on it."""
+    """MPI_COMM_WORLD rank: what the launcher's process table said (`mqd attach --launcher`),
+    else from the launcher's environment of a local process, else from the target's own
+    record of it, Open MPI's MPI_COMM_WORLD or MPICH's MPIR_Process (each needs that library's
+    debug types), else unknown (MQS_INVALID_PROCESS). Found once per Process, then kept on
+    it."""
     if process.rank is None:
         process.rank = abi.MQS_INVALID_PROCESS
         inf = find_inferior(process.inferior_num)
-        if is_local(inf):
+        attached = job.label(process.inferior_num)
+        if attached is not None:
+            process.rank = attached.rank
+        elif is_local(inf):
             try:
                 with open("/proc/%d/environ" % inf.pid, "rb") as f:
                     env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)

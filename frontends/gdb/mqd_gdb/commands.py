@@ -1,5 +1,10 @@
 """The gdb commands, and the one Session they share (None until `mqd load`):
 
+  mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | mqd attach PID [PID ...]
+      Attach a whole job, one inferior per rank: the ranks the launcher's MPIR process table
+      names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
+      with its rank and host, a remote host's through its gdbserver --multi (job); or the
+      processes named.
   mqd load [--server ENDPOINT] [--vendor-dll NAME] [DLL]
       Load an MQD DLL. Default: the target's MPIR_dll_name. DLL may be libmqdproxy.so; then
       --server and --vendor-dll set MQD_PROXY_SERVER and MQD_PROXY_DLL for it.
@@ -29,7 +34,7 @@ import os
 
 import gdb
 
-from . import analysis, debug_types, render, snapshot
+from . import analysis, debug_types, job, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
 from .inferiors import SelectedInferior, find as find_inferior
@@ -47,7 +52,7 @@ def _dll_name_of_target():
 
 class MqdPrefix(gdb.Command):
     """Message queues of MPI processes through an MQD DLL.
-Subcommands: mqd load, mqd dump, mqd snapshot, mqd graph, mqd types, mqd status."""
+Subcommands: mqd attach, mqd load, mqd dump, mqd snapshot, mqd graph, mqd types, mqd status."""
 
     def __init__(self):
         super().__init__("mqd", gdb.COMMAND_DATA, prefix=True)
@@ -65,6 +70,73 @@ def _command(fn):
         except Exception as e:  # never a traceback at the user
             raise gdb.GdbError("mqd: internal error: %s: %s" % (type(e).__name__, e))
     return invoke
+
+
+class MqdAttach(gdb.Command):
+    """Attach a whole job: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | mqd attach PID...
+--launcher PID: the job's launcher (Open MPI's mpirun, MPICH's mpiexec); its MPIR process table
+names every rank's host and pid. Each rank is attached in an inferior of its own, in
+MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on another host is
+attached through the gdbserver --multi that --gdbserver names for that host.
+PID...: attach these processes, one inferior each."""
+
+    def __init__(self):
+        super().__init__("mqd attach", gdb.COMMAND_RUNNING)
+
+    @_command
+    def invoke(self, argv, from_tty):
+        launcher = None
+        servers = {}
+        pids = []
+        while argv:
+            a = argv.pop(0)
+            if a == "--launcher" and argv:
+                launcher = _pid(argv.pop(0))
+            elif a == "--gdbserver" and argv and "=" in argv[0]:
+                host, address = argv.pop(0).split("=", 1)
+                servers[host] = address
+            elif a.startswith("-"):
+                raise MqdError("unknown option %s (usage: mqd attach --launcher PID "
+                               "[--gdbserver HOST=ADDRESS ...] | mqd attach PID...)" % a)
+            else:
+                pids.append(_pid(a))
+        if (launcher is None) == (not pids):
+            raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | "
+                           "mqd attach PID...")
+        with job.Quiet():
+            if launcher is not None:
+                ranks = job.read_proctable(launcher)
+            else:
+                ranks = [job.Rank(None, None, None, pid) for pid in pids]
+            nums = job.attach(ranks, servers)
+        if launcher is not None:
+            gdb.write("mqd: attached %d ranks of the job of launcher %d (inferiors %s; hosts: "
+                      "%s)\n" % (len(nums), launcher, _ranges(nums),
+                                  ", ".join(sorted({r.host or "?" for r in ranks}))))
+        else:
+            gdb.write("mqd: attached %d processes (inferiors %s)\n" % (len(nums),
+                                                                        _ranges(nums)))
+
+
+def _ranges(nums):
+    """"1, 3-5" for [1, 3, 4, 5]."""
+    spans = []
+    for n in nums:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
+
+
+def _pid(text):
+    try:
+        pid = int(text)
+    except ValueError:
+        pid = 0
+    if pid <= 0:
+        raise MqdError("not a process id: %s" % text)
+    return pid
 
 
 class MqdLoad(gdb.Command):
@@ -269,6 +341,7 @@ def register():
     """Makes the `mqd` commands known to gdb (again: a command registered twice replaces the
     first)."""
     MqdPrefix()
+    MqdAttach()
     MqdLoad()
     MqdDump()
     MqdSnapshot()

@@ -4,7 +4,7 @@ queues. `mqd dump --json` writes exactly json.dumps of these dicts (render.as_js
 mqd-proxy replay rebuilds them from a recording (replay/DumpFormat.h), so keys, their order
 and every value's form are a format (frontends/analysis/SNAPSHOT.md describes it):
 
-  {"inferior", "pid", "rank", "dll", "communicators": [
+  {"inferior", "pid", "rank", ["host"], "dll", "communicators": [
       {"unique_id", "name", "local_rank", "size",
        "group": [world rank of each local rank] | {"error", "rc"} | None,
        "queues": {"sends"|"receives"|"unexpected":
@@ -23,12 +23,14 @@ proxied dump are the same; or the communicator is empty. mqd-proxy replay follow
 A queue's "error" is there when it ended other than by mqs_end_of_list (then "rc" says how);
 a queue the DLL would not set up has no operations. A process that could not be read at all
 is failed(num, pid, message, warnings): {"inferior", "pid", "error", ["warnings"]}.
-"warnings" is there only when the proxy warned (a byte order that contradicts the target's
+"host" is there only when `mqd attach --launcher` attached the process: the host its launcher's
+MPIR process table names (mqd-proxy replay has no launcher, and writes none). "warnings" is
+there only when the proxy warned (a byte order that contradicts the target's
 memory: the queues read are then wrong or empty); mqd-proxy replay does not repeat it.
 """
 import ctypes
 
-from . import abi
+from . import abi, job
 from .callbacks import global_rank
 from .inferiors import find as find_inferior
 
@@ -51,8 +53,11 @@ def dump(session, num):
     if rc != abi.MQS_OK:
         raise session.fail("mqs_update_communicator_list", rc)
     inf = find_inferior(num)
-    result = {"inferior": num, "pid": inf.pid, "rank": global_rank(process),
-              "dll": session.version, "communicators": []}
+    result = {"inferior": num, "pid": inf.pid, "rank": global_rank(process)}
+    attached = job.label(num)
+    if attached is not None and attached.host:
+        result["host"] = attached.host
+    result.update({"dll": session.version, "communicators": []})
     rc = lib.mqs_setup_communicator_iterator(p)
     while rc == abi.MQS_OK:
         comm = session.abi.Communicator()

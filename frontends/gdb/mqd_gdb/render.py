@@ -25,8 +25,9 @@ def _peer(local, world):
 
 def render(dump):
     """The text of one process's dump (one with "communicators"), without a final newline."""
-    lines = ["Inferior %d: process %d, MPI_COMM_WORLD rank %d"
-             % (dump["inferior"], dump["pid"], dump["rank"]),
+    lines = ["Inferior %d: process %d%s, MPI_COMM_WORLD rank %d"
+             % (dump["inferior"], dump["pid"],
+                " on %s" % dump["host"] if "host" in dump else "", dump["rank"]),
              "  DLL: %s" % dump["dll"]]
     for c in dump["communicators"]:
         lines.append("  Communicator \"%s\" (id %d): local rank %d of %d"

@@ -10,7 +10,7 @@ import os
 
 import gdb
 
-from . import abi
+from . import abi, job
 from .callbacks import Callbacks, global_rank, proxy_warnings
 from .errors import MqdError
 from .handles import Handles
@@ -141,8 +141,12 @@ class Session:
             if os.environ.get("MQD_PROXY_RECORD"):
                 # The shim's recording keeps what only gdb knows of this process, so that
                 # `mqd-proxy replay --json` prints the same dump as `mqd dump --json`.
-                os.environ["MQD_PROXY_RECORD_LABEL"] = "inferior=%d pid=%d rank=%d" % (
-                    num, inf.pid, global_rank(process))
+                label = "inferior=%d pid=%d rank=%d" % (num, inf.pid, global_rank(process))
+                attached = job.label(num)
+                if attached is not None and attached.host and " " not in attached.host \
+                        and "=" not in attached.host:
+                    label += " host=%s" % attached.host
+                os.environ["MQD_PROXY_RECORD_LABEL"] = label
             start = len(self.messages)
             process.set_up = self.lib.mqs_setup_process(
                 process.handle, ctypes.byref(self.callbacks.process_callbacks))

@@ -12,7 +12,7 @@ import socket
 
 import gdb
 
-from . import analysis
+from . import analysis, job
 
 VERSION = 1
 MAX_FRAMES = 64  # frames kept per rank: a deeper stack is cut (its MPI call is near the top)
@@ -78,7 +78,9 @@ def take(dumps):
             d = dict(by_inferior[inf.num])
             state, pml = _state(inf, mpi_call_of)
             d.pop("dll", None)
-            d["host"] = host
+            d.pop("host", None)  # in the snapshot's order, below
+            attached = job.label(inf.num)
+            d["host"] = attached.host if attached is not None and attached.host else host
             d["state"] = state
             if pml:
                 d["pml"] = pml

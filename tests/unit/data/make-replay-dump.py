@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes replay-dump.json and replay-dump.txt: one dump (two processes, unusual cases: a
-matched operation from any source, a group error, an unknown group and global ranks (as
-MPICH's DLL shows them), queue errors, a dump stopped midway, a process that failed, non-ASCII
-and invalid UTF-8) as the gdb front end itself writes it, with
-its own renderer (frontends/gdb/mqd_gdb/render.py: as_json and as_text, which need no gdb).
-DumpFormatTest checks that mqd-proxy replay writes the same dump byte for byte. (Every value
-fits a 32-bit debugger's mqs_taddr_t and mqs_tword_t, so the test holds in the i686 build too.)
+matched operation from any source, the host a launcher's table named, a group error, an
+unknown group and global ranks (as MPICH's DLL shows them), queue errors, a dump stopped
+midway, a process that failed, non-ASCII and invalid UTF-8) as the gdb front end itself writes
+it, with its own renderer (frontends/gdb/mqd_gdb/render.py: as_json and as_text, which need no
+gdb). DumpFormatTest checks that mqd-proxy replay writes the same dump byte for byte. (Every
+value fits a 32-bit debugger's mqs_taddr_t and mqs_tword_t, so the test holds in the i686
+build too.)
 
 usage: make-replay-dump.py  (from anywhere; writes next to itself)
 """
@@ -28,7 +29,7 @@ op3 = dict(op, status="complete", desired_global_rank=-1, actual_global_rank=-1,
            desired_length=0, actual_length=-1, buffer=0,
            extra_text=["", "", "", "", ""])
 dumps = [
-    {"inferior": 2, "pid": 1234, "rank": 1,
+    {"inferior": 2, "pid": 1234, "rank": 1, "host": "node7",
      "dll": b"caf\xc3\xa9 \xff".decode("utf-8", "replace"),
      "communicators": [
          {"unique_id": 5, "name": "MPI_COMM_WORLD", "local_rank": 1, "size": 2,

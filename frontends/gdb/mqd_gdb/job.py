@@ -1,0 +1,228 @@
+"""The whole job, attached by `mqd attach`: every rank one inferior, in MPI_COMM_WORLD rank
+order, each labelled with its rank and host.
+
+  read_proctable(pid)     what the launcher (Open MPI's mpirun, MPICH's Hydra mpiexec) says:
+                          its MPIR process table, read by attaching to it and detaching again
+  attach(ranks, servers)  one inferior per rank: attached locally, or through the gdbserver
+                          (--multi) named for the rank's host; a local process an inferior
+                          holds already is kept there
+  label(num)              the Rank behind inferior `num`, if `mqd attach` made it
+
+The MPIR process table (the MPIR process acquisition interface that launchers publish for
+debuggers) is an array of MPIR_PROCDESC {char *host_name; char *executable_name; int pid;},
+MPIR_proctable_size entries long, entry i being MPI_COMM_WORLD rank i. Debian's launchers
+carry no debug types for it, so it is read as raw memory, laid out by the launcher's own
+pointer size and byte order.
+"""
+import socket
+import struct
+
+import gdb
+
+from .errors import MqdError
+from .inferiors import SelectedInferior, is_local
+
+# A launcher's table larger than this is taken for garbage, not a job.
+MAX_RANKS = 1 << 20
+
+
+class Rank:
+    """One rank as the launcher described it."""
+
+    def __init__(self, rank, host, executable, pid):
+        self.rank, self.host, self.executable, self.pid = rank, host, executable, pid
+
+
+# inferior number -> Rank, for the inferiors `mqd attach` made from a launcher's table
+_labels = {}
+
+
+def label(num):
+    """The Rank `mqd attach` put in inferior `num` (None for any other inferior)."""
+    rank = _labels.get(num)
+    if rank is None:
+        return None
+    for inf in gdb.inferiors():  # the label holds while the inferior holds that process
+        if inf.num == num:
+            return rank if inf.pid == rank.pid else None
+    return None
+
+
+def _new_inferior(connected):
+    """A new inferior, on the current inferior's connection if `connected`, else on none; its
+    number."""
+    before = {i.num for i in gdb.inferiors()}
+    gdb.execute("add-inferior" if connected else "add-inferior -no-connection", to_string=True)
+    return max({i.num for i in gdb.inferiors()} - before)
+
+
+class Quiet:
+    """For a `with` block: gdb keeps the notifications it would print for the user's own
+    attach, detach and inferior switches ("[Switching to inferior N ...]", the frame a process
+    stopped in) to itself; the command prints one summary instead."""
+
+    def __enter__(self):
+        self.before = gdb.parameter("suppress-cli-notifications")
+        gdb.execute("set suppress-cli-notifications on", to_string=True)
+
+    def __exit__(self, *exc):
+        gdb.execute("set suppress-cli-notifications %s" % ("on" if self.before else "off"),
+                    to_string=True)
+        return False
+
+
+def _byte_order():
+    return "<" if "little" in gdb.execute("show endian", to_string=True) else ">"
+
+
+def read_proctable(pid):
+    """The ranks of the job launched by process `pid`, from its MPIR process table, in rank
+    order. Attaches to the launcher in an inferior of its own, reads, detaches and removes that
+    inferior. MqdError when `pid` cannot be attached or has no table."""
+    previous = gdb.selected_inferior().num
+    num = _new_inferior(connected=False)
+    try:
+        with SelectedInferior(num):
+            try:
+                gdb.execute("attach %d" % pid, to_string=True)
+            except gdb.error as e:
+                raise MqdError("cannot attach to the launcher %d: %s" % (pid, e))
+            try:
+                return _read_table(pid)
+            finally:
+                gdb.execute("detach", to_string=True)
+    finally:
+        gdb.execute("inferior %d" % previous, to_string=True)
+        gdb.execute("remove-inferiors %d" % num, to_string=True)
+
+
+def _read_table(pid):
+    try:
+        size = int(gdb.parse_and_eval("(int) MPIR_proctable_size"))
+        table = int(gdb.parse_and_eval("(unsigned long) MPIR_proctable"))
+    except gdb.error:
+        raise MqdError("process %d publishes no MPIR process table (no MPIR_proctable): attach "
+                       "to the job's launcher (Open MPI's mpirun, MPICH's mpiexec), or name the "
+                       "ranks' pids" % pid)
+    if table == 0 or size <= 0:
+        raise MqdError("the launcher %d has no processes in its MPIR process table yet (size "
+                       "%d): has the job started?" % (pid, size))
+    if size > MAX_RANKS:
+        raise MqdError("the launcher %d says its job has %d ranks: not believed" % (pid, size))
+    pointer = gdb.lookup_type("char").pointer()
+    width = pointer.sizeof
+    # {char *, char *, int}, padded to the pointers' alignment
+    stride = (2 * width + 4 + width - 1) // width * width
+    layout = _byte_order() + ("QQi" if width == 8 else "IIi")
+    inf = gdb.selected_inferior()
+    try:
+        raw = bytes(inf.read_memory(table, size * stride))
+    except gdb.MemoryError as e:
+        raise MqdError("cannot read the launcher's MPIR process table: %s" % e)
+
+    def string(address):
+        if address == 0:
+            return None
+        try:
+            return gdb.Value(address).cast(pointer).string("utf-8", "replace")
+        except gdb.error:
+            return None
+
+    ranks = []
+    for i in range(size):
+        host, executable, rank_pid = struct.unpack_from(layout, raw, i * stride)
+        if rank_pid <= 0:
+            raise MqdError("the launcher's MPIR process table gives rank %d the pid %d"
+                           % (i, rank_pid))
+        ranks.append(Rank(i, string(host), string(executable), rank_pid))
+    return ranks
+
+
+def is_this_host(host):
+    """True when `host` names the machine gdb runs on."""
+    if host in (None, "", "localhost"):
+        return True
+    names = {socket.gethostname(), socket.getfqdn()}
+    return host in names or host.split(".")[0] in {n.split(".")[0] for n in names}
+
+
+def attach(ranks, servers):
+    """Attaches every rank, in the order given, one inferior each: locally when its host is
+    this machine and `servers` names no gdbserver for it, else through the gdbserver
+    `servers[host]` (an address for `target extended-remote`; one connection per host).
+    Returns the inferior numbers. An inferior without a process and without a program (gdb's
+    first, when it started with none) is used first."""
+    connected = {}  # host -> an inferior on that host's gdbserver connection
+    nums = []
+    for r in ranks:
+        server = servers.get(r.host)
+        if server is None and not is_this_host(r.host):
+            raise MqdError("rank %d runs on %s: name a gdbserver --multi there, as "
+                           "--gdbserver %s=HOST:PORT" % (r.rank, r.host, r.host))
+        held = None if server else _local_inferior_of(r.pid)
+        if held is not None:  # attached already (an earlier `mqd attach`, or by hand)
+            if r.rank is not None:
+                _labels[held] = r
+            nums.append(held)
+            continue
+        num = _inferior_for(server, connected.get(r.host) if server else None)
+        try:
+            with SelectedInferior(num):
+                if server and r.host not in connected:
+                    try:
+                        gdb.execute("target extended-remote %s" % server, to_string=True)
+                    except gdb.error as e:
+                        raise MqdError("cannot reach the gdbserver %s for %s: %s"
+                                       % (server, r.host, e))
+                    connected[r.host] = num
+                try:
+                    gdb.execute("attach %d" % r.pid, to_string=True)
+                except gdb.error as e:
+                    raise MqdError("cannot attach to %s: %s" % (_who(r), e))
+        except MqdError:
+            _discard(num, nums)  # the ranks attached so far stay
+            raise
+        if r.rank is not None:  # a launcher's rank, not a bare pid
+            _labels[num] = r
+        nums.append(num)
+    return nums
+
+
+def _discard(num, kept):
+    """Removes inferior `num`, which holds no process, unless it is one of `kept` or gdb's
+    last; the selection moves to the first of `kept`, if any."""
+    inf = next((i for i in gdb.inferiors() if i.num == num), None)
+    if inf is None or inf.pid != 0 or num in kept or len(gdb.inferiors()) == 1:
+        return
+    other = kept[0] if kept else next(i.num for i in gdb.inferiors() if i.num != num)
+    gdb.execute("inferior %d" % other, to_string=True)
+    gdb.execute("remove-inferiors %d" % num, to_string=True)
+
+
+def _local_inferior_of(pid):
+    """The inferior that holds local process `pid`, if one does."""
+    for inf in gdb.inferiors():
+        if inf.pid == pid and is_local(inf):
+            return inf.num
+    return None
+
+
+def _who(r):
+    if r.rank is None:
+        return "process %d" % r.pid
+    return "rank %d (pid %d on %s)" % (r.rank, r.pid, r.host or "this host")
+
+
+def _inferior_for(server, on_connection):
+    """An inferior to attach a rank to: for a local rank, gdb's empty first inferior or a new
+    one without a connection to a gdbserver; for a remote one, a new inferior on the
+    connection of `on_connection` (an inferior already on the host's gdbserver), or one
+    without any connection, to be connected."""
+    if on_connection is not None:
+        with SelectedInferior(on_connection):
+            return _new_inferior(connected=True)
+    for inf in gdb.inferiors():
+        if inf.pid == 0 and inf.progspace.filename is None and inf.connection is None \
+                and inf.num not in _labels:
+            return inf.num
+    return _new_inferior(connected=False)

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A whole job attached by the front end from its launcher's MPIR process table.
+
+A live Open MPI job of RANKS ranks (tests/e2e/pending.c, N pending operations each) is
+attached by gdb with `mqd attach --launcher <mpirun's pid>`: the front end reads mpirun's
+MPIR process table and attaches every rank, one inferior each, in MPI_COMM_WORLD rank order.
+Then `mqd dump --all`, natively and through the proxy in every cache mode
+(testing/python/dump_matrix.py), and natively once more with every rank reached through a
+real gdbserver --multi on loopback (`--gdbserver HOST=127.0.0.1:PORT`: the route a rank on
+another host takes).
+
+Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
+order with the pid, rank and host the launcher gave them, and show what every rank posted.
+
+usage: e2e_attach.py --build DIR --ompi-dll PATH --frontend PATH [--ranks 16] [--ops 10]
+                     [--gdbserver PATH] [--shim PATH]
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
+                                "python"))
+from artefacts import Artefacts  # noqa: E402
+from dump_matrix import DumpMatrix, summary  # noqa: E402
+from failure import Failure, verdict, wait_for  # noqa: E402
+from gdb_driver import gdb_dump  # noqa: E402
+from mpi_job import Job, check_against_manifests  # noqa: E402
+from ports import free_port  # noqa: E402
+from scratch import tear_down  # noqa: E402
+
+
+class GdbServer:
+    """gdbserver --multi on a loopback port, until stopped."""
+
+    def __init__(self, binary, work):
+        self.port = free_port()
+        self.log = open(os.path.join(work, "gdbserver.log"), "w")
+        self.proc = subprocess.Popen([binary, "--multi", "127.0.0.1:%d" % self.port],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: "Listening on port" in open(self.log.name).read()
+                 or self.proc.poll() is not None, 20, "gdbserver")
+        if self.proc.poll() is not None:
+            raise Failure("gdbserver did not start:\n" + open(self.log.name).read())
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def check_labels(dumps, manifests, host):
+    """Every rank in rank order, in increasing inferiors, with the launcher's pid and host."""
+    problems = []
+    if [d.get("rank") for d in dumps] != [m["rank"] for m in manifests]:
+        problems.append("ranks in the dump's order: %s" % [d.get("rank") for d in dumps])
+    inferiors = [d["inferior"] for d in dumps]
+    if inferiors != sorted(inferiors):
+        problems.append("inferiors not in rank order: %s" % inferiors)
+    for d, m in zip(dumps, manifests):
+        if (d.get("pid"), d.get("host")) != (m["pid"], host):
+            problems.append("rank %d: pid %s on %s, the launcher says %d on %s"
+                            % (m["rank"], d.get("pid"), d.get("host"), m["pid"], host))
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--ompi-dll", required=True)
+    ap.add_argument("--frontend", required=True)
+    ap.add_argument("--ranks", type=int, default=16)
+    ap.add_argument("--ops", type=int, default=10)
+    ap.add_argument("--gdbserver", default="gdbserver")
+    ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
+    args = ap.parse_args()
+    built = Artefacts(os.path.abspath(args.build))
+    shim = args.shim or built.require("shim")
+    host = socket.gethostname()
+
+    work = tempfile.mkdtemp(prefix="mqd-e2e-attach-")
+    job = matrix = server = None
+    passed = False
+    try:
+        job = Job(built.require("pending"), args.ranks, args.ops, work)
+        attach = "mqd attach --launcher %d" % job.proc.pid
+        matrix = DumpMatrix(built.require("server"), args.ompi_dll, shim, work)
+        what = "dump of %d ranks attached from mpirun's table" % args.ranks
+        outputs = matrix.dump(job.pids, args.frontend, what, attach)
+        problems = matrix.differences(outputs)
+
+        server = GdbServer(args.gdbserver, work)
+        prefix = os.path.join(work, "gdbserver")
+        seconds = gdb_dump(job.pids, args.frontend, "mqd load", prefix, {},
+                           "%s --gdbserver %s=127.0.0.1:%d" % (attach, host, server.port))
+        print("%-9s %s, every rank through gdbserver: %.2f s" % ("gdbserver", what, seconds))
+        for ext, i in ((".json", 0), (".txt", 1)):
+            if open(prefix + ext).read() != outputs["native"][i]:
+                problems.append("the dump through gdbserver (%s) differs from the native one: "
+                                "see %s" % (ext, work))
+
+        dumps = json.loads(outputs["native"][0])
+        problems += check_labels(dumps, job.manifests, host)
+        problems += check_against_manifests(dumps, job.manifests)
+        print(summary(dumps))
+        status = verdict(problems, work,
+                         "%d ranks attached from the launcher's table, in rank order with its "
+                         "pids and host; native, proxied (unix, TCP; epoch, call, off) and "
+                         "through gdbserver dumps identical and as posted" % args.ranks)
+        passed = status == 0
+        return status
+    except Failure as e:
+        return verdict([str(e)], work, None)
+    finally:
+        tear_down(work, passed, server, matrix, job)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
