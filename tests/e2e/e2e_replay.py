@@ -19,7 +19,7 @@ It prints the recordings' sizes and how long each live dump and each replay took
 
 usage: e2e_replay.py --build DIR --dll PATH --frontend PATH --ops N
                      --test-dll PATH --tamper PATH [--policies epoch,off] [--ranks 4]
-                     [--shim PATH] [--mpich PREFIX --program PATH]
+                     [--shim PATH] [--mpich PREFIX --program PATH] [--launcher]
 """
 import argparse
 import os
@@ -48,10 +48,10 @@ def replay(cli, endpoint, recording, *extra):
             result.stderr.decode("utf-8", "replace"), time.time() - started)
 
 
-def gdb_dump_then_die(pids, frontend, load, out_prefix, env_extra):
+def gdb_dump_then_die(pids, frontend, load, out_prefix, env_extra, attach):
     """Like gdb_dump, but gdb is killed with SIGKILL right after the JSON dump: no unload, no
     exit handlers, whatever the shim had not written yet is lost."""
-    cmd = gdb_command(pids, frontend, load) + [
+    cmd = gdb_command(pids, frontend, load, attach) + [
         "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
         "-ex", "shell kill -KILL $PPID"]
     env = dict(os.environ)
@@ -82,6 +82,9 @@ def main():
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
     ap.add_argument("--mpich", help="run the job under this MPICH (build-mpich.sh's prefix)")
     ap.add_argument("--program", help="with --mpich: pending.c built by its mpicc")
+    ap.add_argument("--launcher", action="store_true",
+                    help="gdb attaches the ranks with `mqd attach --launcher`: the recording "
+                         "labels each with the host the launcher's table names")
     args = ap.parse_args()
     if bool(args.mpich) != bool(args.program):
         ap.error("--mpich and --program go together")
@@ -106,12 +109,14 @@ def main():
                              args.dll, work, "live")
         load = "mqd load --server %s --vendor-dll %s %s" % (live_server.endpoint,
                                                             args.dll, shim)
+        attach = "mqd attach --launcher %d" % job.proc.pid if args.launcher else None
         recordings = {}
         for policy in policies:
             recording = os.path.join(work, "%s.mqdrec" % policy)
             prefix = os.path.join(work, "live-" + policy)
             seconds = gdb_dump(job.pids, args.frontend, load, prefix,
-                               {"MQD_PROXY_RECORD": recording, "MQD_PROXY_CACHE": policy})
+                               {"MQD_PROXY_RECORD": recording, "MQD_PROXY_CACHE": policy},
+                               attach)
             recordings[policy] = (recording, open(prefix + ".json").read(),
                                   open(prefix + ".txt").read())
             print("live dump (cache %s) of %d ranks with %d pending operations each: %.2f s, "
@@ -119,7 +124,7 @@ def main():
                                               os.path.getsize(recording)))
         killed = os.path.join(work, "killed.mqdrec")
         gdb_dump_then_die(job.pids, args.frontend, load, os.path.join(work, "live-killed"),
-                          {"MQD_PROXY_RECORD": killed})
+                          {"MQD_PROXY_RECORD": killed}, attach)
         killed_json = open(os.path.join(work, "live-killed.json")).read()
         print("live dump by a gdb killed right after it: recorded into %d bytes"
               % os.path.getsize(killed))

@@ -15,11 +15,12 @@ from process sets are listed like any other, and MPI_COMM_WORLD, MPI_COMM_SELF a
 MPI_ICOMM_WORLD are listed even when the program never called MPI_Init.
 
 usage: e2e_mpich.py --build DIR --mpich PREFIX --frontend PATH --program PATH
-                    (--ops N | --sessions sessions|world) [--ranks 4] [--shim PATH]
+                    (--ops N | --sessions sessions|world) [--ranks 4] [--shim PATH] [--launcher]
 """
 import argparse
 import json
 import os
+import socket
 import sys
 import tempfile
 
@@ -58,6 +59,9 @@ def main():
     ap.add_argument("--sessions", choices=("sessions", "world"))
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--shim", help="the libmqdproxy.so gdb loads (default: BUILD's)")
+    ap.add_argument("--launcher", action="store_true",
+                    help="gdb attaches the ranks with `mqd attach --launcher` (Hydra's MPIR "
+                         "process table) instead of one `attach PID` each")
     args = ap.parse_args()
     if (args.ops is None) == (args.sessions is None):
         ap.error("one of --ops N and --sessions MODE")
@@ -75,11 +79,16 @@ def main():
     try:
         job = MpichJob(args.mpich, args.ranks, argv, work)
         matrix = DumpMatrix(server_bin, dll, shim, work)
+        attach = "mqd attach --launcher %d" % job.proc.pid if args.launcher else None
         outputs = matrix.dump(job.pids, args.frontend, "dump of %d ranks, %s" % (args.ranks,
-                                                                                 what))
+                                                                                 what), attach)
         problems = matrix.differences(outputs)
         dumps = json.loads(outputs["native"][0])
         problems += check_against_manifests(dumps, job.manifests)
+        if args.launcher:
+            hosts = {d.get("host") for d in dumps}
+            if hosts != {socket.gethostname()}:
+                problems.append("hosts from Hydra's table: %s" % sorted(map(str, hosts)))
         if args.sessions:
             problems += sessions_findings(dumps, args.sessions)
         print(summary(dumps))
