@@ -12,8 +12,9 @@
 //                 one mqs_* call;
 //   policy epoch  target memory is kept for the epoch (SessionService decides when one ends),
 //                 the blocks of the previous epoch are fetched ahead in one round trip, and
-//                 look-ups learned in earlier sessions with the same DLL are fetched ahead at
-//                 image set-up, in one round trip.
+//                 the look-ups of earlier sessions with the same DLL, and of the images set up
+//                 earlier in this session, are fetched ahead at image set-up, in one round
+//                 trip.
 //
 // Notifications the DLL causes (dprints, put_*_info, its output) are sent without waiting, in
 // order, or recorded into the DllCall's recorder when the call is being recorded for a walk.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "AsanFiber.h"
 #include "Bulk.h"
@@ -204,8 +205,14 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     requireBasicCallbacks(call.entryPoint());
     RemoteImage& image = objects_.image(context.getParams().getImage());
     image.setUp = true;
-    // What earlier sessions with this DLL looked up, asked for in one round trip.
-    if (!learnedAtStart_.empty()) remote_.prefetchLookups(call, image, learnedAtStart_);
+    // What earlier sessions with this DLL looked up, and what the images set up before this
+    // one in this session did (the other ranks of a job: the same look-ups, each image's own
+    // answers), asked for in one round trip.
+    std::set<LookupKey> ahead(learnedAtStart_.begin(), learnedAtStart_.end());
+    ahead.insert(remote_.lookupsSeen().begin(), remote_.lookupsSeen().end());
+    if (!ahead.empty()) {
+      remote_.prefetchLookups(call, image, std::vector<LookupKey>(ahead.begin(), ahead.end()));
+    }
     int rc = dll_->entry().mqs_setup_image(reinterpret_cast<mqs_image*>(&image),
                                            imageCallbackTable());
     auto results = context.getResults();

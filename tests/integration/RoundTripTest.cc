@@ -138,6 +138,35 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
 }
 
+TEST_CASE("epoch policy: the images after the first in a session get their look-ups ahead") {
+  // The ranks of a job are images of one program: the look-ups the first image's set-up made
+  // are asked for the next image in one round trip, before the DLL asks (each image's answers
+  // are its own).
+  TempDir dir;
+  ServerProcess server(mqd::test::kServer,
+                       {"--listen", "unix:" + (dir / "s.sock"), "--dll", mqd::test::kTestDll3,
+                        "--log-file", dir / "server.log", "--state-dir", dir / "state"});
+  configure(server.endpoint(), "epoch", "auto", dir);
+  Rig rig(10);
+  rig.setUp();
+  Counters first = lastSession(server.endpoint());
+  auto* image = rig.d->addImage(rig.target, "b.out");
+  char* message = nullptr;
+  REQUIRE(rig.dll().setup_image(reinterpret_cast<mqs_image*>(image),
+                                rig.d->imageCallbacks()) == mqs_ok);
+  REQUIRE(rig.dll().image_has_queues(reinterpret_cast<mqs_image*>(image), &message) == mqs_ok);
+  Counters second = lastSession(server.endpoint());
+  uint64_t firstCallbacks = first["rt.callbacks"];
+  uint64_t secondCallbacks = second["rt.callbacks"] - first["rt.callbacks"];
+  MESSAGE("callback round trips of an image's set-up: first ", firstCallbacks, ", second ",
+          secondCallbacks);
+  CHECK(first["cache.lookups_prefetched"] == 0);  // nothing learned before: a fresh state
+  CHECK(second["cache.lookups_prefetched"] > 0);
+  CHECK(second["cache.lookup_misses"] == first["cache.lookup_misses"]);
+  CHECK(firstCallbacks > 10);
+  CHECK(secondCallbacks <= 2);  // the look-ups ahead, and at most the image's type sizes
+}
+
 TEST_CASE("compression: auto means TCP only; on and off are obeyed; answers unchanged") {
   TempDir dir;
   ServerProcess unixServer = startServer(dir, "unix:" + (dir / "s.sock"));
