@@ -120,13 +120,17 @@ def _read_table(pid):
     except gdb.MemoryError as e:
         raise MqdError("cannot read the launcher's MPIR process table: %s" % e)
 
+    strings = {}  # launchers point many ranks at one host name: each is read once
+
     def string(address):
         if address == 0:
             return None
-        try:
-            return gdb.Value(address).cast(pointer).string("utf-8", "replace")
-        except gdb.error:
-            return None
+        if address not in strings:
+            try:
+                strings[address] = gdb.Value(address).cast(pointer).string("utf-8", "replace")
+            except gdb.error:
+                strings[address] = None
+        return strings[address]
 
     ranks = []
     for i in range(size):
