@@ -130,8 +130,22 @@ void* DebuggerObjects::infoFromToken(wire::InfoKind kind, uint64_t token,
 void DebuggerObjects::forgetInfo(uint64_t token) {
   auto it = infoByToken_.find(token);
   if (it == infoByToken_.end()) return;
-  tokenByInfo_.erase(it->second.info);
+  const void* info = it->second.info;
+  wire::InfoKind kind = it->second.kind;
+  tokenByInfo_.erase(info);
   infoByToken_.erase(it);
+  // The DLL has freed it: no stand-in hands it back through get_*_info any more, whatever the
+  // client calls next on that object (the DLL then sees no info, as before put_*_info).
+  auto clear = [info](auto& table) {
+    for (auto& entry : table) {
+      if (entry.second->info == info) entry.second->info = nullptr;
+    }
+  };
+  switch (kind) {
+    case wire::InfoKind::IMAGE: clear(images_); break;
+    case wire::InfoKind::PROCESS: clear(processes_); break;
+    case wire::InfoKind::JOB: clear(jobs_); break;
+  }
 }
 
 std::vector<void*> DebuggerObjects::takeLiveInfos(wire::InfoKind kind) {

@@ -115,7 +115,9 @@ class DebuggerObjects {
   // The info pointer behind a token of the given kind; throws ProxyError(BAD_HANDLE) if the
   // token was never issued or was already destroyed.
   void* infoFromToken(wire::InfoKind kind, uint64_t token, const char* entryPoint);
-  // Forget a destroyed info (a later destroy of the same token is refused).
+  // Forget a destroyed info: a later destroy of the same token is refused, and every stand-in
+  // that held it holds none (get_*_info answers NULL), so no later call hands the DLL memory
+  // it has freed.
   void forgetInfo(uint64_t token);
   // The infos of `kind` the DLL handed out and nobody destroyed, forgotten as they are
   // returned: the session's end destroys them on the debugger's behalf.

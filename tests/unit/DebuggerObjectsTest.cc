@@ -97,6 +97,25 @@ TEST_CASE("DebuggerObjects: info tokens name each info once, by kind, until dest
   CHECK(objects.infoToken(InfoKind::PROCESS, 7, &a) != ta);
 }
 
+TEST_CASE("DebuggerObjects: a destroyed info is no stand-in's any more") {
+  // Found by fuzz_server_connection: a client that destroyed a process's info and then called
+  // on that process had the DLL read the info it had freed.
+  DebuggerObjects objects;
+  int processInfo = 0, imageInfo = 0;
+  RemoteProcess& p = objects.process(7);
+  RemoteProcess& q = objects.process(8);
+  RemoteImage& i = objects.image(1);
+  p.info = reinterpret_cast<mqs_process_info*>(&processInfo);
+  q.info = reinterpret_cast<mqs_process_info*>(&processInfo);  // a DLL may share one
+  i.info = reinterpret_cast<mqs_image_info*>(&imageInfo);
+  uint64_t tp = objects.infoToken(InfoKind::PROCESS, 7, p.info);
+  objects.infoToken(InfoKind::IMAGE, 1, i.info);
+  objects.forgetInfo(tp);
+  CHECK(p.info == nullptr);
+  CHECK(q.info == nullptr);
+  CHECK(i.info == reinterpret_cast<mqs_image_info*>(&imageInfo));  // another kind: untouched
+}
+
 TEST_CASE("DebuggerObjects: a re-established session keeps the tokens the debugger holds") {
   DebuggerObjects objects;
   objects.reserve({{InfoKind::PROCESS, 7, 5},
