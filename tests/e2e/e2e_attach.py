@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 
@@ -27,30 +26,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
 from dump_matrix import DumpMatrix, summary  # noqa: E402
-from failure import Failure, verdict, wait_for  # noqa: E402
+from failure import Failure, verdict  # noqa: E402
 from gdb_driver import gdb_dump  # noqa: E402
+from gdbserver import GdbServer  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
-from ports import free_port  # noqa: E402
 from scratch import tear_down  # noqa: E402
-
-
-class GdbServer:
-    """gdbserver --multi on a loopback port, until stopped."""
-
-    def __init__(self, binary, work):
-        self.port = free_port()
-        self.log = open(os.path.join(work, "gdbserver.log"), "w")
-        self.proc = subprocess.Popen([binary, "--multi", "127.0.0.1:%d" % self.port],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: "Listening on port" in open(self.log.name).read()
-                 or self.proc.poll() is not None, 20, "gdbserver")
-        if self.proc.poll() is not None:
-            raise Failure("gdbserver did not start:\n" + open(self.log.name).read())
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
 
 
 def check_labels(dumps, manifests, host):

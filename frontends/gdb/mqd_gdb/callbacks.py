@@ -25,7 +25,7 @@ import sys
 
 import gdb
 
-from . import abi, job
+from . import abi, job, lookup
 from .handles import Image, Process
 from .inferiors import SelectedInferior, find as find_inferior, is_local
 
@@ -140,7 +140,7 @@ class Callbacks:
 
     def _cb_get_type_sizes(self, process, sizes):
         def fill():
-            self.handles.get(process, Process)
+            types = lookup.of(self.handles.get(process, Process).inferior_num)
             s = sizes.contents
             s.short_size = gdb.lookup_type("short").sizeof
             s.int_size = gdb.lookup_type("int").sizeof
@@ -149,22 +149,20 @@ class Callbacks:
             s.pointer_size = gdb.lookup_type("void").pointer().sizeof
             if self.type_sizes >= abi.TYPE_SIZES_OPENMPI_INTS:
                 # Past the end of MPICH's 5-member struct: only for Open MPI's DLL.
-                s.bool_size = _type_size("_Bool", 1)
-                s.size_t_size = _type_size("size_t", s.pointer_size)
+                s.bool_size = _type_size(types, "_Bool", 1)
+                s.size_t_size = _type_size(types, "size_t", s.pointer_size)
         self._guard(None, fill)
 
     def _lookup(self, image, name, addr):
-        def lookup():
+        def find_address():
             img = self.handles.get(image, Image)
-            with SelectedInferior(img.inferior_num):
-                try:
-                    address = _address_of(name.decode())
-                except gdb.error:
-                    return ERR_NO_SYMBOL
+            address = lookup.of(img.inferior_num).address(name.decode())
+            if address is None:
+                return ERR_NO_SYMBOL
             if addr:
                 addr[0] = address
             return abi.MQS_OK
-        return self._guard(ERR_NO_SYMBOL, lookup)
+        return self._guard(ERR_NO_SYMBOL, find_address)
 
     def _cb_find_function(self, image, name, lang, addr):
         return self._lookup(image, name, addr)
@@ -177,8 +175,7 @@ class Callbacks:
             img = self.handles.get(image, Image)
             key = name.decode()
             if key not in img.types:
-                with SelectedInferior(img.inferior_num):
-                    t = complete_type(key)
+                t = lookup.of(img.inferior_num).type(key)
                 handle = None
                 if t is not None:
                     handle = self.handles.new_type(key, t)
@@ -250,59 +247,41 @@ def global_rank(process):
                         break
             except (OSError, ValueError):
                 pass
-        for expression in _RANK_IN_TARGET:
+        for symbol, type_name, field in _RANK_IN_TARGET:
             if process.rank != abi.MQS_INVALID_PROCESS:
                 break
             try:
-                with SelectedInferior(process.inferior_num):
-                    process.rank = int(gdb.parse_and_eval(expression))
-            except gdb.error:  # not this MPI, or no debug types for it: try the next
+                process.rank = _field_in_target(process.inferior_num, symbol, type_name, field)
+            except gdb.error:  # unreadable memory: try the next
                 pass
     return process.rank
 
 
 # Where an MPI library keeps the process's MPI_COMM_WORLD rank, tried in this order when the
-# launcher's environment does not say: Open MPI's MPI_COMM_WORLD, MPICH's MPIR_Process (with
-# MPICH's debug information). A library that has neither leaves the rank unknown.
-_RANK_IN_TARGET = ("((ompi_communicator_t *)&ompi_mpi_comm_world)->c_my_rank",
-                   "MPIR_Process.rank")
+# launcher's environment does not say: (variable, its type, the field), Open MPI's
+# MPI_COMM_WORLD, MPICH's MPIR_Process (each with that library's debug types). A library that
+# has neither leaves the rank unknown.
+_RANK_IN_TARGET = (("ompi_mpi_comm_world", "ompi_communicator_t", "c_my_rank"),
+                   ("MPIR_Process", "MPIR_Process_t", "rank"))
 
 
-def _address_of(name):
-    value = gdb.parse_and_eval("(unsigned long long)&%s" % name)
-    return int(value)
+def _field_in_target(inferior_num, symbol, type_name, field):
+    """The integer `field` of the `type_name` at `symbol` in the target, read alone;
+    MQS_INVALID_PROCESS when the symbol, the type or the field is unknown."""
+    types = lookup.of(inferior_num)
+    address, t = types.address(symbol), types.type(type_name)
+    offset = _field_offset(t, field) if t is not None else -1
+    if address is None or offset < 0:
+        return abi.MQS_INVALID_PROCESS
+    member = [f for f in t.fields() if f.name == field]
+    value_type = member[0].type if member else gdb.lookup_type("int")
+    with SelectedInferior(inferior_num):
+        return int(gdb.Value(address + offset).cast(value_type.pointer()).dereference())
 
 
-def _type_size(name, default):
-    try:
-        return gdb.lookup_type(name).sizeof
-    except gdb.error:
-        return default
-
-
-def complete_type(name):
-    """The named type with a definition: a declaration without one (sizeof 0, as the MPI
-    headers' opaque handles are) is skipped in favour of one from another objfile. None if
-    there is none."""
-    candidates = []
-    try:
-        candidates.append(gdb.lookup_type(name))
-    except gdb.error:
-        pass
-    if not candidates or candidates[0].strip_typedefs().sizeof == 0:
-        for objfile in gdb.objfiles():
-            for domain in (gdb.SYMBOL_VAR_DOMAIN, gdb.SYMBOL_STRUCT_DOMAIN):
-                try:
-                    sym = objfile.lookup_static_symbol(name, domain) or \
-                        objfile.lookup_global_symbol(name, domain)
-                except (gdb.error, AttributeError):
-                    sym = None
-                if sym is not None and sym.type is not None:
-                    candidates.append(sym.type)
-    for t in candidates:
-        if t.strip_typedefs().sizeof > 0:
-            return t.strip_typedefs()
-    return None
+def _type_size(types, name, default):
+    t = types.type(name)
+    return t.sizeof if t is not None else default
 
 
 def _field_offset(t, name):

@@ -34,7 +34,7 @@ import os
 
 import gdb
 
-from . import analysis, debug_types, job, render, snapshot
+from . import analysis, debug_types, job, lookup, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
 from .inferiors import SelectedInferior, find as find_inferior
@@ -44,8 +44,11 @@ _session = None
 
 
 def _dll_name_of_target():
+    address = lookup.of(gdb.selected_inferior().num).address("MPIR_dll_name")
     try:
-        return gdb.parse_and_eval("(char *)&MPIR_dll_name").string()
+        if address is None:
+            raise gdb.error("no such symbol")
+        return gdb.Value(address).cast(gdb.lookup_type("char").pointer()).string()
     except gdb.error:
         raise MqdError("the target has no MPIR_dll_name; name the DLL: mqd load PATH")
 

@@ -15,7 +15,7 @@ import shlex
 
 import gdb
 
-from .callbacks import complete_type
+from . import lookup
 from .errors import MqdError
 from .inferiors import SelectedInferior
 
@@ -31,7 +31,7 @@ _types_path = None  # the object load() last loaded, reused for every inferior
 
 def libmpi_has_types():
     """Whether the current inferior has a complete ompi_communicator_t."""
-    return complete_type("ompi_communicator_t") is not None
+    return lookup.of(gdb.selected_inferior().num).type("ompi_communicator_t") is not None
 
 
 def candidates():

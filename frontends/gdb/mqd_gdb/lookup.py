@@ -1,0 +1,153 @@
+"""Symbols and types of one inferior, looked up in gdb's symbol tables alone, never in the
+target.
+
+Why not gdb's own global look-ups: in gdb 13, every global search (gdb.lookup_type of a
+non-primitive name, gdb.lookup_global_symbol, parse_and_eval of a global, the address of an
+`extern` declaration) runs the SVR4 linker-namespace search, which re-reads the executable's
+program headers, its dynamic section and r_debug from the target each time (elf_locate_base:
+17 remote packets per look-up through gdbserver, 0.35 s at a 20 ms round trip; docs/round-trips.md,
+"The debugger's own link"). The per-objfile look-ups used here read only what gdb has loaded.
+
+The rules, which the DLL's find_type, find_symbol and find_function answers follow:
+
+  type      TYPE_NAMES   a C base type ("int", "unsigned long", ...): gdb's own, which needs
+                         no search. Otherwise "struct X", "union X" or "enum X" is the tag X,
+                         and any other name a typedef. Candidates are each objfile's global,
+                         then static definitions, in gdb's objfile order; the first with a
+                         definition (sizeof > 0) wins, so an opaque declaration (the MPI
+                         headers' handles) is skipped for a definition in another objfile.
+  address   full symbols with a storage address (static storage or a function), global
+            then static, in objfile order; else gdb's minimal symbols (ELF symbol tables):
+            the first external one in objfile order (the executable's copy of a
+            copy-relocated variable comes first, as in gdb's own search), else the first
+            file-local one. Trampolines (PLT entries) are never an answer.
+
+Each objfile's minimal symbols are read once (`maint print msymbols`, per objfile, only as far
+as the search needs) and kept on its program space's Lookup while the objfile lives.
+"""
+import re
+
+import gdb
+
+from .inferiors import SelectedInferior, find as find_inferior
+
+# C's primitive types in gdb (c-lang.c), which it answers without a symbol search. Others,
+# such as _Bool, are DWARF base types: found in the objfiles like any typedef.
+TYPE_NAMES = frozenset([
+    "char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
+    "long", "unsigned long", "long long", "unsigned long long", "float", "double",
+    "long double", "void"])
+
+_TAG_DOMAIN = ("struct ", "union ", "enum ")
+_MSYMBOL = re.compile(r"^\[\s*\d+\] (\S) (0x[0-9a-fA-F]+) (\S+)")
+_EXTERNAL = frozenset("TDBAi")  # mst_text, _data, _bss, _abs, gnu ifuncs
+_FILE_LOCAL = frozenset("tdb")
+_ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
+
+
+class Lookup:
+    """The look-ups of one program space (one inferior): see the module's rules."""
+
+    def __init__(self, inferior_num):
+        self.inferior_num = inferior_num
+        self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
+        self._msymbols = {}  # gdb.Objfile -> {name: (kind, address)}
+
+    def objfiles(self):
+        """The inferior's objfiles now (symbol files come and go), in gdb's order, the
+        executable first."""
+        objfiles = list(find_inferior(self.inferior_num).progspace.objfiles())
+        for gone in [o for o in self._msymbols if not o.is_valid()]:
+            del self._msymbols[gone]
+        return objfiles
+
+    def type(self, name):
+        """The named type, typedefs stripped, with a definition; None if there is none."""
+        found = self._type(name)
+        self.asked[("type", name)] = found
+        return found
+
+    def address(self, name):
+        """The address of symbol `name` by the module's rule; None if there is none."""
+        found = self._address(name)
+        self.asked[("address", name)] = found
+        return found
+
+    def _type(self, name):
+        if name in TYPE_NAMES:
+            return gdb.lookup_type(name).strip_typedefs()
+        domain = gdb.SYMBOL_VAR_DOMAIN
+        for prefix in _TAG_DOMAIN:
+            if name.startswith(prefix):
+                name, domain = name[len(prefix):].strip(), gdb.SYMBOL_STRUCT_DOMAIN
+        for sym in self._symbols(name, domain):
+            if sym.addr_class == gdb.SYMBOL_LOC_TYPEDEF and sym.type is not None:
+                t = sym.type.strip_typedefs()
+                if t.sizeof > 0:
+                    return t
+        return None
+
+    def _address(self, name):
+        for sym in self._symbols(name, gdb.SYMBOL_VAR_DOMAIN):
+            if sym.addr_class in _ADDRESSED:
+                return int(sym.value().address)
+        file_local = None
+        for objfile in self.objfiles():
+            found = self._minimal(objfile).get(name)
+            if found is None:
+                continue
+            kind, address = found
+            if kind in _EXTERNAL:
+                return address
+            if kind in _FILE_LOCAL and file_local is None:
+                file_local = address
+        return file_local
+
+    def _symbols(self, name, domain):
+        """Full symbols named `name`: every objfile's global one, then every static one."""
+        objfiles = self.objfiles()
+        for method in ("lookup_global_symbol", "lookup_static_symbol"):
+            for objfile in objfiles:
+                try:
+                    sym = getattr(objfile, method)(name, domain)
+                except gdb.error:
+                    sym = None
+                if sym is not None:
+                    yield sym
+
+    def _minimal(self, objfile):
+        """{name: (kind, address)} of `objfile`'s minimal symbols, the first of each name."""
+        key = objfile.filename
+        if objfile not in self._msymbols:
+            table = {}
+            if objfile.owner is None:  # a separate debug file has none of its own
+                with SelectedInferior(self.inferior_num):
+                    text = gdb.execute("maint print msymbols -objfile %s" % _quoted(key),
+                                       to_string=True)
+                section = None
+                for line in text.splitlines():
+                    if line.startswith("Object file "):
+                        section = line[len("Object file "):].rstrip(":")
+                        continue
+                    m = _MSYMBOL.match(line)
+                    if m and section == key and m.group(1) != "S":
+                        table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
+            self._msymbols[objfile] = table
+        return self._msymbols[objfile]
+
+
+def _quoted(path):
+    """A path as one argument of a gdb command (gdb_argv's quoting)."""
+    return "'" + path.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_lookups = {}  # inferior number -> Lookup
+
+
+def of(inferior_num):
+    """The Lookup of inferior `inferior_num`, kept while its program space is the same."""
+    progspace = find_inferior(inferior_num).progspace
+    kept = _lookups.get(inferior_num)
+    if kept is None or kept[0] is not progspace:
+        kept = _lookups[inferior_num] = (progspace, Lookup(inferior_num))
+    return kept[1]
