@@ -186,6 +186,22 @@ def test_tag_mismatch_is_named():
     assert knots(a) == [[0, 1]]
     [f] = findings(a, "tag-mismatch")
     assert "tag 5" in f.text and "tag 6" in f.text and f.ranks == [0, 1]
+    assert "%d bytes" % (1 << 20) in f.text
+
+
+def test_lengths_are_bytes_only_for_open_mpis_dll():
+    # MPICH's DLL gives counts of elements: the words say "length N", as the dump does, and
+    # no eager-limit reasoning (a fact of Open MPI's transports in bytes) is made of them.
+    job = JobBuilder(2, dll="MPICH message queue DLL").call(0, "MPI_Send").send(0, 1, tag=5)
+    job.call(1, "MPI_Recv").recv(1, 0, tag=6)
+    [f] = findings(job.analyse(), "tag-mismatch")
+    assert "length %d" % (1 << 20) in f.text and "bytes" not in f.text
+    cycle = JobBuilder(3, dll="MPICH message queue DLL")
+    ring(cycle, [0, 1, 2], "MPI_Send", lambda r, n: cycle.send(r, n, length=1 << 20))
+    a = cycle.analyse()
+    [text] = [f.text for f in findings(a, "send-cycle")]
+    assert "bytes" not in text and "eager" not in text
+    assert "length %d" % (1 << 20) in a.model.ranks[0].describe(a.model.world)
 
 
 def test_any_tag_receive_is_no_tag_mismatch():

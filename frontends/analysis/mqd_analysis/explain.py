@@ -48,7 +48,7 @@ from typing import List, Optional
 from . import knots as knots_mod
 from . import mpicalls, openmpi
 from .model import (BLOCKED, BLOCKED_UNSEEN, COLLECTIVE, FINALIZE, FINALIZING, FINISHED, MISSING,
-                    RECEIVE, SEND, UNKNOWN, UNREADABLE)
+                    RECEIVE, SEND, UNKNOWN, UNREADABLE, length_text)
 from .rankset import ranks_text
 
 
@@ -135,10 +135,11 @@ def _mismatches(model, knot_ranks, index):
                         elif not op.any_tag and sop.tag != op.tag:
                             findings.append(Finding(
                                 "tag-mismatch",
-                                "rank %d's %s to rank %d on %s (tag %d, %d bytes) is pending, "
+                                "rank %d's %s to rank %d on %s (tag %d, %s) is pending, "
                                 "but rank %d waits for tag %d from rank %d there: the tags do "
-                                "not match." % (s, what, r, sc.name, sop.tag, sop.length, r,
-                                                op.tag, s),
+                                "not match." % (s, what, r, sc.name, sop.tag,
+                                                length_text(sop.length, model.lengths_in_bytes),
+                                                r, op.tag, s),
                                 sorted({r, s}), index))
                             pairs.add((r, s))
     return _unique(findings), pairs
@@ -258,7 +259,8 @@ def _cycles(model, ev, knot, index):
             big = [w.length for _, _, w in cycle if w.length is not None]
             size = (" (%d bytes: past the eager limit, %d bytes over shared memory, a send "
                     "completes only when it is received)" % (max(big), openmpi.VADER_EAGER_LIMIT)
-                    if big and max(big) > openmpi.VADER_EAGER_LIMIT else "")
+                    if big and model.open_mpi and max(big) > openmpi.VADER_EAGER_LIMIT
+                    else "")
             findings.append(Finding(
                 "send-cycle",
                 "cycle of blocking sends: %s. Each rank's send%s waits for a receiver that is "

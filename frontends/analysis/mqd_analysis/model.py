@@ -58,6 +58,7 @@ class Wait:
     any_tag: bool = False
     any_source: bool = False
     length: Optional[int] = None
+    length_in_bytes: bool = True  # what the DLL's lengths are (openmpi.lengths_in_bytes)
     peer: Optional[int] = None  # world rank named by the operation (send, receive)
     collective: Optional[str] = None   # for COLLECTIVE: which one
     comm_inferred: bool = False        # the collective's communicator is not shown by the DLL
@@ -90,7 +91,7 @@ class Wait:
                 details.append("any tag" if self.any_tag else
                                "%s, tag %d" % (coll, self.tag) if coll else "tag %d" % self.tag)
                 if self.length is not None and lengths:
-                    details.append("%d bytes" % self.length)
+                    details.append(length_text(self.length, self.length_in_bytes))
             if self.in_progress:
                 details.append("matched, completing")
             return text + (" (%s)" % ", ".join(details) if details else "")
@@ -184,6 +185,7 @@ class Model:
     snapshot: object
     collectives_hidden: bool = False    # some collective's communicator was inferred
     open_mpi: bool = True               # the DLL is Open MPI's: its quirks apply
+    lengths_in_bytes: bool = True       # the DLL's message lengths are bytes
     shown_complete: dict = field(default_factory=dict)   # rank -> operations shown complete
                                         # that are in fact waited on (openmpi.py)
 
@@ -197,6 +199,12 @@ class Model:
 
 # --------------------------------------------------------------------------------------------
 # Building the model from a snapshot
+
+def length_text(length, in_bytes):
+    """A message length in words: "N bytes" where the DLL's lengths are bytes, else
+    "length N", as the dump itself says (openmpi.lengths_in_bytes)."""
+    return "%d bytes" % length if in_bytes else "length %d" % length
+
 
 def world_size(snapshot):
     """MPI_COMM_WORLD's size, from any rank that shows it, else the highest rank + 1."""
@@ -214,7 +222,8 @@ def build(snapshot):
     numbers = sorted(set(range(world)) | set(entries))
     world = max(world, numbers[-1] + 1) if numbers else world
     model = Model(world=world, ranks={}, snapshot=snapshot,
-                  open_mpi=openmpi.is_open_mpi_dll(snapshot.dll))
+                  open_mpi=openmpi.is_open_mpi_dll(snapshot.dll),
+                  lengths_in_bytes=openmpi.lengths_in_bytes(snapshot.dll))
     for n in numbers:
         model.ranks[n] = _classify(n, entries.get(n))
     for rm in model.ranks.values():
@@ -302,13 +311,14 @@ def _reached(other, name, key):
     return False
 
 
-def _op_wait(rank, comm, op, call, pending, assumed=False):
-    """The wait behind one point-to-point operation (`pending`: it still waits for its peer),
-    or None if it waits for nobody (a peer outside MPI_COMM_WORLD, MPI_PROC_NULL)."""
+def _op_wait(rank, comm, op, call, pending, in_bytes, assumed=False):
+    """The wait behind one point-to-point operation (`pending`: it still waits for its peer;
+    `in_bytes`: the DLL's lengths are bytes), or None if it waits for nobody (a peer outside
+    MPI_COMM_WORLD, MPI_PROC_NULL)."""
     kind = SEND if op.queue == "sends" else RECEIVE
     w = Wait(kind=kind, need=OR, targets=(), call=call, comm=comm.name, comm_key=comm.key,
              tag=op.tag, any_tag=op.any_tag, any_source=op.any_source and kind == RECEIVE,
-             length=op.length, assumed=assumed, operations=[op])
+             length=op.length, length_in_bytes=in_bytes, assumed=assumed, operations=[op])
     if not pending:
         w.in_progress, w.need = True, AND   # matched or complete: nothing to wait for
         w.peer = None if w.any_source else op.peer_world
@@ -393,7 +403,7 @@ def _derive_waits(rm, model):
         pending = model.is_pending(op)
         if pending and not op.pending:
             model.shown_complete[rm.rank] = model.shown_complete.get(rm.rank, 0) + 1
-        w = _op_wait(rm.rank, c, op, rm.call or "?", pending, assumed)
+        w = _op_wait(rm.rank, c, op, rm.call or "?", pending, model.lengths_in_bytes, assumed)
         if w is not None:
             p2p[op.queue].append(w)
     collective = []

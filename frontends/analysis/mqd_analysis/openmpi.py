@@ -134,6 +134,13 @@ def is_open_mpi_dll(dll):
     return dll is None or "Open MPI" in dll
 
 
+def lengths_in_bytes(dll):
+    """Whether the DLL's message lengths are bytes. Open MPI's are, as MQD says; MPICH's are
+    counts of elements (docs/mpich.md), and of any other DLL nothing is known, so only Open
+    MPI's lengths are ever called bytes."""
+    return is_open_mpi_dll(dll)
+
+
 def shown_complete_but_waited_on(op):
     if op.status != "complete":
         return False

@@ -8,6 +8,7 @@ snapshot (communicator names, frames, errors: they come from the target's memory
 import html
 
 from . import progress as progress_mod
+from .model import length_text
 from .rankset import ranks_text
 from .render_text import NOTE_KINDS
 
@@ -91,8 +92,9 @@ def _queues(a, r):
                 peer = "MPI_ANY_SOURCE" if op.any_source else "rank %d (local %d)" % (
                     op.peer_world, op.peer_local)
                 tag = "any tag" if op.any_tag else "tag %d" % op.tag
-                rows.append((c.name, q, "%s %s %s, %s, %d bytes" % (
-                    op.status, "to" if q == "sends" else "from", peer, tag, op.length)))
+                rows.append((c.name, q, "%s %s %s, %s, %s" % (
+                    op.status, "to" if q == "sends" else "from", peer, tag,
+                    length_text(op.length, a.model.lengths_in_bytes))))
             if len(queue.operations) > MAX_OPERATIONS:
                 rows.append((c.name, q, "... %d more" % (len(queue.operations) - MAX_OPERATIONS)))
     if rows:
