@@ -22,8 +22,11 @@ The rules, which the DLL's find_type, find_symbol and find_function answers foll
             copy-relocated variable comes first, as in gdb's own search), else the first
             file-local one. Trampolines (PLT entries) are never an answer.
 
-Each objfile's minimal symbols are read once (`maint print msymbols`, per objfile, only as far
-as the search needs) and kept on its program space's Lookup while the objfile lives.
+A file's minimal symbols are read once per gdb session (`maint print msymbols`, per objfile,
+only as far as the search needs), in the first inferior that needs them, and shared by every
+inferior that loaded the same file (same name and build id): there they are moved by how far
+that inferior loaded the file from where the first one did, which `maint info sections` shows
+for every objfile at once. The whole search then costs a dictionary look-up per objfile.
 """
 import re
 
@@ -43,6 +46,12 @@ _MSYMBOL = re.compile(r"^\[\s*\d+\] (\S) (0x[0-9a-fA-F]+) (\S+)")
 _EXTERNAL = frozenset("TDBAi")  # mst_text, _data, _bss, _abs, gnu ifuncs
 _FILE_LOCAL = frozenset("tdb")
 _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
+_SECTIONS_OF = re.compile(r"^(?:Exec|Object) file: `(.*)', file type")
+_SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
+
+# (file name, build id) -> (where the first inferior loaded the file: its first section's
+# address, {name: (kind, address)} there): each file's minimal symbols, read once.
+_FILES = {}
 
 
 class Lookup:
@@ -51,7 +60,8 @@ class Lookup:
     def __init__(self, inferior_num):
         self.inferior_num = inferior_num
         self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
-        self._msymbols = {}  # gdb.Objfile -> {name: (kind, address)}
+        self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
+        self._anchors = {}   # file name -> its first section's address in this inferior
 
     def objfiles(self):
         """The inferior's objfiles now (symbol files come and go), in gdb's order, the
@@ -93,14 +103,15 @@ class Lookup:
                 return int(sym.value().address)
         file_local = None
         for objfile in self.objfiles():
-            found = self._minimal(objfile).get(name)
+            table, shift = self._minimal(objfile)
+            found = table.get(name)
             if found is None:
                 continue
             kind, address = found
             if kind in _EXTERNAL:
-                return address
+                return address + shift
             if kind in _FILE_LOCAL and file_local is None:
-                file_local = address
+                file_local = address + shift
         return file_local
 
     def _symbols(self, name, domain):
@@ -116,24 +127,55 @@ class Lookup:
                     yield sym
 
     def _minimal(self, objfile):
-        """{name: (kind, address)} of `objfile`'s minimal symbols, the first of each name."""
-        key = objfile.filename
+        """({name: (kind, address)}, shift): `objfile`'s minimal symbols, the first of each
+        name, at address + shift in this inferior."""
         if objfile not in self._msymbols:
-            table = {}
-            if objfile.owner is None:  # a separate debug file has none of its own
-                with SelectedInferior(self.inferior_num):
-                    text = gdb.execute("maint print msymbols -objfile %s" % _quoted(key),
-                                       to_string=True)
-                section = None
-                for line in text.splitlines():
-                    if line.startswith("Object file "):
-                        section = line[len("Object file "):].rstrip(":")
-                        continue
-                    m = _MSYMBOL.match(line)
-                    if m and section == key and m.group(1) != "S":
-                        table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
-            self._msymbols[objfile] = table
+            if objfile.owner is not None:  # a separate debug file has none of its own
+                self._msymbols[objfile] = ({}, 0)
+                return self._msymbols[objfile]
+            name = objfile.filename
+            key = (name, objfile.build_id)
+            anchor = self._anchor(name)
+            kept = _FILES.get(key) if anchor is not None else None
+            if kept is None:
+                kept = (anchor, self._read_minimal(name))
+                if anchor is not None:
+                    _FILES[key] = kept
+            self._msymbols[objfile] = (kept[1], anchor - kept[0] if anchor is not None else 0)
         return self._msymbols[objfile]
+
+    def _read_minimal(self, name):
+        table = {}
+        with SelectedInferior(self.inferior_num):
+            text = gdb.execute("maint print msymbols -objfile %s" % _quoted(name),
+                               to_string=True)
+        section = None
+        for line in text.splitlines():
+            if line.startswith("Object file "):
+                section = line[len("Object file "):].rstrip(":")
+                continue
+            m = _MSYMBOL.match(line)
+            if m and section == name and m.group(1) != "S":
+                table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
+        return table
+
+    def _anchor(self, name):
+        """Where this inferior loaded file `name`: its first section's address (None if gdb
+        lists no section for it)."""
+        if name not in self._anchors:
+            with SelectedInferior(self.inferior_num):
+                text = gdb.execute("maint info sections -all-objects", to_string=True)
+            current = None
+            for line in text.splitlines():
+                header = _SECTIONS_OF.match(line)
+                if header:
+                    current = header.group(1)
+                    continue
+                section = _SECTION.match(line)
+                if section and current is not None and current not in self._anchors:
+                    self._anchors[current] = int(section.group(1), 16)
+            self._anchors.setdefault(name, None)
+        return self._anchors[name]
 
 
 def _quoted(path):
