@@ -5,8 +5,12 @@
 // each direction can be capped to --bandwidth bytes per second (a chunk is passed on once it
 // has "arrived" at that rate, after the one before it). Order is preserved.
 //
-//   mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] [--bandwidth BYTES]
-//             [--ready-file PATH] [--fault KIND:DIR:N | --random-faults P] [--fault-log PATH]
+//   mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N [--delay-after-signal]]
+//             [--bandwidth BYTES] [--ready-file PATH] [--fault KIND:DIR:N | --random-faults P]
+//             [--fault-log PATH]
+//
+// With --delay-after-signal the delay starts at the first SIGUSR1: a benchmark sets a target
+// up over a fast link and measures over the slow one.
 //
 // It can also break the connections it relays, at chosen Cap'n Proto messages (FaultPlan.h).
 //
@@ -68,6 +72,12 @@ struct Link {
     ::shutdown(server, SHUT_RDWR);
   }
 };
+
+// Whether --delay-ms applies yet: from the start, or from SIGUSR1 with --delay-after-signal.
+std::atomic<bool> delaying{true};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+void startDelaying(int) { delaying.store(true); }
 
 int64_t nowNs() {
   timespec t;
@@ -159,7 +169,7 @@ class Direction {
   };
 
   void push(const char* bytes, size_t n, bool end, bool kill) {
-    int64_t due = nowNs() + settings_.delayNs;
+    int64_t due = nowNs() + (delaying.load() ? settings_.delayNs : 0);
     std::lock_guard<std::mutex> lock(mutex_);
     if (n > 0) queue_.push_back({due, std::vector<char>(bytes, bytes + n), false});
     if (end || kill) queue_.push_back({due, std::vector<char>(), kill});
@@ -340,6 +350,9 @@ int main(int argc, char** argv) {
       double ms = std::atof(value().c_str());
       if (ms < 0) usage("--delay-ms cannot be negative");
       s.delayNs = static_cast<int64_t>(ms * 1e6);
+    } else if (a == "--delay-after-signal") {
+      delaying.store(false);
+      ::signal(SIGUSR1, startDelaying);
     } else if (a == "--bandwidth") {
       s.bandwidth = std::strtoull(value().c_str(), nullptr, 10);
     } else if (a == "--ready-file") {
@@ -356,12 +369,13 @@ int main(int argc, char** argv) {
       s.faults.setLog(value());
     } else if (a == "-h" || a == "--help") {
       std::printf(
-          "usage: mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N] "
-          "[--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n\n"
+          "usage: mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N "
+          "[--delay-after-signal]] [--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n\n"
           "Relays every connection to --listen to --connect, holding each byte for --delay-ms\n"
           "(fractions allowed) in each direction, at most --bandwidth bytes per second per\n"
           "direction. ENDPOINT: unix:PATH or tcp:HOST:PORT (port 0: any; the bound endpoint\n"
-          "is written to --ready-file).\n\n"
+          "is written to --ready-file). --delay-after-signal: no delay until the first\n"
+          "SIGUSR1.\n\n"
           "Faults, at Cap'n Proto message boundaries (DIR: up = client to server, down =\n"
           "server to client; N counts that direction's messages from 1):\n"
           "  --fault KIND:DIR:N        one fault on connection --fault-connection (default 1)\n"

@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -257,6 +258,23 @@ TEST_CASE("mqd-relay: each round trip gains twice the delay; the bandwidth cap h
     double floor = static_cast<double>(roundTrips(c)) * 0.040;
     MESSAGE("20 ms each way: ", roundTrips(c), " round trips in ", seconds, " s");
     CHECK(seconds >= floor);
+  }
+  {
+    // --delay-after-signal: no delay until SIGUSR1 (a target set up over a fast link), the
+    // full delay after it.
+    ServerProcess relay(mqd::test::kRelay,
+                        {"--listen", "tcp:127.0.0.1:0", "--connect", server.endpoint(),
+                         "--delay-ms", "20", "--delay-after-signal"},
+                        false);
+    double before = timeConversation(relay.endpoint(), "auto");
+    Counters c = lastSession(server.endpoint());
+    double floor = static_cast<double>(roundTrips(c)) * 0.040;
+    MESSAGE("before SIGUSR1: ", before, " s (", floor, " s with the delay)");
+    CHECK(before < floor / 2);
+    REQUIRE(::kill(relay.pid(), SIGUSR1) == 0);
+    double after = timeConversation(relay.endpoint(), "auto");
+    MESSAGE("after SIGUSR1: ", after, " s");
+    CHECK(after >= floor);
   }
   {
     // 256 KiB/s each way, no compression: the memory the server reads takes its time.
