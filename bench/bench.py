@@ -88,7 +88,7 @@ class Build:
 class Proxy:
     """A server (with its learned-state directory) and, for RTT > 0, a relay in front of it."""
 
-    def __init__(self, build, dll, state, rtt, work):
+    def __init__(self, build, dll, state, rtt, work, options=()):
         ready = os.path.join(work, "server.ready")
         if os.path.exists(ready):
             os.unlink(ready)
@@ -96,7 +96,7 @@ class Proxy:
         self.proc = subprocess.Popen(
             [build.server, "--listen", "unix:" + os.path.join(work, "s.sock"), "--dll", dll,
              "--state-dir", state, "--ready-file", ready, "--log-file", self.log] +
-            (["--log-level", "trace"] if DEBUG else []))
+            list(options) + (["--log-level", "trace"] if DEBUG else []))
         wait_for(lambda: os.path.exists(ready), 20, "the server")
         self.direct = open(ready).read().strip()
         self.relay = None
