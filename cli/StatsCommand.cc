@@ -56,13 +56,15 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
     std::printf("  wire: %s in, %s out; bulk: %s before compression, %s sent\n",
                 formatBytes(get("wire.bytes_in")).c_str(), formatBytes(get("wire.bytes_out")).c_str(),
                 formatBytes(get("bulk.raw_bytes")).c_str(), formatBytes(get("bulk.wire_bytes")).c_str());
-    std::printf("  cache: memory %llu hits / %llu misses (%llu blocks, %llu fetched ahead); "
+    std::printf("  cache: memory %llu hits / %llu misses (%llu blocks, %llu fetched ahead, %llu read "
+                "on the node); "
                 "look-ups %llu hits / %llu misses (%llu fetched ahead); process %llu / %llu; "
                 "%llu walks\n",
                 static_cast<unsigned long long>(get("cache.memory_hits")),
                 static_cast<unsigned long long>(get("cache.memory_misses")),
                 static_cast<unsigned long long>(get("memory.blocks")),
                 static_cast<unsigned long long>(get("memory.blocks_prefetched")),
+                static_cast<unsigned long long>(get("memory.node_blocks")),
                 static_cast<unsigned long long>(get("cache.lookup_hits")),
                 static_cast<unsigned long long>(get("cache.lookup_misses")),
                 static_cast<unsigned long long>(get("cache.lookups_prefetched")),

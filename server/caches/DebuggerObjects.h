@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "LocalProcess.h"
 #include "TargetMemory.h"
 
 #include "mqd.capnp.h"
@@ -71,6 +72,15 @@ struct RemoteProcess {
     std::optional<int> identity;
   } call;
   std::unique_ptr<TargetMemory> memory;  // created at set-up when memory is cached
+  // Whether its memory is read on this host (--node-memory; RemoteDebugger::fromNode has the
+  // rules). Reset by mqs_setup_process.
+  struct NodeProof {
+    enum class State { Untried, Proven, Refused } state = State::Untried;
+    std::optional<LocalProcess> process;  // the proved process, while Proven
+    bool checkedThisEpoch = false;  // this epoch's first read was compared with the debugger's
+    bool triedThisEpoch = false;    // Untried: this epoch already looked (the rank was unknown)
+    void newEpoch() { checkedThisEpoch = triedThisEpoch = false; }
+  } node;
 };
 
 struct RemoteJob {

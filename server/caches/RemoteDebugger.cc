@@ -1,6 +1,8 @@
 #include "RemoteDebugger.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -201,17 +203,45 @@ void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
 
 // ---- memory ----
 
+namespace {
+
+// One block of a fetchBlocks answer as bytes, counted.
+kj::Array<kj::byte> takeBlock(DllCall& call, wire::MemoryBlock::Reader b, uint32_t asked) {
+  auto data = readBulk(b.getData(), asked);
+  call.metrics().add(Count::BlocksFetched);
+  call.metrics().add(Count::BlockBytes, data.size());
+  call.metrics().add(Count::BulkRawBytes, data.size());
+  call.metrics().add(Count::BulkWireBytes,
+                     b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+  return data;
+}
+
+void setBlock(wire::BlockRequest::Builder r, uint64_t address, uint32_t size, uint64_t needed,
+              uint32_t neededSize) {
+  r.setAddress(address);
+  r.setSize(size);
+  r.setNeededAddress(needed);
+  r.setNeededSize(neededSize);
+}
+
+// Copies what was needed out of a block answer; the answer must hold it.
+void copyNeeded(uint64_t start, const kj::Array<kj::byte>& data, uint64_t address, uint32_t size,
+                void* buf) {
+  if (address < start || address - start + size > data.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
+  }
+  std::memcpy(buf, data.begin() + (address - start), size);
+}
+
+}  // namespace
+
 int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address,
                                uint32_t size, void* buf) {
   TargetMemory& memory = *process.memory;
   TargetMemory::Request block = memory.requestFor(address, size);
   auto request = client_.fetchBlocksRequest();
   request.setProcess(process.token);
-  auto r = request.initBlocks(1)[0];
-  r.setAddress(block.address);
-  r.setSize(block.size);
-  r.setNeededAddress(address);
-  r.setNeededSize(size);
+  setBlock(request.initBlocks(1)[0], block.address, block.size, address, size);
   auto response = await(call, request);
   auto blocks = response.getBlocks();
   if (blocks.size() != 1) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
@@ -220,19 +250,130 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
     memory.storeFailure(address, size, b.getRc());
     return b.getRc();
   }
-  auto data = readBulk(b.getData(), block.size);
-  call.metrics().add(Count::BlocksFetched);
-  call.metrics().add(Count::BlockBytes, data.size());
-  call.metrics().add(Count::BulkRawBytes, data.size());
-  call.metrics().add(Count::BulkWireBytes,
-                     b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
-  uint64_t start = b.getAddress();
-  if (address < start || address - start + size > data.size()) {
-    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
-  }
-  std::memcpy(buf, data.begin() + (address - start), size);
-  memory.store(start, kj::mv(data));
+  auto data = takeBlock(call, b, block.size);
+  copyNeeded(b.getAddress(), data, address, size, buf);
+  memory.store(b.getAddress(), kj::mv(data));
   return mqs_ok;
+}
+
+// ---- the target read on its node ----
+
+std::optional<int> RemoteDebugger::fromNode(DllCall& call, RemoteProcess& process,
+                                            uint64_t address, uint32_t size, void* buf) {
+  auto& node = process.node;
+  using State = RemoteProcess::NodeProof::State;
+  if (node.state == State::Refused) return std::nullopt;
+  if (node.state == State::Untried || !node.checkedThisEpoch) {
+    return proveOnNode(call, process, address, size, buf);
+  }
+  // Proved and checked: the cache's block, or else the pages around what is needed (a block
+  // may run into unmapped memory).
+  constexpr uint64_t kPage = 4096;
+  TargetMemory::Request block = process.memory->requestFor(address, size);
+  uint64_t start = block.address;
+  auto bytes = kj::heapArray<kj::byte>(block.size);
+  if (!node.process->read(start, bytes.begin(), bytes.size())) {
+    start = address / kPage * kPage;
+    uint64_t end = (address + size + kPage - 1) / kPage * kPage;
+    if (end <= start || end - start > block.size) return std::nullopt;
+    bytes = kj::heapArray<kj::byte>(end - start);
+    if (!node.process->read(start, bytes.begin(), bytes.size())) return std::nullopt;
+  }
+  std::memcpy(buf, bytes.begin() + (address - start), size);
+  call.metrics().add(Count::NodeBlocks);
+  process.memory->store(start, kj::mv(bytes));
+  return mqs_ok;
+}
+
+std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& process,
+                                               uint64_t address, uint32_t size, void* buf) {
+  auto& node = process.node;
+  using State = RemoteProcess::NodeProof::State;
+  bool identify = node.state == State::Untried;
+  std::vector<LocalProcess> candidates;
+  int rank = -1;
+  if (identify) {
+    if (node.triedThisEpoch) return std::nullopt;
+    node.triedThisEpoch = true;
+    rank = globalRank(call, process);
+    if (rank < 0) return std::nullopt;  // the debugger may know it at a later epoch
+    candidates = LocalProcess::withRank(rank);
+    if (candidates.empty()) {
+      refuseNode(process, "no process of this user on this host has MPI rank " +
+                              std::to_string(rank));
+      return std::nullopt;
+    }
+  }
+  // One round trip: what the DLL needs now, and each candidate's AT_RANDOM bytes.
+  auto request = client_.fetchBlocksRequest();
+  request.setProcess(process.token);
+  auto list = request.initBlocks(static_cast<unsigned>(1 + candidates.size()));
+  setBlock(list[0], address, size, address, size);
+  constexpr uint32_t kRandom = std::tuple_size<LocalProcess::Random>::value;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    uint64_t at = candidates[i].randomAddress();
+    setBlock(list[static_cast<unsigned>(1 + i)], at, kRandom, at, kRandom);
+  }
+  auto response = await(call, request);
+  auto blocks = response.getBlocks();
+  if (blocks.size() != list.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
+  }
+  if (identify) {
+    std::vector<size_t> matches;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      auto b = blocks[static_cast<unsigned>(1 + i)];
+      if (b.getRc() != mqs_ok) continue;
+      auto bytes = takeBlock(call, b, kRandom);
+      uint64_t at = candidates[i].randomAddress();
+      if (b.getAddress() > at || at - b.getAddress() + kRandom > bytes.size()) continue;
+      if (std::memcmp(bytes.begin() + (at - b.getAddress()), candidates[i].random().data(),
+                      kRandom) == 0) {
+        matches.push_back(i);
+      }
+    }
+    if (matches.size() == 1) {
+      node.process = kj::mv(candidates[matches[0]]);
+      node.state = State::Proven;
+      MQD_LOG(Info, "process %llu: memory read on this host, from pid %d (MPI rank %d; its "
+              "AT_RANDOM bytes are the debugger's)",
+              static_cast<unsigned long long>(process.token), node.process->pid(), rank);
+    } else {
+      refuseNode(process, std::to_string(matches.size()) + " of the " +
+                              std::to_string(candidates.size()) + " processes with MPI rank " +
+                              std::to_string(rank) + " show the debugger's AT_RANDOM bytes");
+    }
+  }
+  // The DLL's read: the debugger's answer, and this epoch's check of the node's memory.
+  auto b = blocks[0];
+  if (b.getRc() != mqs_ok) {
+    process.memory->storeFailure(address, size, b.getRc());
+    return b.getRc();
+  }
+  auto data = takeBlock(call, b, size);
+  copyNeeded(b.getAddress(), data, address, size, buf);
+  if (node.state == State::Proven) {
+    auto mine = kj::heapArray<kj::byte>(size);
+    if (node.process->read(address, mine.begin(), size) &&
+        std::memcmp(mine.begin(), buf, size) == 0) {
+      node.checkedThisEpoch = true;
+    } else {
+      char where[32];
+      std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
+      refuseNode(process, "pid " + std::to_string(node.process->pid()) + "'s memory at " +
+                              where + " is not what the debugger read (another process, or a "
+                              "past state)");
+    }
+  }
+  process.memory->store(b.getAddress(), kj::mv(data));
+  return mqs_ok;
+}
+
+void RemoteDebugger::refuseNode(RemoteProcess& process, const std::string& why) {
+  process.node.state = RemoteProcess::NodeProof::State::Refused;
+  process.node.process.reset();
+  MQD_LOG(Info, "process %llu: memory read through the debugger: %s",
+          static_cast<unsigned long long>(process.token), why.c_str());
 }
 
 int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t address, int size,
@@ -263,6 +404,9 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
     return rc;
   }
   call.metrics().add(Count::MemoryMisses);
+  if (options_.nodeMemory) {
+    if (std::optional<int> rc = fromNode(call, process, address, n, buf)) return *rc;
+  }
   return fetchBlock(call, process, address, n, buf);
 }
 
@@ -271,7 +415,10 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
   process.memory->newEpoch();
+  process.node.newEpoch();
   if (options_.policy != wire::CachePolicy::EPOCH) return;
+  // A proved process is read on the node as the DLL needs it: nothing to ask for ahead.
+  if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
   // Everything the previous epoch read (and what an earlier session learned), each once.
   std::vector<TargetMemory::Window> wanted = process.memory->previousWindows();
   std::set<std::pair<uint64_t, uint32_t>> seen;
@@ -313,13 +460,8 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
     for (unsigned i = 0; i < blocks.size() && first + i < next; ++i) {
       auto b = blocks[i];
       if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
-      auto data = readBulk(b.getData(), windows[first + i].size);
-      call.metrics().add(Count::BlocksFetched);
+      auto data = takeBlock(call, b, windows[first + i].size);
       call.metrics().add(Count::BlocksPrefetched);
-      call.metrics().add(Count::BlockBytes, data.size());
-      call.metrics().add(Count::BulkRawBytes, data.size());
-      call.metrics().add(Count::BulkWireBytes,
-                         b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
       process.memory->store(b.getAddress(), kj::mv(data));
     }
   }
@@ -331,7 +473,10 @@ void RemoteDebugger::startCall(DebuggerObjects& objects) {
   errorTexts_.clear();
   objects.forEachProcess([this](RemoteProcess& p) {
     p.call = {};
-    if (options_.policy == wire::CachePolicy::CALL && p.memory) p.memory->newEpoch();
+    if (options_.policy == wire::CachePolicy::CALL && p.memory) {
+      p.memory->newEpoch();
+      p.node.newEpoch();
+    }
   });
 }
 
@@ -339,6 +484,7 @@ void RemoteDebugger::processSetUp(RemoteProcess& process) {
   process.image.reset();
   process.typeSizes.reset();
   process.call = {};
+  process.node = {};
 }
 
 // ---- process attributes ----

@@ -45,6 +45,7 @@ class RemoteDebugger {
     wire::CachePolicy policy = wire::CachePolicy::EPOCH;
     bool compress = false;
     uint32_t blockSize = 64 * 1024;
+    bool nodeMemory = false;  // --node-memory: read a proved target on this host (fromNode)
   };
 
   RemoteDebugger(wire::Debugger::Client client, Options options);
@@ -106,6 +107,26 @@ class RemoteDebugger {
 
   int fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address, uint32_t size,
                  void* buf);
+
+  // ---- the target read on its node (--node-memory) ----
+  // A missed read answered without the debugger's link, when the process is proved:
+  //   * Identity, once per set-up: the debugger's MPI rank for the process names the
+  //     candidates (this user's processes on this host with that rank in their environment,
+  //     LocalProcess::withRank); the debugger reads each candidate's AT_RANDOM address, and
+  //     exactly one candidate's 16 random bytes must be what the debugger read there.
+  //   * State, once per epoch: the epoch's first missed read is asked of the debugger (the DLL
+  //     gets the debugger's answer) and must equal the same bytes read on the node.
+  // Any failure (no candidate, none or two matching, memory refused, bytes that differ) ends
+  // node reads for the process until it is set up again: the debugger answers, as without
+  // the option. A range the node cannot read is asked of the debugger, so unreadable memory
+  // gets the debugger's own error code. nullopt: not answered here, ask the debugger.
+  std::optional<int> fromNode(DllCall& call, RemoteProcess& process, uint64_t address,
+                              uint32_t size, void* buf);
+  // The round trip that proves identity (when untried) and checks the epoch, answering the
+  // DLL's read [address, address + size) from the debugger's bytes.
+  std::optional<int> proveOnNode(DllCall& call, RemoteProcess& process, uint64_t address,
+                                 uint32_t size, void* buf);
+  void refuseNode(RemoteProcess& process, const std::string& why);
 
   wire::Debugger::Client client_;
   Options options_;

@@ -74,6 +74,8 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       int size = parseInt(arg, next(), 4096, 1 << 20);
       if ((size & (size - 1)) != 0) throw UsageError("--block-size must be a power of two");
       o.blockSize = static_cast<uint32_t>(size);
+    } else if (arg == "--node-memory") {
+      o.nodeMemory = true;
     } else if (arg == "--token-file") {
       o.tokenFile = next();
       if (o.tokenFile.empty()) throw UsageError("--token-file needs a path");
@@ -179,6 +181,15 @@ Options:
   --block-size BYTES      Granularity of the target-memory cache: the server reads the target in
                           aligned blocks of this many bytes (a power of two, 4096 to 1048576;
                           default 65536) instead of the DLL's 4- and 8-byte reads.
+  --node-memory           Read the target's memory on this host when the debugger's process is
+                          proved to be one of this user's processes here, instead of asking
+                          the debugger for every block (for a server beside gdbserver or the
+                          debugger's back end on the node). Proof: the process carries the
+                          debugger's MPI rank in its environment, the 16 AT_RANDOM bytes
+                          the kernel gave it are what the debugger reads at that address,
+                          and each epoch's first read is the debugger's too. Without a
+                          proof, the debugger answers as without this option (default: off;
+                          docs/round-trips.md, "Reading the target on its node").
   --state-dir DIR         Where the server keeps what sessions learned: the look-ups made with
                           each DLL build, and the memory each process's last epoch read, so a
                           new session can ask for them in one round trip (default

@@ -21,6 +21,7 @@ struct ServerOptions {
                                    // hang-up to SIGKILL for a worker busy in the DLL
   std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
   uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
+  bool nodeMemory = false;         // --node-memory: read a proved target on this host
   // Security (docs/security.md, "Security model").
   std::string tokenFile;           // --token-file: clients must present this token
   std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)

@@ -18,7 +18,7 @@ constexpr const char* kNames[] = {
     "wire.bytes_out",   "bulk.raw_bytes",    "bulk.wire_bytes",    "cache.lookup_hits",
     "cache.lookup_misses", "cache.process_hits", "cache.process_misses", "cache.memory_hits",
     "cache.memory_misses", "memory.blocks",   "memory.block_bytes", "memory.blocks_prefetched",
-    "cache.lookups_prefetched", "walk.recorded", "dll.calls",
+    "memory.node_blocks", "cache.lookups_prefetched", "walk.recorded", "dll.calls",
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == SessionBoard::kCounters, "a name per counter");
 

@@ -36,6 +36,7 @@ enum class Count : int {
   BlocksFetched,    // memory blocks read from the debugger
   BlockBytes,       // their bytes
   BlocksPrefetched, // of which requested ahead of need (learned from the previous epoch)
+  NodeBlocks,       // memory blocks read on this host from the proved process (--node-memory)
   LookupsPrefetched,// look-ups answered ahead of need (learned from earlier sessions)
   Walks,            // communicator walks recorded
   DllCalls,         // vendor DLL entry points run (including for walks and repositioning)

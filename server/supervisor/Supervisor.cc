@@ -411,7 +411,8 @@ void Supervisor::forkWorker(int fd, const std::string& refusal) {
                         uint64_t(options_.maxMessageMiB) << 17,  // MiB in 8-byte words
                         options_.idleTimeoutS,
                         options_.dllCpuLimitS,
-                        options_.shutdownGraceMs};
+                        options_.shutdownGraceMs,
+                        options_.nodeMemory};
     ::_exit(leakCheckedStatus(runWorker(worker, config)));
   }
   if (slot != nullptr) slot->worker = pid;

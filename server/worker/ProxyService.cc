@@ -95,6 +95,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   session.debugger.policy = options.getCachePolicy();
   session.debugger.compress = options.getCompress();
   session.debugger.blockSize = config_.blockSize;
+  session.debugger.nodeMemory = config_.nodeMemory;
   session.stateDir = config_.stateDir;
   MQD_LOG(Info, "session opened: %s for a %s debugger (cache policy %s%s)", dll->path().c_str(),
           options.getClientArch().cStr(),

@@ -34,6 +34,7 @@ struct WorkerConfig {
   int disconnectGraceMs;             // --shutdown-grace-ms: a worker still busy in the DLL
                                      // this long after its debugger hung up is killed
                                      // (DisconnectWatchdog)
+  bool nodeMemory;                   // --node-memory (RemoteDebugger::fromNode)
 };
 
 // Limits on every message a client sends on a connection (the ReaderOptions of the RPC

@@ -95,7 +95,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
                         /*traversalLimitWords=*/uint64_t(128) << 17,  // --max-message-mib 128
                         /*idleTimeoutS=*/0,
                         /*dllCpuLimitS=*/0,  // the fuzzer's own -timeout
-                        /*disconnectGraceMs=*/0};
+                        /*disconnectGraceMs=*/0,
+                        /*nodeMemory=*/false};
   config = &c;
   return 0;
 }

@@ -1,0 +1,132 @@
+#include "LocalProcess.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mqd::server {
+namespace {
+
+// The environment variables through which launchers give each process its MPI_COMM_WORLD rank
+// (Open MPI's, MPICH Hydra's, PMIx's).
+constexpr const char* kRankVariables[] = {"OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "PMIX_RANK="};
+
+std::string procPath(const std::string& proc, pid_t pid, const char* what) {
+  return proc + "/" + std::to_string(pid) + "/" + what;
+}
+
+// The whole of a small /proc file (environ, auxv); nullopt if it cannot be read.
+std::optional<std::string> slurp(const std::string& path) {
+  kj::AutoCloseFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool hasRank(const std::string& environ, int rank) {
+  std::string value = std::to_string(rank);
+  size_t at = 0;
+  while (at < environ.size()) {
+    size_t end = environ.find('\0', at);
+    if (end == std::string::npos) end = environ.size();
+    std::string entry = environ.substr(at, end - at);
+    for (const char* name : kRankVariables) {
+      if (entry.compare(0, std::strlen(name), name) == 0 && entry.substr(std::strlen(name)) == value) {
+        return true;
+      }
+    }
+    at = end + 1;
+  }
+  return false;
+}
+
+// AT_RANDOM's value in an auxiliary vector of this server's word size; 0 if absent.
+uint64_t atRandom(const std::string& auxv) {
+  const size_t pair = 2 * sizeof(unsigned long);
+  for (size_t at = 0; at + pair <= auxv.size(); at += pair) {
+    unsigned long entry[2];
+    std::memcpy(entry, auxv.data() + at, pair);
+    if (entry[0] == AT_NULL) break;
+    if (entry[0] == AT_RANDOM) return entry[1];
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<LocalProcess> LocalProcess::at(pid_t pid, std::string* why,
+                                             const std::string& proc) {
+  struct stat st;
+  if (::stat((proc + "/" + std::to_string(pid)).c_str(), &st) != 0) {
+    *why = "no process " + std::to_string(pid) + " on this host";
+    return std::nullopt;
+  }
+  if (st.st_uid != ::geteuid()) {
+    *why = "process " + std::to_string(pid) + " belongs to another user";
+    return std::nullopt;
+  }
+  kj::AutoCloseFd mem(::open(procPath(proc, pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));
+  if (mem.get() < 0) {
+    *why = "cannot read process " + std::to_string(pid) + "'s memory: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  LocalProcess process(pid, kj::mv(mem));
+  auto auxv = slurp(procPath(proc, pid, "auxv"));
+  process.randomAddress_ = auxv ? atRandom(*auxv) : 0;
+  if (process.randomAddress_ == 0 ||
+      !process.read(process.randomAddress_, process.random_.data(), process.random_.size())) {
+    *why = "process " + std::to_string(pid) + " shows no AT_RANDOM bytes";
+    return std::nullopt;
+  }
+  return process;
+}
+
+std::vector<LocalProcess> LocalProcess::withRank(int rank, const std::string& proc) {
+  std::vector<LocalProcess> found;
+  DIR* dir = ::opendir(proc.c_str());
+  if (dir == nullptr) return found;
+  std::vector<pid_t> pids;
+  while (struct dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(dir);
+  for (pid_t pid : pids) {
+    struct stat st;
+    if (::stat((proc + "/" + std::to_string(pid)).c_str(), &st) != 0 || st.st_uid != ::geteuid()) {
+      continue;
+    }
+    auto environ = slurp(procPath(proc, pid, "environ"));
+    if (!environ || !hasRank(*environ, rank)) continue;
+    std::string why;
+    if (auto p = at(pid, &why, proc)) found.push_back(kj::mv(*p));
+  }
+  return found;
+}
+
+bool LocalProcess::read(uint64_t address, void* out, size_t size) const {
+  auto* to = static_cast<char*>(out);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread64(mem_.get(), to + done, size - done, static_cast<off64_t>(address + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace mqd::server

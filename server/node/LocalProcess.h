@@ -1,0 +1,59 @@
+// LocalProcess: a process of this host whose memory the server may read itself, instead of
+// asking the debugger for every block (server option --node-memory, docs/round-trips.md
+// "Reading the target on its node").
+//
+// Contract:
+//   * Only processes of the user the worker runs as are ever considered (the owner of
+//     /proc/PID, compared with geteuid(); root gets no exception).
+//   * A LocalProcess is only a candidate. The caller (RemoteDebugger) must prove that it is the
+//     debugger's process before reading it: the 16 bytes the kernel put at AT_RANDOM when the
+//     program started must equal what the debugger reads at the same address, and exactly one
+//     candidate may match.
+//   * The memory is read through one /proc/PID/mem descriptor opened when the candidate is
+//     proved: it stays bound to that process's address space, so a pid reused later never
+//     redirects the reads to another program.
+#pragma once
+
+#include <sys/types.h>
+
+#include <kj/io.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mqd::server {
+
+class LocalProcess {
+ public:
+  using Random = std::array<uint8_t, 16>;
+
+  // The processes of this user on this host whose environment names MPI rank `rank` (one of
+  // OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK), each with its AT_RANDOM address and bytes.
+  // Processes that vanish or cannot be read while they are listed are left out. `proc` is the
+  // proc file system's mount point (tests may point it elsewhere).
+  static std::vector<LocalProcess> withRank(int rank, const std::string& proc = "/proc");
+
+  // The same facts for one pid, if it is this user's and readable; else nullopt and `why`.
+  static std::optional<LocalProcess> at(pid_t pid, std::string* why,
+                                        const std::string& proc = "/proc");
+
+  pid_t pid() const { return pid_; }
+  uint64_t randomAddress() const { return randomAddress_; }
+  const Random& random() const { return random_; }
+
+  // Reads exactly `size` bytes at `address`; false if any of them is unreadable.
+  bool read(uint64_t address, void* out, size_t size) const;
+
+ private:
+  LocalProcess(pid_t pid, kj::AutoCloseFd mem) : pid_(pid), mem_(kj::mv(mem)) {}
+
+  pid_t pid_;
+  kj::AutoCloseFd mem_;  // /proc/PID/mem, opened once
+  uint64_t randomAddress_ = 0;
+  Random random_{};
+};
+
+}  // namespace mqd::server

@@ -1,0 +1,340 @@
+// Reading the target on its node (--node-memory): LocalProcess against real processes of this
+// host, and RemoteDebugger's proof against a debugger that really reads one of them
+// (/proc/PID/mem), with the cases where it must fall back to the debugger: no process with the
+// rank, two processes that cannot be told apart, another user's process, a debugger that cannot
+// read the AT_RANDOM bytes (qemu's stub), and memory that is not what the debugger shows.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <kj/async.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Bulk.h"
+#include "DebuggerObjects.h"
+#include "DllCall.h"
+#include "LocalProcess.h"
+#include "RemoteDebugger.h"
+#include "RunAsDllCall.h"
+#include "SessionBoard.h"
+
+using namespace mqd::server;
+namespace wire = mqd::wire;
+
+namespace {
+
+constexpr int kUnreadable = 1002;
+
+// A rank no real job on this host uses.
+int unusedRank() { return 7000000 + static_cast<int>(::getpid() % 100000); }
+
+// A child process running `argv` with `env` as its whole environment, as `uid` when set;
+// killed with its process group and reaped when the Child goes. Ready once it runs the new program.
+class Child {
+ public:
+  Child(std::vector<std::string> argv, std::vector<std::string> env, uid_t uid = 0)
+      : pid_(::fork()) {
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::setpgid(0, 0);  // its own group: whatever it forks goes with it
+      if (uid != 0 && (::setgid(uid) != 0 || ::setuid(uid) != 0)) ::_exit(126);
+      std::vector<char*> a, e;
+      for (auto& s : argv) a.push_back(s.data());
+      for (auto& s : env) e.push_back(s.data());
+      a.push_back(nullptr);
+      e.push_back(nullptr);
+      ::execve(a[0], a.data(), e.data());
+      ::_exit(127);
+    }
+    std::string exe = "/proc/" + std::to_string(pid_) + "/exe";
+    char program[PATH_MAX] = {};
+    REQUIRE(::realpath(argv[0].c_str(), program) != nullptr);
+    for (int i = 0; i < 500; ++i) {
+      char target[256] = {};
+      if (::readlink(exe.c_str(), target, sizeof target - 1) > 0 &&
+          std::string(target) == program) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its own stack set up
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("child did not start " << argv[0]);
+  }
+  ~Child() {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+};
+
+std::string sleeper() { return "/bin/sleep"; }
+std::unique_ptr<Child> sleepWith(const std::string& variable, int rank, uid_t uid = 0) {
+  return std::make_unique<Child>(std::vector<std::string>{sleeper(), "60"},
+                                 std::vector<std::string>{variable + "=" + std::to_string(rank)},
+                                 uid);
+}
+
+// The first readable mapping of `pid` (its program's first page): memory every debugger reads.
+uint64_t firstMapping(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  REQUIRE(std::getline(maps, line));
+  return std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+}
+
+// A debugger of a real process: reads its memory through /proc/PID/mem, as gdbserver does,
+// and gives `rank` as its MPI rank. `tamperAt` (if set) answers the 8 bytes there inverted,
+// from the second time on, as a debugger showing another state would. `randomUnreadable`:
+// the AT_RANDOM address cannot be read (qemu's stub shows the guest's memory, not the host's).
+class ProcDebugger final : public wire::Debugger::Server {
+ public:
+  struct Script {
+    pid_t pid;
+    int rank;
+    uint64_t tamperAt = 0;
+    bool randomUnreadable = false;
+    int fetchBlocks = 0;  // round trips asked
+    int rankAsked = 0;
+    int tamperReads = 0;
+  };
+  explicit ProcDebugger(Script& s)
+      : s_(s), mem_(::open(("/proc/" + std::to_string(s.pid) + "/mem").c_str(), O_RDONLY)) {}
+
+ protected:
+  kj::Promise<void> getGlobalRank(GetGlobalRankContext context) override {
+    ++s_.rankAsked;
+    context.getResults().setRank(s_.rank);
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> fetchBlocks(FetchBlocksContext context) override {
+    ++s_.fetchBlocks;
+    auto requests = context.getParams().getBlocks();
+    auto out = context.getResults().initBlocks(requests.size());
+    uint64_t random = 0;
+    if (s_.randomUnreadable) {
+      std::string why;
+      auto p = LocalProcess::at(s_.pid, &why);
+      REQUIRE(p);
+      random = p->randomAddress();
+    }
+    for (unsigned i = 0; i < requests.size(); ++i) {
+      auto q = requests[i];
+      std::vector<kj::byte> bytes(q.getSize());
+      uint64_t from = q.getAddress();
+      if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
+          static_cast<ssize_t>(bytes.size())) {
+        from = q.getNeededAddress();
+        bytes.resize(q.getNeededSize());
+        if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
+            static_cast<ssize_t>(bytes.size())) {
+          out[i].setRc(kUnreadable);
+          continue;
+        }
+      }
+      if (s_.randomUnreadable && q.getNeededAddress() == random) {
+        out[i].setRc(kUnreadable);
+        continue;
+      }
+      if (s_.tamperAt >= from && s_.tamperAt + 8 <= from + bytes.size() &&
+          s_.tamperReads++ > 0) {
+        for (int k = 0; k < 8; ++k) bytes[s_.tamperAt - from + k] ^= 0xff;
+      }
+      out[i].setRc(0);
+      out[i].setAddress(from);
+      mqd::setBulk(out[i].initData(), kj::arrayPtr(bytes.data(), bytes.size()), false);
+    }
+    return kj::READY_NOW;
+  }
+
+ private:
+  Script& s_;
+  kj::AutoCloseFd mem_;
+};
+
+class Host final : public DllHost {
+ public:
+  explicit Host(wire::Debugger::Client debugger) : remote_(kj::mv(debugger), options()) {}
+  RemoteDebugger& remote() override { return remote_; }
+  DebuggerObjects& objects() override { return objects_; }
+  Metrics& metrics() override { return metrics_; }
+  void relayDllOutput(DllCall&) override {}
+  static RemoteDebugger::Options options() {
+    RemoteDebugger::Options o;
+    o.policy = wire::CachePolicy::EPOCH;
+    o.nodeMemory = true;
+    return o;
+  }
+
+ private:
+  RemoteDebugger remote_;
+  DebuggerObjects objects_;
+  Metrics metrics_{nullptr};
+};
+
+// The server's side of one process of the debugger scripted by `script`.
+struct Rig {
+  kj::EventLoop loop;
+  kj::WaitScope waitScope{loop};
+  ProcDebugger::Script& script;
+  Host host;
+  RemoteProcess& process;
+  kj::AutoCloseFd mem;  // the truth: the process's memory, read here directly
+
+  explicit Rig(ProcDebugger::Script& s)
+      : script(s),
+        host(kj::heap<ProcDebugger>(s)),
+        process(host.objects().process(7)),
+        mem(::open(("/proc/" + std::to_string(s.pid) + "/mem").c_str(), O_RDONLY)) {}
+
+  // One epoch (mqs_update_communicator_list) that reads 8 bytes at each of `addresses` and
+  // checks them against the process's memory, as the debugger shows it (`tamperAt` aside).
+  void epoch(const std::vector<uint64_t>& addresses) {
+    test::runAsDllCall(host, waitScope, [&](DllCall& call) {
+      host.remote().newEpoch(call, process);
+      for (uint64_t a : addresses) {
+        uint8_t got[8], truth[8];
+        REQUIRE(host.remote().fetchData(call, process, a, 8, got) == 0);
+        REQUIRE(::pread64(mem.get(), truth, 8, static_cast<off64_t>(a)) == 8);
+        if (a == script.tamperAt && script.tamperReads > 1) {
+          for (auto& b : truth) b ^= 0xff;
+        }
+        CHECK(std::memcmp(got, truth, 8) == 0);
+      }
+    });
+  }
+  RemoteProcess::NodeProof::State state() const { return process.node.state; }
+  uint64_t counted(Count c) { return host.metrics().get(c); }
+};
+
+using State = RemoteProcess::NodeProof::State;
+
+}  // namespace
+
+TEST_CASE("LocalProcess: a process's AT_RANDOM bytes and memory, as the kernel gave them") {
+  std::string why;
+  auto self = LocalProcess::at(::getpid(), &why);
+  REQUIRE_MESSAGE(self, why);
+  CHECK(self->randomAddress() == ::getauxval(AT_RANDOM));
+  CHECK(std::memcmp(self->random().data(), reinterpret_cast<const void*>(::getauxval(AT_RANDOM)),
+                    16) == 0);
+  uint64_t value = 0x1122334455667788ull, read = 0;
+  CHECK(self->read(reinterpret_cast<uintptr_t>(&value), &read, sizeof read));
+  CHECK(read == value);
+  CHECK_FALSE(self->read(0, &read, sizeof read));  // the null page is never readable
+  CHECK_FALSE(LocalProcess::at(0x7ffffff0, &why));
+  CHECK(why.find("no process") != std::string::npos);
+}
+
+TEST_CASE("LocalProcess::withRank: this user's processes with the rank in their environment, "
+          "each with its own random bytes") {
+  int rank = unusedRank();
+  auto a = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  auto b = sleepWith("OMPI_COMM_WORLD_RANK", rank);  // the same binary, the same rank
+  auto c = sleepWith("PMI_RANK", rank);
+  auto other = sleepWith("OMPI_COMM_WORLD_RANK", rank + 1);
+  std::set<pid_t> pids;
+  std::set<LocalProcess::Random> randoms;
+  for (const auto& p : LocalProcess::withRank(rank)) {
+    pids.insert(p.pid());
+    randoms.insert(p.random());
+  }
+  CHECK(pids == std::set<pid_t>{a->pid(), b->pid(), c->pid()});
+  CHECK(randoms.size() == 3);
+}
+
+TEST_CASE("LocalProcess: another user's process is never a candidate") {
+  std::unique_ptr<Child> foreign;
+  pid_t pid = 1;  // without root, init is another user's
+  int rank = unusedRank();
+  if (::geteuid() == 0) {
+    foreign = sleepWith("OMPI_COMM_WORLD_RANK", rank, 65534);
+    pid = foreign->pid();
+    CHECK(LocalProcess::withRank(rank).empty());
+  }
+  std::string why;
+  CHECK_FALSE(LocalProcess::at(pid, &why));
+  CHECK(why.find("another user") != std::string::npos);
+}
+
+TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among two of the same "
+          "binary and rank, then read on the node") {
+  int rank = unusedRank();
+  auto decoy = sleepWith("OMPI_COMM_WORLD_RANK", rank);  // started first, listed first
+  auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  ProcDebugger::Script script{target->pid(), rank};
+  Rig rig(script);
+  uint64_t base = firstMapping(target->pid());
+  rig.epoch({base, base + 0x100, base + 0x1000});
+  CHECK(rig.state() == State::Proven);
+  REQUIRE(rig.process.node.process);
+  CHECK(rig.process.node.process->pid() == target->pid());
+  CHECK(script.rankAsked == 1);
+  CHECK(script.fetchBlocks == 1);  // the proof and the first read: one round trip
+  CHECK(rig.counted(Count::NodeBlocks) >= 1);
+  // The next epoch: one round trip, for the check of its first read; the rest on the node.
+  rig.epoch({base + 8, base + 0x2000});
+  CHECK(script.fetchBlocks == 2);
+  CHECK(script.rankAsked == 1);
+  CHECK(rig.state() == State::Proven);
+}
+
+TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers every miss") {
+  int rank = unusedRank();
+  auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  uint64_t base = firstMapping(target->pid());
+
+  SUBCASE("no process of this user has the rank (another host)") {
+    ProcDebugger::Script script{target->pid(), rank + 2};
+    Rig rig(script);
+    rig.epoch({base, base + 0x100});
+    CHECK(rig.state() == State::Refused);
+    CHECK(script.rankAsked == 1);  // asked once: the refusal holds for the set-up
+    CHECK(rig.counted(Count::NodeBlocks) == 0);
+  }
+  SUBCASE("the debugger cannot read the AT_RANDOM bytes (qemu's stub)") {
+    ProcDebugger::Script script{target->pid(), rank};
+    script.randomUnreadable = true;
+    Rig rig(script);
+    rig.epoch({base, base + 0x100});
+    CHECK(rig.state() == State::Refused);
+    CHECK(rig.counted(Count::NodeBlocks) == 0);
+  }
+  SUBCASE("two processes show the same random bytes (a fork): neither is chosen") {
+    // dash's subshell is a fork of dash that never execs: both have the same AT_RANDOM bytes
+    // and the same environment.
+    Child shell({"/bin/dash", "-c", "( while :; do sleep 1; done ) & wait"},
+                {"OMPI_COMM_WORLD_RANK=" + std::to_string(rank + 3), "PATH=/bin"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the subshell exists
+    ProcDebugger::Script script{shell.pid(), rank + 3};
+    Rig rig(script);
+    uint64_t shellBase = firstMapping(shell.pid());
+    rig.epoch({shellBase});
+    CHECK(rig.state() == State::Refused);
+    CHECK(rig.counted(Count::NodeBlocks) == 0);
+  }
+  SUBCASE("memory that is not what the debugger shows (a past state): refused at that epoch") {
+    ProcDebugger::Script script{target->pid(), rank};
+    script.tamperAt = base + 0x10;
+    Rig rig(script);
+    rig.epoch({base + 0x10});
+    CHECK(rig.state() == State::Proven);
+    rig.epoch({base + 0x10, base + 0x1000});  // the debugger now shows other bytes there
+    CHECK(rig.state() == State::Refused);
+    CHECK(script.fetchBlocks == 3);  // the proof, the check, then a block from the debugger
+  }
+}
