@@ -12,9 +12,12 @@ every cache mode; every proxied dump must equal the native one byte for byte (JS
 
 The proxied runs, in order: unix (cache epoch; the first session ever, nothing learned), tcp
 (epoch, compressed, a fresh session with learned look-ups and memory), unix-call and unix-off
-(the conservative cache modes).
+(the conservative cache modes), and node (a server with --node-memory, which reads each rank
+on this host once it has proved it is the debugger's: differences() also requires that proof
+for every rank, from the server's log).
 """
 import os
+import re
 
 from gdb_driver import gdb_dump
 from servers import Server
@@ -25,12 +28,17 @@ class DumpMatrix:
         self.dll, self.shim, self.work = dll, shim, work
         self.servers = [Server(server_bin, "unix:" + os.path.join(work, "s.sock"), dll, work,
                                "unix"),
-                        Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp")]
-        unix, tcp = (s.endpoint for s in self.servers)
+                        Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp"),
+                        Server(server_bin, "unix:" + os.path.join(work, "node.sock"), dll, work,
+                               "node", extra=["--node-memory"])]
+        unix, tcp, node = (s.endpoint for s in self.servers)
+        self.node_log = self.servers[2].log
+        self.pids = []
         # (name, endpoint, environment of gdb)
         self.proxied = [("unix", unix, {}), ("tcp", tcp, {}),
                         ("unix-call", unix, {"MQD_PROXY_CACHE": "call"}),
-                        ("unix-off", unix, {"MQD_PROXY_CACHE": "off"})]
+                        ("unix-off", unix, {"MQD_PROXY_CACHE": "off"}),
+                        ("node", node, {})]
 
     def add(self, name, endpoint, env):
         """One more proxied run (e.g. a server the shim starts itself over ssh://)."""
@@ -47,6 +55,7 @@ class DumpMatrix:
         runs = [("native", "mqd load", {})] + [
             (name, "mqd load --server %s --vendor-dll %s %s" % (endpoint, self.dll, self.shim),
              env) for name, endpoint, env in self.proxied]
+        self.pids = list(pids)
         outputs = {}
         for name, load, env in runs:
             prefix = os.path.join(self.work, name)
@@ -57,10 +66,17 @@ class DumpMatrix:
         return outputs
 
     def differences(self, outputs):
-        """A sentence for every proxied dump (JSON or text) that is not the native one."""
-        return ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
-                for name in self.names() for i, kind in enumerate(("JSON", "text"))
-                if outputs[name][i] != outputs["native"][i]]
+        """A sentence for every proxied dump (JSON or text) that is not the native one, and for
+        every rank the node run did not read on this host."""
+        problems = ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
+                    for name in self.names() for i, kind in enumerate(("JSON", "text"))
+                    if outputs[name][i] != outputs["native"][i]]
+        with open(self.node_log) as f:
+            log = f.read()
+        proved = {int(p) for p in re.findall(r"memory read on this host, from pid (\d+)", log)}
+        problems += ["the --node-memory server did not prove rank pid %d: see %s"
+                     % (pid, self.node_log) for pid in self.pids if pid not in proved]
+        return problems
 
     def stop(self):
         for s in self.servers:

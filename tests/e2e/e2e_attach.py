@@ -89,7 +89,7 @@ def main():
         print(summary(dumps))
         status = verdict(problems, work,
                          "%d ranks attached from the launcher's table, in rank order with its "
-                         "pids and host; native, proxied (unix, TCP; epoch, call, off) and "
+                         "pids and host; native, proxied (unix, TCP; epoch, call, off; node memory) and "
                          "through gdbserver dumps identical and as posted" % args.ranks)
         passed = status == 0
         return status

@@ -63,7 +63,7 @@ def main():
         problems += check_against_manifests(dumps, job.manifests)
         print(summary(dumps))
         status = verdict(problems, work,
-                         "native and proxied dumps (unix, TCP%s; cache epoch, call, off) "
+                         "native and proxied dumps (unix, TCP%s; cache epoch, call, off; node memory) "
                          "identical, and matching what every rank posted"
                          % (", ssh" if args.ssh else ""))
         passed = status == 0

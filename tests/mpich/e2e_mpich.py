@@ -93,7 +93,7 @@ def main():
             problems += sessions_findings(dumps, args.sessions)
         print(summary(dumps))
         status = verdict(problems, work,
-                         "MPICH: native and proxied dumps (unix, TCP; cache epoch, call, off) "
+                         "MPICH: native and proxied dumps (unix, TCP; cache epoch, call, off; node memory) "
                          "identical, and showing what every rank posted and was sent")
         passed = status == 0
         return status
