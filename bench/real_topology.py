@@ -11,6 +11,8 @@ a second relay with the server link's round trip. The front end runs `mqd load`,
   native    Open MPI's DLL loaded in gdb (the reference; every proxied dump must equal it)
   cold      the proxy, first session ever (empty --state-dir)
   learned   the proxy, a fresh session after `cold` (learned look-ups and memory layout)
+  node      as learned, with the server's --node-memory: it reads the rank on this host once
+            proved (another architecture under qemu-user cannot be proved: the callback path)
 
 For each phase it prints the wall time, the debugger link's exchanges (the packets gdb sent
 to gdbserver, from gdb's remote-protocol trace) and, through the proxy, the server link's
@@ -139,8 +141,8 @@ class Cross:
     def rank(self, build, ops, rtt, work):
         return EmulatedRank(self, build, ops, rtt, work)
 
-    def proxy(self, build, state, rtt, work):
-        return EmulatedProxy(self, build, state, rtt, work)
+    def proxy(self, build, state, rtt, work, extra):
+        return EmulatedProxy(self, build, state, rtt, work, extra)
 
 
 class EmulatedRank:
@@ -178,13 +180,13 @@ class EmulatedProxy:
     """ARCH's server under qemu-user on TCP loopback, behind a Link for RTT > 0; the same
     attributes as bench.Proxy (endpoint, direct, stop)."""
 
-    def __init__(self, cross_target, build, state, rtt, work):
+    def __init__(self, cross_target, build, state, rtt, work, extra):
         ready = os.path.join(work, "server.ready")
         if os.path.exists(ready):
             os.unlink(ready)
         self.server = cross.Emulated(cross_target.qemu + [
             cross_target.server, "--listen", "tcp:127.0.0.1:0", "--dll", cross_target.dll,
-            "--ready-file", ready, "--state-dir", state] + SERVER_OPTIONS,
+            "--ready-file", ready, "--state-dir", state] + SERVER_OPTIONS + extra,
             os.path.join(work, "server.log"))
         wait_for(lambda: os.path.exists(ready) or self.server.proc.poll() is not None, 120,
                  "the %s server" % cross_target.arch)
@@ -244,7 +246,7 @@ def run_gdb(build, rank, before, load, out, direct=None):
 
 
 def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
-    """Rows of one size: native (same architecture, up to native_max), cold and learned."""
+    """Rows of one size: native (same architecture, up to native_max), cold, learned, node."""
     work = tempfile.mkdtemp(prefix="mqd-bench-real-")
     rows = []
     job = None
@@ -254,14 +256,15 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
             dll = OMPI_DLL_GLOB.format(arch=arch)
             job = Job(build.pending, 4, 3 * n, work)
             rank = lambda mode: LocalRank(build, job.pids[0], debugger_rtt, work)  # noqa: E731
-            proxy = lambda state: Proxy(build, dll, state, server_rtt, work,  # noqa: E731
-                                        SERVER_OPTIONS)
+            proxy = lambda state, extra: Proxy(build, dll, state, server_rtt,  # noqa: E731
+                                               work, SERVER_OPTIONS + extra)
             before, vendor = [], ""
         else:
             def rank(mode):
                 os.makedirs(os.path.join(work, mode))
                 return cross_target.rank(build, 3 * n, debugger_rtt, os.path.join(work, mode))
-            proxy = lambda state: cross_target.proxy(build, state, server_rtt, work)  # noqa
+            proxy = lambda state, extra: cross_target.proxy(  # noqa: E731
+                build, state, server_rtt, work, extra)
             before, vendor = ["mqd types " + cross_target.types], \
                 "--vendor-dll %s " % cross_target.dll
         reference = None
@@ -271,14 +274,22 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
             reference = native["texts"][0]
             rows.append(("native", native, None))
         state = os.path.join(work, "state")
-        for mode in ("cold", "learned"):
-            server = proxy(state)
+        for mode in ("cold", "learned", "node"):
+            server = proxy(state, ["--node-memory"] if mode == "node" else [])
             try:
                 load = "mqd load --server %s %s%s" % (server.endpoint, vendor, build.shim)
                 found = run_gdb(build, rank(mode), before, load, os.path.join(work, mode),
                                 server.direct)
             finally:
                 server.stop()
+            if mode == "node":
+                with open(os.path.join(work, "server.log")) as f:
+                    proved = "memory read on this host" in f.read()
+                print("%s N=%d node: the rank was %s" % (
+                    cross_target.arch if cross_target else platform.machine(), n,
+                    "proved and read on this host" if proved else "not proved (callback path)"))
+                if cross_target is None and not proved:
+                    raise Failure("node: the server did not prove the rank (see %s)" % work)
             if found["texts"][1] != found["texts"][0]:
                 raise Failure("%s: the refresh at N=%d differs from the first dump (see %s)"
                               % (mode, n, work))
@@ -332,7 +343,7 @@ def table(rows, native_max):
     by = {}
     for r in rows:
         by.setdefault((r["target"], r["n"], r["mode"]), {})[r["phase"]] = r
-    order = ["native", "cold", "learned"]
+    order = ["native", "cold", "learned", "node"]
     for (target, n, mode), p in sorted(by.items(), key=lambda kv: (kv[0][0] != platform.machine(),
                                                                    kv[0][0], kv[0][1],
                                                                    order.index(kv[0][2]))):
