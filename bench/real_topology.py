@@ -11,8 +11,10 @@ a second relay with the server link's round trip. The front end runs `mqd load`,
   native    Open MPI's DLL loaded in gdb (the reference; every proxied dump must equal it)
   cold      the proxy, first session ever (empty --state-dir)
   learned   the proxy, a fresh session after `cold` (learned look-ups and memory layout)
-  node      as learned, with the server's --node-memory: it reads the rank on this host once
-            proved (another architecture under qemu-user cannot be proved: the callback path)
+  node-cold the server's --node-memory in a first session ever: it reads the rank on this host
+            once proved (another architecture under qemu-user cannot be proved: the callback
+            path)
+  node      the same after `learned` (learned look-ups)
 
 For each phase it prints the wall time, the debugger link's exchanges (the packets gdb sent
 to gdbserver, from gdb's remote-protocol trace) and, through the proxy, the server link's
@@ -48,6 +50,7 @@ import e2e_cross as cross  # noqa: E402
 from gdbserver import GdbServer  # noqa: E402
 
 PHASES = ("load", "first", "refresh")
+MODES = ("native", "cold", "learned", "node-cold", "node")
 SERVER_OPTIONS = json.loads(os.environ.get("MQD_BENCH_SERVER_OPTIONS", "[]"))  # experiments
 
 # Runs inside gdb: the front end's load and two dumps, each phase marked on stderr (where
@@ -246,7 +249,8 @@ def run_gdb(build, rank, before, load, out, direct=None):
 
 
 def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
-    """Rows of one size: native (same architecture, up to native_max), cold, learned, node."""
+    """Rows of one size, one per mode of MODES (native: same architecture, up to
+    native_max)."""
     work = tempfile.mkdtemp(prefix="mqd-bench-real-")
     rows = []
     job = None
@@ -273,23 +277,26 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
                              os.path.join(work, "native"))
             reference = native["texts"][0]
             rows.append(("native", native, None))
-        state = os.path.join(work, "state")
-        for mode in ("cold", "learned", "node"):
-            server = proxy(state, ["--node-memory"] if mode == "node" else [])
+        for mode in MODES[1:]:
+            state = os.path.join(work, "state-node-cold" if mode == "node-cold" else "state")
+            log = os.path.join(work, "server.log")
+            seen = os.path.getsize(log) if os.path.exists(log) else 0  # earlier modes' lines
+            server = proxy(state, ["--node-memory"] if mode.startswith("node") else [])
             try:
                 load = "mqd load --server %s %s%s" % (server.endpoint, vendor, build.shim)
                 found = run_gdb(build, rank(mode), before, load, os.path.join(work, mode),
                                 server.direct)
             finally:
                 server.stop()
-            if mode == "node":
-                with open(os.path.join(work, "server.log")) as f:
+            if mode.startswith("node"):
+                with open(log) as f:
+                    f.seek(seen if os.path.getsize(log) >= seen else 0)
                     proved = "memory read on this host" in f.read()
-                print("%s N=%d node: the rank was %s" % (
-                    cross_target.arch if cross_target else platform.machine(), n,
+                print("%s N=%d %s: the rank was %s" % (
+                    cross_target.arch if cross_target else platform.machine(), n, mode,
                     "proved and read on this host" if proved else "not proved (callback path)"))
                 if cross_target is None and not proved:
-                    raise Failure("node: the server did not prove the rank (see %s)" % work)
+                    raise Failure("%s: the server did not prove the rank (see %s)" % (mode, work))
             if found["texts"][1] != found["texts"][0]:
                 raise Failure("%s: the refresh at N=%d differs from the first dump (see %s)"
                               % (mode, n, work))
@@ -343,7 +350,7 @@ def table(rows, native_max):
     by = {}
     for r in rows:
         by.setdefault((r["target"], r["n"], r["mode"]), {})[r["phase"]] = r
-    order = ["native", "cold", "learned", "node"]
+    order = list(MODES)
     for (target, n, mode), p in sorted(by.items(), key=lambda kv: (kv[0][0] != platform.machine(),
                                                                    kv[0][0], kv[0][1],
                                                                    order.index(kv[0][2]))):

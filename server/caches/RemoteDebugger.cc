@@ -332,7 +332,10 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
         matches.push_back(i);
       }
     }
-    if (matches.size() == 1) {
+    if (matches.size() == 1 && !candidates[matches[0]].stopped()) {
+      refuseNode(process, "pid " + std::to_string(candidates[matches[0]].pid()) +
+                              " runs: the debugger shows a state of it that is not the live one");
+    } else if (matches.size() == 1) {
       node.process = kj::mv(candidates[matches[0]]);
       node.state = State::Proven;
       MQD_LOG(Info, "process %llu: memory read on this host, from pid %d (MPI rank %d; its "
@@ -354,15 +357,15 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
   copyNeeded(b.getAddress(), data, address, size, buf);
   if (node.state == State::Proven) {
     auto mine = kj::heapArray<kj::byte>(size);
-    if (node.process->read(address, mine.begin(), size) &&
+    if (node.process->stopped() && node.process->read(address, mine.begin(), size) &&
         std::memcmp(mine.begin(), buf, size) == 0) {
       node.checkedThisEpoch = true;
     } else {
       char where[32];
       std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
       refuseNode(process, "pid " + std::to_string(node.process->pid()) + "'s memory at " +
-                              where + " is not what the debugger read (another process, or a "
-                              "past state)");
+                              where + " is not what the debugger read, or it runs (another "
+                              "process, or a past state)");
     }
   }
   process.memory->store(b.getAddress(), kj::mv(data));

@@ -114,8 +114,9 @@ class RemoteDebugger {
   //     candidates (this user's processes on this host with that rank in their environment,
   //     LocalProcess::withRank); the debugger reads each candidate's AT_RANDOM address, and
   //     exactly one candidate's 16 random bytes must be what the debugger read there.
-  //   * State, once per epoch: the epoch's first missed read is asked of the debugger (the DLL
-  //     gets the debugger's answer) and must equal the same bytes read on the node.
+  //   * State, once per epoch: every thread of the process is stopped, and the epoch's first
+  //     missed read is asked of the debugger (the DLL gets the debugger's answer) and must
+  //     equal the same bytes read on the node.
   // Any failure (no candidate, none or two matching, memory refused, bytes that differ) ends
   // node reads for the process until it is set up again: the debugger answers, as without
   // the option. A range the node cannot read is asked of the debugger, so unreadable memory

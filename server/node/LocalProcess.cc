@@ -82,7 +82,7 @@ std::optional<LocalProcess> LocalProcess::at(pid_t pid, std::string* why,
     *why = "cannot read process " + std::to_string(pid) + "'s memory: " + std::strerror(errno);
     return std::nullopt;
   }
-  LocalProcess process(pid, kj::mv(mem));
+  LocalProcess process(pid, kj::mv(mem), proc);
   auto auxv = slurp(procPath(proc, pid, "auxv"));
   process.randomAddress_ = auxv ? atRandom(*auxv) : 0;
   if (process.randomAddress_ == 0 ||
@@ -115,6 +115,25 @@ std::vector<LocalProcess> LocalProcess::withRank(int rank, const std::string& pr
     if (auto p = at(pid, &why, proc)) found.push_back(kj::mv(*p));
   }
   return found;
+}
+
+bool LocalProcess::stopped() const {
+  std::string tasks = proc_ + "/" + std::to_string(pid_) + "/task";
+  DIR* dir = ::opendir(tasks.c_str());
+  if (dir == nullptr) return false;
+  bool any = false, all = true;
+  while (struct dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    auto stat = slurp(tasks + "/" + e->d_name + "/stat");
+    // "TID (COMM) STATE ...": COMM may hold spaces and parentheses, so the state follows the
+    // last ')'.
+    size_t close = stat ? stat->rfind(')') : std::string::npos;
+    char state = close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+    any = true;
+    if (state != 't' && state != 'T') all = false;
+  }
+  ::closedir(dir);
+  return any && all;
 }
 
 bool LocalProcess::read(uint64_t address, void* out, size_t size) const {

@@ -44,14 +44,21 @@ class LocalProcess {
   uint64_t randomAddress() const { return randomAddress_; }
   const Random& random() const { return random_; }
 
+  // Whether every thread of the process is stopped (a debugger's ptrace stop or a job-control
+  // stop): only then is its memory what a debugger shows. A running process behind a debugger
+  // means the debugger shows something else (a core file, a replay) or a state about to change.
+  bool stopped() const;
+
   // Reads exactly `size` bytes at `address`; false if any of them is unreadable.
   bool read(uint64_t address, void* out, size_t size) const;
 
  private:
-  LocalProcess(pid_t pid, kj::AutoCloseFd mem) : pid_(pid), mem_(kj::mv(mem)) {}
+  LocalProcess(pid_t pid, kj::AutoCloseFd mem, std::string proc)
+      : pid_(pid), mem_(kj::mv(mem)), proc_(std::move(proc)) {}
 
   pid_t pid_;
   kj::AutoCloseFd mem_;  // /proc/PID/mem, opened once
+  std::string proc_;     // the proc file system it was found in
   uint64_t randomAddress_ = 0;
   Random random_{};
 };

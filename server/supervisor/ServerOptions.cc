@@ -187,7 +187,8 @@ Options:
                           debugger's back end on the node). Proof: the process carries the
                           debugger's MPI rank in its environment, the 16 AT_RANDOM bytes
                           the kernel gave it are what the debugger reads at that address,
-                          and each epoch's first read is the debugger's too. Without a
+                          and at each epoch it is stopped and its first read is the
+                          debugger's too. Without a
                           proof, the debugger answers as without this option (default: off;
                           docs/round-trips.md, "Reading the target on its node").
   --state-dir DIR         Where the server keeps what sessions learned: the look-ups made with

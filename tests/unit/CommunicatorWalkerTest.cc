@@ -132,26 +132,13 @@ class TargetDebugger final : public wire::Debugger::Server {
   std::map<uint64_t, std::string> names_;
 };
 
-// The session's side of a DLL call: the caches (policy off: every question is a round trip to
-// the fake debugger) and the objects.
-class Host final : public DllHost {
- public:
-  explicit Host(wire::Debugger::Client debugger) : remote_(kj::mv(debugger), options()) {}
-  RemoteDebugger& remote() override { return remote_; }
-  DebuggerObjects& objects() override { return objects_; }
-  Metrics& metrics() override { return metrics_; }
-  void relayDllOutput(DllCall&) override {}
+// The caches in policy off: every question is a round trip to the fake debugger.
+RemoteDebugger::Options everyQuestionAsked() {
+  RemoteDebugger::Options o;
+  o.policy = wire::CachePolicy::OFF;
+  return o;
+}
 
- private:
-  static RemoteDebugger::Options options() {
-    RemoteDebugger::Options o;
-    o.policy = wire::CachePolicy::OFF;
-    return o;
-  }
-  RemoteDebugger remote_;
-  DebuggerObjects objects_;
-  Metrics metrics_{nullptr};
-};
 
 // One rank of the synthetic job, set up in the test DLL as a session sets it up.
 struct Rig {
@@ -159,7 +146,7 @@ struct Rig {
   mqd::harness::Job job = mqd::harness::standardJob(kOpsPerQueue);
   kj::EventLoop loop;
   kj::WaitScope waitScope{loop};
-  Host host{kj::heap<TargetDebugger>(target)};
+  test::CacheHost host{kj::heap<TargetDebugger>(target), everyQuestionAsked()};
   std::unique_ptr<VendorDll> dll = VendorDll::load(mqd::test::kTestDll3);
   RemoteImage& image = host.objects().image(kImage);
   RemoteProcess& process = host.objects().process(kProcess);

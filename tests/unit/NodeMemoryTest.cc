@@ -2,7 +2,8 @@
 // host, and RemoteDebugger's proof against a debugger that really reads one of them
 // (/proc/PID/mem), with the cases where it must fall back to the debugger: no process with the
 // rank, two processes that cannot be told apart, another user's process, a debugger that cannot
-// read the AT_RANDOM bytes (qemu's stub), and memory that is not what the debugger shows.
+// read the AT_RANDOM bytes (qemu's stub), a process that runs (the debugger shows a core file of
+// it), and memory that is not what the debugger shows.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -77,6 +78,18 @@ class Child {
     ::waitpid(pid_, nullptr, 0);
   }
   pid_t pid() const { return pid_; }
+
+  // SIGSTOP to its whole group (as a debugger stops what it shows), once every thread shows it.
+  void stop() {
+    REQUIRE(::kill(-pid_, SIGSTOP) == 0);
+    std::string why;
+    for (int i = 0; i < 500; ++i) {
+      auto p = LocalProcess::at(pid_, &why);
+      if (p && p->stopped()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("child did not stop");
+  }
 
  private:
   pid_t pid_;
@@ -166,13 +179,16 @@ class ProcDebugger final : public wire::Debugger::Server {
   kj::AutoCloseFd mem_;
 };
 
-class Host final : public DllHost {
- public:
-  explicit Host(wire::Debugger::Client debugger) : remote_(kj::mv(debugger), options()) {}
-  RemoteDebugger& remote() override { return remote_; }
-  DebuggerObjects& objects() override { return objects_; }
-  Metrics& metrics() override { return metrics_; }
-  void relayDllOutput(DllCall&) override {}
+
+// The server's side of one process of the debugger scripted by `script`.
+struct Rig {
+  kj::EventLoop loop;
+  kj::WaitScope waitScope{loop};
+  ProcDebugger::Script& script;
+  test::CacheHost host;
+  RemoteProcess& process;
+  kj::AutoCloseFd mem;  // the truth: the process's memory, read here directly
+
   static RemoteDebugger::Options options() {
     RemoteDebugger::Options o;
     o.policy = wire::CachePolicy::EPOCH;
@@ -180,24 +196,9 @@ class Host final : public DllHost {
     return o;
   }
 
- private:
-  RemoteDebugger remote_;
-  DebuggerObjects objects_;
-  Metrics metrics_{nullptr};
-};
-
-// The server's side of one process of the debugger scripted by `script`.
-struct Rig {
-  kj::EventLoop loop;
-  kj::WaitScope waitScope{loop};
-  ProcDebugger::Script& script;
-  Host host;
-  RemoteProcess& process;
-  kj::AutoCloseFd mem;  // the truth: the process's memory, read here directly
-
   explicit Rig(ProcDebugger::Script& s)
       : script(s),
-        host(kj::heap<ProcDebugger>(s)),
+        host(kj::heap<ProcDebugger>(s), options()),
         process(host.objects().process(7)),
         mem(::open(("/proc/" + std::to_string(s.pid) + "/mem").c_str(), O_RDONLY)) {}
 
@@ -255,6 +256,10 @@ TEST_CASE("LocalProcess::withRank: this user's processes with the rank in their 
   }
   CHECK(pids == std::set<pid_t>{a->pid(), b->pid(), c->pid()});
   CHECK(randoms.size() == 3);
+  std::string why;
+  CHECK_FALSE(LocalProcess::at(a->pid(), &why)->stopped());  // sleeping is running
+  a->stop();
+  CHECK(LocalProcess::at(a->pid(), &why)->stopped());
 }
 
 TEST_CASE("LocalProcess: another user's process is never a candidate") {
@@ -276,6 +281,8 @@ TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among 
   int rank = unusedRank();
   auto decoy = sleepWith("OMPI_COMM_WORLD_RANK", rank);  // started first, listed first
   auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  decoy->stop();
+  target->stop();
   ProcDebugger::Script script{target->pid(), rank};
   Rig rig(script);
   uint64_t base = firstMapping(target->pid());
@@ -297,6 +304,15 @@ TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers e
   int rank = unusedRank();
   auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
   uint64_t base = firstMapping(target->pid());
+
+  SUBCASE("the process runs (the debugger shows a core file of it, or a replay)") {
+    ProcDebugger::Script script{target->pid(), rank};
+    Rig rig(script);
+    rig.epoch({base, base + 0x100});
+    CHECK(rig.state() == State::Refused);
+    CHECK(rig.counted(Count::NodeBlocks) == 0);
+  }
+  target->stop();
 
   SUBCASE("no process of this user has the rank (another host)") {
     ProcDebugger::Script script{target->pid(), rank + 2};
@@ -320,6 +336,7 @@ TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers e
     Child shell({"/bin/dash", "-c", "( while :; do sleep 1; done ) & wait"},
                 {"OMPI_COMM_WORLD_RANK=" + std::to_string(rank + 3), "PATH=/bin"});
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the subshell exists
+    shell.stop();
     ProcDebugger::Script script{shell.pid(), rank + 3};
     Rig rig(script);
     uint64_t shellBase = firstMapping(shell.pid());

@@ -100,28 +100,13 @@ class FakeDebugger final : public wire::Debugger::Server {
   Asked& asked_;
 };
 
-// The session's side of a DLL call, reduced to the caches.
-class Host final : public DllHost {
- public:
-  Host(wire::Debugger::Client debugger, RemoteDebugger::Options options)
-      : remote_(kj::mv(debugger), options) {}
-  RemoteDebugger& remote() override { return remote_; }
-  DebuggerObjects& objects() override { return objects_; }
-  Metrics& metrics() override { return metrics_; }
-  void relayDllOutput(DllCall&) override {}
-
- private:
-  RemoteDebugger remote_;
-  DebuggerObjects objects_;
-  Metrics metrics_{nullptr};
-};
 
 // One process of a target readable in [start, end), under a cache policy.
 struct Rig {
   kj::EventLoop loop;
   kj::WaitScope waitScope{loop};
   Asked asked;
-  Host host;
+  test::CacheHost host;
   RemoteProcess& process;
   RemoteImage& image;
 
