@@ -64,7 +64,27 @@ uint64_t atRandom(const std::string& auxv) {
   return 0;
 }
 
+// What says which machine an ELF file is for: its class, byte order and e_machine. Empty if
+// the file cannot be read or is no ELF file.
+std::string elfMachine(const std::string& path) {
+  kj::AutoCloseFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  unsigned char h[EI_NIDENT + 4];
+  if (fd.get() < 0 || ::pread(fd.get(), h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) ||
+      std::memcmp(h, ELFMAG, SELFMAG) != 0) {
+    return {};
+  }
+  // e_machine follows e_type (2 bytes) in both classes, in the file's own byte order.
+  const char* bytes = reinterpret_cast<const char*>(h);
+  return std::string(bytes + EI_CLASS, 2) + std::string(bytes + EI_NIDENT + 2, 2);
+}
+
 }  // namespace
+
+bool LocalProcess::ofThisMachine(pid_t pid, const std::string& proc) {
+  // Under qemu-user, /proc/self/exe is the emulated program: the machine the server is for.
+  static const std::string self = elfMachine("/proc/self/exe");
+  return !self.empty() && elfMachine(procPath(proc, pid, "exe")) == self;
+}
 
 std::optional<LocalProcess> LocalProcess::at(pid_t pid, std::string* why,
                                              const std::string& proc) {
@@ -75,6 +95,11 @@ std::optional<LocalProcess> LocalProcess::at(pid_t pid, std::string* why,
   }
   if (st.st_uid != ::geteuid()) {
     *why = "process " + std::to_string(pid) + " belongs to another user";
+    return std::nullopt;
+  }
+  if (!ofThisMachine(pid, proc)) {
+    // Its auxiliary vector has another layout, and the vendor DLL cannot be reading it.
+    *why = "process " + std::to_string(pid) + " runs a program for another machine";
     return std::nullopt;
   }
   kj::AutoCloseFd mem(::open(procPath(proc, pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));

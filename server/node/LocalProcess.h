@@ -4,7 +4,8 @@
 //
 // Contract:
 //   * Only processes of the user the worker runs as are ever considered (the owner of
-//     /proc/PID, compared with geteuid(); root gets no exception).
+//     /proc/PID, compared with geteuid(); root gets no exception), running a program for the
+//     server's own machine (ofThisMachine).
 //   * A LocalProcess is only a candidate. The caller (RemoteDebugger) must prove that it is the
 //     debugger's process before reading it: the 16 bytes the kernel put at AT_RANDOM when the
 //     program started must equal what the debugger reads at the same address, and exactly one
@@ -39,6 +40,14 @@ class LocalProcess {
   // The same facts for one pid, if it is this user's and readable; else nullopt and `why`.
   static std::optional<LocalProcess> at(pid_t pid, std::string* why,
                                         const std::string& proc = "/proc");
+
+  // Whether `pid` runs a program for the machine this server is built for (ELF class, byte
+  // order and machine of /proc/PID/exe and of the server's own program). No other process
+  // can be a candidate: the vendor DLL reads only targets of its own machine, and another
+  // machine's auxiliary vector has another layout. Under qemu-user the server is the emulated
+  // program, so host processes are never candidates (and emulated ones show qemu's host
+  // program, so neither are they: node reads cannot work under qemu-user).
+  static bool ofThisMachine(pid_t pid, const std::string& proc = "/proc");
 
   pid_t pid() const { return pid_; }
   uint64_t randomAddress() const { return randomAddress_; }
