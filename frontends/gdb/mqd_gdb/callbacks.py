@@ -270,13 +270,12 @@ def _field_in_target(inferior_num, symbol, type_name, field):
     MQS_INVALID_PROCESS when the symbol, the type or the field is unknown."""
     types = lookup.of(inferior_num)
     address, t = types.address(symbol), types.type(type_name)
-    offset = _field_offset(t, field) if t is not None else -1
-    if address is None or offset < 0:
+    found = _find_field(t, field) if t is not None else None
+    if address is None or found is None:
         return abi.MQS_INVALID_PROCESS
-    member = [f for f in t.fields() if f.name == field]
-    value_type = member[0].type if member else gdb.lookup_type("int")
+    offset, member = found
     with SelectedInferior(inferior_num):
-        return int(gdb.Value(address + offset).cast(value_type.pointer()).dereference())
+        return int(gdb.Value(address + offset).cast(member.type.pointer()).dereference())
 
 
 def _type_size(types, name, default):
@@ -286,13 +285,20 @@ def _type_size(types, name, default):
 
 def _field_offset(t, name):
     """Byte offset of field `name`, looking into anonymous struct/union members; -1 if none."""
+    found = _find_field(t, name)
+    return found[0] if found else -1
+
+
+def _find_field(t, name):
+    """(byte offset, gdb.Field) of field `name`, looking into anonymous struct/union members;
+    None if there is none."""
     for field in t.strip_typedefs().fields():
         if not hasattr(field, "bitpos"):
             continue
         if field.name == name:
-            return field.bitpos // 8
+            return field.bitpos // 8, field
         if not field.name:
-            inner = _field_offset(field.type, name)
-            if inner >= 0:
-                return field.bitpos // 8 + inner
-    return -1
+            inner = _find_field(field.type, name)
+            if inner is not None:
+                return field.bitpos // 8 + inner[0], inner[1]
+    return None
