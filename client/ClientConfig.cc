@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "Endpoint.h"
+#include "LearnedLookups.h"
 #include "RegularFile.h"
 
 namespace mqd::client {
@@ -100,6 +101,16 @@ std::string setCache(ClientConfig& c, const std::string& v) {
   } else {
     return "\"" + v + "\" is not off, call or epoch";
   }
+  return "";
+}
+
+std::string setStateDir(ClientConfig& c, const std::string& v) {
+  if (v == "off") {
+    c.stateDir.clear();
+    return "";
+  }
+  if (v[0] != '/') return "expected an absolute directory or off, got \"" + v + "\"";
+  c.stateDir = v;
   return "";
 }
 
@@ -225,6 +236,14 @@ const std::vector<Setting>& settings() {
        "mqs_update_communicator_list to the next), recorded walks, learned look-ups and\n"
        "memory. Default epoch",
        setCache, showCache},
+      {"state_dir", "MQD_PROXY_STATE_DIR",
+       "where the shim keeps, per vendor DLL build, the look-ups its sessions made, so\n"
+       "that it answers them ahead at mqs_setup_image, in the same request: a server\n"
+       "that never saw the DLL (a new node) then need not ask one by one. Under the\n"
+       "epoch cache only; off: keep nothing. Default $XDG_STATE_HOME/mqd-proxy, else\n"
+       "~/.local/state/mqd-proxy (the server's default --state-dir)",
+       setStateDir,
+       [](const ClientConfig& c) { return c.stateDir.empty() ? std::string("off") : c.stateDir; }},
       {"compress", "MQD_PROXY_COMPRESS",
        "zstd for bulk data: auto (on for TCP and ssh, off for unix sockets), on, off.\n"
        "Default auto",
@@ -312,6 +331,7 @@ std::string ClientConfig::set(const std::string& key, const std::string& value) 
 ClientConfig ClientConfig::load(std::vector<std::string>* problems) {
   ClientConfig c;
   c.server = "unix:" + defaultSocketPath();
+  c.stateDir = defaultStateDir();
   for (const Setting& s : settings()) c.sources[s.key] = "default";
   c.file = configFilePath();
   readFile(c, problems);

@@ -33,6 +33,7 @@ struct ClientConfig {
   std::string logFile;
   wire::CachePolicy cache = wire::CachePolicy::EPOCH;
   Compress compress = Compress::Auto;
+  std::string stateDir;  // the shim's learned look-ups (LearnedLookups); empty: off
   std::string serverUser;       // MQD_PROXY_SERVER_UID as written: name or number
   long long serverUid = -1;     // that user's uid, trusted with a unix: socket (-1: none)
   std::string tokenFile;  // the token to present (read at connect time)

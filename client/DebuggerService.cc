@@ -70,7 +70,10 @@ kj::Promise<void> DebuggerService::findFunction(FindFunctionContext context) {
   bool want = p.getWantAddress();
   return onCallingThread<DebuggerSide::Address>(
              "find_function",
-             [=](DebuggerSide& d) { return d.findFunction(image, name.c_str(), lang, want); })
+             [=](DebuggerSide& d) {
+               d.lookedUp({LookupKey::Function, name, lang, ""});
+               return d.findFunction(image, name.c_str(), lang, want);
+             })
       .then([context](DebuggerSide::Address a) mutable { fillAddress(a, context.getResults()); });
 }
 
@@ -81,7 +84,10 @@ kj::Promise<void> DebuggerService::findSymbol(FindSymbolContext context) {
   bool want = p.getWantAddress();
   return onCallingThread<DebuggerSide::Address>(
              "find_symbol",
-             [=](DebuggerSide& d) { return d.findSymbol(image, name.c_str(), want); })
+             [=](DebuggerSide& d) {
+               d.lookedUp({LookupKey::Symbol, name, 0, ""});
+               return d.findSymbol(image, name.c_str(), want);
+             })
       .then([context](DebuggerSide::Address a) mutable { fillAddress(a, context.getResults()); });
 }
 
@@ -91,7 +97,11 @@ kj::Promise<void> DebuggerService::findType(FindTypeContext context) {
   std::string name = p.getName();
   int lang = p.getLang();
   return onCallingThread<uint64_t>(
-             "find_type", [=](DebuggerSide& d) { return d.findType(image, name.c_str(), lang); })
+             "find_type",
+             [=](DebuggerSide& d) {
+               d.lookedUp({LookupKey::Type, name, lang, ""});
+               return d.findType(image, name.c_str(), lang);
+             })
       .then([context](uint64_t type) mutable { context.getResults().setType(type); });
 }
 
@@ -100,13 +110,20 @@ kj::Promise<void> DebuggerService::fieldOffset(FieldOffsetContext context) {
   uint64_t type = p.getType();
   std::string field = p.getField();
   return onCallingThread<int>("field_offset",
-                              [=](DebuggerSide& d) { return d.fieldOffset(type, field.c_str()); })
+                              [=](DebuggerSide& d) {
+                                d.lookedUpOfType(LookupKey::Field, type, field);
+                                return d.fieldOffset(type, field.c_str());
+                              })
       .then([context](int offset) mutable { context.getResults().setOffset(offset); });
 }
 
 kj::Promise<void> DebuggerService::sizeOf(SizeOfContext context) {
   uint64_t type = context.getParams().getType();
-  return onCallingThread<int>("sizeof", [=](DebuggerSide& d) { return d.sizeOf(type); })
+  return onCallingThread<int>("sizeof",
+                              [=](DebuggerSide& d) {
+                                d.lookedUpOfType(LookupKey::SizeOf, type, "");
+                                return d.sizeOf(type);
+                              })
       .then([context](int size) mutable { context.getResults().setSize(size); });
 }
 
@@ -271,55 +288,22 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
 kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
   auto params = context.getParams();
   uint64_t image = params.getImage();
-  std::vector<DebuggerSide::LookupRequest> requests;
+  std::vector<LookupKey> requests;
   for (auto l : params.getLookups()) {
-    DebuggerSide::LookupRequest r;
-    switch (l.which()) {
-      case wire::Lookup::SYMBOL:
-        r.kind = DebuggerSide::LookupRequest::Symbol;
-        r.name = l.getSymbol();
-        break;
-      case wire::Lookup::FUNCTION:
-        r.kind = DebuggerSide::LookupRequest::Function;
-        r.name = l.getFunction().getName();
-        r.lang = l.getFunction().getLang();
-        break;
-      case wire::Lookup::TYPE:
-        r.kind = DebuggerSide::LookupRequest::Type;
-        r.name = l.getType().getName();
-        r.lang = l.getType().getLang();
-        break;
-      case wire::Lookup::FIELD:
-        r.kind = DebuggerSide::LookupRequest::Field;
-        r.name = l.getField().getType().getName();
-        r.lang = l.getField().getType().getLang();
-        r.field = l.getField().getField();
-        break;
-      case wire::Lookup::SIZE_OF:
-        r.kind = DebuggerSide::LookupRequest::SizeOf;
-        r.name = l.getSizeOf().getName();
-        r.lang = l.getSizeOf().getLang();
-        break;
-    }
-    requests.push_back(std::move(r));
+    std::optional<LookupKey> key = LookupKey::from(l);
+    if (!key) throw proxyException(MQD_PROXY_ERR_PROTOCOL, "lookUp: a look-up of an unknown kind");
+    requests.push_back(std::move(*key));
   }
   using Results = std::vector<DebuggerSide::LookupResult>;
   return onCallingThread<Results>("lookUp",
                                   [image, requests](DebuggerSide& d) {
+                                    for (const LookupKey& k : requests) d.lookedUp(k);
                                     return d.lookUp(image, requests);
                                   })
       .then([context](Results results) mutable {
         auto list = context.getResults().initAnswers(static_cast<unsigned>(results.size()));
         for (size_t i = 0; i < results.size(); ++i) {
-          auto a = list[static_cast<unsigned>(i)];
-          a.setRc(results[i].rc);
-          if (results[i].written) {
-            a.initAddress().setValue(results[i].address);
-          } else {
-            a.initAddress().setUntouched();
-          }
-          a.setType(results[i].type);
-          a.setValue(results[i].value);
+          results[i].writeTo(list[static_cast<unsigned>(i)]);
         }
       });
 }

@@ -89,7 +89,15 @@ uint64_t DebuggerSide::findType(uint64_t image, const char* name, int lang) {
   if (t == nullptr || t->mqs_find_type_fp == nullptr) return 0;
   mqs_type* type = t->mqs_find_type_fp(images.handleOf(image), const_cast<char*>(name),
                                        static_cast<mqs_lang_code>(lang));
-  return types.tokenOf(type);
+  uint64_t token = types.tokenOf(type);
+  if (token != 0) typeNames_[token] = {name, lang};
+  return token;
+}
+
+void DebuggerSide::lookedUpOfType(LookupKey::Kind kind, uint64_t type, const std::string& field) {
+  auto named = typeNames_.find(type);
+  if (named == typeNames_.end()) return;
+  lookedUp(LookupKey{kind, named->second.first, named->second.second, field});
 }
 
 // Types belong to an image, but the type callbacks do not name it: any image's table serves.
@@ -332,23 +340,34 @@ DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, 
   return out;
 }
 
+void DebuggerSide::LookupResult::writeTo(wire::LookupAnswer::Builder out) const {
+  out.setRc(rc);
+  if (written) {
+    out.initAddress().setValue(address);
+  } else {
+    out.initAddress().setUntouched();
+  }
+  out.setType(type);
+  out.setValue(value);
+}
+
 std::vector<DebuggerSide::LookupResult> DebuggerSide::lookUp(
-    uint64_t image, const std::vector<LookupRequest>& requests) {
+    uint64_t image, const std::vector<LookupKey>& requests) {
   std::vector<LookupResult> out(requests.size());
   std::map<std::pair<std::string, int>, uint64_t> types;
-  auto typeOf = [&](const LookupRequest& r) {
+  auto typeOf = [&](const LookupKey& r) {
     auto key = std::make_pair(r.name, r.lang);
     auto it = types.find(key);
     if (it == types.end()) it = types.emplace(key, findType(image, r.name.c_str(), r.lang)).first;
     return it->second;
   };
   for (size_t i = 0; i < requests.size(); ++i) {
-    const LookupRequest& r = requests[i];
+    const LookupKey& r = requests[i];
     LookupResult& a = out[i];
     switch (r.kind) {
-      case LookupRequest::Symbol:
-      case LookupRequest::Function: {
-        Address found = r.kind == LookupRequest::Symbol
+      case LookupKey::Symbol:
+      case LookupKey::Function: {
+        Address found = r.kind == LookupKey::Symbol
                             ? findSymbol(image, r.name.c_str(), true)
                             : findFunction(image, r.name.c_str(), r.lang, true);
         a.rc = found.rc;
@@ -356,15 +375,15 @@ std::vector<DebuggerSide::LookupResult> DebuggerSide::lookUp(
         a.address = found.value;
         break;
       }
-      case LookupRequest::Type:
+      case LookupKey::Type:
         a.type = typeOf(r);
         break;
-      case LookupRequest::Field: {
+      case LookupKey::Field: {
         uint64_t type = typeOf(r);
         a.value = type == 0 ? -1 : fieldOffset(type, r.field.c_str());
         break;
       }
-      case LookupRequest::SizeOf: {
+      case LookupKey::SizeOf: {
         uint64_t type = typeOf(r);
         a.value = type == 0 ? 0 : sizeOf(type);
         break;

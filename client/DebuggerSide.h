@@ -11,11 +11,13 @@
 #include <map>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "HandleTokens.h"
+#include "LookupKey.h"
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
@@ -106,21 +108,24 @@ class DebuggerSide {
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                   uint32_t neededSize);
 
-  // A lookUp request and its answer (see wire Lookup / LookupAnswer).
-  struct LookupRequest {
-    enum Kind { Symbol, Function, Type, Field, SizeOf } kind;
-    std::string name;
-    int lang = 0;
-    std::string field;
-  };
+  // The answers to look-ups (wire Lookup / LookupAnswer), one per look-up, in order.
   struct LookupResult {
     int rc = 0;
     bool written = false;
     uint64_t address = 0;
     uint64_t type = 0;
     int value = 0;
+    void writeTo(wire::LookupAnswer::Builder out) const;
   };
-  std::vector<LookupResult> lookUp(uint64_t image, const std::vector<LookupRequest>& requests);
+  std::vector<LookupResult> lookUp(uint64_t image, const std::vector<LookupKey>& requests);
+
+  // ---- what the server looked up (the shim's learned look-ups, MqsClient) ----
+  // Notes a look-up the server asked for in this session; `type` names a field or size
+  // look-up's type by the token findType handed out (nothing is noted for another token).
+  void lookedUp(LookupKey key) { lookedUp_.insert(std::move(key)); }
+  void lookedUpOfType(LookupKey::Kind kind, uint64_t type, const std::string& field);
+  const std::set<LookupKey>& lookedUp() const { return lookedUp_; }
+  void forgetLookedUp() { lookedUp_.clear(); }
 
  private:
   const mqs_image_callbacks* imageTable(uint64_t image) const;
@@ -132,6 +137,8 @@ class DebuggerSide {
   std::unordered_map<uint64_t, const mqs_job_callbacks*> jobTables_;
   bool level3_ = false;
   std::map<std::pair<int, uint64_t>, uint64_t> held_;  // (kind, handle) -> info token
+  std::unordered_map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> name, lang
+  std::set<LookupKey> lookedUp_;
 };
 
 }  // namespace mqd::client

@@ -123,6 +123,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
       return report(MQD_PROXY_ERR_PROTOCOL, "unknown failure", entryPoint);
     }
   }();
+  saveLearnedLookups();
   if (trace) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                           trace->started)
@@ -177,6 +178,24 @@ void MqsClient::connect() {
     dll_ = connection_->dll();
     ticket_ = connection_->ticket();
   });
+  openLearnedLookups();
+}
+
+void MqsClient::openLearnedLookups() {
+  if (config_.cache != wire::CachePolicy::EPOCH || config_.stateDir.empty() ||
+      dll_.buildId.empty()) {
+    learnedLookups_ = nullptr;
+    return;
+  }
+  if (learnedLookups_ && learnedLookups_->buildId() == dll_.buildId) return;
+  learnedLookups_ = std::make_unique<LearnedLookups>(config_.stateDir, dll_.path, dll_.buildId);
+  lookupsSaved_ = 0;
+}
+
+void MqsClient::saveLearnedLookups() {
+  if (!learnedLookups_ || side_.lookedUp().size() == lookupsSaved_) return;
+  learnedLookups_->save(side_.lookedUp());
+  lookupsSaved_ = side_.lookedUp().size();
 }
 
 void MqsClient::reestablish() {
@@ -187,7 +206,10 @@ void MqsClient::reestablish() {
           config_.server.c_str());
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
-  if (dll_.buildId != oldBuild) dllErrorText_.clear();
+  if (dll_.buildId != oldBuild) {
+    dllErrorText_.clear();
+    side_.forgetLookedUp();  // another DLL build's look-ups
+  }
   side_.replaying = true;
   struct Done {
     DebuggerSide& side;
@@ -550,10 +572,36 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
 }
 
 MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uint64_t image) {
+  // Asked of the debugger here, on its thread, before the request leaves: the server then
+  // keeps the answers instead of asking for them (one round trip less per image; a server that
+  // never saw this DLL asks nothing it would have asked one by one).
+  std::vector<LookupKey> ahead;
+  if (config_.cache == wire::CachePolicy::EPOCH) {
+    std::set<LookupKey> known = side_.lookedUp();
+    if (learnedLookups_) {
+      known.insert(learnedLookups_->known().begin(), learnedLookups_->known().end());
+    }
+    if (known.size() <= wire::MAX_LOOKUPS_AHEAD) ahead.assign(known.begin(), known.end());
+  }
+  std::vector<DebuggerSide::LookupResult> answers;
+  try {
+    answers = side_.lookUp(image, ahead);
+  } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
+    MQD_LOG(Debug, "no look-ups answered ahead: %s", e.what());
+    ahead.clear();
+  }
   return roundTrip<wire::Session::SetupImageResults>(
-      EntryPoint::setup_image, [image](wire::Session::Client& s) {
+      EntryPoint::setup_image, [image, &ahead, &answers](wire::Session::Client& s) {
         auto r = s.setupImageRequest();
         r.setImage(image);
+        if (!ahead.empty()) {
+          auto lookups = r.initAhead(static_cast<unsigned>(ahead.size()));
+          auto out = r.initAnswers(static_cast<unsigned>(ahead.size()));
+          for (unsigned i = 0; i < ahead.size(); ++i) {
+            ahead[i].writeTo(lookups[i]);
+            answers[i].writeTo(out[i]);
+          }
+        }
         return r.send();
       });
 }

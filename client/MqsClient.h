@@ -26,6 +26,7 @@
 #include "ClientCounters.h"
 #include "DebuggerSide.h"
 #include "EntryPoints.h"
+#include "LearnedLookups.h"
 #include "RecordedWalk.h"
 #include "SessionRecorder.h"
 #include "SessionSetUp.h"
@@ -72,6 +73,7 @@ class MqsClient {
   // Sends mqs_setup_process for a process whose table the debugger gave.
   int sendSetupProcess(uint64_t token, bool bigEndian);
   // One request each, for the entry points themselves and for a set-up replay.
+  // With it, the learned look-ups (below) answered ahead by the debugger for this image.
   Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image);
   Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
@@ -110,6 +112,13 @@ class MqsClient {
   // Replays the debugger-visible effects recorded with a call served from a walk.
   void replay(RecordedWalk::Effects effects);
 
+  // Look-ups answered ahead at mqs_setup_image, under the epoch policy: what the server asked
+  // for in this session (DebuggerSide::lookedUp) and, with MQD_PROXY_STATE_DIR, what this DLL
+  // build looked up in earlier sessions (the file, opened for the DLL the session loaded and
+  // saved after every call that added to it).
+  void openLearnedLookups();
+  void saveLearnedLookups();
+
   // Records the sentence for a proxy error, logs it as a warning and returns its code. A
   // missing entry point (MQD_PROXY_ERR_NO_ENTRY_POINT) is logged once per entry point for the
   // life of this client: the vendor DLL will not grow it, and a debugger that asks per
@@ -128,6 +137,8 @@ class MqsClient {
   DllInfo dll_;
   SessionTicket ticket_;
   SessionSetUp setUp_;
+  std::unique_ptr<LearnedLookups> learnedLookups_;  // null: not kept
+  size_t lookupsSaved_ = 0;  // DebuggerSide::lookedUp().size() when last saved
   bool sessionOpened_ = false;
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported

@@ -35,6 +35,10 @@ const maxFetchBytes :Int32 = 67108864;
 # largest read is a few KiB; a larger size is a DLL reading garbage (a byte order the debugger
 # got wrong: hundreds of megabytes). The server refuses it to the DLL, the shim to the server.
 
+const maxLookupsAhead :UInt32 = 16384;
+# The most look-ups the shim answers ahead with one Session.setupImage (Open MPI's DLL makes
+# about 110); the server refuses a longer list, the shim never sends one.
+
 # ---------------------------------------------------------------------------------------------
 # Values
 
@@ -432,7 +436,13 @@ interface Session {
   dllErrorString @1 (code :Int32) -> (text :OutString, failure :Failure);
   # mqs_dll_error_string(code): `null` when the DLL returned NULL.
 
-  setupImage @2 (image :UInt64) -> (rc :Int32, failure :Failure);
+  setupImage @2 (image :UInt64, ahead :List(Lookup), answers :List(LookupAnswer))
+      -> (rc :Int32, failure :Failure);
+  # ahead: look-ups this DLL build made in the shim's earlier sessions or for the images set up
+  # before this one (MQD_PROXY_STATE_DIR), with the debugger's answers for this image, one per
+  # look-up, in order; at most maxLookupsAhead, and only under the epoch policy (a server
+  # ignores them otherwise). The server keeps them as it keeps the answers it asks for, and asks
+  # in one round trip only for what else it learned.
   imageHasQueues @3 (image :UInt64)
       -> (rc :Int32, message :OutString, failure :Failure);
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);

@@ -1,8 +1,9 @@
 """tests-hermetic: every test of this build runs without the tester's own mqd-proxy settings.
 
 Reads the tests ctest knows (ctest --show-only=json-v1) and checks that each one's
-ENVIRONMENT_MODIFICATION sets MQD_PROXY_CONFIG to empty (no configuration file) and unsets
-every MQD_PROXY_* variable the debugger side reads (found in the sources of the shim and the
+ENVIRONMENT_MODIFICATION sets MQD_PROXY_CONFIG to empty (no configuration file) and
+MQD_PROXY_STATE_DIR to off (no learned look-ups of the tester's), and unsets every other
+MQD_PROXY_* variable the debugger side reads (found in the sources of the shim and the
 client, so that a new setting without its reset fails here). tests/CMakeLists.txt explains
 how the resets are applied.
 
@@ -15,6 +16,11 @@ import os
 import re
 import subprocess
 import sys
+
+
+# Variables reset to a value rather than unset: no configuration file; no learned look-ups
+# shared through the default state directory in $HOME.
+SET_TO = {"MQD_PROXY_CONFIG": "", "MQD_PROXY_STATE_DIR": "off"}
 
 
 def client_variables(source):
@@ -37,7 +43,8 @@ def main():
     tests = json.loads(shown)["tests"]
     variables = client_variables(args.source)
     wanted = {"MQD_PROXY_CONFIG=set:"} | {"%s=unset:" % v for v in variables
-                                          if v != "MQD_PROXY_CONFIG"}
+                                          if v not in SET_TO}
+    wanted |= {"%s=set:%s" % (v, value) for v, value in SET_TO.items() if v != "MQD_PROXY_CONFIG"}
     bad = []
     for test in tests:
         props = {p["name"]: p["value"] for p in test.get("properties", [])}

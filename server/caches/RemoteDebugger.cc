@@ -574,9 +574,17 @@ void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
   auto list = request.initLookups(static_cast<unsigned>(lookups.size()));
   for (size_t i = 0; i < lookups.size(); ++i) lookups[i].writeTo(list[static_cast<unsigned>(i)]);
   auto response = await(call, request);
-  auto answers = response.getAnswers();
-  if (answers.size() != lookups.size()) {
+  if (response.getAnswers().size() != lookups.size()) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "lookUp answer count");
+  }
+  keepLookups(call, image, lookups, response.getAnswers());
+}
+
+void RemoteDebugger::keepLookups(DllCall& call, RemoteImage& image,
+                                 const std::vector<LookupKey>& lookups,
+                                 capnp::List<wire::LookupAnswer>::Reader answers) {
+  if (answers.size() != lookups.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "look-ups and answers differ in number");
   }
   // Types first, so that fields and sizes can be keyed by their tokens.
   for (size_t i = 0; i < lookups.size(); ++i) {

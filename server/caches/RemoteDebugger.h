@@ -96,6 +96,10 @@ class RemoteDebugger {
   static constexpr uint64_t kMaxPrefetchBytes = 64u << 20;
   // Answers `lookups` for `image` in one round trip, into the caches.
   void prefetchLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups);
+  // Keeps `answers` (the debugger's, one per look-up, in order) for `image`, as if the DLL had
+  // asked for them: what prefetchLookups received, or what the shim answered ahead.
+  void keepLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups,
+                   capnp::List<wire::LookupAnswer>::Reader answers);
 
   // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }

@@ -203,13 +203,30 @@ kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) 
 kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
   return runDll(context, "mqs_setup_image", [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.entryPoint());
-    RemoteImage& image = objects_.image(context.getParams().getImage());
+    auto params = context.getParams();
+    RemoteImage& image = objects_.image(params.getImage());
     image.setUp = true;
     // What earlier sessions with this DLL looked up, and what the images set up before this
     // one in this session did (the other ranks of a job: the same look-ups, each image's own
-    // answers), asked for in one round trip.
+    // answers): what the shim answered ahead is kept, the rest asked for in one round trip.
     std::set<LookupKey> ahead(learnedAtStart_.begin(), learnedAtStart_.end());
     ahead.insert(remote_.lookupsSeen().begin(), remote_.lookupsSeen().end());
+    if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasAhead()) {
+      auto given = params.getAhead();
+      if (given.size() > wire::MAX_LOOKUPS_AHEAD) {
+        throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
+                         std::to_string(given.size()) + " look-ups answered ahead, more than " +
+                             std::to_string(wire::MAX_LOOKUPS_AHEAD));
+      }
+      std::vector<LookupKey> keys;
+      for (auto l : given) {
+        if (auto key = LookupKey::from(l)) keys.push_back(std::move(*key));
+      }
+      if (keys.size() == given.size()) {  // else a kind this build does not know: all ignored
+        remote_.keepLookups(call, image, keys, params.getAnswers());
+        for (const LookupKey& k : keys) ahead.erase(k);
+      }
+    }
     if (!ahead.empty()) {
       remote_.prefetchLookups(call, image, std::vector<LookupKey>(ahead.begin(), ahead.end()));
     }

@@ -12,12 +12,15 @@ every cache mode; every proxied dump must equal the native one byte for byte (JS
 
 The proxied runs, in order: unix (cache epoch; the first session ever, nothing learned), tcp
 (epoch, compressed, a fresh session with learned look-ups and memory), unix-call and unix-off
-(the conservative cache modes), and node (a server with --node-memory, which reads each rank
-on this host once it has proved it is the debugger's: differences() also requires that proof
-for every rank, from the server's log).
+(the conservative cache modes), and node (a server new to the DLL, with --node-memory, which
+reads each rank on this host once it has proved it is the debugger's). Every run's shim keeps
+its learned look-ups in WORK/shim-state (MQD_PROXY_STATE_DIR), so the node server gets them
+all with each mqs_setup_image. differences() also requires, from the node server's log, the
+proof for every rank and that the server asked the debugger for no look-up one by one.
 """
 import os
 import re
+import time
 
 from gdb_driver import gdb_dump
 from servers import Server
@@ -30,7 +33,8 @@ class DumpMatrix:
                                "unix"),
                         Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp"),
                         Server(server_bin, "unix:" + os.path.join(work, "node.sock"), dll, work,
-                               "node", extra=["--node-memory"])]
+                               "node", state_dir=os.path.join(work, "node-state"),
+                               extra=["--node-memory"])]
         unix, tcp, node = (s.endpoint for s in self.servers)
         self.node_log = self.servers[2].log
         self.pids = []
@@ -52,9 +56,10 @@ class DumpMatrix:
         WORK/NAME.json and WORK/NAME.txt. Prints each run's time. Returns {name: (json, text)};
         a gdb or front-end failure raises Failure. `attach`: the front end's command that
         attaches the ranks, instead of an `attach PID` per rank (gdb_driver.gdb_command)."""
+        shim_state = {"MQD_PROXY_STATE_DIR": os.path.join(self.work, "shim-state")}
         runs = [("native", "mqd load", {})] + [
             (name, "mqd load --server %s --vendor-dll %s %s" % (endpoint, self.dll, self.shim),
-             env) for name, endpoint, env in self.proxied]
+             dict(shim_state, **env)) for name, endpoint, env in self.proxied]
         self.pids = list(pids)
         outputs = {}
         for name, load, env in runs:
@@ -71,11 +76,24 @@ class DumpMatrix:
         problems = ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
                     for name in self.names() for i, kind in enumerate(("JSON", "text"))
                     if outputs[name][i] != outputs["native"][i]]
-        with open(self.node_log) as f:
-            log = f.read()
+        # The summary of the node server's session is logged when its worker has exited,
+        # shortly after gdb did.
+        deadline = time.time() + 20
+        while True:
+            with open(self.node_log) as f:
+                log = f.read()
+            if re.search(r"session summary: .*%s" % re.escape(os.path.basename(self.dll)), log) \
+                    or time.time() > deadline:
+                break
+            time.sleep(0.2)
         proved = {int(p) for p in re.findall(r"memory read on this host, from pid (\d+)", log)}
         problems += ["the --node-memory server did not prove rank pid %d: see %s"
                      % (pid, self.node_log) for pid in self.pids if pid not in proved]
+        misses = [int(m) for m in re.findall(r"look-ups \d+ hits / (\d+) misses", log)]
+        if not misses or max(misses) != 0:
+            problems.append("the node server, new to the DLL, asked for look-ups one by one "
+                            "(%s misses) despite the shim's learned ones: see %s"
+                            % (misses, self.node_log))
         return problems
 
     def stop(self):

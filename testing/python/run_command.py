@@ -1,5 +1,5 @@
 """Running a program of the build as its user would, but without the settings of whoever runs
-the tests: no MQD_PROXY_* variable of theirs and no configuration file (a test that wants one
+the tests: no MQD_PROXY_* variable of theirs, no configuration file and no learned look-ups (a test that wants one
 passes it in `env`). The counterpart of testing/rigs/RunCommand.h for the Python tests.
 
     from run_command import run, last_json
@@ -16,6 +16,7 @@ def run(argv, env=None, timeout=120):
     """Runs argv; the result has returncode, stdout, stderr, all (both) and seconds."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("MQD_PROXY_")}
     e["MQD_PROXY_CONFIG"] = ""
+    e["MQD_PROXY_STATE_DIR"] = "off"
     e.update(env or {})
     started = time.time()
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,

@@ -9,7 +9,7 @@
 //                             the input is the walk message (Cap'n Proto, flat array); byte 1
 //                             bit 0 asks for it to travel compressed. The walk is iterated as
 //                             a debugger does, and every record applied to debugger buffers
-//   3  LearnedLookups         a server state file lookups-<build>.capnp (the rest of the input)
+//   3  LearnedLookups         a state file lookups-<build>.capnp (shim or server) (the rest of the input)
 //   4  LearnedMemory          a server state file blocks-<build>-<fingerprint>.capnp
 //   5  RecordReader           a recording (MQD_PROXY_RECORD) as `mqd-proxy replay` reads it,
 //                             then indexed by RecordedDebugger, which answers the replayed
@@ -221,7 +221,7 @@ std::string declaredBuildId(const uint8_t* data, size_t size, uint64_t* fingerpr
 void fuzzLookups(const uint8_t* data, size_t size) {
   std::string build = declaredBuildId<mqd::wire::LearnedLookups>(data, size, nullptr);
   writeFile(stateDir + "/lookups-" + build + ".capnp", data, size);
-  mqd::server::LearnedLookups learned(stateDir, "fuzz.so", build);
+  mqd::LearnedLookups learned(stateDir, "fuzz.so", build);
   (void)learned.load();
   ::unlink((stateDir + "/lookups-" + build + ".capnp").c_str());
 }

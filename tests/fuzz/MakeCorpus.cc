@@ -281,6 +281,14 @@ TEST_CASE("record real sessions as fuzz seeds") {
   }
   session(relayed, "epoch", "on", 40);
   record("session-epoch-compress-on-40-ops");
+  // Look-ups answered ahead with mqs_setup_image: the shim learns them in one session
+  // (MQD_PROXY_STATE_DIR) and sends them, with its debugger's answers, in the next.
+  setenv("MQD_PROXY_STATE_DIR", (dir / "shim-state").c_str(), 1);
+  session(relayed, "epoch", "off", 2);
+  record("session-epoch-shim-learning");
+  session(relayed, "epoch", "off", 2);
+  record("session-epoch-lookups-ahead");
+  setenv("MQD_PROXY_STATE_DIR", "off", 1);
   // A session the server refuses (a DLL not on its allow-list).
   configure(relayed, "/no/such/libmpi_dbg_msgq.so", "epoch", "off", dir);
   {

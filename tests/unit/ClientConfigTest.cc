@@ -6,8 +6,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "ClientConfig.h"
+#include "LearnedLookups.h"
 #include "Endpoint.h"
 #include "ServerProcess.h"
 
@@ -21,19 +24,23 @@ struct Env {
                           "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
                           "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME", "MQD_PROXY_CACHE",
                           "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS",
-                          "MQD_PROXY_SERVER_UID"}) {
+                          "MQD_PROXY_SERVER_UID", "MQD_PROXY_STATE_DIR"}) {
       unsetenv(v);
     }
   }
   // No configuration file unless a test asks for one: the machine's own must not leak in.
   Env() {
+    if (const char* v = std::getenv("MQD_PROXY_STATE_DIR")) stateDir = v;
     clear();
     setenv("MQD_PROXY_CONFIG", "", 1);
   }
   ~Env() {
     clear();
     unsetenv("MQD_PROXY_CONFIG");
+    // The tests after this one in the binary keep the hermetic "off" ctest gave them.
+    if (stateDir) setenv("MQD_PROXY_STATE_DIR", stateDir->c_str(), 1);
   }
+  std::optional<std::string> stateDir;
 };
 }  // namespace
 
@@ -49,6 +56,23 @@ TEST_CASE("ClientConfig: defaults") {
   CHECK(c.tokenFile.empty());
   CHECK(c.tlsCa.empty());
   CHECK(c.tlsName.empty());
+  CHECK(c.stateDir == mqd::defaultStateDir());
+}
+
+TEST_CASE("ClientConfig: state_dir is an absolute directory or off") {
+  Env env;
+  std::vector<std::string> problems;
+  setenv("MQD_PROXY_STATE_DIR", "/var/tmp/mqd-state", 1);
+  CHECK(ClientConfig::load(&problems).stateDir == "/var/tmp/mqd-state");
+  setenv("MQD_PROXY_STATE_DIR", "off", 1);
+  ClientConfig off = ClientConfig::load(&problems);
+  CHECK(off.stateDir.empty());
+  CHECK(problems.empty());
+  setenv("MQD_PROXY_STATE_DIR", "relative/dir", 1);
+  ClientConfig bad = ClientConfig::load(&problems);
+  CHECK(bad.stateDir == mqd::defaultStateDir());  // the default is kept
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("absolute") != std::string::npos);
 }
 
 TEST_CASE("ClientConfig: token and TLS settings") {

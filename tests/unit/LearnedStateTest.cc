@@ -12,6 +12,7 @@
 #include "LearnedMemory.h"
 #include "ServerProcess.h"
 
+using namespace mqd;
 using namespace mqd::server;
 using mqd::harness::TempDir;
 

@@ -1,6 +1,6 @@
 #include "LookupKey.h"
 
-namespace mqd::server {
+namespace mqd {
 
 void LookupKey::writeTo(wire::Lookup::Builder out) const {
   switch (kind) {
@@ -49,4 +49,4 @@ std::optional<LookupKey> LookupKey::from(wire::Lookup::Reader in) {
   return std::nullopt;
 }
 
-}  // namespace mqd::server
+}  // namespace mqd

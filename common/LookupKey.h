@@ -9,7 +9,7 @@
 
 #include "mqd.capnp.h"
 
-namespace mqd::server {
+namespace mqd {
 
 struct LookupKey {
   enum Kind { Symbol, Function, Type, Field, SizeOf } kind;
@@ -25,4 +25,4 @@ struct LookupKey {
   static std::optional<LookupKey> from(wire::Lookup::Reader in);
 };
 
-}  // namespace mqd::server
+}  // namespace mqd

@@ -10,7 +10,7 @@
 #include "Log.h"
 #include "StateFile.h"
 
-namespace mqd::server {
+namespace mqd {
 namespace {
 
 constexpr uint64_t kMaxFileWords = 1u << 20;  // 8 MiB: far more than any DLL's look-ups
@@ -79,4 +79,4 @@ void LearnedLookups::save(const std::set<LookupKey>& seen) {
   writeStateFile(file_, message);
 }
 
-}  // namespace mqd::server
+}  // namespace mqd

@@ -1,4 +1,4 @@
-// StateFile: the files the server keeps in its state directory (LearnedLookups,
+// StateFile: the files the shim and the server keep in their state directories (LearnedLookups,
 // LearnedMemory): one Cap'n Proto message each, read with a traversal limit and replaced
 // atomically (ReplacementFile: a private temporary file renamed over the old one), so a reader
 // never sees half a file and a link planted in the directory is never followed.
@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-namespace mqd::server {
+namespace mqd {
 
 // Calls `use` with the message in `path`, read whole (a file over `maxWords` words, or anything
 // but a regular file, a symbolic link included, is unreadable) and traversed within
@@ -23,4 +23,4 @@ bool readStateFile(const std::string& path, uint64_t maxWords,
 // Replaces `path` with `message`; false (with a warning) if it could not.
 bool writeStateFile(const std::string& path, capnp::MessageBuilder& message);
 
-}  // namespace mqd::server
+}  // namespace mqd

@@ -10,7 +10,7 @@
 #include "RegularFile.h"
 #include "ReplacementFile.h"
 
-namespace mqd::server {
+namespace mqd {
 
 bool readStateFile(const std::string& path, uint64_t maxWords,
                    const std::function<void(capnp::MessageReader&)>& use) {
@@ -54,4 +54,4 @@ bool writeStateFile(const std::string& path, capnp::MessageBuilder& message) {
   }
 }
 
-}  // namespace mqd::server
+}  // namespace mqd
