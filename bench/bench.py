@@ -88,7 +88,11 @@ class Build:
 class Proxy:
     """A server (with its learned-state directory) and, for RTT > 0, a relay in front of it."""
 
-    def __init__(self, build, dll, state, rtt, work, options=()):
+    def __init__(self, build, dll, state, rtt, work, options=(), shim_state=None):
+        # The shim's learned look-ups (MQD_PROXY_STATE_DIR, proxy_env) live beside the
+        # server's --state-dir unless told otherwise, so that forget(state) makes a first
+        # session ever on both sides.
+        self.shim_state = shim_state or state + "-shim"
         ready = os.path.join(work, "server.ready")
         if os.path.exists(ready):
             os.unlink(ready)
@@ -150,8 +154,18 @@ def human(n):
     return "%.1f MiB" % (n / 1024 / 1024)
 
 
-def proxy_env(mode):
-    env = {"MQD_PROXY_CACHE": "off", "MQD_PROXY_COMPRESS": "off"} if mode == "naive" else {}
+def forget(state):
+    """A first session ever: no learned state on the server's side or the shim's."""
+    for path in (state, state + "-shim"):
+        if os.path.exists(path):
+            shutil.rmtree(path)
+
+
+def proxy_env(mode, proxy):
+    """The shim's settings for a mode; its learned look-ups go to proxy.shim_state."""
+    env = {"MQD_PROXY_STATE_DIR": proxy.shim_state}
+    if mode == "naive":
+        env.update({"MQD_PROXY_CACHE": "off", "MQD_PROXY_COMPRESS": "off"})
     if DEBUG:
         env["MQD_PROXY_LOG"] = "debug"
     return env
@@ -210,7 +224,7 @@ class GdbRankSuite:
     def proxied(self, proxy, mode, dumps, tag):
         load = "mqd load --server %s %s" % (proxy.endpoint, self.build.shim)
         seconds, counters, texts = self._gdb(load, os.path.join(self.work, tag), dumps,
-                                             proxy.direct, proxy_env(mode))
+                                             proxy.direct, proxy_env(mode, proxy))
         for i, text in enumerate(texts):
             if text != self.reference:
                 raise SystemExit("FAIL: %s dump %d differs from the native one (see %s)"
@@ -280,7 +294,7 @@ class SyntheticSuite:
         return self._run(self.dll, 1, None, {})[0][0]
 
     def proxied(self, proxy, mode, dumps, tag):
-        env = proxy_env(mode)
+        env = proxy_env(mode, proxy)
         env.update({"MQD_PROXY_SERVER": proxy.endpoint, "MQD_PROXY_DLL": self.dll})
         return self._run(self.build.shim, dumps, proxy.direct, env)
 
@@ -315,8 +329,8 @@ def run_suite(suite_class, build, sizes, rtts, naive_max_rtt):
                                              rts=z["rts"], bytes=z["bytes"],
                                              note="extrapolated: 0 ms time + round trips x RTT"))
                         continue
-                    if mode == "cold" and os.path.exists(state):
-                        shutil.rmtree(state)
+                    if mode == "cold":
+                        forget(state)
                     proxy = Proxy(build, suite.dll, state, rtt, work)
                     dumps = 2 if mode == "cold" else 1
                     try:

@@ -14,7 +14,11 @@ a second relay with the server link's round trip. The front end runs `mqd load`,
   node-cold the server's --node-memory in a first session ever: it reads the rank on this host
             once proved (another architecture under qemu-user cannot be proved: the callback
             path, measured as cold and learned)
-  node      the same after `learned` (learned look-ups)
+  node-new  a server new to the DLL with --node-memory (empty --state-dir), the shim's learned
+            look-ups answered ahead (MQD_PROXY_STATE_DIR): a new node's server for a debugger
+            that used the DLL before
+  node      the same after `learned` (learned look-ups on both sides)
+The shim's learned look-ups live in the work directory: cold and node-cold start with none.
 
 For each phase it prints the wall time, the debugger link's exchanges (the packets gdb sent
 to gdbserver, from gdb's remote-protocol trace) and, through the proxy, the server link's
@@ -50,7 +54,7 @@ import e2e_cross as cross  # noqa: E402
 from gdbserver import GdbServer  # noqa: E402
 
 PHASES = ("load", "first", "refresh")
-MODES = ("native", "cold", "learned", "node-cold", "node")
+MODES = ("native", "cold", "learned", "node-cold", "node-new", "node")
 SERVER_OPTIONS = json.loads(os.environ.get("MQD_BENCH_SERVER_OPTIONS", "[]"))  # experiments
 
 # Runs inside gdb: the front end's load and two dumps, each phase marked on stderr (where
@@ -217,17 +221,18 @@ def _listening(port):
                    for fields in (line.split() for line in f.readlines()[1:]))
 
 
-def run_gdb(build, rank, before, load, out, direct=None):
-    """One gdb session through `rank` (stopped afterwards): {seconds, counters, packets,
-    texts}."""
+def run_gdb(build, rank, before, load, out, direct=None, env_extra=None):
+    """One gdb session through `rank` (stopped afterwards), with `env_extra` in its
+    environment: {seconds, counters, packets, texts}."""
     try:
         script = out + ".gdb.py"
         with open(script, "w") as f:
             f.write(GDB_SCRIPT)
         stats = [build.cli, "--server", direct, "stats", "--json"] if direct else None
-        env = dict(os.environ, MQD_BENCH=json.dumps(
+        env = dict(os.environ, **(env_extra or {}))
+        env["MQD_BENCH"] = json.dumps(
             {"frontend": build.frontend, "before": before, "load": load, "out": out,
-             "stats": stats, "delay_signal": rank.delay_signal}))
+             "stats": stats, "delay_signal": rank.delay_signal})
         result = subprocess.run(rank.gdb + ["-x", script], env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, timeout=7200)
     finally:
@@ -280,14 +285,19 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
         # Under qemu-user the process on this host is qemu, whose memory and AT_RANDOM are not
         # the guest's: no proof is possible there, and the callback path is `learned`.
         for mode in MODES[1:3] if cross_target else MODES[1:]:
-            state = os.path.join(work, "state-node-cold" if mode == "node-cold" else "state")
+            # Server and shim state: the server's is new in node-cold and node-new, the
+            # shim's in node-cold only.
+            state = os.path.join(work, "state-" + mode if mode in ("node-cold", "node-new")
+                                 else "state")
+            shim = {"MQD_PROXY_STATE_DIR": os.path.join(
+                work, "shim-state-node-cold" if mode == "node-cold" else "shim-state")}
             log = os.path.join(work, "server.log")
             seen = os.path.getsize(log) if os.path.exists(log) else 0  # earlier modes' lines
             server = proxy(state, ["--node-memory"] if mode.startswith("node") else [])
             try:
                 load = "mqd load --server %s %s%s" % (server.endpoint, vendor, build.shim)
                 found = run_gdb(build, rank(mode), before, load, os.path.join(work, mode),
-                                server.direct)
+                                server.direct, shim)
             finally:
                 server.stop()
             if mode.startswith("node"):
@@ -422,9 +432,11 @@ def main():
                 "gdb cannot load ARCH's DLL. Every proxied dump is identical to the native one, "
                 "or to the first proxied one. Debugger link exchanges are the packets gdb sent "
                 "to gdbserver or the stub. Modes: native (the DLL in gdb), cold (first session "
-                "ever), learned (a later session), node-cold and node (the same with the "
-                "server's --node-memory, which reads the proved rank on this host; not under "
-                "qemu-user, where no proof is possible).\n\n%s\n"
+                "ever, on both sides), learned (a later session), node-cold and node (the same "
+                "with the server's --node-memory, which reads the proved rank on this host; not "
+                "under qemu-user, where no proof is possible), node-new (a server new to the DLL, "
+                "with --node-memory, for a shim that kept its learned look-ups: a new node).\n\n"
+                "%s\n"
                 % (command, datetime.date.today().isoformat(), platform.machine(),
                    os.cpu_count(), args.debugger_rtt, args.server_rtt, text))
     print("written to " + args.output)

@@ -8,7 +8,7 @@ attached by one gdb with the front end (`mqd attach --launcher <mpirun>`), which
 refresh. Modes:
 
   native    Open MPI's DLL loaded in gdb (the reference; its JSON is compared with every other)
-  cold      through the proxy, first session ever (empty --state-dir)
+  cold      through the proxy, first session ever (empty --state-dir; nothing learned by the shim)
   learned   through the proxy, a fresh gdb and session after `cold` (learned look-ups, memory)
 
 at each injected RTT between the shim and the server (0: a unix socket; else mqd-relay on TCP
@@ -37,7 +37,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
-from bench import Build, OMPI_DLL_GLOB, Proxy, delta, human, round_trips, wire_bytes  # noqa: E402
+from bench import (Build, OMPI_DLL_GLOB, Proxy, delta, forget, human, proxy_env,  # noqa: E402
+                   round_trips, wire_bytes)
 from mpi_job import Job  # noqa: E402
 
 # Runs inside gdb: attaches the job, loads the DLL, dumps every rank `dumps` times; after each
@@ -91,12 +92,12 @@ with open(cfg["out"] + ".result.json", "w") as f:
 """
 
 
-def run_gdb(build, job, load, out, server=None, direct=None, dumps=2):
+def run_gdb(build, job, load, out, server=None, direct=None, dumps=2, shim_env=None):
     """One gdb over the whole job; returns the script's result dict and the dumps' JSON."""
     script = out + ".gdb.py"
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
-    env = dict(os.environ)
+    env = dict(os.environ, **(shim_env or {}))
     env["MQD_BENCH"] = json.dumps({
         "frontend": build.frontend, "attach": "mqd attach --launcher %d" % job.proc.pid,
         "load": load, "out": out, "dumps": dumps, "cli": build.cli, "direct": direct,
@@ -128,14 +129,15 @@ def measure(build, ranks, ops, rtts, work):
         for rtt in rtts:
             state = os.path.join(work, "state-%g" % rtt)
             for mode in ("cold", "learned"):
-                if mode == "cold" and os.path.exists(state):
-                    shutil.rmtree(state)
+                if mode == "cold":
+                    forget(state)
                 proxy = Proxy(build, dll, state, rtt, work)
                 try:
                     load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
                     result, texts = run_gdb(build, job, load,
                                             os.path.join(work, "%s-%g" % (mode, rtt)),
-                                            proxy.proc.pid, proxy.direct)
+                                            proxy.proc.pid, proxy.direct,
+                                            shim_env=proxy_env(mode, proxy))
                 finally:
                     proxy.stop()
                 for i, text in enumerate(texts):
