@@ -129,18 +129,13 @@ kj::Promise<void> DebuggerService::sizeOf(SizeOfContext context) {
 
 kj::Promise<void> DebuggerService::getTypeSizes(GetTypeSizesContext context) {
   uint64_t process = context.getParams().getProcess();
-  using Sizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
+  using Sizes = DebuggerSide::TypeSizes;
   return onCallingThread<Sizes>("get_type_sizes",
                                 [=](DebuggerSide& d) { return d.getTypeSizes(process); })
       .then([context](Sizes sizes) mutable {
-        auto list = context.getResults().initSizes(static_cast<unsigned>(sizes.size()));
-        for (unsigned i = 0; i < sizes.size(); ++i) {
-          if (sizes[i]) {
-            list[i].setValue(*sizes[i]);
-          } else {
-            list[i].setUntouched();
-          }
-        }
+        DebuggerSide::writeTypeSizes(sizes,
+                                     context.getResults().initSizes(
+                                         static_cast<unsigned>(sizes.size())));
       });
 }
 

@@ -120,9 +120,8 @@ int DebuggerSide::sizeOf(uint64_t type) {
   return 0;
 }
 
-std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> DebuggerSide::getTypeSizes(
-    uint64_t process) {
-  std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> answer;
+DebuggerSide::TypeSizes DebuggerSide::getTypeSizes(uint64_t process) {
+  TypeSizes answer;
   mqs_process* handle = processes.handleOf(process);
   // The image callbacks hold get_type_sizes; use the table of the process's own image if the
   // shim knows it, else any image's.
@@ -164,6 +163,17 @@ int DebuggerSide::getGlobalRank(uint64_t process) {
   const mqs_process_callbacks* t = processTable(process);
   if (t == nullptr || t->mqs_get_global_rank_fp == nullptr) return MQS_INVALID_PROCESS;
   return t->mqs_get_global_rank_fp(processes.handleOf(process));
+}
+
+void DebuggerSide::writeTypeSizes(const TypeSizes& sizes,
+                                  capnp::List<wire::OutInt>::Builder out) {
+  for (unsigned i = 0; i < sizes.size() && i < out.size(); ++i) {
+    if (sizes[i]) {
+      out[i].setValue(*sizes[i]);
+    } else {
+      out[i].setUntouched();
+    }
+  }
 }
 
 uint64_t DebuggerSide::getImage(uint64_t process) {

@@ -56,8 +56,10 @@ class DebuggerSide {
   uint64_t findType(uint64_t image, const char* name, int lang);  // 0 (NULL)
   int fieldOffset(uint64_t type, const char* field);                // -1
   int sizeOf(uint64_t type);                                        // 0
-  std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS> getTypeSizes(
-      uint64_t process);                                            // all untouched
+  using TypeSizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
+  TypeSizes getTypeSizes(uint64_t process);                         // all untouched
+  // As the wire carries them (nullopt: untouched).
+  static void writeTypeSizes(const TypeSizes& sizes, capnp::List<wire::OutInt>::Builder out);
   int fetchData(uint64_t process, uint64_t address, int size, std::vector<unsigned char>* out);
   int getGlobalRank(uint64_t process);                              // MQS_INVALID_PROCESS
   uint64_t getImage(uint64_t process);                              // 0

@@ -648,11 +648,28 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
 }
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
+  // Under epoch, the process's image and type sizes travel with the request (asked here, on
+  // the debugger's thread, now that it handed over the process's table): every DLL asks for
+  // them during its set-up, two round trips a process otherwise.
+  struct Facts {
+    uint64_t image;
+    DebuggerSide::TypeSizes sizes;
+  };
+  std::optional<Facts> facts;
+  if (config_.cache == wire::CachePolicy::EPOCH) {
+    facts = Facts{side_.getImage(token), side_.getTypeSizes(token)};
+  }
   auto reply = roundTrip<wire::Session::SetupProcessResults>(
-      EntryPoint::setup_process, [token, bigEndian](wire::Session::Client& s) {
+      EntryPoint::setup_process, [token, bigEndian, &facts](wire::Session::Client& s) {
         auto r = s.setupProcessRequest();
         r.setProcess(token);
         r.setTargetBigEndian(bigEndian);
+        if (facts) {
+          auto out = r.initFacts();
+          out.setImage(facts->image);
+          DebuggerSide::writeTypeSizes(
+              facts->sizes, out.initTypeSizes(static_cast<unsigned>(facts->sizes.size())));
+        }
         return r.send();
       });
   int rc = resultOf(reply, reply.get().getRc());

@@ -310,6 +310,14 @@ struct LookupAnswer {
   value @3 :Int32;        # field: offset; sizeOf: size
 }
 
+struct ProcessFacts {
+  # Facts of a process's executable that the debugger answers the same for as long as the
+  # process stays set up, sent with Session.setupProcess so that the server keeps them as if
+  # the DLL had asked (docs/transparency.md, "Answers the proxy asks for or keeps").
+  image @0 :UInt64;            # get_image's answer (0: NULL)
+  typeSizes @1 :List(OutInt);  # get_type_sizes': one per mqs_target_type_sizes member (7)
+}
+
 struct LearnedLookups {
   # What sessions with one vendor DLL have looked up, kept by the server between sessions
   # (--state-dir) so that the next session can ask for it all in one round trip.
@@ -447,14 +455,16 @@ interface Session {
       -> (rc :Int32, message :OutString, failure :Failure);
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool)
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts)
       -> (rc :Int32, warning :Text, failure :Failure);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
+  # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
+  # by the shim once it holds the process's table (absent otherwise: the server asks when the
+  # DLL asks). Nothing else about the process comes with it: its rank, job and identity are
+  # asked when the DLL asks, since a debugger may learn them only after the set-up.
   # warning: a sentence for the user when the reported byte order contradicts a value of the
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
-  # Nothing else about the process comes with it: the server asks the debugger when the DLL
-  # asks (its image, rank, type sizes, ...), so that no answer is taken before it is valid.
 
   processHasQueues @6 (process :UInt64)
       -> (rc :Int32, message :OutString, failure :Failure);

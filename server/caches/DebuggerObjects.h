@@ -58,9 +58,10 @@ struct RemoteProcess {
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
   // The debugger's answers about the process, kept as long as it cannot answer differently
   // (cache policies call and epoch; docs: "Answers the proxy asks for or keeps"). Each is
-  // asked for when the DLL first asks, never ahead.
+  // asked for when the DLL first asks, except what the shim sent with mqs_setup_process.
   //   Kept while the process stays set up (reset by mqs_setup_process): its image and type
-  //   sizes, facts of its executable that every DLL needs from its set-up on.
+  //   sizes, facts of its executable that every DLL needs from its set-up on (under epoch,
+  //   the shim sends them with the set-up: wire ProcessFacts).
   std::optional<uint64_t> image;
   std::optional<TypeSizes> typeSizes;
   //   Kept for one mqs_* call only: its MPI rank, job and identity, which a debugger may learn

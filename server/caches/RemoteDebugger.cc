@@ -181,18 +181,29 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
   return size;
 }
 
+namespace {
+
+TypeSizes typeSizesOf(capnp::List<wire::OutInt>::Reader list) {
+  TypeSizes sizes;
+  for (unsigned i = 0; i < list.size() && i < sizes.size(); ++i) {
+    if (list[i].isValue()) sizes[i] = list[i].getValue();
+  }
+  return sizes;
+}
+
+}  // namespace
+
+void RemoteDebugger::keepProcessFacts(RemoteProcess& process, wire::ProcessFacts::Reader facts) {
+  process.image = facts.getImage();
+  process.typeSizes = typeSizesOf(facts.getTypeSizes());
+}
+
 void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
                                   mqs_target_type_sizes* sizes) {
   TypeSizes answer = attribute(call, caches(), process.typeSizes, [&]() {
     auto request = client_.getTypeSizesRequest();
     request.setProcess(process.token);
-    auto response = await(call, request);
-    TypeSizes asked;
-    auto list = response.getSizes();
-    for (unsigned i = 0; i < list.size() && i < asked.size(); ++i) {
-      if (list[i].isValue()) asked[i] = list[i].getValue();
-    }
-    return asked;
+    return typeSizesOf(await(call, request).getSizes());
   });
   if (sizes == nullptr) return;
   int* fields = &sizes->short_size;

@@ -101,6 +101,10 @@ class RemoteDebugger {
   void keepLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups,
                    capnp::List<wire::LookupAnswer>::Reader answers);
 
+  // Keeps the image and type sizes the shim sent with mqs_setup_process, as if the DLL had
+  // asked (they are kept while the process stays set up).
+  void keepProcessFacts(RemoteProcess& process, wire::ProcessFacts::Reader facts);
+
   // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 

@@ -269,6 +269,9 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
     remote_.processSetUp(process);
+    if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
+      remote_.keepProcessFacts(process, params.getFacts());
+    }
     startEpoch(call, process, false);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());

@@ -169,6 +169,31 @@ TEST_CASE("epoch policy: the images after the first in a session get their look-
   CHECK(secondCallbacks <= 1);
 }
 
+TEST_CASE("epoch policy: a process's image and type sizes travel with mqs_setup_process") {
+  // Every DLL asks for both during its set-up; under epoch the shim sends them with the
+  // request, under call the server asks when the DLL asks. The set-up's other callbacks (the
+  // rank, memory) are asked for as before in both.
+  auto setUpCallbacks = [](const char* cache) {
+    TempDir dir;
+    ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+    configure(server.endpoint(), cache, "off", dir);
+    Rig rig(10);
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    REQUIRE(rig.dll().setup_image(rig.i(), rig.d->imageCallbacks()) == mqs_ok);
+    char* m = nullptr;
+    REQUIRE(rig.dll().image_has_queues(rig.i(), &m) == mqs_ok);
+    uint64_t before = lastSession(server.endpoint())["rt.callbacks"];
+    REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+    uint64_t after = lastSession(server.endpoint())["rt.callbacks"];
+    CHECK(rig.refresh() == 10 * 3 * 5);  // the DLL got what it needed
+    return after - before;
+  };
+  uint64_t epoch = setUpCallbacks("epoch");
+  uint64_t call = setUpCallbacks("call");
+  MESSAGE("callback round trips of mqs_setup_process: epoch ", epoch, ", call ", call);
+  CHECK(epoch + 2 == call);
+}
+
 TEST_CASE("epoch policy: a server that never saw the DLL gets the shim's learned look-ups") {
   // A node's server is new to the DLL once per node; the debugger's machine stays the same.
   // The shim keeps what its sessions looked up (MQD_PROXY_STATE_DIR) and answers it ahead at
