@@ -8,6 +8,7 @@
 #include <optional>
 #include <cstdint>
 
+#include "Bulk.h"
 #include "EventLoopThread.h"
 #include "Log.h"
 #include "OutputApply.h"
@@ -206,6 +207,7 @@ void MqsClient::reestablish() {
           config_.server.c_str());
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
+  nextEpoch_.clear();
   if (dll_.buildId != oldBuild) {
     dllErrorText_.clear();
     side_.forgetLookedUp();  // another DLL build's look-ups
@@ -562,6 +564,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
+    nextEpoch_.erase(token);
     if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
@@ -637,14 +640,57 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
 
 MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdate(
     uint64_t process) {
+  // Under epoch, what the process's last epoch read (the server named it in its last reply)
+  // is read again here, inside this mqs_update_communicator_list, and sent with the request:
+  // the server would otherwise ask for it at the epoch's start, in a round trip of its own.
+  struct Ahead {
+    Window window;
+    DebuggerSide::Block block;
+  };
+  std::vector<Ahead> ahead;
+  auto named = nextEpoch_.find(process);
+  if (named != nextEpoch_.end()) {
+    std::vector<Window> windows = std::move(named->second);
+    nextEpoch_.erase(named);
+    uint64_t total = 0;
+    try {
+      for (const Window& w : windows) {
+        total += w.size;
+        if (config_.cache != wire::CachePolicy::EPOCH || total > wire::MAX_BLOCKS_AHEAD_BYTES) {
+          break;
+        }
+        ahead.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
+      }
+    } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
+      MQD_LOG(Debug, "no memory read ahead: %s", e.what());
+      ahead.clear();
+    }
+  }
   const ClientCounters* c = &counters_;
-  return roundTrip<wire::Session::UpdateCommunicatorListResults>(
-      EntryPoint::update_communicator_list, [process, c](wire::Session::Client& s) {
+  auto reply = roundTrip<wire::Session::UpdateCommunicatorListResults>(
+      EntryPoint::update_communicator_list, [this, process, c, &ahead](wire::Session::Client& s) {
         auto r = s.updateCommunicatorListRequest();
         r.setProcess(process);
         c->write(r.initClientCounters(ClientCounters::kCount));
+        if (!ahead.empty()) {
+          auto windows = r.initAhead(static_cast<unsigned>(ahead.size()));
+          auto blocks = r.initBlocks(static_cast<unsigned>(ahead.size()));
+          for (unsigned i = 0; i < ahead.size(); ++i) {
+            windows[i].setAddress(ahead[i].window.address);
+            windows[i].setSize(ahead[i].window.size);
+            const DebuggerSide::Block& b = ahead[i].block;
+            blocks[i].setRc(b.rc);
+            blocks[i].setAddress(b.address);
+            setBulk(blocks[i].initData(), kj::arrayPtr(b.bytes.data(), b.bytes.size()),
+                    connection_->compress());
+          }
+        }
         return r.send();
       });
+  std::vector<Window> next;
+  for (auto w : reply.get().getNextEpoch()) next.push_back({w.getAddress(), w.getSize()});
+  if (!next.empty()) nextEpoch_[process] = std::move(next);
+  return reply;
 }
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {

@@ -143,6 +143,12 @@ class MqsClient {
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
+  // Per process: the memory its last epoch read, as the server named it (sendUpdate).
+  struct Window {
+    uint64_t address;
+    uint32_t size;
+  };
+  std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

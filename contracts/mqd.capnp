@@ -35,6 +35,10 @@ const maxFetchBytes :Int32 = 67108864;
 # largest read is a few KiB; a larger size is a DLL reading garbage (a byte order the debugger
 # got wrong: hundreds of megabytes). The server refuses it to the DLL, the shim to the server.
 
+const maxBlocksAheadBytes :UInt32 = 16777216;
+# The most target memory the shim reads ahead for one Session.updateCommunicatorList: 16 MiB,
+# one batch of the server's own prefetch.
+
 const maxLookupsAhead :UInt32 = 16384;
 # The most look-ups the shim answers ahead with one Session.setupImage (Open MPI's DLL makes
 # about 110); the server refuses a longer list, the shim never sends one.
@@ -470,11 +474,18 @@ interface Session {
       -> (rc :Int32, message :OutString, failure :Failure);
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
-  updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter))
-      -> (rc :Int32, walk :Bulk, failure :Failure);
+  updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
+                             ahead :List(MemoryWindow), blocks :List(MemoryBlock))
+      -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow), failure :Failure);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
+  # nextEpoch: in the epoch policy, the windows of target memory this epoch has read (at most
+  # maxBlocksAheadBytes in all; none for a process read on its node), which the next epoch
+  # will read again. ahead/blocks: the windows the process's previous reply named, one block
+  # each, in order, read by the shim from its debugger inside this call (what a fetchBlocks
+  # at the epoch's start would have got); the server keeps them as this epoch's and asks in
+  # one round trip only for what else the previous epoch read.
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);

@@ -425,7 +425,8 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
 }
 
 void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
-                              const std::vector<TargetMemory::Window>& learned) {
+                              const std::vector<TargetMemory::Window>& learned,
+                              const std::vector<BlockAhead>& ahead) {
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
   process.memory->newEpoch();
@@ -433,14 +434,46 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   if (options_.policy != wire::CachePolicy::EPOCH) return;
   // A proved process is read on the node as the DLL needs it: nothing to ask for ahead.
   if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
-  // Everything the previous epoch read (and what an earlier session learned), each once.
-  std::vector<TargetMemory::Window> wanted = process.memory->previousWindows();
+  // What the shim read ahead is kept; everything else the previous epoch read (and what an
+  // earlier session learned) is asked for, each once.
   std::set<std::pair<uint64_t, uint32_t>> seen;
-  for (const auto& w : wanted) seen.insert({w.address, w.size});
-  for (const auto& w : learned) {
-    if (seen.insert({w.address, w.size}).second) wanted.push_back(w);
+  for (const BlockAhead& a : ahead) {
+    if (seen.insert({a.window.address, a.window.size}).second) {
+      keepBlock(call, process, a.window, a.block);
+    }
+  }
+  std::vector<TargetMemory::Window> wanted;
+  for (const auto* list : {&process.memory->previousWindows(), &learned}) {
+    for (const auto& w : *list) {
+      if (seen.insert({w.address, w.size}).second) wanted.push_back(w);
+    }
   }
   prefetch(call, process, wanted);
+}
+
+std::vector<TargetMemory::Window> RemoteDebugger::nextEpochWindows(
+    const RemoteProcess& process) const {
+  std::vector<TargetMemory::Window> out;
+  if (options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
+      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    return out;
+  }
+  uint64_t total = 0;
+  for (const auto& w : process.memory->currentWindows()) {
+    if (total + w.size > wire::MAX_BLOCKS_AHEAD_BYTES) break;
+    total += w.size;
+    out.push_back(w);
+  }
+  return out;
+}
+
+void RemoteDebugger::keepBlock(DllCall& call, RemoteProcess& process,
+                               const TargetMemory::Window& window,
+                               wire::MemoryBlock::Reader block) {
+  if (block.getRc() != mqs_ok) return;  // a demand read will ask for what it needs
+  auto data = takeBlock(call, block, window.size);
+  call.metrics().add(Count::BlocksPrefetched);
+  process.memory->store(block.getAddress(), kj::mv(data));
 }
 
 void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
@@ -472,11 +505,7 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
     auto response = await(call, request);
     auto blocks = response.getBlocks();
     for (unsigned i = 0; i < blocks.size() && first + i < next; ++i) {
-      auto b = blocks[i];
-      if (b.getRc() != mqs_ok) continue;  // a demand read will ask for what it needs
-      auto data = takeBlock(call, b, windows[first + i].size);
-      call.metrics().add(Count::BlocksPrefetched);
-      process.memory->store(b.getAddress(), kj::mv(data));
+      keepBlock(call, process, windows[first + i], blocks[i]);
     }
   }
 }

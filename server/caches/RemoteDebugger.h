@@ -88,11 +88,22 @@ class RemoteDebugger {
   // mqs_update_communicator_list); in policy epoch asks again, at once, for what the previous
   // epoch read, or, at the process's first epoch in this session, for `learned` (what an
   // earlier session's last epoch of this same process read).
+  // `ahead`: windows the shim read at this call's start, with their blocks (wire
+  // updateCommunicatorList), kept as this epoch's and not asked for again.
+  struct BlockAhead {
+    TargetMemory::Window window;
+    wire::MemoryBlock::Reader block;
+  };
   void newEpoch(DllCall& call, RemoteProcess& process,
-                const std::vector<TargetMemory::Window>& learned = {});
+                const std::vector<TargetMemory::Window>& learned = {},
+                const std::vector<BlockAhead>& ahead = {});
+  // The windows this epoch read, for the shim to read ahead at the next update (at most
+  // maxBlocksAheadBytes; none when the process is read on its node or memory is not kept
+  // between calls).
+  std::vector<TargetMemory::Window> nextEpochWindows(const RemoteProcess& process) const;
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
-  static constexpr uint64_t kPrefetchBatchBytes = 16u << 20;
+  static constexpr uint64_t kPrefetchBatchBytes = wire::MAX_BLOCKS_AHEAD_BYTES;
   static constexpr uint64_t kMaxPrefetchBytes = 64u << 20;
   // Answers `lookups` for `image` in one round trip, into the caches.
   void prefetchLookups(DllCall& call, RemoteImage& image, const std::vector<LookupKey>& lookups);
@@ -112,6 +123,10 @@ class RemoteDebugger {
   // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
   void prefetch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& windows);
+
+  // Keeps one block the debugger answered for `window` (a prefetch's or the shim's).
+  void keepBlock(DllCall& call, RemoteProcess& process, const TargetMemory::Window& window,
+                 wire::MemoryBlock::Reader block);
 
   int fetchBlock(DllCall& call, RemoteProcess& process, uint64_t address, uint32_t size,
                  void* buf);

@@ -123,7 +123,8 @@ uint64_t SessionService::fingerprint(RemoteProcess& process) {
   return any ? hash : 0;
 }
 
-void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refresh) {
+void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
+                                const std::vector<RemoteDebugger::BlockAhead>& ahead) {
   uint64_t print = fingerprint(process);
   std::vector<TargetMemory::Window> learned;
   if (refresh && learnedMemoryUsed_.insert(process.token).second) {
@@ -136,7 +137,7 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refr
   if (process.memory && learned.empty()) {
     learnedMemory_.save(print, process.memory->currentWindows());
   }
-  remote_.newEpoch(call, process, learned);
+  remote_.newEpoch(call, process, learned, ahead);
 }
 
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {
@@ -373,21 +374,40 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
                 counters[i].getName());
       slot.clientCounters[i].store(counters[i].getValue());
     }
-    // The target ran since the last refresh: a new memory epoch.
-    startEpoch(call, process, true);
+    // The target ran since the last refresh: a new memory epoch, starting with what the shim
+    // read ahead.
+    auto windows = params.getAhead();
+    auto blocks = params.getBlocks();
+    if (windows.size() != blocks.size()) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ "
+                                               "in number");
+    }
+    std::vector<RemoteDebugger::BlockAhead> ahead;
+    for (unsigned i = 0; i < windows.size(); ++i) {
+      ahead.push_back({{windows[i].getAddress(), windows[i].getSize()}, blocks[i]});
+    }
+    startEpoch(call, process, true, ahead);
     int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
     auto results = context.getResults();
     results.setRc(rc);
     auto walkOut = results.initWalk();
     walkOut.setRaw(nullptr);
-    if (rc != mqs_ok || remote_.options().policy != wire::CachePolicy::EPOCH) return;
-    relayDllOutput(call);  // what update printed belongs to update, not to the walk
-    capnp::MallocMessageBuilder walk;
-    CommunicatorWalker walker(*dll_, process, call);
-    if (walker.record(walk)) {
-      BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
-      metrics_.add(Count::BulkRawBytes, sizes.raw);
-      metrics_.add(Count::BulkWireBytes, sizes.wire);
+    if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
+      relayDllOutput(call);  // what update printed belongs to update, not to the walk
+      capnp::MallocMessageBuilder walk;
+      CommunicatorWalker walker(*dll_, process, call);
+      if (walker.record(walk)) {
+        BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
+        metrics_.add(Count::BulkRawBytes, sizes.raw);
+        metrics_.add(Count::BulkWireBytes, sizes.wire);
+      }
+    }
+    // After the walk, which read the queues.
+    std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
+    auto nextOut = results.initNextEpoch(static_cast<unsigned>(next.size()));
+    for (unsigned i = 0; i < next.size(); ++i) {
+      nextOut[i].setAddress(next[i].address);
+      nextOut[i].setSize(next[i].size);
     }
   });
 }

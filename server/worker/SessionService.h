@@ -87,8 +87,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
 
   // A new memory epoch for the process: what the ending one read is kept for later sessions
   // on the same process; `refresh` (an update, not a set-up) also asks for what an earlier
-  // session's last epoch of this process read, the first time.
-  void startEpoch(DllCall& call, RemoteProcess& process, bool refresh);
+  // session's last epoch of this process read, the first time; `ahead` is what the shim read
+  // at the update's start.
+  void startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
+                  const std::vector<RemoteDebugger::BlockAhead>& ahead = {});
   // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
   uint64_t fingerprint(RemoteProcess& process);
 
