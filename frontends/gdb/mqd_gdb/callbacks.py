@@ -207,8 +207,16 @@ class Callbacks:
     def _cb_fetch_data(self, process, address, size, buf):
         def fetch():
             p = self.handles.get(process, Process)
+            # The DLL may ask about any process it was given, not only the one of the call in
+            # progress (libmqdproxy.so reads the others' memory ahead). gdb 13 reads the
+            # selected inferior's memory whichever Inferior is asked, so the process's own is
+            # selected for the read.
             try:
-                data = find_inferior(p.inferior_num).read_memory(address, size)
+                if gdb.selected_inferior().num == p.inferior_num:
+                    data = find_inferior(p.inferior_num).read_memory(address, size)
+                else:
+                    with SelectedInferior(p.inferior_num):
+                        data = find_inferior(p.inferior_num).read_memory(address, size)
             except gdb.MemoryError:
                 return ERR_MEMORY
             ctypes.memmove(buf, bytes(data), size)
