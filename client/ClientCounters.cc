@@ -17,7 +17,9 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
                                  {"notifications", &notifications},
                                  {"wire_bytes_in", &wireBytesIn},
                                  {"wire_bytes_out", &wireBytesOut},
-                                 {"reconnects", &reconnects}};
+                                 {"reconnects", &reconnects},
+                                 {"refreshes_ahead", &refreshesAhead},
+                                 {"refreshes_stale", &refreshesStale}};
   for (unsigned i = 0; i < kCount && i < out.size(); ++i) {
     out[i].setName(entries[i].name);
     out[i].setValue(entries[i].value->load());
@@ -25,13 +27,14 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
 }
 
 std::string ClientCounters::summary() const {
-  char buf[384];
+  char buf[512];
   uint64_t calls = callsForwarded.load();
   uint64_t callbacks = callbacksServed.load();
   std::snprintf(buf, sizeof buf,
                 "%llu round trips (%llu calls forwarded, %llu callbacks served), %llu calls "
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
-                "%llu B in, %llu B out, %llu reconnects",
+                "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
+                "(%llu more found stale)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -40,7 +43,9 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(notifications.load()),
                 static_cast<unsigned long long>(wireBytesIn.load()),
                 static_cast<unsigned long long>(wireBytesOut.load()),
-                static_cast<unsigned long long>(reconnects.load()));
+                static_cast<unsigned long long>(reconnects.load()),
+                static_cast<unsigned long long>(refreshesAhead.load()),
+                static_cast<unsigned long long>(refreshesStale.load()));
   return buf;
 }
 

@@ -25,10 +25,12 @@ struct ClientCounters {
   std::atomic<uint64_t> wireBytesIn{0};
   std::atomic<uint64_t> wireBytesOut{0};
   std::atomic<uint64_t> reconnects{0};        // lost sessions re-established
+  std::atomic<uint64_t> refreshesAhead{0};    // updates served from a refresh ahead
+  std::atomic<uint64_t> refreshesStale{0};    // refreshes ahead the target had changed since
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;
-  static constexpr unsigned kCount = 9;
+  static constexpr unsigned kCount = 11;
 
   // "N calls forwarded, M answered locally (from walks, error texts), ..."
   std::string summary() const;

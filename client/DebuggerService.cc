@@ -37,6 +37,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
                          std::string(what) + " requested while no mqs_* call is in progress");
   }
   if (ClientCounters* c = connection_.counters()) ++c->callbacksServed;
+  MQD_LOG(Trace, "callback %s", what);
   auto paf = kj::newPromiseAndCrossThreadFulfiller<Value>();
   auto fulfiller =
       std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<Value>>>(kj::mv(paf.fulfiller));

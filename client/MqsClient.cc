@@ -208,6 +208,7 @@ void MqsClient::reestablish() {
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
   nextEpoch_.clear();
+  forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
     dllErrorText_.clear();
     side_.forgetLookedUp();  // another DLL build's look-ups
@@ -250,7 +251,7 @@ void MqsClient::reestablish() {
         }
         if (rc == mqs_ok && e.updated) {
           what = EntryPoint::update_communicator_list;
-          rc = sendUpdate(token).get().getRc();
+          rc = sendUpdate(token, {}).get().getRc();
         }
         if (rc == mqs_ok && e.updated && setUp_.cursor(token).setUp) {
           // Bring the interrupted iteration back to where the debugger stands.
@@ -546,6 +547,7 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_image_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::IMAGE, token);
+    forgetRefreshesAhead();  // never refresh ahead a process of an image the debugger let go
     auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
         EntryPoint::destroy_image_info, [token](wire::Session::Client& s) {
           auto r = s.destroyImageInfoRequest();
@@ -565,6 +567,9 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     nextEpoch_.erase(token);
+    // Its place in the refresh order starts over too; the other processes' places stand.
+    visits_.erase(token);
+    dropRefreshedAhead(token);
     if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
@@ -638,58 +643,105 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
       });
 }
 
-MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdate(
-    uint64_t process) {
-  // Under epoch, what the process's last epoch read (the server named it in its last reply)
-  // is read again here, inside this mqs_update_communicator_list, and sent with the request:
-  // the server would otherwise ask for it at the epoch's start, in a round trip of its own.
-  struct Ahead {
-    Window window;
-    DebuggerSide::Block block;
-  };
-  std::vector<Ahead> ahead;
-  auto named = nextEpoch_.find(process);
-  if (named != nextEpoch_.end()) {
-    std::vector<Window> windows = std::move(named->second);
-    nextEpoch_.erase(named);
-    uint64_t total = 0;
-    try {
-      for (const Window& w : windows) {
-        total += w.size;
-        if (config_.cache != wire::CachePolicy::EPOCH || total > wire::MAX_BLOCKS_AHEAD_BYTES) {
-          break;
-        }
-        ahead.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
-      }
-    } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
-      MQD_LOG(Debug, "no memory read ahead: %s", e.what());
-      ahead.clear();
+std::vector<MqsClient::ReadAhead> MqsClient::readAhead(uint64_t process,
+                                                      const std::vector<Window>& windows,
+                                                      uint64_t budget) {
+  std::vector<ReadAhead> read;
+  uint64_t total = 0;
+  for (const Window& w : windows) total += w.size;
+  if (total > budget) return read;
+  try {
+    for (const Window& w : windows) {
+      read.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
     }
+  } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
+    MQD_LOG(Debug, "no memory read ahead: %s", e.what());
+    read.clear();
+  }
+  return read;
+}
+
+void MqsClient::writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
+                           capnp::List<wire::MemoryWindow>::Builder windows,
+                           capnp::List<wire::MemoryBlock>::Builder blocks) {
+  for (unsigned i = 0; i < ahead.size(); ++i) {
+    windows[i].setAddress(ahead[i].window.address);
+    windows[i].setSize(ahead[i].window.size);
+    const DebuggerSide::Block& b = ahead[i].block;
+    blocks[i].setRc(b.rc);
+    blocks[i].setAddress(b.address);
+    setBulk(blocks[i].initData(), kj::arrayPtr(b.bytes.data(), b.bytes.size()), compress);
+  }
+}
+
+MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdate(
+    uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others) {
+  // The other processes' windows, read inside this call too: the server refreshes them after
+  // this one, and what it made of them is served at their own updates once proved current.
+  struct Other {
+    uint64_t process;
+    std::vector<ReadAhead> read;
+    uint64_t bytes;
+  };
+  std::vector<Other> batch;
+  for (uint64_t token : others) {
+    const std::vector<Window>& windows = nextEpoch_.at(token);
+    uint64_t bytes = 0;
+    for (const Window& w : windows) bytes += w.size;
+    std::vector<ReadAhead> read = readAhead(token, windows, bytes);
+    if (!read.empty()) batch.push_back({token, std::move(read), bytes});
+  }
+  if (!batch.empty()) {
+    MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
+            static_cast<unsigned long long>(process), batch.size());
   }
   const ClientCounters* c = &counters_;
   auto reply = roundTrip<wire::Session::UpdateCommunicatorListResults>(
-      EntryPoint::update_communicator_list, [this, process, c, &ahead](wire::Session::Client& s) {
+      EntryPoint::update_communicator_list,
+      [this, process, c, &ahead, &batch](wire::Session::Client& s) {
         auto r = s.updateCommunicatorListRequest();
         r.setProcess(process);
         c->write(r.initClientCounters(ClientCounters::kCount));
+        bool compress = connection_->compress();
         if (!ahead.empty()) {
-          auto windows = r.initAhead(static_cast<unsigned>(ahead.size()));
-          auto blocks = r.initBlocks(static_cast<unsigned>(ahead.size()));
-          for (unsigned i = 0; i < ahead.size(); ++i) {
-            windows[i].setAddress(ahead[i].window.address);
-            windows[i].setSize(ahead[i].window.size);
-            const DebuggerSide::Block& b = ahead[i].block;
-            blocks[i].setRc(b.rc);
-            blocks[i].setAddress(b.address);
-            setBulk(blocks[i].initData(), kj::arrayPtr(b.bytes.data(), b.bytes.size()),
-                    connection_->compress());
+          auto n = static_cast<unsigned>(ahead.size());
+          writeAhead(ahead, compress, r.initAhead(n), r.initBlocks(n));
+        }
+        if (!batch.empty()) {
+          auto out = r.initOthers(static_cast<unsigned>(batch.size()));
+          for (unsigned i = 0; i < batch.size(); ++i) {
+            out[i].setProcess(batch[i].process);
+            auto n = static_cast<unsigned>(batch[i].read.size());
+            writeAhead(batch[i].read, compress, out[i].initAhead(n), out[i].initBlocks(n));
           }
         }
         return r.send();
       });
-  std::vector<Window> next;
-  for (auto w : reply.get().getNextEpoch()) next.push_back({w.getAddress(), w.getSize()});
-  if (!next.empty()) nextEpoch_[process] = std::move(next);
+  auto windowsOf = [](capnp::List<wire::MemoryWindow>::Reader list) {
+    std::vector<Window> out;
+    for (auto w : list) out.push_back({w.getAddress(), w.getSize()});
+    return out;
+  };
+  std::vector<Window> next = windowsOf(reply.get().getNextEpoch());
+  if (next.empty()) {
+    nextEpoch_.erase(process);
+  } else {
+    nextEpoch_[process] = std::move(next);
+  }
+  for (auto refreshed : reply.get().getRefreshed()) {
+    auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
+      return o.process == refreshed.getProcess();
+    });
+    if (it == batch.end() || it->read.empty()) continue;  // not sent, or named twice
+    try {
+      RefreshedAhead kept{std::make_unique<RecordedWalk>(refreshed.getWalk()),
+                          windowsOf(refreshed.getNextEpoch()), std::move(it->read), it->bytes};
+      refreshedAheadBytes_ += kept.bytes;
+      refreshedAhead_[it->process] = std::move(kept);
+    } catch (const ProxyError& e) {  // that process's own update will go to the server
+      MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
+    }
+  }
   return reply;
 }
 
@@ -748,6 +800,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_process_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::PROCESS, token);
+    forgetRefreshesAhead();  // never refresh ahead a process the debugger let go
     auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
         EntryPoint::destroy_process_info, [token](wire::Session::Client& s) {
           auto r = s.destroyProcessInfoRequest();
@@ -766,7 +819,21 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::update_communicator_list)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::update_communicator_list);
     walks_.erase(token);  // a new epoch: the old record is stale
-    auto reply = sendUpdate(token);
+    std::vector<ReadAhead> ahead;
+    if (serveRefreshedAhead(token, &ahead)) {
+      visited(token);
+      setUp_.updated(token);
+      return int(mqs_ok);
+    }
+    if (ahead.empty() && config_.cache == wire::CachePolicy::EPOCH) {
+      auto named = nextEpoch_.find(token);
+      if (named != nextEpoch_.end()) {
+        ahead = readAhead(token, named->second, wire::MAX_BLOCKS_AHEAD_BYTES);
+      }
+    }
+    nextEpoch_.erase(token);
+    auto reply = sendUpdate(token, std::move(ahead), refreshCandidates(token));
+    visited(token);
     setUp_.updated(token);
     int rc = resultOf(reply, reply.get().getRc());
     if (reply.get().getWalk().getSize() > 0) {
@@ -776,6 +843,81 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     }
     return rc;
   });
+}
+
+std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
+  std::vector<uint64_t> chosen;
+  auto self = visits_.find(process);
+  if (config_.cache != wire::CachePolicy::EPOCH || self == visits_.end()) return chosen;
+  std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
+  for (const auto& [token, v] : visits_) {
+    if (token != process && v.count == self->second.count && v.last > self->second.last &&
+        refreshedAhead_.count(token) == 0 && nextEpoch_.count(token) != 0) {
+      byLast.push_back({v.last, token});
+    }
+  }
+  std::sort(byLast.begin(), byLast.end());
+  uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedAheadBytes_;
+  for (const auto& [last, token] : byLast) {
+    uint64_t bytes = 0;
+    for (const Window& w : nextEpoch_.at(token)) bytes += w.size;
+    if (bytes > budget) break;
+    budget -= bytes;
+    chosen.push_back(token);
+  }
+  return chosen;
+}
+
+bool MqsClient::serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh) {
+  auto it = refreshedAhead_.find(process);
+  if (it == refreshedAhead_.end()) return false;
+  RefreshedAhead made = std::move(it->second);
+  refreshedAhead_.erase(it);
+  refreshedAheadBytes_ -= made.bytes;
+  std::vector<Window> windows;
+  for (const ReadAhead& r : made.read) windows.push_back(r.window);
+  *fresh = readAhead(process, windows, made.bytes);
+  bool same = fresh->size() == made.read.size();
+  for (size_t i = 0; same && i < fresh->size(); ++i) {
+    const DebuggerSide::Block& then = made.read[i].block;
+    const DebuggerSide::Block& now = (*fresh)[i].block;
+    same = now.rc == then.rc && now.address == then.address && now.bytes == then.bytes;
+  }
+  if (!same) {
+    ++counters_.refreshesStale;
+    MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
+            static_cast<unsigned long long>(process));
+    return false;
+  }
+  ++counters_.refreshesAhead;
+  for (auto t : made.walk->errorTexts()) rememberDllErrorText(t.getCode(), t.getText());
+  walks_[process] = std::move(made.walk);
+  if (made.nextEpoch.empty()) {
+    nextEpoch_.erase(process);
+  } else {
+    nextEpoch_[process] = std::move(made.nextEpoch);
+  }
+  fresh->clear();
+  return true;
+}
+
+void MqsClient::visited(uint64_t process) {
+  Visits& v = visits_[process];
+  ++v.count;
+  v.last = ++updates_;
+}
+
+void MqsClient::dropRefreshedAhead(uint64_t process) {
+  auto it = refreshedAhead_.find(process);
+  if (it == refreshedAhead_.end()) return;
+  refreshedAheadBytes_ -= it->second.bytes;
+  refreshedAhead_.erase(it);
+}
+
+void MqsClient::forgetRefreshesAhead() {
+  refreshedAhead_.clear();
+  refreshedAheadBytes_ = 0;
+  visits_.clear();
 }
 
 int MqsClient::setupCommunicatorIterator(mqs_process* process) {

@@ -56,6 +56,16 @@ class MqsClient {
   template <typename Results>
   class Reply;
 
+  // A window of target memory, and a block the debugger read for one.
+  struct Window {
+    uint64_t address;
+    uint32_t size;
+  };
+  struct ReadAhead {
+    Window window;
+    DebuggerSide::Block block;
+  };
+
   // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
   template <typename Body>
   int call(EntryPoint entryPoint, Body&& body);
@@ -78,7 +88,20 @@ class MqsClient {
   Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
   Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(uint64_t process);
-  Reply<wire::Session::UpdateCommunicatorListResults> sendUpdate(uint64_t process);
+  // `windows` of the process's memory, each read now from the debugger as one block; empty
+  // when the debugger refused one or they exceed `budget` bytes in all.
+  std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows,
+                                   uint64_t budget);
+  // Writes what was read ahead into a request's parallel lists.
+  static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
+                         capnp::List<wire::MemoryWindow>::Builder windows,
+                         capnp::List<wire::MemoryBlock>::Builder blocks);
+  // mqs_update_communicator_list, with what the shim read for the process (readAhead) and for
+  // `others`, set-up processes the server refreshes in the same request (refreshCandidates):
+  // those the server refreshed without asking the debugger anything are kept in
+  // refreshedAhead_.
+  Reply<wire::Session::UpdateCommunicatorListResults> sendUpdate(
+      uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {});
 
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.
@@ -104,6 +127,17 @@ class MqsClient {
   // session re-established by this very call does not bring a fresh DLL there (its list may be
   // shorter now). Called before the session is ensured.
   void restartIteration(mqs_process* process);
+  // The processes to refresh with this one's update (policy epoch): those the debugger
+  // refreshed as often as this one and after this one's last refresh, oldest first, which a
+  // debugger that refreshes a job rank by rank refreshes next. Each has windows named by its
+  // last reply and no refresh ahead waiting.
+  std::vector<uint64_t> refreshCandidates(uint64_t process) const;
+  // Serves the process's update from its refresh ahead, if the debugger reads every window it
+  // was made from as it was then: the DLL read nothing else, so it would answer the same now.
+  // Otherwise returns false, with `fresh` holding what was read now, for the update to send.
+  bool serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh);
+  // The debugger refreshed the process (updates_, visits_).
+  void visited(uint64_t process);
   // The walk the debugger is being served from for this process, or nullptr.
   RecordedWalk* walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
@@ -144,11 +178,29 @@ class MqsClient {
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
   // Per process: the memory its last epoch read, as the server named it (sendUpdate).
-  struct Window {
-    uint64_t address;
-    uint32_t size;
-  };
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
+  // Per process: a refresh the server made ahead of the process's own update, with the blocks
+  // it was made from (sendUpdate; served by serveRefreshedAhead). Their bytes in all stay
+  // within maxRefreshAheadBytes (refreshCandidates).
+  struct RefreshedAhead {
+    std::unique_ptr<RecordedWalk> walk;
+    std::vector<Window> nextEpoch;
+    std::vector<ReadAhead> read;
+    uint64_t bytes = 0;
+  };
+  std::unordered_map<uint64_t, RefreshedAhead> refreshedAhead_;
+  uint64_t refreshedAheadBytes_ = 0;
+  // Per process: how often and when (in updates_) the debugger last refreshed it.
+  struct Visits {
+    uint64_t count = 0;
+    uint64_t last = 0;
+  };
+  std::unordered_map<uint64_t, Visits> visits_;
+  uint64_t updates_ = 0;
+  // Drops the process's refresh ahead, if any.
+  void dropRefreshedAhead(uint64_t process);
+  // Drops every refresh ahead and what the choice of the next ones rests on.
+  void forgetRefreshesAhead();
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

@@ -39,6 +39,12 @@ const maxBlocksAheadBytes :UInt32 = 16777216;
 # The most target memory the shim reads ahead for one Session.updateCommunicatorList: 16 MiB,
 # one batch of the server's own prefetch.
 
+const maxRefreshAheadBytes :UInt32 = 33554432;
+# The most target memory the shim reads ahead for the other processes of one
+# Session.updateCommunicatorList (its `others`): 32 MiB. With the process's own
+# maxBlocksAheadBytes, a request stays below maxFetchBytes, which a server's --max-message-mib
+# must exceed anyway. The server refuses more; the shim never sends more.
+
 const maxLookupsAhead :UInt32 = 16384;
 # The most look-ups the shim answers ahead with one Session.setupImage (Open MPI's DLL makes
 # about 110); the server refuses a longer list, the shim never sends one.
@@ -344,6 +350,23 @@ struct MemoryWindow {
   size @1 :UInt32;
 }
 
+struct RefreshAhead {
+  # Another set-up process, refreshed ahead of its own mqs_update_communicator_list: the
+  # windows its last reply named (nextEpoch), each with the block the shim read for it now.
+  process @0 :UInt64;
+  ahead @1 :List(MemoryWindow);
+  blocks @2 :List(MemoryBlock);
+}
+
+struct RefreshedAhead {
+  # A process of `others` whose refresh asked the debugger nothing: the DLL answered mqs_ok,
+  # printed nothing, and read only the blocks sent. Its walk and next windows, as its own
+  # update's reply would carry them.
+  process @0 :UInt64;
+  walk @1 :Bulk;
+  nextEpoch @2 :List(MemoryWindow);
+}
+
 # ---------------------------------------------------------------------------------------------
 # What a server offers
 
@@ -475,8 +498,10 @@ interface Session {
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
-                             ahead :List(MemoryWindow), blocks :List(MemoryBlock))
-      -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow), failure :Failure);
+                             ahead :List(MemoryWindow), blocks :List(MemoryBlock),
+                             others :List(RefreshAhead))
+      -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow), failure :Failure,
+          refreshed :List(RefreshedAhead));
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
@@ -486,6 +511,13 @@ interface Session {
   # each, in order, read by the shim from its debugger inside this call (what a fetchBlocks
   # at the epoch's start would have got); the server keeps them as this epoch's and asks in
   # one round trip only for what else the previous epoch read.
+  # others: in the epoch policy, other set-up processes to refresh in the same request, after
+  # `process` (at most maxRefreshAheadBytes of blocks in all). The server starts each one's
+  # epoch with its blocks, calls mqs_update_communicator_list and walks it, exactly as for
+  # `process`, but with the DLL's effects held back; `refreshed` names those that asked the
+  # debugger nothing (see RefreshedAhead), and the others' work is dropped: their own update
+  # runs again. The shim serves a refreshed process at its own update only once it has read
+  # every window again and found the same bytes (docs/round-trips.md, "The whole job").
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);

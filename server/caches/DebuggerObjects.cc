@@ -67,12 +67,17 @@ RemoteImage& DebuggerObjects::setUpImage(uint64_t token, const char* entryPoint)
 }
 
 RemoteProcess& DebuggerObjects::setUpProcess(uint64_t token, const char* entryPoint) {
-  auto it = processes_.find(token);
-  if (it == processes_.end() || !it->second->setUp) {
+  RemoteProcess* process = setUpProcessOrNull(token);
+  if (process == nullptr) {
     throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
                      std::string(entryPoint) + " on a process that mqs_setup_process never saw");
   }
-  return *it->second;
+  return *process;
+}
+
+RemoteProcess* DebuggerObjects::setUpProcessOrNull(uint64_t token) {
+  auto it = processes_.find(token);
+  return it == processes_.end() || !it->second->setUp ? nullptr : it->second.get();
 }
 
 RemoteImage* DebuggerObjects::fromDll(mqs_image* image) {

@@ -102,6 +102,7 @@ class DebuggerObjects {
   // ProxyError(BAD_HANDLE) naming the entry point otherwise.
   RemoteImage& setUpImage(uint64_t token, const char* entryPoint);
   RemoteProcess& setUpProcess(uint64_t token, const char* entryPoint);
+  RemoteProcess* setUpProcessOrNull(uint64_t token);  // nullptr instead
 
   // Map a pointer the DLL passed back to its stand-in; nullptr if it is not one of ours.
   RemoteImage* fromDll(mqs_image* image);

@@ -39,6 +39,7 @@ enum class Count : int {
   NodeBlocks,       // memory blocks read on this host from the proved process (--node-memory)
   LookupsPrefetched,// look-ups answered ahead of need (learned from earlier sessions)
   Walks,            // communicator walks recorded
+  RefreshedAhead,   // of which for another process than the update's, and kept (refreshAhead)
   DllCalls,         // vendor DLL entry points run (including for walks and repositioning)
   kCount
 };

@@ -363,6 +363,57 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
   });
 }
 
+namespace {
+
+// The blocks a request carries for one process, paired with their windows.
+std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWindow>::Reader windows,
+                                                    capnp::List<wire::MemoryBlock>::Reader blocks) {
+  if (windows.size() != blocks.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ "
+                                             "in number");
+  }
+  std::vector<RemoteDebugger::BlockAhead> ahead;
+  for (unsigned i = 0; i < windows.size(); ++i) {
+    ahead.push_back({{windows[i].getAddress(), windows[i].getSize()}, blocks[i]});
+  }
+  return ahead;
+}
+
+}  // namespace
+
+int SessionService::refresh(DllCall& call, RemoteProcess& process,
+                            const std::vector<RemoteDebugger::BlockAhead>& ahead,
+                            wire::Bulk::Builder walkOut) {
+  // The target ran since the last refresh: a new memory epoch, starting with what the shim
+  // read ahead.
+  startEpoch(call, process, true, ahead);
+  int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
+  walkOut.setRaw(nullptr);
+  if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
+    relayDllOutput(call);  // what update printed belongs to update, not to the walk
+    capnp::MallocMessageBuilder walk;
+    CommunicatorWalker walker(*dll_, process, call);
+    if (walker.record(walk)) {
+      BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
+      metrics_.add(Count::BulkRawBytes, sizes.raw);
+      metrics_.add(Count::BulkWireBytes, sizes.wire);
+    }
+  }
+  return rc;
+}
+
+namespace {
+
+void writeWindows(const std::vector<TargetMemory::Window>& windows,
+                  capnp::List<wire::MemoryWindow>::Builder out) {
+  for (unsigned i = 0; i < windows.size(); ++i) {
+    out[i].setAddress(windows[i].address);
+    out[i].setSize(windows[i].size);
+  }
+}
+
+}  // namespace
+
 kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {
   return runDll(context, "mqs_update_communicator_list", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
@@ -374,42 +425,77 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
                 counters[i].getName());
       slot.clientCounters[i].store(counters[i].getValue());
     }
-    // The target ran since the last refresh: a new memory epoch, starting with what the shim
-    // read ahead.
-    auto windows = params.getAhead();
-    auto blocks = params.getBlocks();
-    if (windows.size() != blocks.size()) {
-      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ "
-                                               "in number");
-    }
-    std::vector<RemoteDebugger::BlockAhead> ahead;
-    for (unsigned i = 0; i < windows.size(); ++i) {
-      ahead.push_back({{windows[i].getAddress(), windows[i].getSize()}, blocks[i]});
-    }
-    startEpoch(call, process, true, ahead);
-    int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
     auto results = context.getResults();
+    int rc = refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
+                     results.initWalk());
     results.setRc(rc);
-    auto walkOut = results.initWalk();
-    walkOut.setRaw(nullptr);
-    if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
-      relayDllOutput(call);  // what update printed belongs to update, not to the walk
-      capnp::MallocMessageBuilder walk;
-      CommunicatorWalker walker(*dll_, process, call);
-      if (walker.record(walk)) {
-        BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
-        metrics_.add(Count::BulkRawBytes, sizes.raw);
-        metrics_.add(Count::BulkWireBytes, sizes.wire);
-      }
-    }
-    // After the walk, which read the queues.
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
-    auto nextOut = results.initNextEpoch(static_cast<unsigned>(next.size()));
-    for (unsigned i = 0; i < next.size(); ++i) {
-      nextOut[i].setAddress(next[i].address);
-      nextOut[i].setSize(next[i].size);
-    }
+    writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
+    if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results);
   });
+}
+
+void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
+                                  capnp::List<wire::RefreshAhead>::Reader others,
+                                  wire::Session::UpdateCommunicatorListResults::Builder results) {
+  if (remote_.options().policy != wire::CachePolicy::EPOCH) return;
+  relayDllOutput(call);  // what the asked process's refresh printed is its own
+  uint64_t bytes = 0;
+  for (auto other : others) {
+    for (auto w : other.getAhead()) bytes += w.getSize();
+  }
+  if (bytes > wire::MAX_REFRESH_AHEAD_BYTES) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
+                     "other processes' memory read ahead: " + std::to_string(bytes) +
+                         " bytes, more than maxRefreshAheadBytes");
+  }
+  // Each one refreshed as its own update would be, with every effect held back: a process
+  // whose refresh asked the debugger anything, or had anything to show it, is left for its
+  // own update (which runs the DLL again, where the debugger sees it all at the right time).
+  capnp::MallocMessageBuilder scratch;
+  std::vector<capnp::Orphan<wire::RefreshedAhead>> kept;
+  std::set<uint64_t> seen{asked.token};
+  for (auto other : others) {
+    uint64_t token = other.getProcess();
+    if (!seen.insert(token).second) continue;
+    // Only a process whose infos the DLL still holds: the debugger may have destroyed them
+    // (the process is gone), and the DLL would then be handed none.
+    RemoteProcess* process = objects_.setUpProcessOrNull(token);
+    if (process == nullptr || process->info == nullptr || process->image.value_or(0) == 0 ||
+        objects_.image(*process->image).info == nullptr) {
+      continue;
+    }
+    auto out = scratch.getOrphanage().newOrphan<wire::RefreshedAhead>();
+    std::vector<Effect> effects;
+    std::vector<Effect>* outer = call.recorder();
+    call.setRecorder(&effects);
+    uint64_t callbacks = metrics_.get(Count::Callbacks);
+    uint64_t misses = metrics_.get(Count::MemoryMisses);
+    uint64_t prefetched = metrics_.get(Count::BlocksPrefetched);
+    int rc = refresh(call, *process, blocksAhead(other.getAhead(), other.getBlocks()),
+                     out.get().initWalk());
+    relayDllOutput(call);
+    call.setRecorder(outer);
+    bool quiet = effects.empty() && metrics_.get(Count::Callbacks) == callbacks;
+    if (rc != mqs_ok || !quiet || out.get().getWalk().getSize() == 0) {
+      MQD_LOG(Debug, "process %llu: refreshed ahead, but for its own update (rc %d, %zu "
+                     "effects, %llu callbacks, %llu memory misses, %llu blocks prefetched of "
+                     "%u sent)",
+              static_cast<unsigned long long>(token), rc, effects.size(),
+              static_cast<unsigned long long>(metrics_.get(Count::Callbacks) - callbacks),
+              static_cast<unsigned long long>(metrics_.get(Count::MemoryMisses) - misses),
+              static_cast<unsigned long long>(metrics_.get(Count::BlocksPrefetched) - prefetched),
+              other.getAhead().size());
+      continue;
+    }
+    out.get().setProcess(token);
+    std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(*process);
+    writeWindows(next, out.get().initNextEpoch(static_cast<unsigned>(next.size())));
+    kept.push_back(kj::mv(out));
+    metrics_.add(Count::RefreshedAhead);
+  }
+  auto list = results.initRefreshed(static_cast<unsigned>(kept.size()));
+  for (unsigned i = 0; i < kept.size(); ++i) list.setWithCaveats(i, kept[i].getReader());
 }
 
 kj::Promise<void> SessionService::reposition(RepositionContext context) {

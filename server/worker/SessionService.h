@@ -91,6 +91,16 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // at the update's start.
   void startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
                   const std::vector<RemoteDebugger::BlockAhead>& ahead = {});
+  // One refresh of `process` (the body of mqs_update_communicator_list): a new epoch from
+  // `ahead`, the DLL's update and, in the epoch policy when it answers mqs_ok, the walk into
+  // `walkOut`. Returns the DLL's rc.
+  int refresh(DllCall& call, RemoteProcess& process,
+              const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut);
+  // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
+  // their effects held back; those that asked the debugger nothing go into `refreshed`.
+  void refreshAhead(DllCall& call, const RemoteProcess& asked,
+                    capnp::List<wire::RefreshAhead>::Reader others,
+                    wire::Session::UpdateCommunicatorListResults::Builder results);
   // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
   uint64_t fingerprint(RemoteProcess& process);
 

@@ -10,7 +10,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <memory>
+#include <vector>
 #include <regex>
 #include <string>
 
@@ -140,6 +143,74 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   CHECK(repeat == 1);
   CHECK(learned < cold);
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
+}
+
+TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for all its ranks") {
+  // The first rank's update refreshes the others ahead (those refreshed after it last time);
+  // each of their own updates is then served by the shim once their memory reads the same. A
+  // rank that changed in between costs one more round trip, its own update.
+  TempDir dir;
+  ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+  configure(server.endpoint(), "epoch", "auto", dir);
+  constexpr int kRanks = 4;
+  std::vector<std::unique_ptr<TargetModel>> targets;
+  for (int r = 0; r < kRanks; ++r) {
+    targets.push_back(std::make_unique<TargetModel>(8, false));
+    layOut(*targets.back(), standardJob(50, kRanks, r));
+  }
+  DebuggerHarness d(mqd::test::kShim, DebuggerHarness::Options{});
+  std::vector<mqs_process*> processes;
+  d.dll().setup_basic_callbacks(d.basicCallbacks());
+  for (int r = 0; r < kRanks; ++r) {
+    auto* image = d.addImage(*targets[r], "a.out");
+    auto* process = d.addProcess(image, r, "rank" + std::to_string(r));
+    char* m = nullptr;
+    REQUIRE(d.dll().setup_image(reinterpret_cast<mqs_image*>(image), d.imageCallbacks()) == mqs_ok);
+    REQUIRE(d.dll().image_has_queues(reinterpret_cast<mqs_image*>(image), &m) == mqs_ok);
+    processes.push_back(reinterpret_cast<mqs_process*>(process));
+    REQUIRE(d.dll().setup_process(processes.back(), d.processCallbacks()) == mqs_ok);
+    REQUIRE(d.dll().process_has_queues(processes.back(), &m) == mqs_ok);
+  }
+  // One refresh of every rank in order; `change(r)` runs before rank r's update. Returns the
+  // round trips it cost.
+  auto round = [&](const std::function<void(int)>& change) {
+    Counters now = lastSession(server.endpoint());
+    uint64_t before = roundTrips(now);
+    for (int r = 0; r < kRanks; ++r) {
+      if (change) change(r);
+      int ops = 0;
+      REQUIRE(d.dll().update_communicator_list(processes[r]) == mqs_ok);
+      REQUIRE(d.dll().setup_communicator_iterator(processes[r]) == mqs_ok);
+      do {
+        for (int q = 0; q < 3; ++q) {
+          REQUIRE(d.dll().setup_operation_iterator(processes[r], q) == mqs_ok);
+          mqs_pending_operation op;
+          while (d.dll().next_operation(processes[r], &op) == mqs_ok) ++ops;
+        }
+      } while (d.dll().next_communicator(processes[r]) == mqs_ok);
+      CHECK(ops > 0);
+    }
+    Counters after = lastSession(server.endpoint());
+    return roundTrips(after) - before;
+  };
+  uint64_t first = round(nullptr);
+  uint64_t second = round(nullptr);
+  Counters c2 = lastSession(server.endpoint());
+  uint64_t changed = round([&](int r) {
+    if (r == 1) progressRequests(*targets[2], 1);  // after rank 0's update, before rank 2's
+  });
+  uint64_t third = round(nullptr);
+  Counters c4 = lastSession(server.endpoint());
+  MESSAGE("round trips of a refresh of ", kRanks, " ranks: first ", first, ", second ", second,
+          ", one rank changed ", changed, ", then ", third);
+  CHECK(second == 1);
+  CHECK(changed == 2);
+  CHECK(third == 1);
+  CHECK(c2["walk.refreshed_ahead"] == kRanks - 1);
+  CHECK(c4["walk.refreshed_ahead"] == 3 * (kRanks - 1));
+  // The shim's own count, sent with the last round's first update: the rounds before it.
+  CHECK(c4["client.refreshes_ahead"] == 2 * (kRanks - 1) - 1);
+  CHECK(c4["client.refreshes_stale"] == 1);
 }
 
 TEST_CASE("epoch policy: the images after the first in a session get their look-ups ahead") {
