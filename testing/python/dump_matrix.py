@@ -16,7 +16,9 @@ The proxied runs, in order: unix (cache epoch; the first session ever, nothing l
 reads each rank on this host once it has proved it is the debugger's). Every run's shim keeps
 its learned look-ups in WORK/shim-state (MQD_PROXY_STATE_DIR), so the node server gets them
 all with each mqs_setup_image. differences() also requires, from the node server's log, the
-proof for every rank and that the server asked the debugger for no look-up one by one.
+proof for every rank and that the server asked the debugger for no look-up one by one; and,
+from the unix and tcp servers' logs, that the epoch runs' second dump (a refresh of the whole
+job) refreshed every rank but the first ahead, with the first rank's update.
 """
 import os
 import re
@@ -70,22 +72,36 @@ class DumpMatrix:
             print("%-9s %s: %.2f s" % (name, what, seconds))
         return outputs
 
-    def differences(self, outputs):
-        """A sentence for every proxied dump (JSON or text) that is not the native one, and for
-        every rank the node run did not read on this host."""
-        problems = ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
-                    for name in self.names() for i, kind in enumerate(("JSON", "text"))
-                    if outputs[name][i] != outputs["native"][i]]
-        # The summary of the node server's session is logged when its worker has exited,
-        # shortly after gdb did.
+    def _log_with_session(self, path):
+        """The server log at `path` once it holds a summary of a session with the DLL: each is
+        logged when its worker has exited, shortly after gdb did (20 s at most)."""
         deadline = time.time() + 20
         while True:
-            with open(self.node_log) as f:
+            with open(path) as f:
                 log = f.read()
             if re.search(r"session summary: .*%s" % re.escape(os.path.basename(self.dll)), log) \
                     or time.time() > deadline:
-                break
+                return log
             time.sleep(0.2)
+
+    def differences(self, outputs):
+        """A sentence for every proxied dump (JSON or text) that is not the native one, for
+        every rank the node run did not read on this host, and for an epoch run whose refresh
+        of the whole job was not made with one update."""
+        problems = ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
+                    for name in self.names() for i, kind in enumerate(("JSON", "text"))
+                    if outputs[name][i] != outputs["native"][i]]
+        # The epoch runs (the first session on the unix server, the only one on tcp): the
+        # first rank's update of the second dump refreshed all the others ahead.
+        for server in self.servers[:2]:
+            log = self._log_with_session(server.log)
+            ahead = re.findall(r"session summary: .*%s.*\((\d+) refreshed ahead\)"
+                               % re.escape(os.path.basename(self.dll)), log)
+            if len(self.pids) > 1 and (not ahead or int(ahead[0]) != len(self.pids) - 1):
+                problems.append("%s: the whole job's refresh refreshed %s ranks ahead, not %d: "
+                                "see %s" % (server.name, ahead[:1], len(self.pids) - 1,
+                                            server.log))
+        log = self._log_with_session(self.node_log)
         proved = {int(p) for p in re.findall(r"memory read on this host, from pid (\d+)", log)}
         problems += ["the --node-memory server did not prove rank pid %d: see %s"
                      % (pid, self.node_log) for pid in self.pids if pid not in proved]

@@ -23,6 +23,7 @@ class Server:
     def __init__(self, binary, listen, dlls, workdir, name, state_dir=None, extra=()):
         """`dlls`: one vendor DLL, or a list of them (the first is the default)."""
         ready = os.path.join(workdir, name + ".ready")
+        self.name = name
         self.log = os.path.join(workdir, name + ".log")
         args = [binary, "--listen", listen]
         for dll in [dlls] if isinstance(dlls, str) else dlls:
