@@ -32,6 +32,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -289,6 +290,34 @@ TEST_CASE("record real sessions as fuzz seeds") {
   session(relayed, "epoch", "off", 2);
   record("session-epoch-lookups-ahead");
   setenv("MQD_PROXY_STATE_DIR", "off", 1);
+  // A job of three ranks refreshed rank by rank: from the second round on, the first rank's
+  // update carries the others' memory and the server refreshes them ahead (`others`).
+  configure(relayed, mqd::test::kTestDll3, "epoch", "on", dir);
+  {
+    std::vector<std::unique_ptr<TargetModel>> targets;
+    DebuggerHarness d(mqd::test::kShim, DebuggerHarness::Options{});
+    std::vector<mqs_process*> ranks;
+    d.dll().setup_basic_callbacks(d.basicCallbacks());
+    for (int r = 0; r < 3; ++r) {
+      targets.push_back(std::make_unique<TargetModel>(8, false));
+      layOut(*targets.back(), standardJob(2, 3, r));
+      auto* image = d.addImage(*targets.back(), "a.out");
+      ranks.push_back(reinterpret_cast<mqs_process*>(d.addProcess(image, r, "rank")));
+      char* m = nullptr;
+      CHECK(d.dll().setup_image(reinterpret_cast<mqs_image*>(image), d.imageCallbacks()) ==
+            mqs_ok);
+      CHECK(d.dll().image_has_queues(reinterpret_cast<mqs_image*>(image), &m) == mqs_ok);
+      CHECK(d.dll().setup_process(ranks.back(), d.processCallbacks()) == mqs_ok);
+      CHECK(d.dll().process_has_queues(ranks.back(), &m) == mqs_ok);
+    }
+    for (int round = 0; round < 3; ++round) {
+      for (mqs_process* p : ranks) {
+        CHECK(d.dll().update_communicator_list(p) == mqs_ok);
+        CHECK(d.dll().setup_communicator_iterator(p) == mqs_ok);
+      }
+    }
+  }
+  record("session-epoch-job-refreshed-ahead");
   // A session the server refuses (a DLL not on its allow-list).
   configure(relayed, "/no/such/libmpi_dbg_msgq.so", "epoch", "off", dir);
   {
