@@ -28,13 +28,21 @@ def gdb_command(pids, frontend, load, attach=None):
     return cmd + ["-ex", "inferior 1", "-ex", "source " + frontend, "-ex", load]
 
 
+# Prints gdb's selected inferior and frame level: the user's selection, which the front end
+# must leave as it found it (it selects other inferiors for look-ups and reads meanwhile).
+SELECTION = ("python print('mqd-selection: inferior %d, frame %d' % "
+             "(gdb.selected_inferior().num, gdb.selected_frame().level()))")
+
+
 def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
     """One gdb attached to every rank (one inferior each; `attach` as for gdb_command);
     writes OUT.json and OUT.txt (two refreshes: the second is a repeat refresh of a
-    stopped-again target)."""
+    stopped-again target). The user's selection (an outer frame of the selected inferior)
+    must be the same after the dumps as before."""
     cmd = gdb_command(pids, frontend, load, attach) + [
+        "-ex", "frame 1", "-ex", SELECTION,
         "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
-        "-ex", "mqd dump --all --output %s.txt" % out_prefix]
+        "-ex", "mqd dump --all --output %s.txt" % out_prefix, "-ex", SELECTION]
     started = time.time()
     env = dict(os.environ)
     env.update(env_extra or {})
@@ -47,4 +55,8 @@ def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
     if "Traceback" in result.stdout:
         raise Failure("the front end printed a Python traceback:\n" + result.stdout[-4000:])
+    selections = [line for line in result.stdout.splitlines()
+                  if line.startswith("mqd-selection: ")]
+    if len(selections) != 2 or selections[0] != selections[1]:
+        raise Failure("the dumps changed gdb's selection (before, after): %s" % selections)
     return elapsed

@@ -316,7 +316,8 @@ class MqdTypes(gdb.Command):
 
     @_command
     def invoke(self, argv, from_tty):
-        path = debug_types.load(argv[0] if argv else None)
+        with SelectedInferior(gdb.selected_inferior().num):  # keeps the user's frame
+            path = debug_types.load(argv[0] if argv else None)
         gdb.write("mqd: loaded debug types from %s\n" % path)
 
 

@@ -27,26 +27,37 @@ def _select(num):
 
 
 class SelectedInferior:
-    """Selects an inferior for the duration of a `with` block (symbol look-ups follow it), and
-    gives the previous thread (or inferior) back afterwards."""
+    """Selects an inferior for the duration of a `with` block (symbol look-ups and, in gdb 13,
+    memory reads follow it), and gives the previous thread (or inferior) and the frame the
+    user had selected in it back afterwards: also when the block loaded a symbol file, which
+    makes gdb select the innermost frame."""
 
     def __init__(self, num):
         self.num = num
         self.previous = None
         self.thread = None
+        self.frame = None
 
     def __enter__(self):
         self.previous = gdb.selected_inferior().num
         self.thread = gdb.selected_thread()
+        try:
+            self.frame = gdb.selected_frame()
+        except gdb.error:  # no process, or no stack
+            self.frame = None
         if self.previous != self.num:
             _select(self.num)
 
     def __exit__(self, *exc):
-        if self.previous is not None and self.previous != self.num:
+        if self.previous != self.num:
             if self.thread is not None and self.thread.is_valid():
                 self.thread.switch()
             else:
                 _select(self.previous)
+                return False
+        if self.frame is not None and self.frame.is_valid() and \
+                gdb.selected_thread() == self.thread and self.frame != gdb.selected_frame():
+            self.frame.select()
         return False
 
 
