@@ -34,15 +34,29 @@ SELECTION = ("python print('mqd-selection: inferior %d, frame %d' % "
              "(gdb.selected_inferior().num, gdb.selected_frame().level()))")
 
 
+def keeping_selection(commands):
+    """gdb arguments: `commands` (["-ex", ...]) after selecting an outer frame, with gdb's
+    selection printed before and after them, for selection_problem()."""
+    return ["-ex", "frame 1", "-ex", SELECTION] + commands + ["-ex", SELECTION]
+
+
+def selection_problem(output):
+    """None when gdb's output shows the same selection after the commands as before them
+    (keeping_selection), else a sentence."""
+    selections = [line for line in output.splitlines() if line.startswith("mqd-selection: ")]
+    if len(selections) != 2 or selections[0] != selections[1]:
+        return "the front end changed gdb's selection (before, after): %s" % selections
+    return None
+
+
 def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
     """One gdb attached to every rank (one inferior each; `attach` as for gdb_command);
     writes OUT.json and OUT.txt (two refreshes: the second is a repeat refresh of a
     stopped-again target). The user's selection (an outer frame of the selected inferior)
     must be the same after the dumps as before."""
-    cmd = gdb_command(pids, frontend, load, attach) + [
-        "-ex", "frame 1", "-ex", SELECTION,
+    cmd = gdb_command(pids, frontend, load, attach) + keeping_selection([
         "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
-        "-ex", "mqd dump --all --output %s.txt" % out_prefix, "-ex", SELECTION]
+        "-ex", "mqd dump --all --output %s.txt" % out_prefix])
     started = time.time()
     env = dict(os.environ)
     env.update(env_extra or {})
@@ -55,8 +69,7 @@ def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
     if "Traceback" in result.stdout:
         raise Failure("the front end printed a Python traceback:\n" + result.stdout[-4000:])
-    selections = [line for line in result.stdout.splitlines()
-                  if line.startswith("mqd-selection: ")]
-    if len(selections) != 2 or selections[0] != selections[1]:
-        raise Failure("the dumps changed gdb's selection (before, after): %s" % selections)
+    problem = selection_problem(result.stdout)
+    if problem:
+        raise Failure(problem)
     return elapsed

@@ -40,7 +40,7 @@ sys.path.insert(0, ANALYSIS)
 sys.path.insert(0, os.path.join(SOURCE, "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
 from failure import Failure, wait_for  # noqa: E402
-from gdb_driver import gdb_command  # noqa: E402
+from gdb_driver import gdb_command, keeping_selection, selection_problem  # noqa: E402
 from servers import Server  # noqa: E402
 
 OB1 = ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
@@ -164,15 +164,17 @@ def run_gdb(pids, frontend, loads, work, tag):
     `mqd graph --json --snapshot NAME-TAG.json`, its printed analysis piped to
     NAME-TAG.gdb-analysis.json; with the first DLL, `mqd snapshot NAME-TAG.snapshot.json`
     first."""
-    cmd = gdb_command(pids, frontend, loads[0][1])
+    commands = []
     for i, (name, load) in enumerate(loads):
         prefix = os.path.join(work, "%s-%s" % (name, tag))
         if i > 0:
-            cmd += ["-ex", load]
+            commands += ["-ex", load]
         else:
-            cmd += ["-ex", "mqd snapshot %s.snapshot.json" % prefix]
-        cmd += ["-ex", "pipe mqd graph --json --snapshot %s.json | cat > %s.gdb-analysis.json"
-                % (prefix, prefix)]
+            commands += ["-ex", "mqd snapshot %s.snapshot.json" % prefix]
+        commands += ["-ex", "pipe mqd graph --json --snapshot %s.json | cat > "
+                     "%s.gdb-analysis.json" % (prefix, prefix)]
+    # The snapshot switches to every rank's main thread: the user's selection comes back.
+    cmd = gdb_command(pids, frontend, loads[0][1]) + keeping_selection(commands)
     started = time.time()
     result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=1800)
@@ -184,6 +186,9 @@ def run_gdb(pids, frontend, loads, work, tag):
                 "Traceback" in line or line.startswith("Python Exception")]
     missing = [n for n, _ in loads if not os.path.exists(
         os.path.join(work, "%s-%s.json" % (n, tag)))]
+    problem = selection_problem(result.stdout)
+    if problem:
+        problems.append(problem)
     if result.returncode != 0 or problems or missing:
         raise Failure("gdb failed (%d): %s\n%s" % (result.returncode, problems[:5],
                                                    result.stdout[-3000:]))

@@ -49,12 +49,13 @@ class SelectedInferior:
             _select(self.num)
 
     def __exit__(self, *exc):
-        if self.previous != self.num:
-            if self.thread is not None and self.thread.is_valid():
+        # The block may have switched threads itself (snapshot.take does).
+        if self.thread is not None and self.thread.is_valid():
+            if gdb.selected_thread() != self.thread:
                 self.thread.switch()
-            else:
-                _select(self.previous)
-                return False
+        elif gdb.selected_inferior().num != self.previous:
+            _select(self.previous)
+            return False
         if self.frame is not None and self.frame.is_valid() and \
                 gdb.selected_thread() == self.thread and self.frame != gdb.selected_frame():
             self.frame.select()

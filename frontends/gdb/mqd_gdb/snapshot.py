@@ -13,6 +13,7 @@ import socket
 import gdb
 
 from . import analysis, job
+from .inferiors import SelectedInferior
 
 VERSION = 1
 MAX_FRAMES = 64  # frames kept per rank: a deeper stack is cut (its MPI call is near the top)
@@ -69,9 +70,8 @@ def take(dumps):
     mpi_call_of = analysis.load().snapshot.mpi_call_of
     by_inferior = {d["inferior"]: d for d in dumps}
     host = socket.gethostname()
-    previous = gdb.selected_thread()
     ranks = []
-    try:
+    with SelectedInferior(gdb.selected_inferior().num):  # gives the user's thread and frame back
         for inf in gdb.inferiors():
             if inf.pid == 0 or inf.num not in by_inferior:
                 continue
@@ -85,9 +85,6 @@ def take(dumps):
             if pml:
                 d["pml"] = pml
             ranks.append(d)
-    finally:
-        if previous is not None and previous.is_valid():
-            previous.switch()
     dll = next((d["dll"] for d in dumps if "dll" in d), None)
     return json.loads(as_json({"mqd_snapshot": VERSION, "dll": dll, "ranks": ranks}))
 
