@@ -643,13 +643,15 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
       });
 }
 
+uint64_t MqsClient::bytesOf(const std::vector<Window>& windows) {
+  uint64_t bytes = 0;
+  for (const Window& w : windows) bytes += w.size;
+  return bytes;
+}
+
 std::vector<MqsClient::ReadAhead> MqsClient::readAhead(uint64_t process,
-                                                      const std::vector<Window>& windows,
-                                                      uint64_t budget) {
+                                                      const std::vector<Window>& windows) {
   std::vector<ReadAhead> read;
-  uint64_t total = 0;
-  for (const Window& w : windows) total += w.size;
-  if (total > budget) return read;
   try {
     for (const Window& w : windows) {
       read.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
@@ -686,10 +688,8 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   std::vector<Other> batch;
   for (uint64_t token : others) {
     const std::vector<Window>& windows = nextEpoch_.at(token);
-    uint64_t bytes = 0;
-    for (const Window& w : windows) bytes += w.size;
-    std::vector<ReadAhead> read = readAhead(token, windows, bytes);
-    if (!read.empty()) batch.push_back({token, std::move(read), bytes});
+    std::vector<ReadAhead> read = readAhead(token, windows);
+    if (!read.empty()) batch.push_back({token, std::move(read), bytesOf(windows)});
   }
   if (!batch.empty()) {
     MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
@@ -827,8 +827,8 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     }
     if (ahead.empty() && config_.cache == wire::CachePolicy::EPOCH) {
       auto named = nextEpoch_.find(token);
-      if (named != nextEpoch_.end()) {
-        ahead = readAhead(token, named->second, wire::MAX_BLOCKS_AHEAD_BYTES);
+      if (named != nextEpoch_.end() && bytesOf(named->second) <= wire::MAX_BLOCKS_AHEAD_BYTES) {
+        ahead = readAhead(token, named->second);
       }
     }
     nextEpoch_.erase(token);
@@ -859,8 +859,7 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   std::sort(byLast.begin(), byLast.end());
   uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedAheadBytes_;
   for (const auto& [last, token] : byLast) {
-    uint64_t bytes = 0;
-    for (const Window& w : nextEpoch_.at(token)) bytes += w.size;
+    uint64_t bytes = bytesOf(nextEpoch_.at(token));
     if (bytes > budget) break;
     budget -= bytes;
     chosen.push_back(token);
@@ -876,7 +875,7 @@ bool MqsClient::serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fr
   refreshedAheadBytes_ -= made.bytes;
   std::vector<Window> windows;
   for (const ReadAhead& r : made.read) windows.push_back(r.window);
-  *fresh = readAhead(process, windows, made.bytes);
+  *fresh = readAhead(process, windows);
   bool same = fresh->size() == made.read.size();
   for (size_t i = 0; same && i < fresh->size(); ++i) {
     const DebuggerSide::Block& then = made.read[i].block;

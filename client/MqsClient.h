@@ -65,6 +65,8 @@ class MqsClient {
     Window window;
     DebuggerSide::Block block;
   };
+  // The bytes `windows` span in all.
+  static uint64_t bytesOf(const std::vector<Window>& windows);
 
   // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
   template <typename Body>
@@ -89,9 +91,8 @@ class MqsClient {
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
   Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(uint64_t process);
   // `windows` of the process's memory, each read now from the debugger as one block; empty
-  // when the debugger refused one or they exceed `budget` bytes in all.
-  std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows,
-                                   uint64_t budget);
+  // when the debugger refused one.
+  std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows);
   // Writes what was read ahead into a request's parallel lists.
   static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
                          capnp::List<wire::MemoryWindow>::Builder windows,
@@ -138,6 +139,10 @@ class MqsClient {
   bool serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh);
   // The debugger refreshed the process (updates_, visits_).
   void visited(uint64_t process);
+  // Drops the process's refresh ahead, if any.
+  void dropRefreshedAhead(uint64_t process);
+  // Drops every refresh ahead and what the choice of the next ones rests on.
+  void forgetRefreshesAhead();
   // The walk the debugger is being served from for this process, or nullptr.
   RecordedWalk* walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
@@ -197,10 +202,6 @@ class MqsClient {
   };
   std::unordered_map<uint64_t, Visits> visits_;
   uint64_t updates_ = 0;
-  // Drops the process's refresh ahead, if any.
-  void dropRefreshedAhead(uint64_t process);
-  // Drops every refresh ahead and what the choice of the next ones rests on.
-  void forgetRefreshesAhead();
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

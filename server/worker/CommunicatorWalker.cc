@@ -25,11 +25,9 @@ constexpr int kCollectives = 14;  // Barrier .. Scatterv
 class Recording {
  public:
   // `entryPoint` is the DLL entry point about to run (shown on the session board).
-  Recording(DllCall& call, const char* entryPoint) : call_(call), outer_(call.recorder()) {
-    call_.setRecorder(&effects_);
+  Recording(DllCall& call, const char* entryPoint) : call_(call), held_(call, &effects_) {
     call_.metrics().setLastCall(entryPoint);
   }
-  ~Recording() { call_.setRecorder(outer_); }
   // Ends the call: what the DLL printed belongs to it too.
   std::vector<Effect>& finish() {
     call_.host().relayDllOutput(call_);
@@ -39,8 +37,8 @@ class Recording {
 
  private:
   DllCall& call_;
-  std::vector<Effect>* outer_;
   std::vector<Effect> effects_;
+  HeldEffects held_;  // after effects_, which it points to
 };
 
 template <typename Builder>
@@ -205,8 +203,7 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
   if (!cursor.getSetUp()) return;  // nothing the debugger did since the walk depends on state
   const VendorDll::EntryPoints& e = dll_.entry();
   std::vector<Effect> discarded;
-  std::vector<Effect>* outer = call_.recorder();
-  call_.setRecorder(&discarded);
+  HeldEffects held(call_, &discarded);
   // Each step goes only as far as the DLL still answers mqs_ok: the DLL's lists may be shorter
   // than when the debugger stepped through them (a re-established session runs a fresh DLL on
   // a target that went on), and a DLL asked for the next element past its end may crash
@@ -229,7 +226,6 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
     }
   }();
   call_.host().relayDllOutput(call_);
-  call_.setRecorder(outer);
 }
 
 }  // namespace mqd::server

@@ -90,4 +90,21 @@ class DllCall {
   std::vector<Effect>* recorder_ = nullptr;
 };
 
+// While it lives, the effects of DLL code running in `call` go into `effects` instead of to the
+// debugger; the previous destination comes back when it ends, also by an exception.
+class HeldEffects {
+ public:
+  HeldEffects(DllCall& call, std::vector<Effect>* effects)
+      : call_(call), outer_(call.recorder()) {
+    call_.setRecorder(effects);
+  }
+  ~HeldEffects() { call_.setRecorder(outer_); }
+  HeldEffects(const HeldEffects&) = delete;
+  HeldEffects& operator=(const HeldEffects&) = delete;
+
+ private:
+  DllCall& call_;
+  std::vector<Effect>* outer_;
+};
+
 }  // namespace mqd::server

@@ -467,15 +467,16 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     }
     auto out = scratch.getOrphanage().newOrphan<wire::RefreshedAhead>();
     std::vector<Effect> effects;
-    std::vector<Effect>* outer = call.recorder();
-    call.setRecorder(&effects);
     uint64_t callbacks = metrics_.get(Count::Callbacks);
     uint64_t misses = metrics_.get(Count::MemoryMisses);
     uint64_t prefetched = metrics_.get(Count::BlocksPrefetched);
-    int rc = refresh(call, *process, blocksAhead(other.getAhead(), other.getBlocks()),
-                     out.get().initWalk());
-    relayDllOutput(call);
-    call.setRecorder(outer);
+    int rc;
+    {
+      HeldEffects held(call, &effects);
+      rc = refresh(call, *process, blocksAhead(other.getAhead(), other.getBlocks()),
+                   out.get().initWalk());
+      relayDllOutput(call);
+    }
     bool quiet = effects.empty() && metrics_.get(Count::Callbacks) == callbacks;
     if (rc != mqs_ok || !quiet || out.get().getWalk().getSize() == 0) {
       MQD_LOG(Debug, "process %llu: refreshed ahead, but for its own update (rc %d, %zu "
