@@ -14,11 +14,14 @@ import time
 from failure import Failure
 
 
-def gdb_command(pids, frontend, load, attach=None):
+def gdb_command(pids, frontend, load, attach=None, before=()):
     """gdb in batch mode attached to every rank (one inferior each), with the front end
     sourced and `load` run: add the commands to run then. `attach`, if given, is the front
-    end's command that attaches the ranks instead (`mqd attach --launcher PID ...`)."""
+    end's command that attaches the ranks instead (`mqd attach --launcher PID ...`).
+    `before`: gdb commands run first, as a user's settings."""
     cmd = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+    for command in before:
+        cmd += ["-ex", command]
     if attach:
         return cmd + ["-ex", "source " + frontend, "-ex", attach, "-ex", load]
     for i, pid in enumerate(pids):
@@ -49,12 +52,13 @@ def selection_problem(output):
     return None
 
 
-def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None):
-    """One gdb attached to every rank (one inferior each; `attach` as for gdb_command);
+def gdb_dump(pids, frontend, load, out_prefix, env_extra=None, attach=None, before=()):
+    """One gdb attached to every rank (one inferior each; `attach` and `before` as for
+    gdb_command);
     writes OUT.json and OUT.txt (two refreshes: the second is a repeat refresh of a
     stopped-again target). The user's selection (an outer frame of the selected inferior)
     must be the same after the dumps as before."""
-    cmd = gdb_command(pids, frontend, load, attach) + keeping_selection([
+    cmd = gdb_command(pids, frontend, load, attach, before) + keeping_selection([
         "-ex", "mqd dump --all --json --output %s.json" % out_prefix,
         "-ex", "mqd dump --all --output %s.txt" % out_prefix])
     started = time.time()

@@ -7,7 +7,9 @@ MPIR process table and attaches every rank, one inferior each, in MPI_COMM_WORLD
 Then `mqd dump --all`, natively and through the proxy in every cache mode
 (testing/python/dump_matrix.py), and natively once more with every rank reached through a
 real gdbserver --multi on loopback (`--gdbserver HOST=127.0.0.1:PORT`: the route a rank on
-another host takes).
+another host takes), with gdb's remote-protocol trace on (`set debug remote 1`, logged to a
+file), as a user chasing a slow link has it: the front end must not take the binary packets
+gdb then captures with a command's output for its own failure.
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -75,8 +77,14 @@ def main():
 
         server = GdbServer(args.gdbserver, work)
         prefix = os.path.join(work, "gdbserver")
+        trace = prefix + ".remote.log"
         seconds = gdb_dump(job.pids, args.frontend, "mqd load", prefix, {},
-                           "%s --gdbserver %s=127.0.0.1:%d" % (attach, host, server.port))
+                           "%s --gdbserver %s=127.0.0.1:%d" % (attach, host, server.port),
+                           before=["set logging file " + trace, "set logging debugredirect on",
+                                   "set logging enabled on", "set debug remote 1"])
+        if not os.path.exists(trace) or "[remote] Packet received" not in open(
+                trace, errors="replace").read():
+            problems.append("gdb's remote-protocol trace was not on: see " + trace)
         print("%-9s %s, every rank through gdbserver: %.2f s" % ("gdbserver", what, seconds))
         for ext, i in ((".json", 0), (".txt", 1)):
             if open(prefix + ext).read() != outputs["native"][i]:

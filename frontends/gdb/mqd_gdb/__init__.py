@@ -29,6 +29,8 @@ Modules, one concept each, in the order a value travels:
   abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations, and the
                one code of libmqdproxy.so's the front end acts on
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
+  execute      gdb commands run for their effect or their text, their output kept from the
+               user (and from gdb's debug logs)
 
 Importing the package itself imports nothing else; abi, errors, render and analysis import no
 gdb.

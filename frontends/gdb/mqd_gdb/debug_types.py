@@ -17,6 +17,7 @@ import gdb
 
 from . import lookup
 from .errors import MqdError
+from .execute import quietly
 from .inferiors import SelectedInferior
 
 # The directory of mqd.py, which holds this package.
@@ -55,7 +56,7 @@ def load(path=None):
     tried = [path] if path else ([_types_path] if _types_path else []) + candidates()
     for candidate in tried:
         if candidate and os.path.exists(candidate):
-            gdb.execute("add-symbol-file %s" % shlex.quote(candidate), to_string=True)
+            quietly("add-symbol-file %s" % shlex.quote(candidate))
             _types_path = candidate
             return candidate
     raise MqdError("no debug types for libmpi: build them"

@@ -5,6 +5,7 @@
 import gdb
 
 from .errors import MqdError
+from .execute import quietly
 
 
 def find(num):
@@ -23,7 +24,7 @@ def _select(num):
     if threads:
         threads[0].switch()
     else:
-        gdb.execute("inferior %d" % num, to_string=True)
+        quietly("inferior %d" % num)
 
 
 class SelectedInferior:

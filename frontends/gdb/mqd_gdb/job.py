@@ -20,6 +20,7 @@ import struct
 import gdb
 
 from .errors import MqdError
+from .execute import output, quietly
 from .inferiors import SelectedInferior, is_local
 
 # A launcher's table larger than this is taken for garbage, not a job.
@@ -52,7 +53,7 @@ def _new_inferior(connected):
     """A new inferior, on the current inferior's connection if `connected`, else on none; its
     number."""
     before = {i.num for i in gdb.inferiors()}
-    gdb.execute("add-inferior" if connected else "add-inferior -no-connection", to_string=True)
+    quietly("add-inferior" if connected else "add-inferior -no-connection")
     return max({i.num for i in gdb.inferiors()} - before)
 
 
@@ -63,16 +64,15 @@ class Quiet:
 
     def __enter__(self):
         self.before = gdb.parameter("suppress-cli-notifications")
-        gdb.execute("set suppress-cli-notifications on", to_string=True)
+        quietly("set suppress-cli-notifications on")
 
     def __exit__(self, *exc):
-        gdb.execute("set suppress-cli-notifications %s" % ("on" if self.before else "off"),
-                    to_string=True)
+        quietly("set suppress-cli-notifications %s" % ("on" if self.before else "off"))
         return False
 
 
 def _byte_order():
-    return "<" if "little" in gdb.execute("show endian", to_string=True) else ">"
+    return "<" if "little" in output("show endian") else ">"
 
 
 def read_proctable(pid):
@@ -84,16 +84,16 @@ def read_proctable(pid):
     try:
         with SelectedInferior(num):
             try:
-                gdb.execute("attach %d" % pid, to_string=True)
+                quietly("attach %d" % pid)
             except gdb.error as e:
                 raise MqdError("cannot attach to the launcher %d: %s" % (pid, e))
             try:
                 return _read_table(pid)
             finally:
-                gdb.execute("detach", to_string=True)
+                quietly("detach")
     finally:
-        gdb.execute("inferior %d" % previous, to_string=True)
-        gdb.execute("remove-inferiors %d" % num, to_string=True)
+        quietly("inferior %d" % previous)
+        quietly("remove-inferiors %d" % num)
 
 
 def _read_table(pid):
@@ -174,13 +174,13 @@ def attach(ranks, servers):
             with SelectedInferior(num):
                 if server and r.host not in connected:
                     try:
-                        gdb.execute("target extended-remote %s" % server, to_string=True)
+                        quietly("target extended-remote %s" % server)
                     except gdb.error as e:
                         raise MqdError("cannot reach the gdbserver %s for %s: %s"
                                        % (server, r.host, e))
                     connected[r.host] = num
                 try:
-                    gdb.execute("attach %d" % r.pid, to_string=True)
+                    quietly("attach %d" % r.pid)
                 except gdb.error as e:
                     raise MqdError("cannot attach to %s: %s" % (_who(r), e))
         except MqdError:
@@ -199,8 +199,8 @@ def _discard(num, kept):
     if inf is None or inf.pid != 0 or num in kept or len(gdb.inferiors()) == 1:
         return
     other = kept[0] if kept else next(i.num for i in gdb.inferiors() if i.num != num)
-    gdb.execute("inferior %d" % other, to_string=True)
-    gdb.execute("remove-inferiors %d" % num, to_string=True)
+    quietly("inferior %d" % other)
+    quietly("remove-inferiors %d" % num)
 
 
 def _local_inferior_of(pid):

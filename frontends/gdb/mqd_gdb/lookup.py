@@ -32,6 +32,7 @@ import re
 
 import gdb
 
+from .execute import output
 from .inferiors import SelectedInferior, find as find_inferior
 
 # C's primitive types in gdb (c-lang.c), which it answers without a symbol search. Others,
@@ -147,8 +148,7 @@ class Lookup:
     def _read_minimal(self, name):
         table = {}
         with SelectedInferior(self.inferior_num):
-            text = gdb.execute("maint print msymbols -objfile %s" % _quoted(name),
-                               to_string=True)
+            text = output("maint print msymbols -objfile %s" % _quoted(name))
         section = None
         for line in text.splitlines():
             if line.startswith("Object file "):
@@ -164,7 +164,7 @@ class Lookup:
         lists no section for it)."""
         if name not in self._anchors:
             with SelectedInferior(self.inferior_num):
-                text = gdb.execute("maint info sections -all-objects", to_string=True)
+                text = output("maint info sections -all-objects")
             current = None
             for line in text.splitlines():
                 header = _SECTIONS_OF.match(line)

@@ -13,6 +13,7 @@ import socket
 import gdb
 
 from . import analysis, job
+from .execute import output
 from .inferiors import SelectedInferior
 
 VERSION = 1
@@ -45,7 +46,7 @@ def _pml():
     """Open MPI's selected PML, from the component its mca_pml module's first function
     belongs to (mca_pml_ob1_add_procs, mca_pml_ucx_add_procs); None if not Open MPI."""
     try:
-        text = gdb.execute("info symbol *(void **)&mca_pml", to_string=True)
+        text = output("info symbol *(void **)&mca_pml")
     except gdb.error:
         return None
     word = text.split()[0] if text.split() else ""
