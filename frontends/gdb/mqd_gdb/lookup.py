@@ -63,14 +63,24 @@ class Lookup:
         self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
         self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
         self._anchors = {}   # file name -> its first section's address in this inferior
+        self._borrowed = []  # objfiles of other program spaces, searched after this one's
+
+    def borrow(self, objfile):
+        """Searches `objfile`, which another inferior loaded, after this inferior's own, as if
+        this inferior had loaded it last: for a file of types alone (no symbol with an
+        address, no minimal symbol), which is the same for every inferior that needs it
+        (debug_types)."""
+        if objfile not in self._borrowed:
+            self._borrowed.append(objfile)
 
     def objfiles(self):
         """The inferior's objfiles now (symbol files come and go), in gdb's order, the
-        executable first."""
+        executable first, then those it borrowed."""
         objfiles = list(find_inferior(self.inferior_num).progspace.objfiles())
         for gone in [o for o in self._msymbols if not o.is_valid()]:
             del self._msymbols[gone]
-        return objfiles
+        self._borrowed = [o for o in self._borrowed if o.is_valid()]
+        return objfiles + [o for o in self._borrowed if o not in objfiles]
 
     def type(self, name):
         """The named type, typedefs stripped, with a definition; None if there is none."""
@@ -104,6 +114,8 @@ class Lookup:
                 return int(sym.value().address)
         file_local = None
         for objfile in self.objfiles():
+            if objfile in self._borrowed:
+                continue  # no minimal symbols (borrow)
             table, shift = self._minimal(objfile)
             found = table.get(name)
             if found is None:
