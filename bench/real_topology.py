@@ -92,15 +92,18 @@ with open(cfg["out"] + ".json", "w") as f:
 
 class Link:
     """An mqd-relay in front of a TCP address, adding `rtt` ms (with `after_signal`, only
-    once sent SIGUSR1); `address` is HOST:PORT."""
+    once sent SIGUSR1); `address` is HOST:PORT. `exchanges` is the file where the relay keeps
+    the number of exchanges it relayed (mqd-relay --exchanges-file)."""
 
     def __init__(self, build, connect, rtt, work, name, after_signal=False):
         ready = os.path.join(work, name + ".ready")
         if os.path.exists(ready):
             os.unlink(ready)
+        self.exchanges = os.path.join(work, name + ".exchanges")
         self.proc = subprocess.Popen(
             [build.relay, "--listen", "tcp:127.0.0.1:0", "--connect", "tcp:" + connect,
-             "--delay-ms", str(rtt / 2.0), "--ready-file", ready] +
+             "--delay-ms", str(rtt / 2.0), "--ready-file", ready,
+             "--exchanges-file", self.exchanges] +
             (["--delay-after-signal"] if after_signal else []))
         wait_for(lambda: os.path.exists(ready), 20, "the relay of " + name)
         self.address = open(ready).read().strip().split(":", 1)[1]

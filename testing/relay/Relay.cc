@@ -7,10 +7,14 @@
 //
 //   mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N [--delay-after-signal]]
 //             [--bandwidth BYTES] [--ready-file PATH] [--fault KIND:DIR:N | --random-faults P]
-//             [--fault-log PATH]
+//             [--fault-log PATH] [--exchanges-file PATH]
 //
 // With --delay-after-signal the delay starts at the first SIGUSR1: a benchmark sets a target
 // up over a fast link and measures over the slow one.
+//
+// With --exchanges-file it counts the exchanges it relays, whatever the protocol: an exchange
+// starts when a client sends after its server last answered (or first), so a request and its
+// answer count once however they are split; a benchmark reads the count between its phases.
 //
 // It can also break the connections it relays, at chosen Cap'n Proto messages (FaultPlan.h).
 //
@@ -60,12 +64,45 @@ struct Settings {
   mqd::relay::FaultPlan faults;
 };
 
+// The exchanges of every connection, for --exchanges-file: its text is the count, rewritten
+// in place at each new exchange (fixed width, so a reader never sees a shorter number's tail).
+class ExchangeCounter {
+ public:
+  void open(const std::string& path) {
+    fd_ = kj::AutoCloseFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd_.get() < 0) throw std::runtime_error("--exchanges-file " + path + ": " +
+                                                std::strerror(errno));
+    write(0);
+  }
+  void count() {
+    if (fd_.get() < 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    write(++count_);
+  }
+
+ private:
+  void write(uint64_t n) {
+    char text[32];
+    int length = std::snprintf(text, sizeof text, "%20llu\n", static_cast<unsigned long long>(n));
+    if (::pwrite(fd_.get(), text, static_cast<size_t>(length), 0) != length) {
+      std::fprintf(stderr, "mqd-relay: cannot write the exchanges file: %s\n",
+                   std::strerror(errno));
+    }
+  }
+  kj::AutoCloseFd fd_;
+  std::mutex mutex_;
+  uint64_t count_ = 0;
+};
+ExchangeCounter exchanges;
+
 // What the two directions of one relayed connection share.
 struct Link {
   uint64_t connection;          // 1 for the first connection accepted
   std::atomic<bool> stalled{false};
   int client = -1;
   int server = -1;
+  // The client has sent since the server last did: its next bytes continue that exchange.
+  std::atomic<bool> asking{false};
   // Closes both sides: each peer sees the connection end.
   void kill() {
     ::shutdown(client, SHUT_RDWR);
@@ -187,6 +224,8 @@ class Direction {
         return;
       }
       if (link_.stalled.load()) continue;  // swallowed
+      if (dir_ == mqd::relay::Direction::Down) link_.asking = false;
+      else if (!link_.asking.exchange(true)) exchanges.count();
       if (!settings_.faults.active()) {
         push(buffer, static_cast<size_t>(n), false, false);
         continue;
@@ -323,7 +362,7 @@ void relay(int client, Settings& settings, const mqd::Endpoint& upstream, uint64
                "mqd-relay: %s\nusage: mqd-relay --listen ENDPOINT --connect ENDPOINT "
                "[--delay-ms N] [--bandwidth BYTES_PER_SECOND] [--ready-file PATH]\n"
                "                 [--fault KIND:DIR:N [--fault-connection C] | "
-               "--random-faults P [--seed N]] [--fault-log PATH]\n",
+               "--random-faults P [--seed N]] [--fault-log PATH] [--exchanges-file PATH]\n",
                why);
   std::exit(2);
 }
@@ -336,6 +375,7 @@ int main(int argc, char** argv) {
   uint64_t faultConnection = 1;
   double randomFaults = 0;
   uint64_t seed = 1;
+  std::string exchangesFile;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -367,6 +407,8 @@ int main(int argc, char** argv) {
       seed = std::strtoull(value().c_str(), nullptr, 10);
     } else if (a == "--fault-log") {
       s.faults.setLog(value());
+    } else if (a == "--exchanges-file") {
+      exchangesFile = value();
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: mqd-relay --listen ENDPOINT --connect ENDPOINT [--delay-ms N "
@@ -385,7 +427,9 @@ int main(int argc, char** argv) {
           "      corrupt   garble message N's segment table, forward it and go on\n"
           "  --random-faults P         every message of every connection: a fault of a random\n"
           "                            kind with probability P (repeatable with --seed N)\n"
-          "  --fault-log PATH          append a line per injected fault\n");
+          "  --fault-log PATH          append a line per injected fault\n\n"
+          "  --exchanges-file PATH     keep there the number of exchanges relayed so far (a\n"
+          "                            client's sending after its server answered starts one)\n");
       return 0;
     } else {
       usage(("unknown option " + a).c_str());
@@ -398,6 +442,7 @@ int main(int argc, char** argv) {
     }
     if (!faultSpec.empty()) s.faults.planOne(faultSpec, faultConnection);
     if (randomFaults > 0) s.faults.planRandom(randomFaults, seed);
+    if (!exchangesFile.empty()) exchanges.open(exchangesFile);
     mqd::Endpoint listen = mqd::Endpoint::parse(s.listen);
     mqd::Endpoint upstream = mqd::Endpoint::parse(s.connect);
     ::signal(SIGPIPE, SIG_IGN);
