@@ -5,15 +5,28 @@ For each rank count R (default 1, 16, 64): a live Open MPI job of R ranks (tests
 OPS pending operations per rank; oversubscribed, the ranks parked without calling MPI) is
 attached by one gdb with the front end (`mqd attach --launcher <mpirun>`), which then runs
 `mqd dump --all --json` twice: the first dump (image and process set-up included) and a
-refresh. Modes:
+refresh. Two topologies:
 
-  native    Open MPI's DLL loaded in gdb (the reference; its JSON is compared with every other)
-  cold      through the proxy, first session ever (empty --state-dir; nothing learned by the shim)
-  learned   through the proxy, a fresh gdb and session after `cold` (learned look-ups, memory)
-
-at each injected RTT between the shim and the server (0: a unix socket; else mqd-relay on TCP
-loopback, as bench.py). gdb is local to the ranks (ptrace): this is the topology "gdb local to
-the ranks, server behind an RTT".
+local  gdb attaches every rank itself (ptrace); the shim reaches the server through an
+       injected RTT (0: a unix socket; else mqd-relay on TCP loopback, as bench.py). Modes:
+         native    Open MPI's DLL loaded in gdb (the reference; its JSON is compared with
+                   every other)
+         cold      through the proxy, first session ever (empty --state-dir; nothing learned
+                   by the shim)
+         learned   through the proxy, a fresh gdb and session after `cold` (learned look-ups,
+                   memory)
+real   gdb reaches every rank through one `gdbserver --multi` for the host, behind an
+       mqd-relay with --debugger-rtt (`mqd attach --launcher <mpirun> --gdbserver
+       HOST=RELAY`, the target's files local: `set sysroot /`); the shim reaches the server
+       through a relay with the largest of --rtts. Modes, with the learned state of the local
+       runs (so a run of real alone starts with a cold session of its own, not timed):
+         native    the DLL in gdb, every read a round trip on the debugger link (only up to
+                   --native-max-ranks ranks: it costs minutes per rank)
+         learned   the proxy, the DLL's reads answered by gdb over the debugger link
+         node      the proxy with the server's --node-memory: it reads each proved rank on
+                   this host itself
+       The debugger link's exchanges (a packet gdb sends and gdbserver's answer) are counted
+       per phase by its relay (mqd-relay --exchanges-file).
 
 Printed per run: the time of `mqd attach`, `mqd load`, the first dump and the refresh; round
 trips and bytes on the server link for each dump (the server's session counters, `mqd-proxy
@@ -21,7 +34,9 @@ stats`); the resident memory (VmRSS) of gdb (the shim's host process), of the se
 its workers after the refresh. Then the growth per rank between the two largest counts, and a
 linear projection to 1,024 and 16,384 ranks. Written to bench/RESULTS-whole-job.md.
 
-usage: whole_job.py --build DIR [--ranks 1,16,64] [--ops 200] [--rtts 0,20] [--output FILE]
+usage: whole_job.py --build DIR [--ranks 1,16,64] [--ops 200] [--rtts 0,20]
+                    [--topologies local,real] [--real-ranks R,...] [--debugger-rtt 20]
+                    [--native-max-ranks 1] [--output FILE]
 """
 import argparse
 import datetime
@@ -30,6 +45,7 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,11 +55,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 from bench import (Build, OMPI_DLL_GLOB, Proxy, delta, forget, human, proxy_env,  # noqa: E402
                    round_trips, wire_bytes)
+from gdbserver import GdbServer  # noqa: E402
 from mpi_job import Job  # noqa: E402
+from real_topology import Link  # noqa: E402
 
 # Runs inside gdb: attaches the job, loads the DLL, dumps every rank `dumps` times; after each
 # dump reads the server's session counters and the resident memory of the server, its workers
-# and gdb itself.
+# and gdb itself. With `exchanges` (the debugger link's relay's count, mqd-relay
+# --exchanges-file), the exchanges of each phase on that link.
 GDB_SCRIPT = r"""
 import gdb, json, os, subprocess, time
 cfg = json.loads(os.environ["MQD_BENCH"])
@@ -66,18 +85,22 @@ def children(pid):
         pass
     return out
 
+def exchanges():
+    return int(open(cfg["exchanges"]).read()) if cfg["exchanges"] else 0
+
+def phase(command, quiet=True):
+    t, before = time.time(), exchanges()
+    gdb.execute(command, to_string=quiet)
+    result["packets"].append(exchanges() - before)
+    return time.time() - t
+
 gdb.execute("source " + cfg["frontend"])
-result = {"dumps": [], "counters": []}
-t = time.time()
-gdb.execute(cfg["attach"], to_string=True)
-result["attach"] = time.time() - t
-t = time.time()
-gdb.execute(cfg["load"], to_string=True)
-result["load"] = time.time() - t
+result = {"dumps": [], "counters": [], "packets": []}
+result["attach"] = phase(cfg["attach"])
+result["load"] = phase(cfg["load"])
 for i in range(cfg["dumps"]):
-    t = time.time()
-    gdb.execute("mqd dump --all --json --output %s.%d.json" % (cfg["out"], i))
-    result["dumps"].append(time.time() - t)
+    result["dumps"].append(phase("mqd dump --all --json --output %s.%d.json" % (cfg["out"], i),
+                                 quiet=False))
     if cfg["server"]:
         stats = json.loads(subprocess.check_output([cfg["cli"], "--server", cfg["direct"],
                                                     "stats", "--json"]))
@@ -92,83 +115,154 @@ with open(cfg["out"] + ".result.json", "w") as f:
 """
 
 
-def run_gdb(build, job, load, out, server=None, direct=None, dumps=2, shim_env=None):
-    """One gdb over the whole job; returns the script's result dict and the dumps' JSON."""
+def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_env=None,
+            link=None):
+    """One gdb over the whole job, attached by the front end's `attach` command, through the
+    debugger `link` (a real_topology.Link) if any; returns the script's result dict (with
+    `packets`, that link's exchanges in each phase: attach, load, each dump) and the dumps'
+    JSON."""
     script = out + ".gdb.py"
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
     env = dict(os.environ, **(shim_env or {}))
     env["MQD_BENCH"] = json.dumps({
-        "frontend": build.frontend, "attach": "mqd attach --launcher %d" % job.proc.pid,
-        "load": load, "out": out, "dumps": dumps, "cli": build.cli, "direct": direct,
-        "server": server})
-    result = subprocess.run(["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-                             "-x", script], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=7200)
+        "frontend": build.frontend, "attach": attach, "load": load, "out": out,
+        "dumps": dumps, "cli": build.cli, "direct": direct, "server": server,
+        "exchanges": link.exchanges if link else None})
+    # The target's files are this host's (a user with a copy of the nodes' files): gdb must
+    # not fetch them over the debugger link.
+    files = ["-iex", "set sysroot /"] if link else []
+    result = subprocess.run(["gdb", "-q", "-nx", "-batch", "-iex",
+                             "set debuginfod enabled off"] + files + ["-x", script],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, timeout=7200)
     path = out + ".result.json"
     if result.returncode != 0 or not os.path.exists(path):
         raise SystemExit("FAIL: gdb (%s):\n%s" % (out, result.stdout[-3000:]))
+    found = json.load(open(path))
+    if not link:
+        del found["packets"]
     texts = [open("%s.%d.json" % (out, i)).read() for i in range(dumps)]
-    return json.load(open(path)), texts
+    return found, texts
 
 
-def measure(build, ranks, ops, rtts, work):
-    """Rows for one job of `ranks` ranks."""
+def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_ranks):
+    """Rows for one job of `ranks` ranks, in each of `topologies`."""
     arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
     dll = OMPI_DLL_GLOB.format(arch=arch)
     rows = []
     job = Job(build.pending, ranks, ops, work)
+    local = "mqd attach --launcher %d" % job.proc.pid
     try:
-        native, texts = run_gdb(build, job, "mqd load", os.path.join(work, "native"))
+        # The local native dump is every run's reference, in either topology.
+        native, texts = run_gdb(build, local, "mqd load", os.path.join(work, "native"))
         reference = texts[0]
         operations = sum(len(q["operations"]) for d in json.loads(reference)
                          for c in d.get("communicators", []) for q in c["queues"].values())
         base = {"ranks": ranks, "ops": operations}
-        rows.append(dict(base, mode="native", rtt=None, **timing(native)))
-        report(rows[-1])
-        for rtt in rtts:
+
+        def proxied(topology, mode, rtt, state, attach, options=(), link=None):
+            proxy = Proxy(build, dll, state, rtt, work, options)
+            try:
+                load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
+                result, texts = run_gdb(build, attach, load,
+                                        os.path.join(work, "%s-%s-%g" % (topology, mode, rtt)),
+                                        proxy.proc.pid, proxy.direct,
+                                        shim_env=proxy_env(mode, proxy), link=link)
+            finally:
+                proxy.stop()
+            check(texts, reference, "%s %s at %g ms" % (topology, mode, rtt), work)
+            first = delta(result["counters"][0], {})
+            refresh = delta(result["counters"][1], result["counters"][0])
+            return dict(base, topology=topology, mode=mode, rtt=rtt, **timing(result),
+                        rts=(round_trips(first), round_trips(refresh)),
+                        bytes=(wire_bytes(first), wire_bytes(refresh)),
+                        rss_server=result["rss_server"], rss_workers=result["rss_workers"])
+
+        if "local" in topologies:
+            rows.append(dict(base, topology="local", mode="native", rtt=None, **timing(native)))
+            report(rows[-1])
+            for rtt in rtts:
+                state = os.path.join(work, "state-%g" % rtt)
+                forget(state)
+                for mode in ("cold", "learned"):
+                    rows.append(proxied("local", mode, rtt, state, local))
+                    report(rows[-1])
+        if "real" in topologies:
+            rtt = max(rtts)
             state = os.path.join(work, "state-%g" % rtt)
-            for mode in ("cold", "learned"):
-                if mode == "cold":
-                    forget(state)
-                proxy = Proxy(build, dll, state, rtt, work)
-                try:
-                    load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
-                    result, texts = run_gdb(build, job, load,
-                                            os.path.join(work, "%s-%g" % (mode, rtt)),
-                                            proxy.proc.pid, proxy.direct,
-                                            shim_env=proxy_env(mode, proxy))
-                finally:
-                    proxy.stop()
-                for i, text in enumerate(texts):
-                    if text != reference:
-                        raise SystemExit("FAIL: %s at %g ms, dump %d differs from the native "
-                                         "one (see %s)" % (mode, rtt, i, work))
-                first = delta(result["counters"][0], {})
-                refresh = delta(result["counters"][1], result["counters"][0])
-                rows.append(dict(base, mode=mode, rtt=rtt, **timing(result),
-                                 rts=(round_trips(first), round_trips(refresh)),
-                                 bytes=(wire_bytes(first), wire_bytes(refresh)),
-                                 rss_server=result["rss_server"],
-                                 rss_workers=result["rss_workers"]))
-                report(rows[-1])
+            if "local" not in topologies:  # the real runs are learned sessions
+                forget(state)
+                proxied("local", "cold", 0, state, local)
+            rows += measure_real(build, job, base, reference, work, rtt, debugger_rtt,
+                                 native_max_ranks, lambda *a, **k: proxied("real", *a, **k),
+                                 state)
     finally:
         job.stop()
     return rows
 
 
+def measure_real(build, job, base, reference, work, rtt, debugger_rtt, native_max_ranks,
+                 proxied, state):
+    """The real topology's rows: one gdbserver --multi for this host behind a relay with
+    `debugger_rtt`, every rank attached there."""
+    rows = []
+    gdbserver = GdbServer("gdbserver", work)
+    link = Link(build, "127.0.0.1:%d" % gdbserver.port, debugger_rtt, work, "debugger-link")
+    attach = "mqd attach --launcher %d --gdbserver %s=%s" % (job.proc.pid, socket.gethostname(),
+                                                             link.address)
+    try:
+        if base["ranks"] <= native_max_ranks:
+            result, texts = run_gdb(build, attach, "mqd load",
+                                    os.path.join(work, "real-native"), link=link)
+            check(texts, reference, "real native", work)
+            rows.append(dict(base, topology="real", mode="native", rtt=None,
+                             debugger_rtt=debugger_rtt, **timing(result)))
+            report(rows[-1])
+        for mode, options in (("learned", ()), ("node", ("--node-memory",))):
+            row = proxied(mode, rtt, state, attach, options, link=link)
+            rows.append(dict(row, debugger_rtt=debugger_rtt))
+            report(rows[-1])
+    finally:
+        link.stop()
+        gdbserver.stop()
+    return rows
+
+
+def check(texts, reference, what, work):
+    for i, text in enumerate(texts):
+        if text != reference:
+            raise SystemExit("FAIL: %s, dump %d differs from the native one (see %s)"
+                             % (what, i, work))
+
+
 def timing(result):
-    return {"attach": result["attach"], "load": result["load"], "first": result["dumps"][0],
-            "refresh": result["dumps"][1], "rss_gdb": result["rss_gdb"]}
+    found = {"attach": result["attach"], "load": result["load"], "first": result["dumps"][0],
+             "refresh": result["dumps"][1], "rss_gdb": result["rss_gdb"]}
+    if "packets" in result:
+        found["packets"] = result["packets"]
+    return found
+
+
+def links(r):
+    """The RTTs of a row's links: the debugger's (real topology) and the server's (proxied)."""
+    parts = []
+    if r.get("debugger_rtt") is not None:
+        parts.append("debugger %g ms" % r["debugger_rtt"])
+    if r["rtt"] is not None:
+        parts.append("server %g ms" % r["rtt"])
+    return ", ".join(parts) or "—"
 
 
 def report(r):
-    print("%3d ranks %-7s %-6s attach %6.2f s, load %5.2f s, first dump %6.2f s, refresh "
-          "%6.2f s%s; RSS gdb %s%s" % (
-              r["ranks"], r["mode"], "" if r["rtt"] is None else "%g ms" % r["rtt"],
+    print("%3d ranks %-5s %-7s %-26s attach %6.2f s, load %5.2f s, first dump %6.2f s, "
+          "refresh %6.2f s%s%s; RSS gdb %s%s" % (
+              r["ranks"], r["topology"], r["mode"], links(r),
               r["attach"], r["load"], r["first"], r["refresh"],
               "" if "rts" not in r else ", round trips %d / %d, bytes %s / %s" % (
                   r["rts"][0], r["rts"][1], human(r["bytes"][0]), human(r["bytes"][1])),
+              "" if "packets" not in r else ", debugger link exchanges %s" % " / ".join(
+                  str(p) for p in r["packets"]),
               human(r["rss_gdb"]),
               "" if "rss_server" not in r else ", server %s, workers %s" % (
                   human(r["rss_server"]), " ".join(human(w) for w in r["rss_workers"]))),
@@ -176,19 +270,21 @@ def report(r):
 
 
 def table(rows):
-    lines = ["| ranks | operations | mode | RTT | attach | load | first dump | refresh | round "
-             "trips (first / refresh) | bytes (first / refresh) | RSS gdb | RSS server | RSS "
-             "workers |", "|" + "---|" * 13]
+    lines = ["| ranks | operations | topology | mode | links' RTT | attach | load | first dump | "
+             "refresh | server link round trips (first / refresh) | server link bytes (first / "
+             "refresh) | debugger link exchanges (attach / load / first / refresh) | RSS gdb | "
+             "RSS server | RSS workers |", "|" + "---|" * 15]
     for r in rows:
         proxied = "rts" in r
-        lines.append("| %d | %d | %s | %s | %.2f s | %.2f s | %.2f s | %.2f s | %s | %s | %s | "
-                     "%s | %s |" % (
-                         r["ranks"], r["ops"], r["mode"],
-                         "—" if r["rtt"] is None else "%g ms" % r["rtt"], r["attach"],
+        lines.append("| %d | %d | %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2f s | %s | %s | "
+                     "%s | %s | %s | %s |" % (
+                         r["ranks"], r["ops"], r["topology"], r["mode"], links(r), r["attach"],
                          r["load"], r["first"], r["refresh"],
                          "%d / %d" % r["rts"] if proxied else "—",
                          "%s / %s" % (human(r["bytes"][0]), human(r["bytes"][1]))
-                         if proxied else "—", human(r["rss_gdb"]),
+                         if proxied else "—",
+                         " / ".join(str(p) for p in r["packets"]) if "packets" in r else "—",
+                         human(r["rss_gdb"]),
                          human(r["rss_server"]) if proxied else "—",
                          " + ".join(human(w) for w in r["rss_workers"]) if proxied else "—"))
     return lines
@@ -197,12 +293,12 @@ def table(rows):
 def growth(rows):
     """Per added rank between the two largest rank counts, and the linear projection to 1,024
     and 16,384 ranks, for each mode and RTT."""
-    lines = ["| mode | RTT | per added rank | at 1,024 ranks | at 16,384 ranks |",
-             "|---|---|---|---|---|"]
-    keys = sorted({(r["mode"], r["rtt"]) for r in rows}, key=lambda k: (k[1] or -1, k[0]))
-    for mode, rtt in keys:
-        mine = sorted((r for r in rows if (r["mode"], r["rtt"]) == (mode, rtt)),
-                      key=lambda r: r["ranks"])
+    lines = ["| topology | mode | links' RTT | per added rank | at 1,024 ranks | "
+             "at 16,384 ranks |", "|---|---|---|---|---|---|"]
+    key = lambda r: (r["topology"], r["mode"], links(r))  # noqa: E731
+    order = {r["mode"]: i for i, r in enumerate(rows)}
+    for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], order[k[1]])):
+        mine = sorted((r for r in rows if key(r) == k), key=lambda r: r["ranks"])
         if len(mine) < 2:
             continue
         a, b = mine[-2], mine[-1]
@@ -215,13 +311,15 @@ def growth(rows):
                          ("bytes (first)", lambda r: r["bytes"][0], human),
                          ("RSS server + workers",
                           lambda r: r["rss_server"] + sum(r["rss_workers"]), human)]
+        if "packets" in b:
+            measures += [("debugger link exchanges (first)", lambda r: r["packets"][2],
+                          lambda v: "%d" % v)]
         for name, key, show in measures:
             get = key if callable(key) else (lambda r, k=key: r[k])
             slope = (get(b) - get(a)) / n
             at = lambda ranks: get(b) + slope * (ranks - b["ranks"])  # noqa: E731
-            lines.append("| %s | %s | %s: %s | %s | %s |" % (
-                mode, "—" if rtt is None else "%g ms" % rtt, name, show(slope), show(at(1024)),
-                show(at(16384))))
+            lines.append("| %s | %s | %s | %s: %s | %s | %s |" % (
+                k[0], k[1], k[2], name, show(slope), show(at(1024)), show(at(16384))))
     return lines
 
 
@@ -231,16 +329,29 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--ranks", default="1,16,64")
     ap.add_argument("--ops", type=int, default=200)
-    ap.add_argument("--rtts", default="0,20")
+    ap.add_argument("--rtts", default="0,20", help="the server link's RTTs (ms) in the local "
+                    "topology; the real topology takes the largest")
+    ap.add_argument("--topologies", default="local,real")
+    ap.add_argument("--real-ranks", help="the rank counts measured in the real topology "
+                    "(default: all of --ranks)")
+    ap.add_argument("--debugger-rtt", type=float, default=20,
+                    help="the debugger link's RTT (ms) in the real topology")
+    ap.add_argument("--native-max-ranks", type=int, default=1,
+                    help="the largest job dumped natively in the real topology")
     ap.add_argument("--output", default=os.path.join(HERE, "RESULTS-whole-job.md"))
     args = ap.parse_args()
+    topologies = args.topologies.split(",")
+    if not topologies or set(topologies) - {"local", "real"}:
+        ap.error("--topologies: local, real or both")
     build = Build(args.build)
     rows = []
+    real = [int(x) for x in (args.real_ranks or args.ranks).split(",")]
     for ranks in [int(x) for x in args.ranks.split(",")]:
         work = tempfile.mkdtemp(prefix="mqd-bench-job-")
+        these = [t for t in topologies if t == "local" or ranks in real]
         try:
             rows += measure(build, ranks, args.ops, [float(x) for x in args.rtts.split(",")],
-                            work)
+                            work, these, args.debugger_rtt, args.native_max_ranks)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     lines = ["# mqd-proxy benchmark: the whole job", "",
@@ -248,11 +359,18 @@ def main():
                  datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.node(),
                  os.cpu_count(), platform.platform()), "",
              "One gdb attached to every rank of a live Open MPI job (`mqd attach --launcher`), "
-             "`mqd dump --all --json` twice; %d pending operations per rank. gdb is local to "
-             "the ranks; RTT is the shim's link to the server. Every proxied dump equals the "
-             "native one byte for byte. RSS after the refresh." % args.ops, "",
-             "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s`"
-             % (args.ranks, args.ops, args.rtts), ""] + table(rows) + [
+             "`mqd dump --all --json` twice; %d pending operations per rank. Local topology: gdb "
+             "attaches the ranks itself, the shim reaches the server through the RTT shown. "
+             "Real topology: gdb reaches every rank through one `gdbserver --multi` for the "
+             "host behind a relay with the debugger link's RTT (`mqd attach --gdbserver`); "
+             "native there only up to %d rank(s), as it costs minutes per rank; `node` is the "
+             "server's --node-memory. Every dump equals the local native one byte for byte. "
+             "RSS after the refresh." % (args.ops, args.native_max_ranks), "",
+             "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s "
+             "--topologies %s%s --debugger-rtt %g --native-max-ranks %d`"
+             % (args.ranks, args.ops, args.rtts, args.topologies,
+                " --real-ranks " + args.real_ranks if args.real_ranks else "",
+                args.debugger_rtt, args.native_max_ranks), ""] + table(rows) + [
              "", "## Growth and projection", "",
              "Linear between the two largest rank counts measured.", ""] + growth(rows) + [""]
     with open(args.output, "w") as f:
