@@ -295,10 +295,10 @@ def growth(rows):
     and 16,384 ranks, for each mode and RTT."""
     lines = ["| topology | mode | links' RTT | per added rank | at 1,024 ranks | "
              "at 16,384 ranks |", "|---|---|---|---|---|---|"]
-    key = lambda r: (r["topology"], r["mode"], links(r))  # noqa: E731
+    group = lambda r: (r["topology"], r["mode"], links(r))  # noqa: E731
     order = {r["mode"]: i for i, r in enumerate(rows)}
-    for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], order[k[1]])):
-        mine = sorted((r for r in rows if key(r) == k), key=lambda r: r["ranks"])
+    for k in sorted({group(r) for r in rows}, key=lambda k: (k[0], k[2], order[k[1]])):
+        mine = sorted((r for r in rows if group(r) == k), key=lambda r: r["ranks"])
         if len(mine) < 2:
             continue
         a, b = mine[-2], mine[-1]
@@ -321,6 +321,29 @@ def growth(rows):
             lines.append("| %s | %s | %s | %s: %s | %s | %s |" % (
                 k[0], k[1], k[2], name, show(slope), show(at(1024)), show(at(16384))))
     return lines
+
+
+def document(rows, args):
+    """The results file's lines: how the rows were measured, their table, the growth."""
+    return ["# mqd-proxy benchmark: the whole job", "",
+            "Date: %s. Machine: %s, %d CPUs, %s." % (
+                datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.node(),
+                os.cpu_count(), platform.platform()), "",
+            "One gdb attached to every rank of a live Open MPI job (`mqd attach --launcher`), "
+            "`mqd dump --all --json` twice; %d pending operations per rank. Local topology: gdb "
+            "attaches the ranks itself, the shim reaches the server through the RTT shown. "
+            "Real topology: gdb reaches every rank through one `gdbserver --multi` for the "
+            "host behind a relay with the debugger link's RTT (`mqd attach --gdbserver`); "
+            "native there only up to %d rank(s), as it costs minutes per rank; `node` is the "
+            "server's --node-memory. Every dump equals the local native one byte for byte. "
+            "RSS after the refresh." % (args.ops, args.native_max_ranks), "",
+            "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s "
+            "--topologies %s%s --debugger-rtt %g --native-max-ranks %d`"
+            % (args.ranks, args.ops, args.rtts, args.topologies,
+               " --real-ranks " + args.real_ranks if args.real_ranks else "",
+               args.debugger_rtt, args.native_max_ranks), ""] + table(rows) + [
+            "", "## Growth and projection", "",
+            "Linear between the two largest rank counts measured.", ""] + growth(rows) + [""]
 
 
 def main():
@@ -354,25 +377,7 @@ def main():
                             work, these, args.debugger_rtt, args.native_max_ranks)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    lines = ["# mqd-proxy benchmark: the whole job", "",
-             "Date: %s. Machine: %s, %d CPUs, %s." % (
-                 datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.node(),
-                 os.cpu_count(), platform.platform()), "",
-             "One gdb attached to every rank of a live Open MPI job (`mqd attach --launcher`), "
-             "`mqd dump --all --json` twice; %d pending operations per rank. Local topology: gdb "
-             "attaches the ranks itself, the shim reaches the server through the RTT shown. "
-             "Real topology: gdb reaches every rank through one `gdbserver --multi` for the "
-             "host behind a relay with the debugger link's RTT (`mqd attach --gdbserver`); "
-             "native there only up to %d rank(s), as it costs minutes per rank; `node` is the "
-             "server's --node-memory. Every dump equals the local native one byte for byte. "
-             "RSS after the refresh." % (args.ops, args.native_max_ranks), "",
-             "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s "
-             "--topologies %s%s --debugger-rtt %g --native-max-ranks %d`"
-             % (args.ranks, args.ops, args.rtts, args.topologies,
-                " --real-ranks " + args.real_ranks if args.real_ranks else "",
-                args.debugger_rtt, args.native_max_ranks), ""] + table(rows) + [
-             "", "## Growth and projection", "",
-             "Linear between the two largest rank counts measured.", ""] + growth(rows) + [""]
+    lines = document(rows, args)
     with open(args.output, "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))
