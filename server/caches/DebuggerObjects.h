@@ -80,6 +80,9 @@ struct RemoteProcess {
     std::optional<LocalProcess> process;  // the proved process, while Proven
     bool checkedThisEpoch = false;  // this epoch's first read was compared with the debugger's
     bool triedThisEpoch = false;    // Untried: this epoch already looked (the rank was unknown)
+    // The range the last epoch's check compared: the shim reads it ahead at the next update
+    // (RemoteDebugger::nextEpochWindows), so the next check needs no callback.
+    std::optional<TargetMemory::Window> checked;
     void newEpoch() { checkedThisEpoch = triedThisEpoch = false; }
   } node;
 };

@@ -371,6 +371,7 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
     if (node.process->stopped() && node.process->read(address, mine.begin(), size) &&
         std::memcmp(mine.begin(), buf, size) == 0) {
       node.checkedThisEpoch = true;
+      node.checked = TargetMemory::Window{address, size};
     } else {
       char where[32];
       std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
@@ -381,6 +382,32 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
   }
   process.memory->store(b.getAddress(), kj::mv(data));
   return mqs_ok;
+}
+
+void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
+                                      const std::vector<BlockAhead>& ahead) {
+  auto& node = process.node;
+  for (const BlockAhead& a : ahead) {
+    // Only a whole window compares: a failed or short read leaves the check to the DLL's
+    // first read (a round trip, as without the shim's read).
+    if (a.block.getRc() != mqs_ok || a.block.getAddress() != a.window.address) continue;
+    auto data = takeBlock(call, a.block, a.window.size);
+    if (data.size() != a.window.size || data.size() == 0) continue;
+    auto mine = kj::heapArray<kj::byte>(data.size());
+    if (!node.process->stopped() ||
+        !node.process->read(a.block.getAddress(), mine.begin(), mine.size()) ||
+        std::memcmp(mine.begin(), data.begin(), data.size()) != 0) {
+      char where[32];
+      std::snprintf(where, sizeof where, "0x%llx",
+                    static_cast<unsigned long long>(a.block.getAddress()));
+      refuseNode(process, "pid " + std::to_string(node.process->pid()) + "'s memory at " +
+                              where + " is not what the debugger read ahead, or it runs "
+                              "(another process, or a past state)");
+      return;
+    }
+    node.checkedThisEpoch = true;
+    process.memory->store(a.block.getAddress(), kj::mv(data));
+  }
 }
 
 void RemoteDebugger::refuseNode(RemoteProcess& process, const std::string& why) {
@@ -432,8 +459,12 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   process.memory->newEpoch();
   process.node.newEpoch();
   if (options_.policy != wire::CachePolicy::EPOCH) return;
-  // A proved process is read on the node as the DLL needs it: nothing to ask for ahead.
-  if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
+  // A proved process is read on the node as the DLL needs it: nothing to ask for ahead, and
+  // what the shim read ahead is this epoch's check.
+  if (process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    checkAheadOnNode(call, process, ahead);
+    if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
+  }
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
   // earlier session learned) is asked for, each once.
   std::set<std::pair<uint64_t, uint32_t>> seen;
@@ -454,8 +485,9 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
 std::vector<TargetMemory::Window> RemoteDebugger::nextEpochWindows(
     const RemoteProcess& process) const {
   std::vector<TargetMemory::Window> out;
-  if (options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
-      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+  if (options_.policy != wire::CachePolicy::EPOCH || !process.memory) return out;
+  if (process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    if (process.node.checked) out.push_back(*process.node.checked);
     return out;
   }
   uint64_t total = 0;

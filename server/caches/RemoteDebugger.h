@@ -98,8 +98,8 @@ class RemoteDebugger {
                 const std::vector<TargetMemory::Window>& learned = {},
                 const std::vector<BlockAhead>& ahead = {});
   // The windows this epoch read, for the shim to read ahead at the next update (at most
-  // maxBlocksAheadBytes; none when the process is read on its node or memory is not kept
-  // between calls).
+  // maxBlocksAheadBytes; for a process read on its node, only the range its epoch check
+  // compared; none when memory is not kept between calls).
   std::vector<TargetMemory::Window> nextEpochWindows(const RemoteProcess& process) const;
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
@@ -139,7 +139,10 @@ class RemoteDebugger {
   //     exactly one candidate's 16 random bytes must be what the debugger read there.
   //   * State, once per epoch: every thread of the process is stopped, and the epoch's first
   //     missed read is asked of the debugger (the DLL gets the debugger's answer) and must
-  //     equal the same bytes read on the node.
+  //     equal the same bytes read on the node. From the second epoch on, the shim reads the
+  //     range the last check compared at the update's start (nextEpochWindows), and those
+  //     bytes, the debugger's at this very update, are compared instead (checkAheadOnNode):
+  //     no round trip.
   // Any failure (no candidate, none or two matching, memory refused, bytes that differ) ends
   // node reads for the process until it is set up again: the debugger answers, as without
   // the option. A range the node cannot read is asked of the debugger, so unreadable memory
@@ -151,6 +154,10 @@ class RemoteDebugger {
   std::optional<int> proveOnNode(DllCall& call, RemoteProcess& process, uint64_t address,
                                  uint32_t size, void* buf);
   void refuseNode(RemoteProcess& process, const std::string& why);
+  // This epoch's check from the blocks the shim read ahead (see fromNode); refuses the node
+  // if any differs from the node's bytes or the process runs.
+  void checkAheadOnNode(DllCall& call, RemoteProcess& process,
+                        const std::vector<BlockAhead>& ahead);
 
   wire::Debugger::Client client_;
   Options options_;

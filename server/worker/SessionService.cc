@@ -465,6 +465,9 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
         objects_.image(*process->image).info == nullptr) {
       continue;
     }
+    // Nor a process read on its node: its refresh would read memory the shim never sees, so
+    // the shim could not prove it current at the process's own update.
+    if (process->node.state == RemoteProcess::NodeProof::State::Proven) continue;
     auto out = scratch.getOrphanage().newOrphan<wire::RefreshedAhead>();
     std::vector<Effect> effects;
     uint64_t callbacks = metrics_.get(Count::Callbacks);

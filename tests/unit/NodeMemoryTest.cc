@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <capnp/message.h>
 #include <kj/async.h>
 
 #include <chrono>
@@ -157,31 +158,38 @@ class ProcDebugger final : public wire::Debugger::Server {
     }
     for (unsigned i = 0; i < requests.size(); ++i) {
       auto q = requests[i];
-      std::vector<kj::byte> bytes(q.getSize());
-      uint64_t from = q.getAddress();
-      if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
-          static_cast<ssize_t>(bytes.size())) {
-        from = q.getNeededAddress();
-        bytes.resize(q.getNeededSize());
-        if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
-            static_cast<ssize_t>(bytes.size())) {
-          out[i].setRc(kUnreadable);
-          continue;
-        }
-      }
       if (s_.randomUnreadable && q.getNeededAddress() == random) {
         out[i].setRc(kUnreadable);
         continue;
       }
-      if (s_.tamperAt >= from && s_.tamperAt + 8 <= from + bytes.size() &&
-          s_.tamperReads++ > 0) {
-        for (int k = 0; k < 8; ++k) bytes[s_.tamperAt - from + k] ^= 0xff;
-      }
-      out[i].setRc(0);
-      out[i].setAddress(from);
-      mqd::setBulk(out[i].initData(), kj::arrayPtr(bytes.data(), bytes.size()), false);
+      answer(q.getAddress(), q.getSize(), q.getNeededAddress(), q.getNeededSize(), out[i]);
     }
     return kj::READY_NOW;
+  }
+
+ public:
+  // The debugger's block for a read of [address, size), else of the needed part.
+  void answer(uint64_t address, uint32_t size, uint64_t needed, uint32_t neededSize,
+              wire::MemoryBlock::Builder out) {
+    std::vector<kj::byte> bytes(size);
+    uint64_t from = address;
+    if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
+        static_cast<ssize_t>(bytes.size())) {
+      from = needed;
+      bytes.resize(neededSize);
+      if (::pread64(mem_.get(), bytes.data(), bytes.size(), static_cast<off64_t>(from)) !=
+          static_cast<ssize_t>(bytes.size())) {
+        out.setRc(kUnreadable);
+        return;
+      }
+    }
+    if (s_.tamperAt >= from && s_.tamperAt + 8 <= from + bytes.size() &&
+        s_.tamperReads++ > 0) {
+      for (int k = 0; k < 8; ++k) bytes[s_.tamperAt - from + k] ^= 0xff;
+    }
+    out.setRc(0);
+    out.setAddress(from);
+    mqd::setBulk(out.initData(), kj::arrayPtr(bytes.data(), bytes.size()), false);
   }
 
  private:
@@ -195,6 +203,7 @@ struct Rig {
   kj::EventLoop loop;
   kj::WaitScope waitScope{loop};
   ProcDebugger::Script& script;
+  ProcDebugger debugger;  // the same debugger, as the shim reads it at an update's start
   test::CacheHost host;
   RemoteProcess& process;
   kj::AutoCloseFd mem;  // the truth: the process's memory, read here directly
@@ -208,15 +217,31 @@ struct Rig {
 
   explicit Rig(ProcDebugger::Script& s)
       : script(s),
+        debugger(s),
         host(kj::heap<ProcDebugger>(s), options()),
         process(host.objects().process(7)),
         mem(::open(("/proc/" + std::to_string(s.pid) + "/mem").c_str(), O_RDONLY)) {}
 
   // One epoch (mqs_update_communicator_list) that reads 8 bytes at each of `addresses` and
   // checks them against the process's memory, as the debugger shows it (`tamperAt` aside).
-  void epoch(const std::vector<uint64_t>& addresses) {
+  // With `readAhead`, as the shim makes one: the windows the last epoch named
+  // (nextEpochWindows) read from the debugger first and sent with the update.
+  void epoch(const std::vector<uint64_t>& addresses, bool readAhead = false) {
+    capnp::MallocMessageBuilder message;
+    std::vector<RemoteDebugger::BlockAhead> ahead;
+    capnp::Orphan<capnp::List<wire::MemoryBlock>> blocks;  // what `ahead` reads, kept alive
+    if (readAhead) {
+      auto windows = host.remote().nextEpochWindows(process);
+      blocks = message.getOrphanage().newOrphan<capnp::List<wire::MemoryBlock>>(
+          static_cast<unsigned>(windows.size()));
+      for (unsigned i = 0; i < windows.size(); ++i) {
+        const auto& w = windows[i];
+        debugger.answer(w.address, w.size, w.address, w.size, blocks.get()[i]);
+        ahead.push_back({w, blocks.getReader()[i]});
+      }
+    }
     test::runAsDllCall(host, waitScope, [&](DllCall& call) {
-      host.remote().newEpoch(call, process);
+      host.remote().newEpoch(call, process, {}, ahead);
       for (uint64_t a : addresses) {
         uint8_t got[8], truth[8];
         REQUIRE(host.remote().fetchData(call, process, a, 8, got) == 0);
@@ -312,6 +337,18 @@ TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among 
   CHECK(script.fetchBlocks == 2);
   CHECK(script.rankAsked == 1);
   CHECK(rig.state() == State::Proven);
+  // Through the shim, which reads what that check compared as the update starts: no round
+  // trip at all, the check made with the bytes read ahead.
+  auto windows = rig.host.remote().nextEpochWindows(rig.process);
+  REQUIRE(windows.size() == 1);
+  CHECK(windows[0].address == base + 8);
+  CHECK(windows[0].size == 8);
+  uint64_t onNode = rig.counted(Count::NodeBlocks);
+  rig.epoch({base + 8, base + 0x3000}, true);
+  CHECK(script.fetchBlocks == 2);
+  CHECK(rig.state() == State::Proven);
+  CHECK(rig.process.node.checkedThisEpoch);
+  CHECK(rig.counted(Count::NodeBlocks) > onNode);
 }
 
 TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers every miss") {
@@ -368,5 +405,19 @@ TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers e
     rig.epoch({base + 0x10, base + 0x1000});  // the debugger now shows other bytes there
     CHECK(rig.state() == State::Refused);
     CHECK(script.fetchBlocks == 3);  // the proof, the check, then a block from the debugger
+  }
+  SUBCASE("memory that is not what the debugger read ahead: refused, the debugger's bytes kept") {
+    ProcDebugger::Script script{target->pid(), rank};
+    script.tamperAt = base + 0x10;
+    Rig rig(script);
+    rig.epoch({base + 0x10});
+    CHECK(rig.state() == State::Proven);
+    uint64_t onNode = rig.counted(Count::NodeBlocks);
+    // The shim reads base + 0x10 ahead, as the debugger now shows it: not the node's bytes.
+    // The DLL's reads must show the debugger's (Rig::epoch checks them).
+    rig.epoch({base + 0x10, base + 0x1000}, true);
+    CHECK(script.tamperReads == 2);
+    CHECK(rig.state() == State::Refused);
+    CHECK(rig.counted(Count::NodeBlocks) == onNode);
   }
 }
