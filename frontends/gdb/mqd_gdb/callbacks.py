@@ -27,7 +27,7 @@ import gdb
 
 from . import abi, job, lookup
 from .handles import Image, Process
-from .inferiors import SelectedInferior, find as find_inferior, is_local
+from .inferiors import SelectedInferior, find as find_inferior, is_local, select
 
 # How a dprints text is kept in the messages, and the prefix of the one kind of dprints that
 # libmqdproxy.so adds of its own (docs/transparency.md, "What the shim adds"): a warning about
@@ -210,13 +210,14 @@ class Callbacks:
             # The DLL may ask about any process it was given, not only the one of the call in
             # progress (libmqdproxy.so reads the others' memory ahead). gdb 13 reads the
             # selected inferior's memory whichever Inferior is asked, so the process's own is
-            # selected for the read.
+            # selected for the read, and stays selected: the next read is most often of the
+            # same process, and each switch costs exchanges on a remote link (giving the
+            # selection back after every read tripled a read's cost through gdbserver). The
+            # user's selection comes back when the DLL call ends (dump.dump's SelectedInferior).
             try:
-                if gdb.selected_inferior().num == p.inferior_num:
-                    data = find_inferior(p.inferior_num).read_memory(address, size)
-                else:
-                    with SelectedInferior(p.inferior_num):
-                        data = find_inferior(p.inferior_num).read_memory(address, size)
+                if gdb.selected_inferior().num != p.inferior_num:
+                    select(p.inferior_num)
+                data = find_inferior(p.inferior_num).read_memory(address, size)
             except gdb.MemoryError:
                 return ERR_MEMORY
             ctypes.memmove(buf, bytes(data), size)

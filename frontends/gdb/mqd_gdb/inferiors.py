@@ -16,9 +16,10 @@ def find(num):
     raise MqdError("inferior %d is gone" % num)
 
 
-def _select(num):
+def select(num):
     """Makes inferior `num` current, quietly (switching through one of its threads prints no
-    frame, unlike the `inferior` command)."""
+    frame, unlike the `inferior` command). The caller gives the user's selection back (a
+    SelectedInferior block around it)."""
     inf = find(num)
     threads = inf.threads()
     if threads:
@@ -47,7 +48,7 @@ class SelectedInferior:
         except gdb.error:  # no process, or no stack
             self.frame = None
         if self.previous != self.num:
-            _select(self.num)
+            select(self.num)
 
     def __exit__(self, *exc):
         # The block may have switched threads itself (snapshot.take does).
@@ -55,7 +56,7 @@ class SelectedInferior:
             if gdb.selected_thread() != self.thread:
                 self.thread.switch()
         elif gdb.selected_inferior().num != self.previous:
-            _select(self.previous)
+            select(self.previous)
             return False
         if self.frame is not None and self.frame.is_valid() and \
                 gdb.selected_thread() == self.thread and self.frame != gdb.selected_frame():
