@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -294,8 +295,23 @@ void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) 
   }
 }
 
+std::optional<double> DebuggerSide::secondsPerByte() const {
+  if (readBytes_ == 0) return std::nullopt;
+  return readSeconds_ / static_cast<double>(readBytes_);
+}
+
 DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, uint32_t size,
                                             uint64_t neededAddress, uint32_t neededSize) {
+  auto started = std::chrono::steady_clock::now();
+  Block out = readBlockUntimed(process, address, size, neededAddress, neededSize);
+  readSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  readBytes_ += out.bytes.size();
+  return out;
+}
+
+DebuggerSide::Block DebuggerSide::readBlockUntimed(uint64_t process, uint64_t address,
+                                                   uint32_t size, uint64_t neededAddress,
+                                                   uint32_t neededSize) {
   constexpr uint64_t kPage = 4096;
   Block out;
   const mqs_process_callbacks* t = processTable(process);

@@ -109,6 +109,10 @@ class DebuggerSide {
   };
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                   uint32_t neededSize);
+  // What the debugger's reads (readBlock) have cost so far, in seconds per byte read; nullopt
+  // before the first. A debugger whose own link to its target is slow (gdbserver over a
+  // network) takes seconds per MiB, a local one milliseconds.
+  std::optional<double> secondsPerByte() const;
 
   // The answers to look-ups (wire Lookup / LookupAnswer), one per look-up, in order.
   struct LookupResult {
@@ -130,6 +134,8 @@ class DebuggerSide {
   void forgetLookedUp() { lookedUp_.clear(); }
 
  private:
+  Block readBlockUntimed(uint64_t process, uint64_t address, uint32_t size,
+                         uint64_t neededAddress, uint32_t neededSize);
   const mqs_image_callbacks* imageTable(uint64_t image) const;
   const mqs_process_callbacks* processTable(uint64_t process) const;
 
@@ -141,6 +147,8 @@ class DebuggerSide {
   std::map<std::pair<int, uint64_t>, uint64_t> held_;  // (kind, handle) -> info token
   std::unordered_map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> name, lang
   std::set<LookupKey> lookedUp_;
+  double readSeconds_ = 0;  // in readBlock, in all
+  uint64_t readBytes_ = 0;  // that readBlock returned, in all
 };
 
 }  // namespace mqd::client

@@ -296,6 +296,7 @@ template <typename Results, typename Send>
 MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& send) {
   auto pending = std::make_shared<PendingCall>(nameOf(entryPoint));
   ++counters_.callsForwarded;
+  auto started = std::chrono::steady_clock::now();
   loop_->run([&]() {
     Connection& c = *connection_;
     if (c.broken()) {
@@ -320,6 +321,8 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
     if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, nameOf(entryPoint));
     throw ProxyError(code, detail);
   }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (fastestRoundTrip_ == 0 || took < fastestRoundTrip_) fastestRoundTrip_ = took;
   return Reply<Results>(pending, *loop_);
 }
 
@@ -858,9 +861,22 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   }
   std::sort(byLast.begin(), byLast.end());
   uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedAheadBytes_;
+  std::optional<double> perByte = side_.secondsPerByte();
   for (const auto& [last, token] : byLast) {
     uint64_t bytes = bytesOf(nextEpoch_.at(token));
     if (bytes > budget) break;
+    // A process refreshed ahead has its memory read twice: now, and at its own update for the
+    // proof. That extra read must cost less than the round trip it saves: not so when the
+    // debugger's own link to its target is slow (gdbserver over a network reads 1 MiB in
+    // seconds, the server answers in milliseconds).
+    double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
+    if (fastestRoundTrip_ > 0 && again > fastestRoundTrip_) {
+      MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
+                     "%.3f s, a round trip %.3f s",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes),
+              again, fastestRoundTrip_);
+      continue;
+    }
     budget -= bytes;
     chosen.push_back(token);
   }

@@ -202,6 +202,9 @@ class MqsClient {
   };
   std::unordered_map<uint64_t, Visits> visits_;
   uint64_t updates_ = 0;
+  // The quickest round trip to the server so far (roundTrip's wall time, callbacks served
+  // included): what a refresh ahead saves per process (refreshCandidates). Zero: none yet.
+  double fastestRoundTrip_ = 0;
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

@@ -142,6 +142,7 @@ mqs_image* cbGetImage(mqs_process* process) {
 int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
   count("fetch_data");
   h().early("fetch_data", processOf(process), false);
+  if (h().options().fetchDelay.count() > 0) std::this_thread::sleep_for(h().options().fetchDelay);
   if (size < 0) return DebuggerHarness::kUnmapped;
   return processOf(process)->target->read(addr, static_cast<size_t>(size), buf)
              ? static_cast<int>(mqs_ok)

@@ -9,6 +9,7 @@
 // it by).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +42,8 @@ class DebuggerHarness {
     // Members of mqs_target_type_sizes this debugger writes: 5 (MPICH header) or 7 (Open MPI).
     int typeSizeInts = 7;
     Timing timing = Timing::Always;
+    // How long each fetch_data takes: a debugger that reaches its target over a network.
+    std::chrono::microseconds fetchDelay{0};
   };
 
   struct Job;

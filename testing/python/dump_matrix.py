@@ -3,7 +3,7 @@ with the vendor DLL loaded natively, then through libmqdproxy.so and real mqd-pr
 every cache mode; every proxied dump must equal the native one byte for byte (JSON and text).
 
     from dump_matrix import DumpMatrix
-    matrix = DumpMatrix(server_bin, dll, shim, work)      # starts the unix and TCP servers
+    matrix = DumpMatrix(server_bin, dll, shim, work, relay_bin)  # starts the servers
     matrix.add("ssh", sshd.url(server_bin), {...})        # more proxied runs, if any
     outputs = matrix.dump(job.pids, frontend, "dump of 4 ranks")  # {name: (json, text)}
     problems = matrix.differences(outputs)               # [] when every dump is the native one
@@ -11,25 +11,32 @@ every cache mode; every proxied dump must equal the native one byte for byte (JS
     matrix.stop()
 
 The proxied runs, in order: unix (cache epoch; the first session ever, nothing learned), tcp
-(epoch, compressed, a fresh session with learned look-ups and memory), unix-call and unix-off
+(epoch, compressed, a fresh session with learned look-ups and memory, the server behind an
+mqd-relay with a round trip of TCP_RTT_MS: on another machine), unix-call and unix-off
 (the conservative cache modes), and node (a server new to the DLL, with --node-memory, which
 reads each rank on this host once it has proved it is the debugger's). Every run's shim keeps
 its learned look-ups in WORK/shim-state (MQD_PROXY_STATE_DIR), so the node server gets them
 all with each mqs_setup_image. differences() also requires, from the node server's log, the
 proof for every rank and that the server asked the debugger for no look-up one by one; and,
-from the unix and tcp servers' logs, that the epoch runs' second dump (a refresh of the whole
-job) refreshed every rank but the first ahead, with the first rank's update.
+from the tcp server's log, that its second dump (a refresh of the whole job) refreshed every
+rank but the first ahead, with the first rank's update: the shim refreshes ahead where reading
+a rank's memory again costs less than the round trip it saves, which gdb's local reads do
+against that link (and need not against a unix socket's).
 """
 import os
 import re
 import time
 
 from gdb_driver import gdb_dump
-from servers import Server
+from servers import Relay, Server
+
+# The tcp run's server link: a round trip long enough that gdb's local reads of a rank's
+# memory cost less, as against a server on another machine.
+TCP_RTT_MS = 20
 
 
 class DumpMatrix:
-    def __init__(self, server_bin, dll, shim, work):
+    def __init__(self, server_bin, dll, shim, work, relay_bin):
         self.dll, self.shim, self.work = dll, shim, work
         self.servers = [Server(server_bin, "unix:" + os.path.join(work, "s.sock"), dll, work,
                                "unix"),
@@ -37,7 +44,9 @@ class DumpMatrix:
                         Server(server_bin, "unix:" + os.path.join(work, "node.sock"), dll, work,
                                "node", state_dir=os.path.join(work, "node-state"),
                                extra=["--node-memory"])]
-        unix, tcp, node = (s.endpoint for s in self.servers)
+        unix, direct, node = (s.endpoint for s in self.servers)
+        self.relay = Relay(relay_bin, direct, TCP_RTT_MS, work, "tcp-relay")
+        tcp = self.relay.endpoint
         self.node_log = self.servers[2].log
         self.pids = []
         # (name, endpoint, environment of gdb)
@@ -91,9 +100,9 @@ class DumpMatrix:
         problems = ["%s dump (%s) differs from the native one: see %s" % (name, kind, self.work)
                     for name in self.names() for i, kind in enumerate(("JSON", "text"))
                     if outputs[name][i] != outputs["native"][i]]
-        # The epoch runs (the first session on the unix server, the only one on tcp): the
-        # first rank's update of the second dump refreshed all the others ahead.
-        for server in self.servers[:2]:
+        # The epoch run behind the relay: the first rank's update of the second dump refreshed
+        # all the others ahead.
+        for server in self.servers[1:2]:
             log = self._log_with_session(server.log)
             ahead = re.findall(r"session summary: .*%s.*\((\d+) refreshed ahead\)"
                                % re.escape(os.path.basename(self.dll)), log)
@@ -113,6 +122,7 @@ class DumpMatrix:
         return problems
 
     def stop(self):
+        self.relay.stop()
         for s in self.servers:
             s.stop()
 

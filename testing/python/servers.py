@@ -11,6 +11,9 @@ that then exits with anything but 0 is a Failure.
 Learned state goes to WORKDIR/state unless `state_dir` says otherwise ("none": no learned
 state): one directory for every server of a run, so the first session is cold and later ones
 start from what it learned.
+
+Relay: an mqd-relay in front of a server's endpoint on TCP loopback, adding a round-trip time
+(a server on another machine); `endpoint` is its own, stop() kills it.
 """
 import os
 import signal
@@ -45,3 +48,20 @@ class Server:
         if check_exit and self.proc.returncode != 0:
             raise Failure("server exited with %d" % self.proc.returncode)
         return self.proc.returncode
+
+
+class Relay:
+    def __init__(self, binary, connect, rtt_ms, workdir, name):
+        ready = os.path.join(workdir, name + ".ready")
+        self.proc = subprocess.Popen([binary, "--listen", "tcp:127.0.0.1:0", "--connect",
+                                      connect, "--delay-ms", str(rtt_ms / 2.0),
+                                      "--ready-file", ready])
+        wait_for(lambda: os.path.exists(ready) or self.proc.poll() is not None, 20, name)
+        if self.proc.poll() is not None:
+            raise Failure("%s did not start" % name)
+        self.endpoint = open(ready).read().strip()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()

@@ -70,7 +70,8 @@ def main():
     try:
         job = Job(built.require("pending"), args.ranks, args.ops, work)
         attach = "mqd attach --launcher %d" % job.proc.pid
-        matrix = DumpMatrix(built.require("server"), args.ompi_dll, shim, work)
+        matrix = DumpMatrix(built.require("server"), args.ompi_dll, shim, work,
+                            built.require("relay"))
         what = "dump of %d ranks attached from mpirun's table" % args.ranks
         outputs = matrix.dump(job.pids, args.frontend, what, attach)
         problems = matrix.differences(outputs)

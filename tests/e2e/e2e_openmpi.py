@@ -52,7 +52,7 @@ def main():
     passed = False
     try:
         job = Job(program, args.ranks, args.ops, work)
-        matrix = DumpMatrix(server_bin, args.ompi_dll, shim, work)
+        matrix = DumpMatrix(server_bin, args.ompi_dll, shim, work, built.require("relay"))
         if args.ssh:
             sshd = Sshd(work)
             matrix.add("ssh", sshd.url(server_bin), {"MQD_PROXY_SSH_OPTIONS": sshd.options})

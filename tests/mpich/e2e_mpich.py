@@ -78,7 +78,7 @@ def main():
     passed = False
     try:
         job = MpichJob(args.mpich, args.ranks, argv, work)
-        matrix = DumpMatrix(server_bin, dll, shim, work)
+        matrix = DumpMatrix(server_bin, dll, shim, work, built.require("relay"))
         attach = "mqd attach --launcher %d" % job.proc.pid if args.launcher else None
         outputs = matrix.dump(job.pids, args.frontend, "dump of %d ranks, %s" % (args.ranks,
                                                                                  what), attach)
