@@ -16,13 +16,25 @@ def find(num):
     raise MqdError("inferior %d is gone" % num)
 
 
+# inferior number -> (pid, a thread of it) that select() switched to: Inferior.threads()
+# makes gdb fetch the thread list anew, from every process on a gdbserver connection, in
+# 4 KiB pieces, which costs a job's selections exchanges that grow with its ranks.
+_threads = {}
+
+
 def select(num):
     """Makes inferior `num` current, quietly (switching through one of its threads prints no
     frame, unlike the `inferior` command). The caller gives the user's selection back (a
     SelectedInferior block around it)."""
     inf = find(num)
+    kept = _threads.get(num)
+    if kept is not None and kept[0] == inf.pid and kept[1].is_valid() \
+            and kept[1].inferior.num == num:
+        kept[1].switch()
+        return
     threads = inf.threads()
     if threads:
+        _threads[num] = (inf.pid, threads[0])
         threads[0].switch()
     else:
         quietly("inferior %d" % num)
