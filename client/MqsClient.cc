@@ -208,6 +208,7 @@ void MqsClient::reestablish() {
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
   nextEpoch_.clear();
+  readOnNode_.clear();
   forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
     dllErrorText_.clear();
@@ -570,6 +571,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     nextEpoch_.erase(token);
+    readOnNode_.erase(token);
     // Its place in the refresh order starts over too; the other processes' places stand.
     visits_.erase(token);
     dropRefreshedAhead(token);
@@ -731,6 +733,11 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   } else {
     nextEpoch_[process] = std::move(next);
   }
+  if (reply.get().getReadOnNode()) {
+    readOnNode_.insert(process);
+  } else {
+    readOnNode_.erase(process);
+  }
   for (auto refreshed : reply.get().getRefreshed()) {
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
@@ -855,7 +862,8 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
   for (const auto& [token, v] : visits_) {
     if (token != process && v.count == self->second.count && v.last > self->second.last &&
-        refreshedAhead_.count(token) == 0 && nextEpoch_.count(token) != 0) {
+        refreshedAhead_.count(token) == 0 && nextEpoch_.count(token) != 0 &&
+        readOnNode_.count(token) == 0) {
       byLast.push_back({v.last, token});
     }
   }

@@ -184,6 +184,9 @@ class MqsClient {
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
   // Per process: the memory its last epoch read, as the server named it (sendUpdate).
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
+  // Processes the server reads on their node (the last reply's readOnNode): never refreshed
+  // ahead, so never offered (refreshCandidates).
+  std::set<uint64_t> readOnNode_;
   // Per process: a refresh the server made ahead of the process's own update, with the blocks
   // it was made from (sendUpdate; served by serveRefreshedAhead). Their bytes in all stay
   // within maxRefreshAheadBytes (refreshCandidates).

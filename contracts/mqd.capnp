@@ -501,13 +501,15 @@ interface Session {
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
                              others :List(RefreshAhead))
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow), failure :Failure,
-          refreshed :List(RefreshedAhead));
+          refreshed :List(RefreshedAhead), readOnNode :Bool);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
   # nextEpoch: in the epoch policy, the windows of target memory this epoch has read (at most
-  # maxBlocksAheadBytes in all; none for a process read on its node), which the next epoch
-  # will read again. ahead/blocks: the windows the process's previous reply named, one block
+  # maxBlocksAheadBytes in all; for a process read on its node, only the range its epoch
+  # check compared), which the next epoch will read again. readOnNode: the server reads this
+  # process on its node (--node-memory): it is never refreshed ahead, so the shim does not
+  # read its windows for that. ahead/blocks: the windows the process's previous reply named, one block
   # each, in order, read by the shim from its debugger inside this call (what a fetchBlocks
   # at the epoch's start would have got); the server keeps them as this epoch's and asks in
   # one round trip only for what else the previous epoch read.

@@ -431,6 +431,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     results.setRc(rc);
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
+    results.setReadOnNode(process.node.state == RemoteProcess::NodeProof::State::Proven);
     if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results);
   });
 }
