@@ -367,17 +367,9 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
   auto data = takeBlock(call, b, size);
   copyNeeded(b.getAddress(), data, address, size, buf);
   if (node.state == State::Proven) {
-    auto mine = kj::heapArray<kj::byte>(size);
-    if (node.process->stopped() && node.process->read(address, mine.begin(), size) &&
-        std::memcmp(mine.begin(), buf, size) == 0) {
+    if (nodeShows(process, address, static_cast<const kj::byte*>(buf), size, "read")) {
       node.checkedThisEpoch = true;
       node.checked = TargetMemory::Window{address, size};
-    } else {
-      char where[32];
-      std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
-      refuseNode(process, "pid " + std::to_string(node.process->pid()) + "'s memory at " +
-                              where + " is not what the debugger read, or it runs (another "
-                              "process, or a past state)");
     }
   }
   process.memory->store(b.getAddress(), kj::mv(data));
@@ -393,21 +385,28 @@ void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
     if (a.block.getRc() != mqs_ok || a.block.getAddress() != a.window.address) continue;
     auto data = takeBlock(call, a.block, a.window.size);
     if (data.size() != a.window.size || data.size() == 0) continue;
-    auto mine = kj::heapArray<kj::byte>(data.size());
-    if (!node.process->stopped() ||
-        !node.process->read(a.block.getAddress(), mine.begin(), mine.size()) ||
-        std::memcmp(mine.begin(), data.begin(), data.size()) != 0) {
-      char where[32];
-      std::snprintf(where, sizeof where, "0x%llx",
-                    static_cast<unsigned long long>(a.block.getAddress()));
-      refuseNode(process, "pid " + std::to_string(node.process->pid()) + "'s memory at " +
-                              where + " is not what the debugger read ahead, or it runs "
-                              "(another process, or a past state)");
+    if (!nodeShows(process, a.block.getAddress(), data.begin(), data.size(), "read ahead")) {
       return;
     }
     node.checkedThisEpoch = true;
     process.memory->store(a.block.getAddress(), kj::mv(data));
   }
+}
+
+bool RemoteDebugger::nodeShows(RemoteProcess& process, uint64_t address, const kj::byte* bytes,
+                               size_t size, const char* how) {
+  const LocalProcess& local = *process.node.process;
+  auto mine = kj::heapArray<kj::byte>(size);
+  if (local.stopped() && local.read(address, mine.begin(), size) &&
+      std::memcmp(mine.begin(), bytes, size) == 0) {
+    return true;
+  }
+  char where[32];
+  std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(address));
+  refuseNode(process, "pid " + std::to_string(local.pid()) + "'s memory at " + where +
+                          " is not what the debugger " + how + ", or it runs (another "
+                          "process, or a past state)");
+  return false;
 }
 
 void RemoteDebugger::refuseNode(RemoteProcess& process, const std::string& why) {

@@ -154,6 +154,10 @@ class RemoteDebugger {
   std::optional<int> proveOnNode(DllCall& call, RemoteProcess& process, uint64_t address,
                                  uint32_t size, void* buf);
   void refuseNode(RemoteProcess& process, const std::string& why);
+  // Whether the proved process, stopped, holds `bytes` at `address` (what the debugger `how`:
+  // "read", "read ahead"); else refuses the node, saying so.
+  bool nodeShows(RemoteProcess& process, uint64_t address, const kj::byte* bytes, size_t size,
+                 const char* how);
   // This epoch's check from the blocks the shim read ahead (see fromNode); refuses the node
   // if any differs from the node's bytes or the process runs.
   void checkAheadOnNode(DllCall& call, RemoteProcess& process,

@@ -213,7 +213,8 @@ class Callbacks:
             # selected for the read, and stays selected: the next read is most often of the
             # same process, and each switch costs exchanges on a remote link (giving the
             # selection back after every read tripled a read's cost through gdbserver). The
-            # user's selection comes back when the DLL call ends (dump.dump's SelectedInferior).
+            # user's selection comes back when the process's dump ends (the SelectedInferior
+            # around dump.dump).
             try:
                 if gdb.selected_inferior().num != p.inferior_num:
                     select(p.inferior_num)

@@ -32,7 +32,7 @@ import ctypes
 
 from . import abi, job
 from .callbacks import global_rank
-from .inferiors import SelectedInferior, find as find_inferior
+from .inferiors import find as find_inferior
 
 # The queues of a communicator: the DLL's operation class and the dump's key, in this order.
 QUEUES = ((abi.PENDING_SENDS, "sends"),
@@ -46,12 +46,8 @@ STATUS = {abi.ST_PENDING: "pending", abi.ST_MATCHED: "matched", abi.ST_COMPLETE:
 def dump(session, num):
     """The queues of inferior `num` as a dict (see `mqd dump --json`); MqdError when the DLL
     cannot set the process up or refresh its communicator list. The DLL's reads may select
-    other inferiors (callbacks.fetch_data): the selection is given back at the end."""
-    with SelectedInferior(num):
-        return _dump(session, num)
-
-
-def _dump(session, num):
+    other inferiors (callbacks.fetch_data): call it inside a SelectedInferior block, which
+    gives the user's selection back (commands' dump loop)."""
     process = session.ensure_process(num)
     p = process.handle
     lib = session.lib

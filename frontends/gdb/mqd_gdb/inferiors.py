@@ -5,7 +5,7 @@
 import gdb
 
 from .errors import MqdError
-from .execute import quietly
+from .execute import output, quietly
 
 
 def find(num):
@@ -74,6 +74,11 @@ class SelectedInferior:
                 gdb.selected_thread() == self.thread and self.frame != gdb.selected_frame():
             self.frame.select()
         return False
+
+
+def big_endian():
+    """Whether the selected inferior's target is big-endian, as gdb says."""
+    return "big endian" in output("show endian")
 
 
 def is_local(inf):

@@ -20,8 +20,8 @@ import struct
 import gdb
 
 from .errors import MqdError
-from .execute import output, quietly
-from .inferiors import SelectedInferior, is_local
+from .execute import quietly
+from .inferiors import SelectedInferior, big_endian, is_local
 
 # A launcher's table larger than this is taken for garbage, not a job.
 MAX_RANKS = 1 << 20
@@ -72,7 +72,7 @@ class Quiet:
 
 
 def _byte_order():
-    return "<" if "little" in output("show endian") else ">"
+    return ">" if big_endian() else "<"
 
 
 def read_proctable(pid):

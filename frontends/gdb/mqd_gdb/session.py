@@ -13,9 +13,8 @@ import gdb
 from . import abi, job
 from .callbacks import Callbacks, global_rank, proxy_warnings
 from .errors import MqdError
-from .execute import output
 from .handles import Handles
-from .inferiors import SelectedInferior, find as find_inferior, image_name
+from .inferiors import SelectedInferior, big_endian, find as find_inferior, image_name
 
 
 # How the front end tells Open MPI's DLL from the others: its version string starts so
@@ -124,7 +123,7 @@ class Session:
             raise MqdError("inferior %d has no process" % num)
         if process.big_endian is None:
             with SelectedInferior(num):
-                process.big_endian = "big endian" in output("show endian")
+                process.big_endian = big_endian()
         if not image.set_up:
             rc = self.lib.mqs_setup_image(image.handle,
                                           ctypes.byref(self.callbacks.image_callbacks))
