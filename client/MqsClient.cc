@@ -876,9 +876,11 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
     // A process refreshed ahead has its memory read twice: now, and at its own update for the
     // proof. That extra read must cost less than the round trip it saves: not so when the
     // debugger's own link to its target is slow (gdbserver over a network reads 1 MiB in
-    // seconds, the server answers in milliseconds).
+    // seconds, the server answers in milliseconds). Below kNegligibleReadSeconds the timings
+    // are noise (one preemption of the debugger's thread outweighs a small read), and the
+    // refresh ahead is made.
     double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
-    if (fastestRoundTrip_ > 0 && again > fastestRoundTrip_) {
+    if (fastestRoundTrip_ > 0 && again > fastestRoundTrip_ && again > kNegligibleReadSeconds) {
       MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
                      "%.3f s, a round trip %.3f s",
               static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes),

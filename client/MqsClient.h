@@ -208,6 +208,9 @@ class MqsClient {
   // The quickest round trip to the server so far (roundTrip's wall time, callbacks served
   // included): what a refresh ahead saves per process (refreshCandidates). Zero: none yet.
   double fastestRoundTrip_ = 0;
+  // A read of the debugger this short never decides against a refresh ahead: timings that
+  // small are the scheduler's, not the debugger link's.
+  static constexpr double kNegligibleReadSeconds = 1e-3;
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,
