@@ -1,5 +1,5 @@
-// LearnedMemory: which target memory the last epoch of a process read, kept on disk between
-// sessions, so that a new session on the same process (a debugger that re-attaches) can ask
+// LearnedMemory: which target memory the DLL read of a process in a session (in any epoch,
+// TargetMemory::allWindows), kept on disk between sessions, so that a new session on the same process (a debugger that re-attaches) can ask
 // for all of it in one round trip instead of block by block.
 //
 // A process is recognised by a fingerprint: a hash of the DLL build and of the addresses the

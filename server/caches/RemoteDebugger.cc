@@ -434,20 +434,23 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
     return rc;
   }
   auto n = static_cast<uint32_t>(size);
-  if (process.memory->read(address, n, buf)) {
+  TargetMemory& memory = *process.memory;
+  if (memory.read(address, n, buf)) {
     call.metrics().add(Count::MemoryHits);
+    memory.touch(address, n);
     return mqs_ok;
   }
   int rc;
-  if (process.memory->failed(address, n, &rc)) {
+  if (memory.failed(address, n, &rc)) {
     call.metrics().add(Count::MemoryHits);
     return rc;
   }
   call.metrics().add(Count::MemoryMisses);
-  if (options_.nodeMemory) {
-    if (std::optional<int> rc = fromNode(call, process, address, n, buf)) return *rc;
-  }
-  return fetchBlock(call, process, address, n, buf);
+  std::optional<int> fromHere;
+  if (options_.nodeMemory) fromHere = fromNode(call, process, address, n, buf);
+  rc = fromHere ? *fromHere : fetchBlock(call, process, address, n, buf);
+  if (rc == mqs_ok) memory.touch(address, n);
+  return rc;
 }
 
 void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,

@@ -1,25 +1,42 @@
 #include "TargetMemory.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace mqd::server {
-namespace {
-// Windows may overlap (a two-block read next to a one-block one); a read looks back this far.
-constexpr int kLookBehind = 4;
-}  // namespace
 
-bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
+const kj::Array<kj::byte>* TargetMemory::holding(uint64_t address, uint64_t* start) const {
+  // Windows may overlap (a block asked for beside a smaller window): every window starting
+  // within the largest window's size below `address` may hold it.
   auto it = windows_.upper_bound(address);
-  for (int i = 0; i < kLookBehind && it != windows_.begin(); ++i) {
+  while (it != windows_.begin()) {
     --it;
-    uint64_t start = it->first;
-    const auto& bytes = it->second;
-    if (address >= start && address - start + size <= bytes.size()) {
-      std::memcpy(out, bytes.begin() + (address - start), size);
-      return true;
+    if (address - it->first >= largestWindow_) break;
+    if (address - it->first < it->second.size()) {
+      *start = it->first;
+      return &it->second;
     }
   }
-  return false;
+  return nullptr;
+}
+
+bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
+  // From one window, or from windows that follow each other (a range read in one epoch is
+  // asked for in the next as windows of at most a block each).
+  auto* to = static_cast<unsigned char*>(out);
+  uint64_t at = address;
+  for (uint32_t left = size; left > 0;) {
+    uint64_t start;
+    const kj::Array<kj::byte>* bytes = holding(at, &start);
+    if (bytes == nullptr) return false;
+    uint64_t n = std::min<uint64_t>(left, bytes->size() - (at - start));
+    std::memcpy(to, bytes->begin() + (at - start), n);
+    to += n;
+    at += n;
+    left -= static_cast<uint32_t>(n);
+  }
+  return true;
 }
 
 bool TargetMemory::failed(uint64_t address, uint32_t size, int* rc) const {
@@ -38,6 +55,12 @@ TargetMemory::Request TargetMemory::requestFor(uint64_t address, uint32_t size) 
 }
 
 void TargetMemory::store(uint64_t address, kj::Array<kj::byte> bytes) {
+  uint64_t end = address + bytes.size();
+  for (auto it = windows_.lower_bound(address);
+       it != windows_.end() && it->first < end;) {
+    it = it->first + it->second.size() <= end ? windows_.erase(it) : std::next(it);
+  }
+  largestWindow_ = std::max<uint64_t>(largestWindow_, bytes.size());
   windows_[address] = kj::mv(bytes);
 }
 
@@ -45,17 +68,59 @@ void TargetMemory::storeFailure(uint64_t address, uint32_t size, int rc) {
   failures_[{address, size}] = rc;
 }
 
-std::vector<TargetMemory::Window> TargetMemory::currentWindows() const {
+void TargetMemory::touch(uint64_t address, uint32_t size) {
+  if (size == 0) return;
+  touched_.add(address, address + size < address ? UINT64_MAX : address + size);
+}
+
+void TargetMemory::ReadRanges::add(uint64_t start, uint64_t end) {
+  auto near = [](uint64_t lowEnd, uint64_t highStart) {  // within kTouchGap, or overlapping
+    return highStart <= lowEnd || highStart - lowEnd <= kTouchGap;
+  };
+  // Kept ranges are disjoint and sorted: only the one before `start` can reach it from below.
+  auto it = ranges_.upper_bound(start);
+  if (it != ranges_.begin() && near(std::prev(it)->second, start)) --it;
+  while (it != ranges_.end() && near(end, it->first)) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second);
+    it = ranges_.erase(it);
+  }
+  ranges_.emplace(start, end);
+}
+
+void TargetMemory::ReadRanges::addAll(const ReadRanges& other) {
+  for (const auto& [start, end] : other.ranges_) add(start, end);
+}
+
+std::vector<TargetMemory::Window> TargetMemory::ReadRanges::windows(uint32_t blockSize) const {
   std::vector<Window> out;
-  for (const auto& [start, bytes] : windows_) {
-    out.push_back({start, static_cast<uint32_t>(bytes.size())});
+  for (const auto& [first, end] : ranges_) {
+    for (uint64_t start = first; start < end;) {  // split at block boundaries
+      uint64_t blockEnd = (start / blockSize + 1) * blockSize;
+      uint64_t stop = blockEnd != 0 && blockEnd < end ? blockEnd : end;
+      out.push_back({start, static_cast<uint32_t>(stop - start)});
+      start = stop;
+    }
   }
   return out;
+}
+
+std::vector<TargetMemory::Window> TargetMemory::currentWindows() const {
+  return touched_.windows(blockSize_);
+}
+
+std::vector<TargetMemory::Window> TargetMemory::allWindows() const {
+  ReadRanges all = allTouched_;
+  all.addAll(touched_);
+  return all.windows(blockSize_);
 }
 
 void TargetMemory::newEpoch() {
   previous_ = currentWindows();
   windows_.clear();
+  largestWindow_ = 0;
+  allTouched_.addAll(touched_);
+  touched_.clear();
   failures_.clear();
 }
 

@@ -8,8 +8,12 @@
 //
 // Memory is only stable while the target is stopped. What counts as "the same stop" is the
 // epoch, chosen by the session's cache policy (see SessionService): everything here is dropped
-// when an epoch ends. The blocks an epoch touched are remembered, so the next epoch can ask for
-// them all at once, before the DLL needs them.
+// when an epoch ends. What the DLL read in an epoch is remembered, so the next epoch can ask
+// for it all at once, before the DLL needs it: the bytes the DLL read, not the blocks around
+// them, since a debugger's remote link carries a few KiB per exchange (gdbserver about 9 KiB,
+// qemu's stub 2 KiB) and a 64 KiB block the DLL read 200 bytes of would cost 8 to 32 of them.
+// Ranges closer than kTouchGap are asked for as one window (a gap costs less than another
+// exchange), and no window crosses a block boundary.
 #pragma once
 
 #include <kj/array.h>
@@ -33,11 +37,14 @@ class TargetMemory {
     uint32_t size;
   };
 
+  // Read ranges closer than this are one window for the next epoch.
+  static constexpr uint64_t kTouchGap = 1024;
+
   explicit TargetMemory(uint32_t blockSize) : blockSize_(blockSize) {}
 
   uint32_t blockSize() const { return blockSize_; }
 
-  // Copies [address, address + size) into out if one cached window holds it all.
+  // Copies [address, address + size) into out if the windows kept hold it all.
   bool read(uint64_t address, uint32_t size, void* out) const;
   // The error code the debugger gave for exactly this range this epoch, if it refused it.
   bool failed(uint64_t address, uint32_t size, int* rc) const;
@@ -46,20 +53,46 @@ class TargetMemory {
   Request requestFor(uint64_t address, uint32_t size) const;
 
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
-  // `address`.
+  // `address`; windows it holds entirely are dropped.
   void store(uint64_t address, kj::Array<kj::byte> bytes);
+  // The DLL was answered [address, address + size) this epoch (from a window, or not).
+  void touch(uint64_t address, uint32_t size);
   void storeFailure(uint64_t address, uint32_t size, int rc);
 
-  // Ends the epoch: forgets everything, keeps the windows it had for prefetching.
+  // Ends the epoch: forgets everything, keeps what the DLL read for prefetching.
   void newEpoch();
-  // What the previous epoch had read, to ask for again at the start of this one.
+  // What the DLL read in the previous epoch, to ask for again at the start of this one.
   const std::vector<Window>& previousWindows() const { return previous_; }
-  // What this epoch has read so far.
+  // What the DLL has read so far this epoch, as windows to ask for (see kTouchGap), in
+  // address order.
   std::vector<Window> currentWindows() const;
+  // What the DLL has read in any epoch of this memory, this one included: what a later
+  // session's first epoch may read (a first mqs_update_communicator_list reads more than a
+  // later one, which finds the communicators unchanged).
+  std::vector<Window> allWindows() const;
 
  private:
+  // The window holding the byte at `address` (its start in *start), or null.
+  const kj::Array<kj::byte>* holding(uint64_t address, uint64_t* start) const;
+
   uint32_t blockSize_;
   std::map<uint64_t, kj::Array<kj::byte>> windows_;  // start -> bytes
+  uint64_t largestWindow_ = 0;  // of windows_, for read's look-behind
+
+  // Byte ranges read, merged when kTouchGap apart or closer.
+  class ReadRanges {
+   public:
+    void add(uint64_t start, uint64_t end);
+    void addAll(const ReadRanges& other);
+    void clear() { ranges_.clear(); }
+    // As windows of at most one block each.
+    std::vector<Window> windows(uint32_t blockSize) const;
+
+   private:
+    std::map<uint64_t, uint64_t> ranges_;  // start -> end
+  };
+  ReadRanges touched_;     // this epoch
+  ReadRanges allTouched_;  // the epochs before this one
   std::map<std::pair<uint64_t, uint32_t>, int> failures_;
   std::vector<Window> previous_;
 };

@@ -178,9 +178,10 @@ Options:
                           debugger hung up (a call the debugger abandoned with
                           MQD_PROXY_ERR_TIMEOUT, e.g. a DLL looping on corrupt target data)
                           before it is killed (default 3000).
-  --block-size BYTES      Granularity of the target-memory cache: the server reads the target in
-                          aligned blocks of this many bytes (a power of two, 4096 to 1048576;
-                          default 65536) instead of the DLL's 4- and 8-byte reads.
+  --block-size BYTES      Granularity of the target-memory cache: a read the cache misses asks
+                          the debugger for the aligned block of this many bytes around it (a
+                          power of two, 4096 to 1048576; default 65536) instead of the DLL's 4-
+                          and 8-byte reads. The next epoch asks only for the bytes read.
   --node-memory           Read the target's memory on this host when the debugger's process is
                           proved to be one of this user's processes here, instead of asking
                           the debugger for every block (for a server beside gdbserver or the

@@ -65,7 +65,7 @@ SessionService::~SessionService() noexcept(false) {
   queue_ = nullptr;  // not a new promise: the event loop may already be gone
   learned_.save(remote_.lookupsSeen());
   objects_.forEachProcess([this](RemoteProcess& p) {
-    if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->currentWindows());
+    if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->allWindows());
   });
   destroyLeftInfos();
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
@@ -135,7 +135,7 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refr
   }
   // A set-up epoch reads little: it must not replace the record it is about to use.
   if (process.memory && learned.empty()) {
-    learnedMemory_.save(print, process.memory->currentWindows());
+    learnedMemory_.save(print, process.memory->allWindows());
   }
   remote_.newEpoch(call, process, learned, ahead);
 }

@@ -174,7 +174,7 @@ TEST_CASE("RemoteDebugger, policy call: memory is read in blocks and kept for on
 }
 
 TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the next epoch "
-          "asks again for all of it in one round trip") {
+          "asks again for what the DLL read, in one round trip") {
   Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x80000);
   rig.call([&](DllCall& call) {
     rig.host.remote().newEpoch(call, rig.process);
@@ -186,20 +186,28 @@ TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the ne
   rig.asked.blocks.clear();
   rig.call([&](DllCall& call) {
     rig.host.remote().newEpoch(call, rig.process);  // mqs_update_communicator_list
-    CHECK(rig.asked.fetchBlocks == 3);               // both blocks, ahead, in one round trip
-    CHECK(rig.asked.blocks.size() == 2);
+    CHECK(rig.asked.fetchBlocks == 3);               // ahead, in one round trip
+    // The bytes the DLL read, not their blocks: the two reads 8 bytes apart are one window.
+    REQUIRE(rig.asked.blocks.size() == 2);
+    CHECK(rig.asked.blocks[0] == std::make_pair(uint64_t{0x10010}, uint32_t{8}));
+    CHECK(rig.asked.blocks[1] == std::make_pair(uint64_t{0x30010}, uint32_t{0x14}));
     CHECK(rig.read(call, 0x10010, 8) == 0);
     CHECK(rig.read(call, 0x30010, 8) == 0);
+    CHECK(rig.read(call, 0x30020, 4) == 0);
   });
   CHECK(rig.asked.fetchBlocks == 3);
   // Counted as they happened: two demand reads in the first epoch, then the second call's read
-  // and both of the new epoch's reads from what was kept; four blocks, two of them ahead.
+  // and the new epoch's three reads from what was kept; four blocks, two of them ahead.
   CHECK(rig.counted(Count::Callbacks) == 3);
   CHECK(rig.counted(Count::MemoryMisses) == 2);
-  CHECK(rig.counted(Count::MemoryHits) == 3);
+  CHECK(rig.counted(Count::MemoryHits) == 4);
   CHECK(rig.counted(Count::BlocksFetched) == 4);
   CHECK(rig.counted(Count::BlocksPrefetched) == 2);
-  CHECK(rig.counted(Count::BlockBytes) == 4 * kBlock);
+  CHECK(rig.counted(Count::BlockBytes) == 2 * kBlock + 8 + 0x14);
+  // A read beside what was read before misses, and brings its whole block.
+  rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x10040, 8) == 0); });
+  CHECK(rig.asked.fetchBlocks == 4);
+  CHECK(rig.asked.blocks.back() == std::make_pair(uint64_t{0x10000}, kBlock));
 }
 
 TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the readable window, "

@@ -58,19 +58,98 @@ TEST_CASE("TargetMemory: refusals are remembered exactly, and an epoch forgets e
   CHECK_FALSE(m.failed(0x5000, 4, &rc));  // only that exact range
   m.store(0x1000, bytes(pattern(0x1000, 4096)));
   m.store(0x3000, bytes(pattern(0x3000, 8192)));
+  m.touch(0x1010, 8);
+  m.touch(0x3ff8, 16);  // across a block boundary: one window per block
   auto current = m.currentWindows();
-  REQUIRE(current.size() == 2);
-  CHECK(current[1].address == 0x3000);
-  CHECK(current[1].size == 8192);
+  REQUIRE(current.size() == 3);
+  CHECK(current[0].address == 0x1010);
+  CHECK(current[0].size == 8);
+  CHECK(current[1].address == 0x3ff8);
+  CHECK(current[1].size == 8);
+  CHECK(current[2].address == 0x4000);
+  CHECK(current[2].size == 8);
 
   m.newEpoch();
   unsigned char out[8];
-  CHECK_FALSE(m.read(0x1000, 8, out));
+  CHECK_FALSE(m.read(0x1010, 8, out));
   CHECK_FALSE(m.failed(0x5000, 8, &rc));
   CHECK(m.currentWindows().empty());
-  // ... but remembers what the ended epoch read, to prefetch it.
-  REQUIRE(m.previousWindows().size() == 2);
-  CHECK(m.previousWindows()[0].address == 0x1000);
+  // ... but remembers what the DLL read in the ended epoch, to prefetch it.
+  REQUIRE(m.previousWindows().size() == 3);
+  CHECK(m.previousWindows()[0].address == 0x1010);
+  m.touch(0x9000, 4);
+  m.newEpoch();
+  REQUIRE(m.previousWindows().size() == 1);
   m.newEpoch();
   CHECK(m.previousWindows().empty());  // nothing was read in between
+  // Every epoch's reads, for a later session's first epoch.
+  auto all = m.allWindows();
+  REQUIRE(all.size() == 4);
+  CHECK(all[0].address == 0x1010);
+  CHECK(all[3].address == 0x9000);
+}
+
+TEST_CASE("TargetMemory: the next epoch asks for the bytes the DLL read, near ones as one") {
+  TargetMemory m(65536);
+  constexpr uint64_t gap = TargetMemory::kTouchGap;
+  m.touch(0x10000, 8);
+  m.touch(0x10000 + 8 + gap, 8);      // exactly kTouchGap after: merged
+  m.touch(0x20000, 8);
+  m.touch(0x20000 + 8 + gap + 1, 4);  // one byte further: a window of its own
+  m.touch(0x10004, 2);                // inside: nothing new
+  m.touch(0x30000, 0);                // nothing read
+  auto w = m.currentWindows();
+  REQUIRE(w.size() == 3);
+  CHECK(w[0].address == 0x10000);
+  CHECK(w[0].size == 16 + gap);
+  CHECK(w[1].address == 0x20000);
+  CHECK(w[1].size == 8);
+  CHECK(w[2].address == 0x20000 + 8 + gap + 1);
+  CHECK(w[2].size == 4);
+  // A read bridging two ranges joins them, and the ranges around it, into one.
+  m.touch(0x20008, static_cast<uint32_t>(gap));
+  w = m.currentWindows();
+  REQUIRE(w.size() == 2);
+  CHECK(w[1].address == 0x20000);
+  CHECK(w[1].size == 8 + gap + 1 + 4);
+  // A range longer than a block is asked for block by block.
+  m.touch(0x3fff0, 0x20020);
+  w = m.currentWindows();
+  REQUIRE(w.size() == 6);
+  CHECK(w[2].address == 0x3fff0);
+  CHECK(w[2].size == 0x10);
+  CHECK(w[3].address == 0x40000);
+  CHECK(w[3].size == 0x10000);
+  CHECK(w[4].address == 0x50000);
+  CHECK(w[4].size == 0x10000);
+  CHECK(w[5].address == 0x60000);
+  CHECK(w[5].size == 0x10);
+}
+
+TEST_CASE("TargetMemory: a block stored over small windows serves every read inside it") {
+  TargetMemory m(65536);
+  unsigned char out[8];
+  // The windows of a prefetch: many small ones inside one block.
+  for (uint64_t a = 0x10100; a < 0x18000; a += 0x400) m.store(a, bytes(pattern(a, 16)));
+  CHECK(m.read(0x17d08, 8, out));
+  CHECK_FALSE(m.read(0x1fff0, 8, out));
+  // The DLL reads between them: the whole block is asked for and serves all of it, also
+  // beyond the many small windows below the read.
+  m.store(0x10000, bytes(pattern(0x10000, 65536)));
+  for (uint64_t a = 0x10000; a < 0x20000; a += 0x1f8) {
+    REQUIRE(m.read(a, 8, out));
+    CHECK(std::memcmp(out, pattern(a, 8).data(), 8) == 0);
+  }
+  // A read across windows that follow each other is served from both.
+  m.store(0x3fff0, bytes(pattern(0x3fff0, 0x10)));
+  m.store(0x40000, bytes(pattern(0x40000, 0x10)));
+  REQUIRE(m.read(0x3fffc, 8, out));
+  CHECK(std::memcmp(out, pattern(0x3fffc, 8).data(), 8) == 0);
+  CHECK_FALSE(m.read(0x4000c, 8, out));  // runs past the second
+  CHECK_FALSE(m.read(0x3ffec, 8, out));  // starts before the first
+  // Windows that overlap without one holding the other both serve.
+  m.store(0x1ff00, bytes(pattern(0x1ff00, 0x200)));
+  CHECK(m.read(0x1fff8, 8, out));
+  CHECK(m.read(0x20010, 8, out));
+  CHECK(m.read(0x10010, 8, out));
 }
