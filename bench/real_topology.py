@@ -20,8 +20,9 @@ a second relay with the server link's round trip. The front end runs `mqd load`,
   node      the same after `learned` (learned look-ups on both sides)
 The shim's learned look-ups live in the work directory: cold and node-cold start with none.
 
-For each phase it prints the wall time, the debugger link's exchanges (the packets gdb sent
-to gdbserver, from gdb's remote-protocol trace) and, through the proxy, the server link's
+For each phase it prints the wall time, the debugger link's exchanges (a packet gdb sends and
+its answer, counted by that link's relay: mqd-relay --exchanges-file; gdb's own remote trace
+misses the packets of every command the front end runs with to_string) and, through the proxy, the server link's
 round trips and bytes (the server's session counters). The table goes to
 bench/RESULTS-real-topology.md.
 
@@ -57,8 +58,8 @@ PHASES = ("load", "first", "refresh")
 MODES = ("native", "cold", "learned", "node-cold", "node-new", "node")
 SERVER_OPTIONS = json.loads(os.environ.get("MQD_BENCH_SERVER_OPTIONS", "[]"))  # experiments
 
-# Runs inside gdb: the front end's load and two dumps, each phase marked on stderr (where
-# gdb's remote trace goes too) and followed by the server's counters.
+# Runs inside gdb: the front end's load and two dumps, each followed by the server's counters,
+# with the debugger link's exchanges counted by its relay.
 GDB_SCRIPT = r"""
 import gdb, json, os, signal, subprocess, sys, time
 cfg = json.loads(os.environ["MQD_BENCH"])
@@ -67,14 +68,14 @@ for command in cfg["before"]:
     gdb.execute(command, to_string=True)
 if cfg["delay_signal"]:
     os.kill(cfg["delay_signal"], signal.SIGUSR1)   # the debugger link's delay starts now
-gdb.execute("set debug remote 1")
-seconds, counters = [], []
+seconds, counters, packets = [], [], []
+def exchanges():
+    return int(open(cfg["exchanges"]).read())
 def phase(name, command):
-    sys.stderr.write("@@PHASE %s\n" % name)
-    sys.stderr.flush()
-    t = time.time()
-    gdb.execute(command)  # not to_string: that would swallow the remote trace
+    t, before = time.time(), exchanges()
+    gdb.execute(command)
     seconds.append(time.time() - t)
+    packets.append(exchanges() - before)
     if cfg["stats"]:
         out = subprocess.check_output(cfg["stats"])
         sessions = [s for s in json.loads(out) if s.get("dll")]
@@ -82,11 +83,9 @@ def phase(name, command):
 phase("load", cfg["load"])
 for i, name in enumerate(("first", "refresh")):
     phase(name, "mqd dump --output %s.%d.txt" % (cfg["out"], i))
-sys.stderr.write("@@PHASE end\n")
-gdb.execute("set debug remote 0")
 gdb.execute("mqd dump --json --output %s.dump.json" % cfg["out"])  # for checking, not timed
 with open(cfg["out"] + ".json", "w") as f:
-    json.dump({"seconds": seconds, "counters": counters}, f)
+    json.dump({"seconds": seconds, "counters": counters, "packets": packets}, f)
 """
 
 
@@ -235,22 +234,15 @@ def run_gdb(build, rank, before, load, out, direct=None, env_extra=None):
         env = dict(os.environ, **(env_extra or {}))
         env["MQD_BENCH"] = json.dumps(
             {"frontend": build.frontend, "before": before, "load": load, "out": out,
-             "stats": stats, "delay_signal": rank.delay_signal})
+             "stats": stats, "delay_signal": rank.delay_signal,
+             "exchanges": rank.link.exchanges})
         result = subprocess.run(rank.gdb + ["-x", script], env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, timeout=7200)
     finally:
         rank.stop()
     if result.returncode != 0 or not os.path.exists(out + ".json"):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stderr[-3000:]))
-    packets, phase = {}, None
-    for line in result.stderr.splitlines():
-        if line.startswith("@@PHASE "):
-            phase = line.split()[1]
-            packets[phase] = 0
-        elif phase and "Sending packet:" in line:
-            packets[phase] += 1
     found = json.load(open(out + ".json"))
-    found["packets"] = [packets.get(p, 0) for p in PHASES]
     found["texts"] = [open("%s.%d.txt" % (out, i)).read() for i in range(2)]
     found["dump"] = json.load(open(out + ".dump.json"))
     return found
@@ -433,8 +425,8 @@ def main():
                 "singleton under `qemu-ARCH -g` (its gdb stub behind the first relay) and ARCH's "
                 "server under qemu-user behind the second: there is no native reference, since "
                 "gdb cannot load ARCH's DLL. Every proxied dump is identical to the native one, "
-                "or to the first proxied one. Debugger link exchanges are the packets gdb sent "
-                "to gdbserver or the stub. Modes: native (the DLL in gdb), cold (first session "
+                "or to the first proxied one. Debugger link exchanges are counted by its relay "
+                "(a packet gdb sent to gdbserver or the stub, and its answer). Modes: native (the DLL in gdb), cold (first session "
                 "ever, on both sides), learned (a later session), node-cold and node (the same "
                 "with the server's --node-memory, which reads the proved rank on this host; not "
                 "under qemu-user, where no proof is possible), node-new (a server new to the DLL, "

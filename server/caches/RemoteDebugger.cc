@@ -455,10 +455,10 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
 
 void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
                               const std::vector<TargetMemory::Window>& learned,
-                              const std::vector<BlockAhead>& ahead) {
+                              const std::vector<BlockAhead>& ahead, bool setUp) {
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
-  process.memory->newEpoch();
+  process.memory->newEpoch(setUp);
   process.node.newEpoch();
   if (options_.policy != wire::CachePolicy::EPOCH) return;
   // A proved process is read on the node as the DLL needs it: nothing to ask for ahead, and
@@ -468,7 +468,7 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
     if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
   }
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
-  // earlier session learned) is asked for, each once.
+  // earlier session learned, or else a set-up's blocks) is asked for, each once.
   std::set<std::pair<uint64_t, uint32_t>> seen;
   for (const BlockAhead& a : ahead) {
     if (seen.insert({a.window.address, a.window.size}).second) {
@@ -476,8 +476,18 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
     }
   }
   std::vector<TargetMemory::Window> wanted;
-  for (const auto* list : {&process.memory->previousWindows(), &learned}) {
+  const std::vector<TargetMemory::Window> none;
+  const std::vector<TargetMemory::Window>& setUpBlocks =
+      learned.empty() ? process.memory->previousSetUpWindows() : none;
+  auto inSetUp = [&setUpBlocks](const TargetMemory::Window& w) {
+    for (const auto& b : setUpBlocks) {
+      if (w.address >= b.address && w.address - b.address + w.size <= b.size) return true;
+    }
+    return false;
+  };
+  for (const auto* list : {&process.memory->previousWindows(), &learned, &setUpBlocks}) {
     for (const auto& w : *list) {
+      if (list != &setUpBlocks && inSetUp(w)) continue;
       if (seen.insert({w.address, w.size}).second) wanted.push_back(w);
     }
   }

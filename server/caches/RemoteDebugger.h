@@ -94,9 +94,10 @@ class RemoteDebugger {
     TargetMemory::Window window;
     wire::MemoryBlock::Reader block;
   };
+  // `setUp`: the epoch is the process's set-up (see TargetMemory::previousSetUpWindows).
   void newEpoch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& learned = {},
-                const std::vector<BlockAhead>& ahead = {});
+                const std::vector<BlockAhead>& ahead = {}, bool setUp = false);
   // The windows this epoch read, for the shim to read ahead at the next update (at most
   // maxBlocksAheadBytes; for a process read on its node, only the range its epoch check
   // compared; none when memory is not kept between calls).

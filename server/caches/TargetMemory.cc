@@ -115,8 +115,15 @@ std::vector<TargetMemory::Window> TargetMemory::allWindows() const {
   return all.windows(blockSize_);
 }
 
-void TargetMemory::newEpoch() {
+void TargetMemory::newEpoch(bool setUp) {
   previous_ = currentWindows();
+  previousSetUp_.clear();
+  if (setUp_) {
+    for (const auto& [start, bytes] : windows_) {
+      previousSetUp_.push_back({start, static_cast<uint32_t>(bytes.size())});
+    }
+  }
+  setUp_ = setUp;
   windows_.clear();
   largestWindow_ = 0;
   allTouched_.addAll(touched_);

@@ -59,10 +59,15 @@ class TargetMemory {
   void touch(uint64_t address, uint32_t size);
   void storeFailure(uint64_t address, uint32_t size, int rc);
 
-  // Ends the epoch: forgets everything, keeps what the DLL read for prefetching.
-  void newEpoch();
+  // Ends the epoch: forgets everything, keeps what the DLL read for prefetching. `setUp`: the
+  // epoch that starts is the process's set-up.
+  void newEpoch(bool setUp = false);
   // What the DLL read in the previous epoch, to ask for again at the start of this one.
   const std::vector<Window>& previousWindows() const { return previous_; }
+  // When the previous epoch was a set-up, the windows it kept, whole: a first
+  // mqs_update_communicator_list reads near what set-up read, and with nothing learned
+  // about the process these save it a miss per block.
+  const std::vector<Window>& previousSetUpWindows() const { return previousSetUp_; }
   // What the DLL has read so far this epoch, as windows to ask for (see kTouchGap), in
   // address order.
   std::vector<Window> currentWindows() const;
@@ -95,6 +100,8 @@ class TargetMemory {
   ReadRanges allTouched_;  // the epochs before this one
   std::map<std::pair<uint64_t, uint32_t>, int> failures_;
   std::vector<Window> previous_;
+  std::vector<Window> previousSetUp_;
+  bool setUp_ = false;  // this epoch is a set-up
 };
 
 }  // namespace mqd::server

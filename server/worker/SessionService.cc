@@ -137,7 +137,7 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refr
   if (process.memory && learned.empty()) {
     learnedMemory_.save(print, process.memory->allWindows());
   }
-  remote_.newEpoch(call, process, learned, ahead);
+  remote_.newEpoch(call, process, learned, ahead, !refresh);
 }
 
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {

@@ -210,6 +210,32 @@ TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the ne
   CHECK(rig.asked.blocks.back() == std::make_pair(uint64_t{0x10000}, kBlock));
 }
 
+TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's blocks whole, "
+          "unless an earlier session's windows are known") {
+  for (bool learnedBefore : {false, true}) {
+    Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x80000);
+    std::vector<TargetMemory::Window> learned;
+    if (learnedBefore) learned = {{0x30000, 16}};
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, {}, {}, true);  // mqs_setup_process
+      CHECK(rig.read(call, 0x10010, 8) == 0);
+    });
+    rig.asked.blocks.clear();
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, learned);  // the first update
+      REQUIRE(rig.asked.blocks.size() == (learnedBefore ? 2u : 1u));
+      if (learnedBefore) {
+        CHECK(rig.asked.blocks[0] == std::make_pair(uint64_t{0x10010}, uint32_t{8}));
+        CHECK(rig.asked.blocks[1] == std::make_pair(uint64_t{0x30000}, uint32_t{16}));
+      } else {
+        CHECK(rig.asked.blocks[0] == std::make_pair(uint64_t{0x10000}, kBlock));
+        CHECK(rig.read(call, 0x10100, 8) == 0);  // near what set-up read: no miss
+      }
+    });
+    CHECK(rig.counted(Count::MemoryMisses) == 1);
+  }
+}
+
 TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the readable window, "
           "and a read past it fails once") {
   // Readable from 0x12000: the block at 0x10000 is only partly readable.

@@ -153,3 +153,19 @@ TEST_CASE("TargetMemory: a block stored over small windows serves every read ins
   CHECK(m.read(0x20010, 8, out));
   CHECK(m.read(0x10010, 8, out));
 }
+
+TEST_CASE("TargetMemory: after a set-up epoch the blocks it kept are named whole, once") {
+  TargetMemory m(4096);
+  m.newEpoch(true);  // the set-up starts
+  m.store(0x1000, bytes(pattern(0x1000, 4096)));
+  m.touch(0x1010, 8);
+  m.newEpoch();  // the first update
+  REQUIRE(m.previousSetUpWindows().size() == 1);
+  CHECK(m.previousSetUpWindows()[0].address == 0x1000);
+  CHECK(m.previousSetUpWindows()[0].size == 4096);
+  REQUIRE(m.previousWindows().size() == 1);
+  CHECK(m.previousWindows()[0].size == 8);
+  m.store(0x1000, bytes(pattern(0x1000, 4096)));
+  m.newEpoch();  // a later update: what the DLL read only
+  CHECK(m.previousSetUpWindows().empty());
+}
