@@ -23,18 +23,34 @@ const kj::Array<kj::byte>* TargetMemory::holding(uint64_t address, uint64_t* sta
 
 bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
   // From one window, or from windows that follow each other (a range read in one epoch is
-  // asked for in the next as windows of at most a block each).
-  auto* to = static_cast<unsigned char*>(out);
+  // asked for in the next as windows of at most a block each). Nothing is written unless the
+  // windows hold all of it: `out` may be smaller than a size the DLL got wrong.
+  struct Piece {
+    const kj::byte* from;
+    uint64_t size;
+  };
+  Piece first{nullptr, 0};
+  std::vector<Piece> more;
   uint64_t at = address;
-  for (uint32_t left = size; left > 0;) {
+  for (uint64_t left = size; left > 0;) {
     uint64_t start;
     const kj::Array<kj::byte>* bytes = holding(at, &start);
     if (bytes == nullptr) return false;
-    uint64_t n = std::min<uint64_t>(left, bytes->size() - (at - start));
-    std::memcpy(to, bytes->begin() + (at - start), n);
-    to += n;
-    at += n;
-    left -= static_cast<uint32_t>(n);
+    Piece piece{bytes->begin() + (at - start), std::min<uint64_t>(left, bytes->size() - (at - start))};
+    if (first.from == nullptr) {
+      first = piece;
+    } else {
+      more.push_back(piece);
+    }
+    at += piece.size;
+    left -= piece.size;
+  }
+  auto* to = static_cast<unsigned char*>(out);
+  if (first.size > 0) std::memcpy(to, first.from, first.size);
+  to += first.size;
+  for (const Piece& p : more) {
+    std::memcpy(to, p.from, p.size);
+    to += p.size;
   }
   return true;
 }
@@ -115,14 +131,18 @@ std::vector<TargetMemory::Window> TargetMemory::allWindows() const {
   return all.windows(blockSize_);
 }
 
+std::vector<TargetMemory::Window> TargetMemory::keptWindows() const {
+  std::vector<Window> out;
+  for (const auto& [start, bytes] : windows_) {
+    out.push_back({start, static_cast<uint32_t>(bytes.size())});
+  }
+  return out;
+}
+
 void TargetMemory::newEpoch(bool setUp) {
   previous_ = currentWindows();
   previousSetUp_.clear();
-  if (setUp_) {
-    for (const auto& [start, bytes] : windows_) {
-      previousSetUp_.push_back({start, static_cast<uint32_t>(bytes.size())});
-    }
-  }
+  if (setUp_) previousSetUp_ = keptWindows();
   setUp_ = setUp;
   windows_.clear();
   largestWindow_ = 0;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -145,7 +146,9 @@ TEST_CASE("TargetMemory: a block stored over small windows serves every read ins
   m.store(0x40000, bytes(pattern(0x40000, 0x10)));
   REQUIRE(m.read(0x3fffc, 8, out));
   CHECK(std::memcmp(out, pattern(0x3fffc, 8).data(), 8) == 0);
-  CHECK_FALSE(m.read(0x4000c, 8, out));  // runs past the second
+  std::memset(out, 0xee, sizeof out);
+  CHECK_FALSE(m.read(0x4000c, 8, out));  // runs past the second: nothing is written
+  CHECK(std::count(out, out + sizeof out, 0xee) == sizeof out);
   CHECK_FALSE(m.read(0x3ffec, 8, out));  // starts before the first
   // Windows that overlap without one holding the other both serve.
   m.store(0x1ff00, bytes(pattern(0x1ff00, 0x200)));
