@@ -648,6 +648,22 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
       });
 }
 
+std::vector<MqsClient::Window> MqsClient::windowsOf(
+    capnp::List<wire::MemoryWindow>::Reader list) {
+  std::vector<Window> out;
+  for (auto w : list) out.push_back({w.getAddress(), w.getSize()});
+  return out;
+}
+
+void MqsClient::keepNextEpoch(uint64_t process,
+                              capnp::List<wire::MemoryWindow>::Reader windows) {
+  if (windows.size() == 0) {
+    nextEpoch_.erase(process);
+  } else {
+    nextEpoch_[process] = windowsOf(windows);
+  }
+}
+
 uint64_t MqsClient::bytesOf(const std::vector<Window>& windows) {
   uint64_t bytes = 0;
   for (const Window& w : windows) bytes += w.size;
@@ -722,17 +738,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         }
         return r.send();
       });
-  auto windowsOf = [](capnp::List<wire::MemoryWindow>::Reader list) {
-    std::vector<Window> out;
-    for (auto w : list) out.push_back({w.getAddress(), w.getSize()});
-    return out;
-  };
-  std::vector<Window> next = windowsOf(reply.get().getNextEpoch());
-  if (next.empty()) {
-    nextEpoch_.erase(process);
-  } else {
-    nextEpoch_[process] = std::move(next);
-  }
+  keepNextEpoch(process, reply.get().getNextEpoch());
   if (reply.get().getReadOnNode()) {
     readOnNode_.insert(process);
   } else {
@@ -781,6 +787,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
         return r.send();
       });
   int rc = resultOf(reply, reply.get().getRc());
+  keepNextEpoch(token, reply.get().getNextEpoch());
   if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
     // The one line the shim adds to what the debugger sees: a native load of the DLL would
     // read the queues wrong just as silently.
@@ -800,6 +807,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     auto reply = sendProcessHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
+    keepNextEpoch(token, reply.get().getNextEpoch());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });

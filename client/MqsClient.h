@@ -182,8 +182,11 @@ class MqsClient {
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
-  // Per process: the memory its last epoch read, as the server named it (sendUpdate).
+  // Per process: the memory its next update will read again, as the server's last reply about
+  // it named it (its update's, or its set-up's before its first update): keepNextEpoch.
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
+  void keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows);
+  static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
   // Processes the server reads on their node (the last reply's readOnNode): never refreshed
   // ahead, so never offered (refreshCandidates).
   std::set<uint64_t> readOnNode_;

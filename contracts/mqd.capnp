@@ -483,7 +483,7 @@ interface Session {
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts)
-      -> (rc :Int32, warning :Text, failure :Failure);
+      -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow));
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
@@ -494,7 +494,11 @@ interface Session {
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
 
   processHasQueues @6 (process :UInt64)
-      -> (rc :Int32, message :OutString, failure :Failure);
+      -> (rc :Int32, message :OutString, failure :Failure, nextEpoch :List(MemoryWindow));
+  # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first
+  # mqs_update_communicator_list will read again (as updateCommunicatorList's nextEpoch), so
+  # that the shim reads them ahead, as for every later update, instead of the server asking
+  # for them in a round trip of its own.
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),

@@ -511,6 +511,27 @@ std::vector<TargetMemory::Window> RemoteDebugger::nextEpochWindows(
   return out;
 }
 
+std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
+    const RemoteProcess& process, const std::vector<TargetMemory::Window>& learned) const {
+  if (options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
+      !process.memory->setUpEpoch() ||
+      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    return nextEpochWindows(process);
+  }
+  std::vector<TargetMemory::Window> all = learned.empty() ? process.memory->keptWindows()
+                                                          : process.memory->currentWindows();
+  const auto& more = learned.empty() ? process.memory->currentWindows() : learned;
+  all.insert(all.end(), more.begin(), more.end());
+  std::vector<TargetMemory::Window> out;
+  uint64_t total = 0;
+  for (const auto& w : all) {
+    if (total + w.size > wire::MAX_BLOCKS_AHEAD_BYTES) break;
+    total += w.size;
+    out.push_back(w);
+  }
+  return out;
+}
+
 void RemoteDebugger::keepBlock(DllCall& call, RemoteProcess& process,
                                const TargetMemory::Window& window,
                                wire::MemoryBlock::Reader block) {

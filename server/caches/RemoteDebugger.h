@@ -103,6 +103,13 @@ class RemoteDebugger {
   // compared; none when memory is not kept between calls).
   std::vector<TargetMemory::Window> nextEpochWindows(const RemoteProcess& process) const;
 
+  // The windows the process's next update will ask for: while its set-up epoch runs, what the
+  // first update's newEpoch will (`learned` as it will get it, else the set-up's blocks whole)
+  // with what the set-up read, bounded as nextEpochWindows; in any other epoch,
+  // nextEpochWindows.
+  std::vector<TargetMemory::Window> firstEpochWindows(
+      const RemoteProcess& process, const std::vector<TargetMemory::Window>& learned) const;
+
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
   static constexpr uint64_t kPrefetchBatchBytes = wire::MAX_BLOCKS_AHEAD_BYTES;
   static constexpr uint64_t kMaxPrefetchBytes = 64u << 20;

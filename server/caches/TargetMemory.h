@@ -68,6 +68,10 @@ class TargetMemory {
   // mqs_update_communicator_list reads near what set-up read, and with nothing learned
   // about the process these save it a miss per block.
   const std::vector<Window>& previousSetUpWindows() const { return previousSetUp_; }
+  // Whether this epoch is a set-up (newEpoch(true)).
+  bool setUpEpoch() const { return setUp_; }
+  // The windows kept this epoch (blocks, and what was asked for ahead), in address order.
+  std::vector<Window> keptWindows() const;
   // What the DLL has read so far this epoch, as windows to ask for (see kTouchGap), in
   // address order.
   std::vector<Window> currentWindows() const;

@@ -140,6 +140,22 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refr
   remote_.newEpoch(call, process, learned, ahead, !refresh);
 }
 
+std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process) {
+  std::vector<TargetMemory::Window> learned;  // what startEpoch will load for the first update
+  if (learnedMemoryUsed_.count(process.token) == 0) {
+    learned = learnedMemory_.load(fingerprint(process));
+  }
+  return remote_.firstEpochWindows(process, learned);
+}
+
+void SessionService::writeWindows(const std::vector<TargetMemory::Window>& windows,
+                                  capnp::List<wire::MemoryWindow>::Builder out) {
+  for (unsigned i = 0; i < windows.size(); ++i) {
+    out[i].setAddress(windows[i].address);
+    out[i].setSize(windows[i].size);
+  }
+}
+
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {
   if (!basicCallbacksSet_) {
     throw ProxyError(MQD_PROXY_ERR_NOT_SET_UP,
@@ -278,6 +294,8 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
                                              processCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
+    writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     const RemoteImage* image = process.image ? &objects_.image(*process.image) : nullptr;
     if (auto warning = byteOrderContradiction(image, process)) {
       MQD_LOG(Warn, "process %llu: %s", static_cast<unsigned long long>(process.token),
@@ -297,6 +315,8 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
+    writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
   });
 }
 
@@ -401,18 +421,6 @@ int SessionService::refresh(DllCall& call, RemoteProcess& process,
   }
   return rc;
 }
-
-namespace {
-
-void writeWindows(const std::vector<TargetMemory::Window>& windows,
-                  capnp::List<wire::MemoryWindow>::Builder out) {
-  for (unsigned i = 0; i < windows.size(); ++i) {
-    out[i].setAddress(windows[i].address);
-    out[i].setSize(windows[i].size);
-  }
-}
-
-}  // namespace
 
 kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {
   return runDll(context, "mqs_update_communicator_list", [this, context](DllCall& call) mutable {

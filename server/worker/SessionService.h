@@ -85,6 +85,12 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;
 
+  // What the process's first update will read again (RemoteDebugger::firstEpochWindows), for
+  // the set-up replies' nextEpoch.
+  std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process);
+  static void writeWindows(const std::vector<TargetMemory::Window>& windows,
+                           capnp::List<wire::MemoryWindow>::Builder out);
+
   // A new memory epoch for the process: what the ending one read is kept for later sessions
   // on the same process; `refresh` (an update, not a set-up) also asks for what an earlier
   // session's last epoch of this process read, the first time; `ahead` is what the shim read
