@@ -182,9 +182,8 @@ def _read_dumps(everything):
         [gdb.selected_inferior().num]
     if len(nums) > 1:
         # Every process set up before the first is refreshed: libmqdproxy.so can then refresh
-        # the others ahead with the first one's update. A set-up the DLL refuses is kept, and
-        # reported in the loop below.
-        # docs/round-trips.md, "The whole job"
+        # the others ahead with the first one's update (docs/round-trips.md, "A job refreshed
+        # rank by rank"). A set-up the DLL refuses is kept, and reported in the loop below.
         for num in nums:
             with SelectedInferior(num):
                 try:
