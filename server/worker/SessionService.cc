@@ -123,10 +123,8 @@ uint64_t SessionService::fingerprint(RemoteProcess& process) {
   return any ? hash : 0;
 }
 
-void SessionService::startEpoch(DllCall& call, RemoteProcess& process,
-                                RemoteDebugger::EpochKind kind,
+void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
                                 const std::vector<RemoteDebugger::BlockAhead>& ahead) {
-  bool refresh = kind != RemoteDebugger::EpochKind::SetUp;
   uint64_t print = fingerprint(process);
   std::vector<TargetMemory::Window> learned;
   if (refresh && learnedMemoryUsed_.insert(process.token).second) {
@@ -139,19 +137,15 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process,
   if (process.memory && learned.empty()) {
     learnedMemory_.save(print, process.memory->allWindows());
   }
-  remote_.newEpoch(call, process, learned, ahead, kind);
+  remote_.newEpoch(call, process, learned, ahead, !refresh);
 }
 
-std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process,
-                                                                   bool* learned) {
-  std::vector<TargetMemory::Window> earlier;  // what startEpoch will load for the first update
+std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process) {
+  std::vector<TargetMemory::Window> learned;  // what startEpoch will load for the first update
   if (learnedMemoryUsed_.count(process.token) == 0) {
-    earlier = learnedMemory_.load(fingerprint(process));
+    learned = learnedMemory_.load(fingerprint(process));
   }
-  std::vector<TargetMemory::Window> windows = remote_.firstEpochWindows(process, earlier);
-  *learned = !earlier.empty() && process.memory && process.memory->setUpEpoch() &&
-             process.node.state != RemoteProcess::NodeProof::State::Proven && !windows.empty();
-  return windows;
+  return remote_.firstEpochWindows(process, learned);
 }
 
 void SessionService::writeWindows(const std::vector<TargetMemory::Window>& windows,
@@ -295,15 +289,13 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
       remote_.keepProcessFacts(process, params.getFacts());
     }
-    startEpoch(call, process, RemoteDebugger::EpochKind::SetUp);
+    startEpoch(call, process, false);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
-    bool learned = false;
-    std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
-    results.setLearned(learned);
     const RemoteImage* image = process.image ? &objects_.image(*process.image) : nullptr;
     if (auto warning = byteOrderContradiction(image, process)) {
       MQD_LOG(Warn, "process %llu: %s", static_cast<unsigned long long>(process.token),
@@ -323,10 +315,8 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    bool learned = false;
-    std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
-    results.setLearned(learned);
   });
 }
 
@@ -413,10 +403,10 @@ std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWind
 
 int SessionService::refresh(DllCall& call, RemoteProcess& process,
                             const std::vector<RemoteDebugger::BlockAhead>& ahead,
-                            wire::Bulk::Builder walkOut, RemoteDebugger::EpochKind kind) {
+                            wire::Bulk::Builder walkOut) {
   // The target ran since the last refresh: a new memory epoch, starting with what the shim
   // read ahead.
-  startEpoch(call, process, kind, ahead);
+  startEpoch(call, process, true, ahead);
   int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
   walkOut.setRaw(nullptr);
   if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
@@ -496,7 +486,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     {
       HeldEffects held(call, &effects);
       rc = refresh(call, *process, blocksAhead(other.getAhead(), other.getBlocks()),
-                   out.get().initWalk(), RemoteDebugger::EpochKind::RefreshAhead);
+                   out.get().initWalk());
       relayDllOutput(call);
     }
     bool quiet = effects.empty() && metrics_.get(Count::Callbacks) == callbacks;

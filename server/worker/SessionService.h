@@ -86,23 +86,22 @@ class SessionService final : public wire::Session::Server, public DllHost {
   void requireBasicCallbacks(const char* entryPoint) const;
 
   // What the process's first update will read again (RemoteDebugger::firstEpochWindows), for
-  // the set-up replies' nextEpoch; *learned: they include an earlier session's windows.
-  std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process, bool* learned);
+  // the set-up replies' nextEpoch.
+  std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
 
   // A new memory epoch for the process: what the ending one read is kept for later sessions
-  // on the same process; an update (`kind` other than SetUp) also asks for what an earlier
-  // session of this process read, the first time; `ahead` is what the shim read at the
-  // update's start (RemoteDebugger::newEpoch).
-  void startEpoch(DllCall& call, RemoteProcess& process, RemoteDebugger::EpochKind kind,
+  // on the same process; `refresh` (an update, not a set-up) also asks for what an earlier
+  // session's last epoch of this process read, the first time; `ahead` is what the shim read
+  // at the update's start.
+  void startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
                   const std::vector<RemoteDebugger::BlockAhead>& ahead = {});
   // One refresh of `process` (the body of mqs_update_communicator_list): a new epoch from
   // `ahead`, the DLL's update and, in the epoch policy when it answers mqs_ok, the walk into
   // `walkOut`. Returns the DLL's rc.
   int refresh(DllCall& call, RemoteProcess& process,
-              const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut,
-              RemoteDebugger::EpochKind kind = RemoteDebugger::EpochKind::Update);
+              const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
   // their effects held back; those that asked the debugger nothing go into `refreshed`.
   void refreshAhead(DllCall& call, const RemoteProcess& asked,

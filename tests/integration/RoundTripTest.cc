@@ -152,9 +152,8 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
 }
 
-// A job of kRanks ranks set up by the harness through the shim (the server on a unix socket,
-// keeping what it learns in `stateDir`, or in a directory of its own), every rank before the
-// first is refreshed, then refreshed rank by rank by round().
+// A job of kRanks ranks set up by the harness through the shim (the server on a unix socket),
+// refreshed rank by rank by round().
 struct RankByRank {
   static constexpr int kRanks = 4;
   TempDir dir;
@@ -163,11 +162,8 @@ struct RankByRank {
   DebuggerHarness d;
   std::vector<mqs_process*> processes;
 
-  explicit RankByRank(DebuggerHarness::Options options, const std::string& stateDir = "")
-      : server(mqd::test::kServer,
-               {"--listen", "unix:" + (dir / "s.sock"), "--dll", mqd::test::kTestDll3,
-                "--log-file", dir / "server.log", "--state-dir",
-                stateDir.empty() ? dir / "state" : stateDir}),
+  explicit RankByRank(DebuggerHarness::Options options)
+      : server(startServer(dir, "unix:" + (dir / "s.sock"))),
         d(mqd::test::kShim, options) {
     configure(server.endpoint(), "epoch", "auto", dir);  // read when the session opens
     for (int r = 0; r < kRanks; ++r) {
@@ -236,31 +232,6 @@ TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for a
   // The shim's own count, sent with the last round's first update: the rounds before it.
   CHECK(c4["client.refreshes_ahead"] == 2 * (kRanks - 1) - 1);
   CHECK(c4["client.refreshes_stale"] == 1);
-}
-
-TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the others ahead "
-          "with the first rank's update") {
-  // An earlier session of the same processes left what each one's updates read: their set-up
-  // replies name it, so their first updates go with the first rank's, as later rounds do.
-  TempDir state;
-  Counters cold, learned;
-  uint64_t coldFirst, learnedFirst;
-  {
-    RankByRank job(DebuggerHarness::Options{}, state / "state");
-    coldFirst = job.round(nullptr);
-    cold = lastSession(job.server.endpoint());
-  }
-  {
-    RankByRank job(DebuggerHarness::Options{}, state / "state");
-    learnedFirst = job.round(nullptr);
-    learned = lastSession(job.server.endpoint());
-    CHECK(job.round(nullptr) == 1);
-  }
-  MESSAGE("round trips of a first refresh of ", RankByRank::kRanks, " ranks: cold session ",
-          coldFirst, ", learned session ", learnedFirst);
-  CHECK(cold["walk.refreshed_ahead"] == 0);  // nothing learned: nothing offered
-  CHECK(learned["walk.refreshed_ahead"] == RankByRank::kRanks - 1);
-  CHECK(learnedFirst == 1);
 }
 
 TEST_CASE("epoch policy: a debugger slow to read its targets gets no refresh ahead") {
