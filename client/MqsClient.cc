@@ -208,6 +208,7 @@ void MqsClient::reestablish() {
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
   nextEpoch_.clear();
+  learnedFirstEpoch_.clear();
   readOnNode_.clear();
   forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
@@ -571,6 +572,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     nextEpoch_.erase(token);
+    learnedFirstEpoch_.erase(token);
     readOnNode_.erase(token);
     // Its place in the refresh order starts over too; the other processes' places stand.
     visits_.erase(token);
@@ -656,7 +658,12 @@ std::vector<MqsClient::Window> MqsClient::windowsOf(
 }
 
 void MqsClient::keepNextEpoch(uint64_t process,
-                              capnp::List<wire::MemoryWindow>::Reader windows) {
+                              capnp::List<wire::MemoryWindow>::Reader windows, bool learned) {
+  if (learned) {
+    learnedFirstEpoch_.insert(process);
+  } else {
+    learnedFirstEpoch_.erase(process);
+  }
   if (windows.size() == 0) {
     nextEpoch_.erase(process);
   } else {
@@ -787,7 +794,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
         return r.send();
       });
   int rc = resultOf(reply, reply.get().getRc());
-  keepNextEpoch(token, reply.get().getNextEpoch());
+  keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
   if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
     // The one line the shim adds to what the debugger sees: a native load of the DLL would
     // read the queues wrong just as silently.
@@ -807,7 +814,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     auto reply = sendProcessHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
-    keepNextEpoch(token, reply.get().getNextEpoch());
+    keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -837,6 +844,7 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::update_communicator_list)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::update_communicator_list);
     walks_.erase(token);  // a new epoch: the old record is stale
+    learnedFirstEpoch_.erase(token);  // updated now
     std::vector<ReadAhead> ahead;
     if (serveRefreshedAhead(token, &ahead)) {
       visited(token);
@@ -865,14 +873,24 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
 
 std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   std::vector<uint64_t> chosen;
-  auto self = visits_.find(process);
-  if (config_.cache != wire::CachePolicy::EPOCH || self == visits_.end()) return chosen;
+  if (config_.cache != wire::CachePolicy::EPOCH) return chosen;
+  auto offered = [this, process](uint64_t token) {
+    return token != process && refreshedAhead_.count(token) == 0 &&
+           nextEpoch_.count(token) != 0 && readOnNode_.count(token) == 0;
+  };
   std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
-  for (const auto& [token, v] : visits_) {
-    if (token != process && v.count == self->second.count && v.last > self->second.last &&
-        refreshedAhead_.count(token) == 0 && nextEpoch_.count(token) != 0 &&
-        readOnNode_.count(token) == 0) {
-      byLast.push_back({v.last, token});
+  auto self = visits_.find(process);
+  if (self == visits_.end()) {
+    // The process's first update: the others never updated, whose set-up named what an
+    // earlier session of them read (the only first updates likely to ask for nothing else).
+    for (uint64_t token : learnedFirstEpoch_) {
+      if (visits_.count(token) == 0 && offered(token)) byLast.push_back({0, token});
+    }
+  } else {
+    for (const auto& [token, v] : visits_) {
+      if (v.count == self->second.count && v.last > self->second.last && offered(token)) {
+        byLast.push_back({v.last, token});
+      }
     }
   }
   std::sort(byLast.begin(), byLast.end());

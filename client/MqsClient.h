@@ -185,7 +185,13 @@ class MqsClient {
   // Per process: the memory its next update will read again, as the server's last reply about
   // it named it (its update's, or its set-up's before its first update): keepNextEpoch.
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
-  void keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows);
+  // `learned`: the windows hold what an earlier session of the never-updated process read (its
+  // set-up reply's `learned`).
+  void keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows,
+                     bool learned = false);
+  // Processes never updated whose set-up reply named what an earlier session of them read:
+  // candidates to refresh ahead with another process's first update (refreshCandidates).
+  std::set<uint64_t> learnedFirstEpoch_;
   static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
   // Processes the server reads on their node (the last reply's readOnNode): never refreshed
   // ahead, so never offered (refreshCandidates).

@@ -27,6 +27,12 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("mqd::wire");
 
+annotation readAhead @0xc67a9b90f3ce441c (field, param) :Void;
+const readAheadAnnotationId :UInt64 = 0xc67a9b90f3ce441c;  # the annotation's, for C++
+# A result that tells the shim which target memory to read ahead. It depends on what the
+# server learned in earlier sessions, not on the DLL's answers: `mqd-proxy replay`, whose
+# server has learned other things, does not compare it (replay/ResultDiff.h).
+
 const protocolVersion :UInt32 = 3;
 # Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
 
@@ -337,12 +343,17 @@ struct LearnedLookups {
 }
 
 struct LearnedBlocks {
-  # The target memory the last epoch of a process read, kept by the server between sessions
-  # (--state-dir), keyed by the DLL build and a fingerprint of the process: the addresses its
-  # look-ups resolved to, which address-space randomisation makes particular to one process.
+  # The target memory a session's epochs of a process read, kept by the server between
+  # sessions (--state-dir), keyed by the DLL build and a fingerprint of the process: the
+  # addresses its look-ups resolved to, which address-space randomisation makes particular to
+  # one process.
   buildId @0 :Text;
   fingerprint @1 :UInt64;
   windows @2 :List(MemoryWindow);
+  whole @3 :Bool;
+  # The windows include what at least one whole update (and its walk) read, not only a set-up.
+  # Only such records are written; one without the mark (an older server's) is ignored
+  # (server/caches/LearnedMemory.h).
 }
 
 struct MemoryWindow {
@@ -364,7 +375,7 @@ struct RefreshedAhead {
   # update's reply would carry them.
   process @0 :UInt64;
   walk @1 :Bulk;
-  nextEpoch @2 :List(MemoryWindow);
+  nextEpoch @2 :List(MemoryWindow) $readAhead;
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -483,7 +494,8 @@ interface Session {
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts)
-      -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow));
+      -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
+          learned :Bool $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
@@ -494,17 +506,20 @@ interface Session {
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
 
   processHasQueues @6 (process :UInt64)
-      -> (rc :Int32, message :OutString, failure :Failure, nextEpoch :List(MemoryWindow));
+      -> (rc :Int32, message :OutString, failure :Failure,
+          nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead);
   # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first
   # mqs_update_communicator_list will read again (as updateCommunicatorList's nextEpoch), so
   # that the shim reads them ahead, as for every later update, instead of the server asking
-  # for them in a round trip of its own.
+  # for them in a round trip of its own. learned: they hold what an earlier session of the
+  # process read in every epoch, so its first update is likely to read nothing else: the shim
+  # may refresh it ahead (`others`) with another process's first update.
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
                              others :List(RefreshAhead))
-      -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow), failure :Failure,
+      -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
           refreshed :List(RefreshedAhead), readOnNode :Bool);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:

@@ -155,19 +155,17 @@ void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
       process.refresh->update = keep(method, params, results, failedCode);
       process.refresh->rc = failedCode;
       if (results != nullptr) {
-        process.refresh->rc =
-            results->getAs<wire::Session::UpdateCommunicatorListResults>().getRc();
-        auto walk = results->getAs<wire::Session::UpdateCommunicatorListResults>().getWalk();
-        if (walk.getSize() > 0) {
-          try {
-            RecordedWalk recorded(walk);
-            for (auto t : recorded.errorTexts()) {
-              errorTexts_[t.getCode()] =
-                  t.getText().isText() ? std::string(t.getText().getText()) : std::string(1, '\0');
-            }
-          } catch (const ProxyError&) {
-            // a malformed walk shows where the dump reads it
-          }
+        auto r = results->getAs<wire::Session::UpdateCommunicatorListResults>();
+        process.refresh->rc = r.getRc();
+        keepErrorTexts(r.getWalk());
+        auto refreshed = r.getRefreshed();
+        for (unsigned i = 0; i < refreshed.size(); ++i) {
+          Process& other = this->process(refreshed[i].getProcess());
+          other.refresh = std::make_unique<Refresh>();
+          other.refresh->update = process.refresh->update;
+          other.refresh->ahead = static_cast<int>(i);
+          other.refresh->rc = mqs_ok;
+          keepErrorTexts(refreshed[i].getWalk());
         }
       }
       return;
@@ -328,11 +326,27 @@ class RefreshAnswers {
 
 }  // namespace
 
+void ReplayedDump::keepErrorTexts(wire::Bulk::Reader walk) {
+  if (walk.getSize() == 0) return;
+  try {
+    RecordedWalk recorded(walk);
+    for (auto t : recorded.errorTexts()) {
+      errorTexts_[t.getCode()] =
+          t.getText().isText() ? std::string(t.getText().getText()) : std::string(1, '\0');
+    }
+  } catch (const ProxyError&) {
+    // a malformed walk shows where the dump reads it
+  }
+}
+
 void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
   std::unique_ptr<RecordedWalk> walk;
   if (refresh.update->failedCode == 0) {
-    auto w = refresh.update->results().getAs<wire::Session::UpdateCommunicatorListResults>()
-                 .getWalk();
+    auto results =
+        refresh.update->results().getAs<wire::Session::UpdateCommunicatorListResults>();
+    auto w = refresh.ahead < 0
+                 ? results.getWalk()
+                 : results.getRefreshed()[static_cast<unsigned>(refresh.ahead)].getWalk();
     if (w.getSize() > 0) {
       try {
         walk = std::make_unique<RecordedWalk>(w);

@@ -90,6 +90,10 @@ class ReplayedDump {
   struct Refresh {
     int rc = 0;
     std::shared_ptr<Call> update;
+    // -1: the update was the process's own; else the index of the process's walk in the
+    // update's `refreshed` (another process's update refreshed it ahead, and the shim served
+    // that at its own update, unless a later update of its own is recorded).
+    int ahead = -1;
     std::vector<std::shared_ptr<Call>> forwarded;  // later calls for the process, in order
   };
   // An mqs_image_has_queues or mqs_process_has_queues answer.
@@ -122,6 +126,8 @@ class ReplayedDump {
   // The front end's _explain: why `what` ("image", "process" named `name`) has no queues.
   std::string explain(const char* what, const HasQueues& answer, const std::string& name) const;
   void dumpRefresh(const Refresh& refresh, ProcessView& out) const;
+  // The error texts a walk carries, for errorText.
+  void keepErrorTexts(wire::Bulk::Reader walk);
 
   std::string dll_;
   bool hasCommGroup_ = true;

@@ -5,9 +5,9 @@
 // Fields are compared by value in schema order (the active union member, then the rest).
 // Bulk payloads compare by content, not by encoding (compressed or not); a `walk` Bulk is
 // read as the CommunicatorWalk it carries and compared field by field. Capabilities and
-// AnyPointer fields are not compared, nor lists of MemoryWindow (`nextEpoch`: which memory
-// the shim should read ahead, a hint that depends on what the server learned in earlier
-// sessions, not an answer the debugger sees).
+// AnyPointer fields are not compared, nor fields annotated $readAhead (which memory the shim
+// should read ahead: hints that depend on what the server learned in earlier sessions, not
+// answers the debugger sees).
 #pragma once
 
 #include <capnp/any.h>

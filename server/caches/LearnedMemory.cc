@@ -33,17 +33,25 @@ std::string LearnedMemory::file(uint64_t fingerprint) const {
   return dir_ + "/blocks-" + buildId_ + name;
 }
 
-std::vector<TargetMemory::Window> LearnedMemory::load(uint64_t fingerprint) const {
+std::vector<TargetMemory::Window> LearnedMemory::read(uint64_t fingerprint) const {
   std::vector<TargetMemory::Window> out;
-  if (dir_.empty() || fingerprint == 0) return out;
   bool ok = readStateFile(file(fingerprint), 1u << 20, [&](capnp::MessageReader& reader) {
     auto learned = reader.getRoot<wire::LearnedBlocks>();
-    if (learned.getBuildId() == buildId_ && learned.getFingerprint() == fingerprint) {
+    if (learned.getBuildId() == buildId_ && learned.getFingerprint() == fingerprint &&
+        learned.getWhole()) {
       for (auto w : learned.getWindows()) out.push_back({w.getAddress(), w.getSize()});
     }
   });
   if (!ok) out.clear();
   return out;
+}
+
+const std::vector<TargetMemory::Window>& LearnedMemory::load(uint64_t fingerprint) {
+  static const std::vector<TargetMemory::Window> kNone;
+  if (dir_.empty() || fingerprint == 0) return kNone;
+  auto found = records_.find(fingerprint);
+  if (found == records_.end()) found = records_.emplace(fingerprint, read(fingerprint)).first;
+  return found->second;
 }
 
 void LearnedMemory::save(uint64_t fingerprint, const std::vector<TargetMemory::Window>& windows) {
@@ -53,12 +61,14 @@ void LearnedMemory::save(uint64_t fingerprint, const std::vector<TargetMemory::W
   auto learned = message.initRoot<wire::LearnedBlocks>();
   learned.setBuildId(buildId_);
   learned.setFingerprint(fingerprint);
+  learned.setWhole(true);
   size_t n = std::min(windows.size(), kMaxWindows);
   auto list = learned.initWindows(static_cast<unsigned>(n));
   for (size_t i = 0; i < n; ++i) {
     list[static_cast<unsigned>(i)].setAddress(windows[i].address);
     list[static_cast<unsigned>(i)].setSize(windows[i].size);
   }
+  records_[fingerprint].assign(windows.begin(), windows.begin() + static_cast<long>(n));
   if (!writeStateFile(file(fingerprint), message)) return;
   prune();
 }

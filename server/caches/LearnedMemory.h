@@ -1,17 +1,25 @@
 // LearnedMemory: which target memory the DLL read of a process in a session (in any epoch,
-// TargetMemory::allWindows), kept on disk between sessions, so that a new session on the same process (a debugger that re-attaches) can ask
-// for all of it in one round trip instead of block by block.
+// TargetMemory::allWindows), kept on disk between sessions, so that a new session on the same
+// process (a debugger that re-attaches) can ask for all of it in one round trip instead of
+// block by block.
 //
 // A process is recognised by a fingerprint: a hash of the DLL build and of the addresses the
 // process's data-symbol look-ups resolved to, which address-space randomisation makes
-// particular to one process. A wrong guess costs bytes, never correctness: the cache only ever holds what
-// the debugger itself returned for the current epoch.
+// particular to one process. A wrong guess costs bytes, never correctness: the cache only ever
+// holds what the debugger itself returned for the current epoch.
+//
+// Only a whole record is kept: one that holds what at least one update of the process read
+// (with its walk), not only its set-up. A set-up's reads are read again by the next session's
+// set-up anyway, and a record of them alone would make a set-up reply say that the first
+// update is likely to read nothing else (docs/round-trips.md, "Learned state") when it reads
+// everything else. A file without the mark (an older server's) is ignored.
 //
 // Files: <state-dir>/blocks-<build-id>-<fingerprint>.capnp; the oldest are removed beyond
-// kMaxFilesPerBuild.
+// kMaxFilesPerBuild. Each record is read from disk once per session.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,16 +33,21 @@ class LearnedMemory {
 
   bool enabled() const { return !dir_.empty(); }
 
-  std::vector<TargetMemory::Window> load(uint64_t fingerprint) const;
-  // Replaces what is known for the fingerprint. Never throws.
+  // Empty when no whole record is known for the fingerprint (or it is 0: no fingerprint).
+  const std::vector<TargetMemory::Window>& load(uint64_t fingerprint);
+  // Replaces what is known for the fingerprint with a whole record (the caller's promise: the
+  // windows include an update's). Never throws.
   void save(uint64_t fingerprint, const std::vector<TargetMemory::Window>& windows);
 
  private:
   std::string file(uint64_t fingerprint) const;
+  std::vector<TargetMemory::Window> read(uint64_t fingerprint) const;
   void prune() const;
 
   std::string dir_;
   std::string buildId_;
+  // Records read or written in this session, by fingerprint.
+  std::map<uint64_t, std::vector<TargetMemory::Window>> records_;
 };
 
 }  // namespace mqd::server

@@ -455,10 +455,10 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
 
 void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
                               const std::vector<TargetMemory::Window>& learned,
-                              const std::vector<BlockAhead>& ahead, bool setUp) {
+                              const std::vector<BlockAhead>& ahead, EpochKind kind) {
   if (!caches()) return;
   if (!process.memory) process.memory = std::make_unique<TargetMemory>(options_.blockSize);
-  process.memory->newEpoch(setUp);
+  process.memory->newEpoch(kind == EpochKind::SetUp);
   process.node.newEpoch();
   if (options_.policy != wire::CachePolicy::EPOCH) return;
   // A proved process is read on the node as the DLL needs it: nothing to ask for ahead, and
@@ -475,6 +475,7 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
       keepBlock(call, process, a.window, a.block);
     }
   }
+  if (kind == EpochKind::RefreshAhead) return;
   std::vector<TargetMemory::Window> wanted;
   const std::vector<TargetMemory::Window> none;
   const std::vector<TargetMemory::Window>& setUpBlocks =

@@ -94,10 +94,14 @@ class RemoteDebugger {
     TargetMemory::Window window;
     wire::MemoryBlock::Reader block;
   };
-  // `setUp`: the epoch is the process's set-up (see TargetMemory::previousSetUpWindows).
+  // `kind`: the epoch is the process's set-up (see TargetMemory::previousSetUpWindows), an
+  // update, or an update made ahead of the process's own (SessionService::refreshAhead), which
+  // keeps only `ahead` and asks for nothing: a refresh ahead that asks the debugger anything is
+  // dropped anyway.
+  enum class EpochKind { SetUp, Update, RefreshAhead };
   void newEpoch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& learned = {},
-                const std::vector<BlockAhead>& ahead = {}, bool setUp = false);
+                const std::vector<BlockAhead>& ahead = {}, EpochKind kind = EpochKind::Update);
   // The windows this epoch read, for the shim to read ahead at the next update (at most
   // maxBlocksAheadBytes; for a process read on its node, only the range its epoch check
   // compared; none when memory is not kept between calls).

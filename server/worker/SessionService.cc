@@ -65,7 +65,7 @@ SessionService::~SessionService() noexcept(false) {
   queue_ = nullptr;  // not a new promise: the event loop may already be gone
   learned_.save(remote_.lookupsSeen());
   objects_.forEachProcess([this](RemoteProcess& p) {
-    if (p.memory) learnedMemory_.save(fingerprint(p), p.memory->allWindows());
+    keepLearnedMemory(p, false);
   });
   destroyLeftInfos();
   MQD_LOG(Info, "session with %s ended", dll_->path().c_str());
@@ -123,29 +123,41 @@ uint64_t SessionService::fingerprint(RemoteProcess& process) {
   return any ? hash : 0;
 }
 
-void SessionService::startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
+void SessionService::startEpoch(DllCall& call, RemoteProcess& process,
+                                RemoteDebugger::EpochKind kind,
                                 const std::vector<RemoteDebugger::BlockAhead>& ahead) {
-  uint64_t print = fingerprint(process);
   std::vector<TargetMemory::Window> learned;
-  if (refresh && learnedMemoryUsed_.insert(process.token).second) {
-    learned = learnedMemory_.load(print);  // before the ending epoch replaces it
+  if (kind != RemoteDebugger::EpochKind::SetUp &&
+      learnedMemoryUsed_.insert(process.token).second) {
+    uint64_t print = fingerprint(process);
+    learned = learnedMemory_.load(print);
     MQD_LOG(Debug, "process %llu: fingerprint %016llx, %zu learned memory windows",
             static_cast<unsigned long long>(process.token), static_cast<unsigned long long>(print),
             learned.size());
   }
-  // A set-up epoch reads little: it must not replace the record it is about to use.
-  if (process.memory && learned.empty()) {
-    learnedMemory_.save(print, process.memory->allWindows());
-  }
-  remote_.newEpoch(call, process, learned, ahead, !refresh);
+  remote_.newEpoch(call, process, learned, ahead, kind);
 }
 
-std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process) {
-  std::vector<TargetMemory::Window> learned;  // what startEpoch will load for the first update
-  if (learnedMemoryUsed_.count(process.token) == 0) {
-    learned = learnedMemory_.load(fingerprint(process));
+void SessionService::keepLearnedMemory(RemoteProcess& process, bool updated) {
+  if (!process.memory) return;
+  if (updated ? !updatedOnce_.insert(process.token).second  // the rest is kept at the end
+              : updatedOnce_.count(process.token) == 0) {   // a set-up's reads alone
+    return;
   }
-  return remote_.firstEpochWindows(process, learned);
+  learnedMemory_.save(fingerprint(process), process.memory->allWindows());
+}
+
+std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process,
+                                                                   bool* learned) {
+  static const std::vector<TargetMemory::Window> kNone;
+  // What startEpoch will load for the first update.
+  const std::vector<TargetMemory::Window>& earlier =
+      learnedMemoryUsed_.count(process.token) == 0 ? learnedMemory_.load(fingerprint(process))
+                                                   : kNone;
+  std::vector<TargetMemory::Window> windows = remote_.firstEpochWindows(process, earlier);
+  *learned = !earlier.empty() && process.memory && process.memory->setUpEpoch() &&
+             process.node.state != RemoteProcess::NodeProof::State::Proven && !windows.empty();
+  return windows;
 }
 
 void SessionService::writeWindows(const std::vector<TargetMemory::Window>& windows,
@@ -289,13 +301,15 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
       remote_.keepProcessFacts(process, params.getFacts());
     }
-    startEpoch(call, process, false);
+    startEpoch(call, process, RemoteDebugger::EpochKind::SetUp);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     auto results = context.getResults();
     results.setRc(rc);
-    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
+    bool learned = false;
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
+    results.setLearned(learned);
     const RemoteImage* image = process.image ? &objects_.image(*process.image) : nullptr;
     if (auto warning = byteOrderContradiction(image, process)) {
       MQD_LOG(Warn, "process %llu: %s", static_cast<unsigned long long>(process.token),
@@ -315,8 +329,10 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    std::vector<TargetMemory::Window> next = firstEpochWindows(process);
+    bool learned = false;
+    std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
+    results.setLearned(learned);
   });
 }
 
@@ -403,10 +419,10 @@ std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWind
 
 int SessionService::refresh(DllCall& call, RemoteProcess& process,
                             const std::vector<RemoteDebugger::BlockAhead>& ahead,
-                            wire::Bulk::Builder walkOut) {
+                            wire::Bulk::Builder walkOut, RemoteDebugger::EpochKind kind) {
   // The target ran since the last refresh: a new memory epoch, starting with what the shim
   // read ahead.
-  startEpoch(call, process, true, ahead);
+  startEpoch(call, process, kind, ahead);
   int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
   walkOut.setRaw(nullptr);
   if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
@@ -417,6 +433,7 @@ int SessionService::refresh(DllCall& call, RemoteProcess& process,
       BulkSizes sizes = setBulkMessage(walkOut, walk, remote_.options().compress);
       metrics_.add(Count::BulkRawBytes, sizes.raw);
       metrics_.add(Count::BulkWireBytes, sizes.wire);
+      keepLearnedMemory(process, true);
     }
   }
   return rc;
@@ -486,7 +503,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     {
       HeldEffects held(call, &effects);
       rc = refresh(call, *process, blocksAhead(other.getAhead(), other.getBlocks()),
-                   out.get().initWalk());
+                   out.get().initWalk(), RemoteDebugger::EpochKind::RefreshAhead);
       relayDllOutput(call);
     }
     bool quiet = effects.empty() && metrics_.get(Count::Callbacks) == callbacks;

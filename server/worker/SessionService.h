@@ -86,22 +86,26 @@ class SessionService final : public wire::Session::Server, public DllHost {
   void requireBasicCallbacks(const char* entryPoint) const;
 
   // What the process's first update will read again (RemoteDebugger::firstEpochWindows), for
-  // the set-up replies' nextEpoch.
-  std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process);
+  // the set-up replies' nextEpoch; *learned: they include an earlier session's windows.
+  std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process, bool* learned);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
 
-  // A new memory epoch for the process: what the ending one read is kept for later sessions
-  // on the same process; `refresh` (an update, not a set-up) also asks for what an earlier
-  // session's last epoch of this process read, the first time; `ahead` is what the shim read
-  // at the update's start.
-  void startEpoch(DllCall& call, RemoteProcess& process, bool refresh,
+  // A new memory epoch for the process: an update (`kind` other than SetUp) also asks for what
+  // an earlier session of this process read, the first time; `ahead` is what the shim read at
+  // the update's start (RemoteDebugger::newEpoch).
+  void startEpoch(DllCall& call, RemoteProcess& process, RemoteDebugger::EpochKind kind,
                   const std::vector<RemoteDebugger::BlockAhead>& ahead = {});
+  // Keeps what this session read of the process for later sessions (LearnedMemory), once it
+  // has been updated: after its first update's walk (`updated`), so that a session killed
+  // later leaves a record, and again at the session's end.
+  void keepLearnedMemory(RemoteProcess& process, bool updated);
   // One refresh of `process` (the body of mqs_update_communicator_list): a new epoch from
   // `ahead`, the DLL's update and, in the epoch policy when it answers mqs_ok, the walk into
   // `walkOut`. Returns the DLL's rc.
   int refresh(DllCall& call, RemoteProcess& process,
-              const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut);
+              const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut,
+              RemoteDebugger::EpochKind kind = RemoteDebugger::EpochKind::Update);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
   // their effects held back; those that asked the debugger nothing go into `refreshed`.
   void refreshAhead(DllCall& call, const RemoteProcess& asked,
@@ -119,6 +123,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
   std::vector<LookupKey> learnedAtStart_;  // what earlier sessions looked up
   LearnedMemory learnedMemory_;
   std::set<uint64_t> learnedMemoryUsed_;   // processes whose learned memory was asked for
+  std::set<uint64_t> updatedOnce_;         // processes whose update was kept (LearnedMemory)
   size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
   // The DLL calls, one after another (runDll); null once the session is ending.

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -152,18 +153,30 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
 }
 
-// A job of kRanks ranks set up by the harness through the shim (the server on a unix socket),
-// refreshed rank by rank by round().
+// The server of a RankByRank job, listening in `dir` and keeping what it learns in
+// `stateDir`.
+std::unique_ptr<ServerProcess> rankByRankServer(TempDir& dir, const std::string& stateDir) {
+  return std::make_unique<ServerProcess>(
+      mqd::test::kServer,
+      std::vector<std::string>{"--listen", "unix:" + (dir / "s.sock"), "--dll",
+                               mqd::test::kTestDll3, "--log-file", dir / "server.log",
+                               "--state-dir", stateDir});
+}
+
+// A job of kRanks ranks set up by the harness through the shim (the server on a unix socket:
+// `shared`, or one of its own), then refreshed rank by rank by round().
 struct RankByRank {
   static constexpr int kRanks = 4;
   TempDir dir;
-  ServerProcess server;
+  std::unique_ptr<ServerProcess> ownServer;
+  ServerProcess& server;
   std::vector<std::unique_ptr<TargetModel>> targets;
   DebuggerHarness d;
   std::vector<mqs_process*> processes;
 
-  explicit RankByRank(DebuggerHarness::Options options)
-      : server(startServer(dir, "unix:" + (dir / "s.sock"))),
+  explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr)
+      : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
+        server(shared ? *shared : *ownServer),
         d(mqd::test::kShim, options) {
     configure(server.endpoint(), "epoch", "auto", dir);  // read when the session opens
     for (int r = 0; r < kRanks; ++r) {
@@ -232,6 +245,64 @@ TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for a
   // The shim's own count, sent with the last round's first update: the rounds before it.
   CHECK(c4["client.refreshes_ahead"] == 2 * (kRanks - 1) - 1);
   CHECK(c4["client.refreshes_stale"] == 1);
+}
+
+TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the others ahead "
+          "with the first rank's update") {
+  // An earlier session of the same processes left what each one's updates read: their set-up
+  // replies name it, so their first updates go with the first rank's, as later rounds do.
+  // The earlier session's records are whole once its first round is over: the server that
+  // served it serves the next one at once.
+  TempDir shared;
+  auto server = rankByRankServer(shared, shared / "state");
+  Counters cold, learned;
+  uint64_t coldFirst, learnedFirst;
+  {
+    RankByRank job(DebuggerHarness::Options{}, server.get());
+    coldFirst = job.round(nullptr);
+    cold = lastSession(server->endpoint());
+  }
+  {
+    RankByRank job(DebuggerHarness::Options{}, server.get());
+    learnedFirst = job.round(nullptr);
+    learned = lastSession(server->endpoint());
+    CHECK(job.round(nullptr) == 1);
+  }
+  MESSAGE("round trips of a first refresh of ", RankByRank::kRanks, " ranks: cold session ",
+          coldFirst, ", learned session ", learnedFirst);
+  CHECK(cold["walk.refreshed_ahead"] == 0);  // nothing learned: nothing offered
+  CHECK(learned["walk.refreshed_ahead"] == RankByRank::kRanks - 1);
+  CHECK(learnedFirst == 1);
+}
+
+TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learned of memory") {
+  // Its set-ups' reads alone would make the next session's set-up replies say "learned": the
+  // shim would offer the others, and their refreshes ahead would miss memory at every block
+  // (48 round trips for this job, not 8).
+  TempDir shared;
+  auto server = rankByRankServer(shared, shared / "state");
+  uint64_t coldFirst, afterSetUpsFirst;
+  {
+    RankByRank job(DebuggerHarness::Options{});  // a server of its own: nothing learned
+    coldFirst = job.round(nullptr);
+  }
+  { RankByRank job(DebuggerHarness::Options{}, server.get()); }  // set-ups only
+  bool ended = false;  // its worker's session is over: whatever it keeps is kept
+  for (int i = 0; i < 200 && !ended; ++i) {
+    ended = run("grep -q 'worker [0-9]* exited' " + (shared / "server.log")).status == 0;
+    if (!ended) ::usleep(50 * 1000);
+  }
+  REQUIRE(ended);
+  Counters counters;
+  {
+    RankByRank job(DebuggerHarness::Options{}, server.get());
+    afterSetUpsFirst = job.round(nullptr);
+    counters = lastSession(server->endpoint());
+  }
+  MESSAGE("round trips of a first refresh of ", RankByRank::kRanks, " ranks: cold ", coldFirst,
+          ", after a session of set-ups only ", afterSetUpsFirst);
+  CHECK(counters["walk.refreshed_ahead"] == 0);
+  CHECK(afterSetUpsFirst == coldFirst);
 }
 
 TEST_CASE("epoch policy: a debugger slow to read its targets gets no refresh ahead") {

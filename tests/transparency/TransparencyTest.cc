@@ -526,15 +526,25 @@ TEST_CASE("a job refreshed rank by rank: a rank that changes between the debugge
     for (const Mode& mode : allModes()) {
       INFO("cell: ", cell.name(), "; ", mode.name());
       useProxy(mode, cell);
+      bool epoch = std::string(mode.cache) == "epoch";
+      if (epoch) {
+        // A session before, so that the server knows what these ranks read: their first
+        // updates then go ahead with rank 0's too.
+        requireSame(native, converseJob(mqd::test::kShim, cell, 4, rankByRank(cell.opsPerQueue)));
+      }
       setenv("MQD_PROXY_LOG", "info", 1);
       requireSame(native, converseJob(mqd::test::kShim, cell, 4, rankByRank(cell.opsPerQueue)));
       unsetenv("MQD_PROXY_LOG");
-      if (std::string(mode.cache) == "epoch") {
+      if (epoch) {
         // The path under test was taken: of the 18 updates after the first round, those of
         // the 3 ranks that changed in their windows after the first rank's update were
-        // refreshed again, and rank 2's, refreshed ahead only by asking, was not kept.
+        // refreshed again, and rank 2's, refreshed ahead only by asking, was not kept. The
+        // first round's 3 ranks after rank 0 are served from refreshes ahead too, where
+        // reading their windows costs less than a round trip (not always so for a debugger
+        // under emulation: round-trips counts that round exactly).
         auto [served, stale] = refreshesAhead(scratch() / "shim.log");
-        CHECK(served == 14);
+        CHECK(served >= 14);
+        CHECK(served <= 3 + 14);
         CHECK(stale == 3);
       }
     }

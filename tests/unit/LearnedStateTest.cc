@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <capnp/message.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +12,8 @@
 
 #include "LearnedLookups.h"
 #include "LearnedMemory.h"
+#include "StateFile.h"
+#include "mqd.capnp.h"
 #include "ServerProcess.h"
 
 using namespace mqd;
@@ -60,12 +64,31 @@ TEST_CASE("LearnedLookups and LearnedMemory: an unreadable file is ignored, then
   std::ofstream(state + "/blocks-abc123-00000000000000aa.capnp") << std::string(100, '\xff');
   CHECK(memory.load(0xaa).empty());
   memory.save(0xaa, {{0x1000, 4096}, {0x9000, 65536}});
-  auto windows = memory.load(0xaa);
+  LearnedMemory next(state, "abc123");  // a later session reads the file
+  auto windows = next.load(0xaa);
   REQUIRE(windows.size() == 2);
   CHECK(windows[1].address == 0x9000);
   CHECK(windows[1].size == 65536);
-  CHECK(memory.load(0xbb).empty());  // another process
-  CHECK(memory.load(0).empty());     // no fingerprint: nothing to recognise
+  CHECK(next.load(0xbb).empty());  // another process
+  CHECK(next.load(0).empty());     // no fingerprint: nothing to recognise
+}
+
+TEST_CASE("LearnedMemory: a record without the mark of a whole one (an older server's) is "
+          "ignored") {
+  TempDir dir;
+  std::string state = dir / "state";
+  LearnedMemory(state, "abc123").save(0xaa, {{0x1000, 512}});
+  std::string path = state + "/blocks-abc123-00000000000000aa.capnp";
+  capnp::MallocMessageBuilder message;
+  auto learned = message.initRoot<wire::LearnedBlocks>();
+  learned.setBuildId("abc123");
+  learned.setFingerprint(0xaa);
+  auto list = learned.initWindows(1);
+  list[0].setAddress(0x1000);
+  list[0].setSize(512);
+  CHECK(LearnedMemory(state, "abc123").load(0xaa).size() == 1);
+  REQUIRE(writeStateFile(path, message));  // the same, but not marked whole
+  CHECK(LearnedMemory(state, "abc123").load(0xaa).empty());
 }
 
 TEST_CASE("LearnedLookups: a link planted in the state directory is neither written through "

@@ -217,7 +217,8 @@ TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's bl
     std::vector<TargetMemory::Window> learned;
     if (learnedBefore) learned = {{0x30000, 16}};
     rig.call([&](DllCall& call) {
-      rig.host.remote().newEpoch(call, rig.process, {}, {}, true);  // mqs_setup_process
+      rig.host.remote().newEpoch(call, rig.process, {}, {},
+                                 RemoteDebugger::EpochKind::SetUp);  // mqs_setup_process
       CHECK(rig.read(call, 0x10010, 8) == 0);
     });
     rig.asked.blocks.clear();

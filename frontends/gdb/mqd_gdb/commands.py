@@ -180,18 +180,36 @@ def _read_dumps(everything):
         gdb.execute("mqd load", to_string=False)
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
         [gdb.selected_inferior().num]
+    if len(nums) > 1:
+        # Every process set up before the first is refreshed: libmqdproxy.so can then refresh
+        # the others ahead with the first one's update. A set-up the DLL refuses is kept, and
+        # reported in the loop below.
+        # docs/round-trips.md, "The whole job"
+        for num in nums:
+            with SelectedInferior(num):
+                try:
+                    _set_up(num)
+                except MqdError:
+                    pass
     dumps = []
     for num in nums:
         with SelectedInferior(num):
             try:
-                if _session.is_open_mpi():
-                    debug_types.ensure(num)
+                _set_up(num)
                 dumps.append(dump(_session, num))
             except MqdError as e:
                 process = _session.processes.get(num)
                 dumps.append(failed(num, find_inferior(num).pid, str(e),
                                     process.warnings if process else ()))
     return dumps
+
+
+def _set_up(num):
+    """The image and process of inferior `num` set up (Session.ensure_process), with Open MPI's
+    debug types loaded first for Open MPI's DLL."""
+    if _session.is_open_mpi():
+        debug_types.ensure(num)
+    _session.ensure_process(num)
 
 
 def _write_file(path, text):
