@@ -503,13 +503,7 @@ std::vector<TargetMemory::Window> RemoteDebugger::nextEpochWindows(
     if (process.node.checked) out.push_back(*process.node.checked);
     return out;
   }
-  uint64_t total = 0;
-  for (const auto& w : process.memory->currentWindows()) {
-    if (total + w.size > wire::MAX_BLOCKS_AHEAD_BYTES) break;
-    total += w.size;
-    out.push_back(w);
-  }
-  return out;
+  return blocksAheadBound(process.memory->currentWindows());
 }
 
 std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
@@ -523,14 +517,18 @@ std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
                                                           : process.memory->currentWindows();
   const auto& more = learned.empty() ? process.memory->currentWindows() : learned;
   all.insert(all.end(), more.begin(), more.end());
-  std::vector<TargetMemory::Window> out;
+  return blocksAheadBound(std::move(all));
+}
+
+std::vector<TargetMemory::Window> RemoteDebugger::blocksAheadBound(
+    std::vector<TargetMemory::Window> windows) {
   uint64_t total = 0;
-  for (const auto& w : all) {
-    if (total + w.size > wire::MAX_BLOCKS_AHEAD_BYTES) break;
-    total += w.size;
-    out.push_back(w);
+  size_t kept = 0;
+  while (kept < windows.size() && total + windows[kept].size <= wire::MAX_BLOCKS_AHEAD_BYTES) {
+    total += windows[kept++].size;
   }
-  return out;
+  windows.resize(kept);
+  return windows;
 }
 
 void RemoteDebugger::keepBlock(DllCall& call, RemoteProcess& process,

@@ -132,6 +132,9 @@ class RemoteDebugger {
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 
  private:
+  // The first of `windows` that the shim may read ahead in one update (maxBlocksAheadBytes).
+  static std::vector<TargetMemory::Window> blocksAheadBound(
+      std::vector<TargetMemory::Window> windows);
   // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
   void prefetch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& windows);

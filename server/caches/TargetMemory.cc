@@ -25,34 +25,32 @@ bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
   // From one window, or from windows that follow each other (a range read in one epoch is
   // asked for in the next as windows of at most a block each). Nothing is written unless the
   // windows hold all of it: `out` may be smaller than a size the DLL got wrong.
-  struct Piece {
-    const kj::byte* from;
-    uint64_t size;
-  };
-  Piece first{nullptr, 0};
-  std::vector<Piece> more;
-  uint64_t at = address;
-  for (uint64_t left = size; left > 0;) {
-    uint64_t start;
-    const kj::Array<kj::byte>* bytes = holding(at, &start);
-    if (bytes == nullptr) return false;
-    Piece piece{bytes->begin() + (at - start), std::min<uint64_t>(left, bytes->size() - (at - start))};
-    if (first.from == nullptr) {
-      first = piece;
-    } else {
-      more.push_back(piece);
+  uint64_t start;
+  const kj::Array<kj::byte>* first = holding(address, &start);
+  if (first == nullptr) return false;
+  if (first->size() - (address - start) >= size) {  // the common case: one window
+    std::memcpy(out, first->begin() + (address - start), size);
+    return true;
+  }
+  // Calls each(bytes, n) for the pieces of the range in order; false if one is missing.
+  auto pieces = [this, address, size](auto&& each) {
+    uint64_t at = address;
+    for (uint64_t left = size, from; left > 0;) {
+      const kj::Array<kj::byte>* bytes = holding(at, &from);
+      if (bytes == nullptr) return false;
+      uint64_t n = std::min<uint64_t>(left, bytes->size() - (at - from));
+      each(bytes->begin() + (at - from), n);
+      at += n;
+      left -= n;
     }
-    at += piece.size;
-    left -= piece.size;
-  }
-  auto* to = static_cast<unsigned char*>(out);
-  if (first.size > 0) std::memcpy(to, first.from, first.size);
-  to += first.size;
-  for (const Piece& p : more) {
-    std::memcpy(to, p.from, p.size);
-    to += p.size;
-  }
-  return true;
+    return true;
+  };
+  if (!pieces([](const kj::byte*, uint64_t) {})) return false;
+  auto* to = static_cast<kj::byte*>(out);
+  return pieces([&to](const kj::byte* from, uint64_t n) {
+    std::memcpy(to, from, n);
+    to += n;
+  });
 }
 
 bool TargetMemory::failed(uint64_t address, uint32_t size, int* rc) const {
