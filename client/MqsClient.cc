@@ -209,6 +209,7 @@ void MqsClient::reestablish() {
   walks_.clear();
   nextEpoch_.clear();
   learnedFirstEpoch_.clear();
+  setUpAhead_.clear();
   readOnNode_.clear();
   forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
@@ -573,6 +574,7 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
     nextEpoch_.erase(token);
     learnedFirstEpoch_.erase(token);
+    setUpAhead_.erase(token);
     readOnNode_.erase(token);
     // Its place in the refresh order starts over too; the other processes' places stand.
     visits_.erase(token);
@@ -641,11 +643,15 @@ MqsClient::Reply<wire::Session::SetupJobResults> MqsClient::sendSetupJob(uint64_
 }
 
 MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessHasQueues(
-    uint64_t process) {
+    uint64_t process, const std::vector<ReadAhead>& ahead) {
   return roundTrip<wire::Session::ProcessHasQueuesResults>(
-      EntryPoint::process_has_queues, [process](wire::Session::Client& s) {
+      EntryPoint::process_has_queues, [this, process, &ahead](wire::Session::Client& s) {
         auto r = s.processHasQueuesRequest();
         r.setProcess(process);
+        if (!ahead.empty()) {
+          auto n = static_cast<unsigned>(ahead.size());
+          writeAhead(ahead, connection_->compress(), r.initAhead(n), r.initBlocks(n));
+        }
         return r.send();
       });
 }
@@ -795,6 +801,11 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
       });
   int rc = resultOf(reply, reply.get().getRc());
   keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
+  if (reply.get().getSetUpAhead().size() > 0) {
+    setUpAhead_[token] = windowsOf(reply.get().getSetUpAhead());
+  } else {
+    setUpAhead_.erase(token);
+  }
   if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
     // The one line the shim adds to what the debugger sees: a native load of the DLL would
     // read the queues wrong just as silently.
@@ -811,7 +822,13 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::process_has_queues)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::process_has_queues);
     leaveWalk(token);
-    auto reply = sendProcessHasQueues(token);
+    std::vector<ReadAhead> ahead;
+    auto named = setUpAhead_.find(token);
+    if (named != setUpAhead_.end()) {
+      ahead = readAhead(token, named->second);
+      setUpAhead_.erase(named);
+    }
+    auto reply = sendProcessHasQueues(token, ahead);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());

@@ -89,7 +89,9 @@ class MqsClient {
   Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image);
   Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
-  Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(uint64_t process);
+  // `ahead`: memory read for the rest of the process's set-up (setUpAhead_).
+  Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(
+      uint64_t process, const std::vector<ReadAhead>& ahead = {});
   // `windows` of the process's memory, each read now from the debugger as one block; empty
   // when the debugger refused one.
   std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows);
@@ -192,6 +194,9 @@ class MqsClient {
   // Processes never updated whose set-up reply named what an earlier session of them read:
   // candidates to refresh ahead with another process's first update (refreshCandidates).
   std::set<uint64_t> learnedFirstEpoch_;
+  // Per process set up: the memory the rest of its set-up (mqs_process_has_queues) is likely
+  // to read, as its set-up reply named it (setUpAhead); read and sent with that call.
+  std::unordered_map<uint64_t, std::vector<Window>> setUpAhead_;
   static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
   // Processes the server reads on their node (the last reply's readOnNode): never refreshed
   // ahead, so never offered (refreshCandidates).

@@ -351,6 +351,9 @@ struct LearnedBlocks {
   fingerprint @1 :UInt64;
   windows @2 :List(MemoryWindow);
   whole @3 :Bool;
+  setUp @4 :List(MemoryWindow);
+  # Of the windows, what the process's set-up epoch read (mqs_setup_process and
+  # mqs_process_has_queues): a set-up reply's setUpAhead.
   # The windows include what at least one whole update (and its walk) read, not only a set-up.
   # Only such records are written; one without the mark (an older server's) is ignored
   # (server/caches/LearnedMemory.h).
@@ -495,7 +498,7 @@ interface Session {
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts)
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
-          learned :Bool $readAhead);
+          learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
@@ -504,8 +507,12 @@ interface Session {
   # asked when the DLL asks, since a debugger may learn them only after the set-up.
   # warning: a sentence for the user when the reported byte order contradicts a value of the
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
+  # setUpAhead: in the epoch policy, what an earlier session's set-up of the process read and
+  # this one has not yet: the rest of the set-up (mqs_process_has_queues) is likely to read it.
+  # The shim reads it at that call and sends it with it (processHasQueues' ahead and blocks),
+  # instead of the server asking for it in a round trip of its own.
 
-  processHasQueues @6 (process :UInt64)
+  processHasQueues @6 (process :UInt64, ahead :List(MemoryWindow), blocks :List(MemoryBlock))
       -> (rc :Int32, message :OutString, failure :Failure,
           nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead);
   # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first

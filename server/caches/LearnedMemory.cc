@@ -33,42 +33,50 @@ std::string LearnedMemory::file(uint64_t fingerprint) const {
   return dir_ + "/blocks-" + buildId_ + name;
 }
 
-std::vector<TargetMemory::Window> LearnedMemory::read(uint64_t fingerprint) const {
-  std::vector<TargetMemory::Window> out;
+LearnedMemory::Record LearnedMemory::read(uint64_t fingerprint) const {
+  Record out;
   bool ok = readStateFile(file(fingerprint), 1u << 20, [&](capnp::MessageReader& reader) {
     auto learned = reader.getRoot<wire::LearnedBlocks>();
     if (learned.getBuildId() == buildId_ && learned.getFingerprint() == fingerprint &&
         learned.getWhole()) {
-      for (auto w : learned.getWindows()) out.push_back({w.getAddress(), w.getSize()});
+      for (auto w : learned.getWindows()) out.windows.push_back({w.getAddress(), w.getSize()});
+      for (auto w : learned.getSetUp()) out.setUp.push_back({w.getAddress(), w.getSize()});
     }
   });
-  if (!ok) out.clear();
+  if (!ok) out = Record{};
   return out;
 }
 
-const std::vector<TargetMemory::Window>& LearnedMemory::load(uint64_t fingerprint) {
-  static const std::vector<TargetMemory::Window> kNone;
+const LearnedMemory::Record& LearnedMemory::load(uint64_t fingerprint) {
+  static const Record kNone;
   if (dir_.empty() || fingerprint == 0) return kNone;
   auto found = records_.find(fingerprint);
   if (found == records_.end()) found = records_.emplace(fingerprint, read(fingerprint)).first;
   return found->second;
 }
 
-void LearnedMemory::save(uint64_t fingerprint, const std::vector<TargetMemory::Window>& windows) {
-  if (dir_.empty() || fingerprint == 0 || windows.empty()) return;
+void LearnedMemory::save(uint64_t fingerprint, const Record& record) {
+  if (dir_.empty() || fingerprint == 0 || record.windows.empty()) return;
   ::mkdir(dir_.c_str(), 0700);
   capnp::MallocMessageBuilder message;
   auto learned = message.initRoot<wire::LearnedBlocks>();
   learned.setBuildId(buildId_);
   learned.setFingerprint(fingerprint);
   learned.setWhole(true);
-  size_t n = std::min(windows.size(), kMaxWindows);
-  auto list = learned.initWindows(static_cast<unsigned>(n));
-  for (size_t i = 0; i < n; ++i) {
-    list[static_cast<unsigned>(i)].setAddress(windows[i].address);
-    list[static_cast<unsigned>(i)].setSize(windows[i].size);
-  }
-  records_[fingerprint].assign(windows.begin(), windows.begin() + static_cast<long>(n));
+  Record kept;
+  auto write = [](const std::vector<TargetMemory::Window>& from,
+                  std::vector<TargetMemory::Window>& to, auto init) {
+    size_t n = std::min(from.size(), kMaxWindows);
+    to.assign(from.begin(), from.begin() + static_cast<long>(n));
+    auto list = init(static_cast<unsigned>(n));
+    for (unsigned i = 0; i < n; ++i) {
+      list[i].setAddress(to[i].address);
+      list[i].setSize(to[i].size);
+    }
+  };
+  write(record.windows, kept.windows, [&](unsigned n) { return learned.initWindows(n); });
+  write(record.setUp, kept.setUp, [&](unsigned n) { return learned.initSetUp(n); });
+  records_[fingerprint] = std::move(kept);
   if (!writeStateFile(file(fingerprint), message)) return;
   prune();
 }

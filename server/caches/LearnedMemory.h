@@ -33,21 +33,26 @@ class LearnedMemory {
 
   bool enabled() const { return !dir_.empty(); }
 
+  struct Record {
+    std::vector<TargetMemory::Window> windows;  // what every epoch read
+    std::vector<TargetMemory::Window> setUp;    // what the set-up epoch read
+  };
+
   // Empty when no whole record is known for the fingerprint (or it is 0: no fingerprint).
-  const std::vector<TargetMemory::Window>& load(uint64_t fingerprint);
+  const Record& load(uint64_t fingerprint);
   // Replaces what is known for the fingerprint with a whole record (the caller's promise: the
   // windows include an update's). Never throws.
-  void save(uint64_t fingerprint, const std::vector<TargetMemory::Window>& windows);
+  void save(uint64_t fingerprint, const Record& record);
 
  private:
   std::string file(uint64_t fingerprint) const;
-  std::vector<TargetMemory::Window> read(uint64_t fingerprint) const;
+  Record read(uint64_t fingerprint) const;
   void prune() const;
 
   std::string dir_;
   std::string buildId_;
   // Records read or written in this session, by fingerprint.
-  std::map<uint64_t, std::vector<TargetMemory::Window>> records_;
+  std::map<uint64_t, Record> records_;
 };
 
 }  // namespace mqd::server

@@ -469,13 +469,10 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   }
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
   // earlier session learned, or else a set-up's blocks) is asked for, each once.
-  std::set<std::pair<uint64_t, uint32_t>> seen;
-  for (const BlockAhead& a : ahead) {
-    if (seen.insert({a.window.address, a.window.size}).second) {
-      keepBlock(call, process, a.window, a.block);
-    }
-  }
+  keepAhead(call, process, ahead);
   if (kind == EpochKind::RefreshAhead) return;
+  std::set<std::pair<uint64_t, uint32_t>> seen;
+  for (const BlockAhead& a : ahead) seen.insert({a.window.address, a.window.size});
   std::vector<TargetMemory::Window> wanted;
   const std::vector<TargetMemory::Window> none;
   const std::vector<TargetMemory::Window>& setUpBlocks =
@@ -518,6 +515,34 @@ std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
   const auto& more = learned.empty() ? process.memory->currentWindows() : learned;
   all.insert(all.end(), more.begin(), more.end());
   return blocksAheadBound(std::move(all));
+}
+
+std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(
+    const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const {
+  if (options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
+      !process.memory->setUpEpoch() ||
+      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    return {};
+  }
+  std::vector<TargetMemory::Window> missing;
+  for (const auto& w : learnedSetUp) {
+    if (!process.memory->read(w.address, w.size, nullptr)) missing.push_back(w);
+  }
+  return blocksAheadBound(std::move(missing));
+}
+
+void RemoteDebugger::keepAhead(DllCall& call, RemoteProcess& process,
+                               const std::vector<BlockAhead>& ahead) {
+  if (!process.memory || options_.policy != wire::CachePolicy::EPOCH ||
+      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+    return;  // read on its node: the node proof checks what the shim read (newEpoch)
+  }
+  std::set<std::pair<uint64_t, uint32_t>> seen;
+  for (const BlockAhead& a : ahead) {
+    if (seen.insert({a.window.address, a.window.size}).second) {
+      keepBlock(call, process, a.window, a.block);
+    }
+  }
 }
 
 std::vector<TargetMemory::Window> RemoteDebugger::blocksAheadBound(

@@ -113,6 +113,13 @@ class RemoteDebugger {
   // nextEpochWindows.
   std::vector<TargetMemory::Window> firstEpochWindows(
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learned) const;
+  // In the epoch policy, while the process's set-up epoch runs: of `learnedSetUp` (what an
+  // earlier session's set-up read), the windows not held yet, bounded as nextEpochWindows; for
+  // the rest of the set-up to take with it (keepAhead). None for a process read on its node.
+  std::vector<TargetMemory::Window> setUpAheadWindows(
+      const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
+  // Keeps what the shim read ahead for the process in its current epoch, each window once.
+  void keepAhead(DllCall& call, RemoteProcess& process, const std::vector<BlockAhead>& ahead);
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
   static constexpr uint64_t kPrefetchBatchBytes = wire::MAX_BLOCKS_AHEAD_BYTES;

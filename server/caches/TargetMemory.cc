@@ -29,7 +29,7 @@ bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
   const kj::Array<kj::byte>* first = holding(address, &start);
   if (first == nullptr) return false;
   if (first->size() - (address - start) >= size) {  // the common case: one window
-    std::memcpy(out, first->begin() + (address - start), size);
+    if (out != nullptr) std::memcpy(out, first->begin() + (address - start), size);
     return true;
   }
   // Calls each(bytes, n) for the pieces of the range in order; false if one is missing.
@@ -46,6 +46,7 @@ bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
     return true;
   };
   if (!pieces([](const kj::byte*, uint64_t) {})) return false;
+  if (out == nullptr) return true;
   auto* to = static_cast<kj::byte*>(out);
   return pieces([&to](const kj::byte* from, uint64_t n) {
     std::memcpy(to, from, n);
@@ -137,10 +138,17 @@ std::vector<TargetMemory::Window> TargetMemory::keptWindows() const {
   return out;
 }
 
+std::vector<TargetMemory::Window> TargetMemory::setUpWindows() const {
+  return setUp_ ? currentWindows() : setUpRead_;
+}
+
 void TargetMemory::newEpoch(bool setUp) {
   previous_ = currentWindows();
   previousSetUp_.clear();
-  if (setUp_) previousSetUp_ = keptWindows();
+  if (setUp_) {
+    previousSetUp_ = keptWindows();
+    setUpRead_ = previous_;
+  }
   setUp_ = setUp;
   windows_.clear();
   largestWindow_ = 0;

@@ -44,7 +44,8 @@ class TargetMemory {
 
   uint32_t blockSize() const { return blockSize_; }
 
-  // Copies [address, address + size) into out if the windows kept hold it all.
+  // Copies [address, address + size) into out if the windows kept hold it all (`out` null:
+  // only whether they do).
   bool read(uint64_t address, uint32_t size, void* out) const;
   // The error code the debugger gave for exactly this range this epoch, if it refused it.
   bool failed(uint64_t address, uint32_t size, int* rc) const;
@@ -79,6 +80,8 @@ class TargetMemory {
   // session's first epoch may read (a first mqs_update_communicator_list reads more than a
   // later one, which finds the communicators unchanged).
   std::vector<Window> allWindows() const;
+  // What the DLL read in the process's set-up epoch (this one while it lasts), as windows.
+  std::vector<Window> setUpWindows() const;
 
  private:
   // The window holding the byte at `address` (its start in *start), or null.
@@ -105,6 +108,7 @@ class TargetMemory {
   std::map<std::pair<uint64_t, uint32_t>, int> failures_;
   std::vector<Window> previous_;
   std::vector<Window> previousSetUp_;
+  std::vector<Window> setUpRead_;  // what the last set-up epoch read (currentWindows)
   bool setUp_ = false;  // this epoch is a set-up
 };
 

@@ -36,6 +36,21 @@ void captureMessage(char* message, wire::OutString::Builder out) {
   }
 }
 
+// The blocks a request carries for one process, paired with their windows.
+std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWindow>::Reader windows,
+                                                    capnp::List<wire::MemoryBlock>::Reader blocks) {
+  if (windows.size() != blocks.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ "
+                                             "in number");
+  }
+  std::vector<RemoteDebugger::BlockAhead> ahead;
+  for (unsigned i = 0; i < windows.size(); ++i) {
+    ahead.push_back({{windows[i].getAddress(), windows[i].getSize()}, blocks[i]});
+  }
+  return ahead;
+}
+
+
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
@@ -130,7 +145,7 @@ void SessionService::startEpoch(DllCall& call, RemoteProcess& process,
   if (kind != RemoteDebugger::EpochKind::SetUp &&
       learnedMemoryUsed_.insert(process.token).second) {
     uint64_t print = fingerprint(process);
-    learned = learnedMemory_.load(print);
+    learned = learnedMemory_.load(print).windows;
     MQD_LOG(Debug, "process %llu: fingerprint %016llx, %zu learned memory windows",
             static_cast<unsigned long long>(process.token), static_cast<unsigned long long>(print),
             learned.size());
@@ -144,16 +159,19 @@ void SessionService::keepLearnedMemory(RemoteProcess& process, bool updated) {
               : updatedOnce_.count(process.token) == 0) {   // a set-up's reads alone
     return;
   }
-  learnedMemory_.save(fingerprint(process), process.memory->allWindows());
+  learnedMemory_.save(fingerprint(process),
+                      {process.memory->allWindows(), process.memory->setUpWindows()});
+}
+
+const LearnedMemory::Record& SessionService::earlierSession(RemoteProcess& process) {
+  static const LearnedMemory::Record kNone;
+  return learnedMemoryUsed_.count(process.token) == 0 ? learnedMemory_.load(fingerprint(process))
+                                                      : kNone;
 }
 
 std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProcess& process,
                                                                    bool* learned) {
-  static const std::vector<TargetMemory::Window> kNone;
-  // What startEpoch will load for the first update.
-  const std::vector<TargetMemory::Window>& earlier =
-      learnedMemoryUsed_.count(process.token) == 0 ? learnedMemory_.load(fingerprint(process))
-                                                   : kNone;
+  const std::vector<TargetMemory::Window>& earlier = earlierSession(process).windows;
   std::vector<TargetMemory::Window> windows = remote_.firstEpochWindows(process, earlier);
   *learned = !earlier.empty() && process.memory && process.memory->setUpEpoch() &&
              process.node.state != RemoteProcess::NodeProof::State::Proven && !windows.empty();
@@ -310,6 +328,9 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setLearned(learned);
+    std::vector<TargetMemory::Window> ahead =
+        remote_.setUpAheadWindows(process, earlierSession(process).setUp);
+    writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
     const RemoteImage* image = process.image ? &objects_.image(*process.image) : nullptr;
     if (auto warning = byteOrderContradiction(image, process)) {
       MQD_LOG(Warn, "process %llu: %s", static_cast<unsigned long long>(process.token),
@@ -321,8 +342,9 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
 
 kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext context) {
   return runDll(context, "mqs_process_has_queues", [this, context](DllCall& call) mutable {
-    RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+    auto params = context.getParams();
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     char* message = &kUntouched;
     int rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
                                                   &message);
@@ -399,23 +421,6 @@ kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
   });
 }
 
-namespace {
-
-// The blocks a request carries for one process, paired with their windows.
-std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWindow>::Reader windows,
-                                                    capnp::List<wire::MemoryBlock>::Reader blocks) {
-  if (windows.size() != blocks.size()) {
-    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ "
-                                             "in number");
-  }
-  std::vector<RemoteDebugger::BlockAhead> ahead;
-  for (unsigned i = 0; i < windows.size(); ++i) {
-    ahead.push_back({{windows[i].getAddress(), windows[i].getSize()}, blocks[i]});
-  }
-  return ahead;
-}
-
-}  // namespace
 
 int SessionService::refresh(DllCall& call, RemoteProcess& process,
                             const std::vector<RemoteDebugger::BlockAhead>& ahead,

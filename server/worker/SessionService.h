@@ -88,6 +88,9 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // What the process's first update will read again (RemoteDebugger::firstEpochWindows), for
   // the set-up replies' nextEpoch; *learned: they include an earlier session's windows.
   std::vector<TargetMemory::Window> firstEpochWindows(RemoteProcess& process, bool* learned);
+  // What an earlier session kept of the process (LearnedMemory), while its first update has
+  // not asked for it yet; empty after.
+  const LearnedMemory::Record& earlierSession(RemoteProcess& process);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
 

@@ -143,6 +143,10 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
     // ... and the set-up's reply named it all, so the shim read it ahead: the server asked the
     // debugger nothing during the update.
     CHECK(c["rt.callbacks"] == setUp["rt.callbacks"]);
+    // Nor during the set-up: what the last session's set-up read came with
+    // mqs_process_has_queues, its set-up reply having named it.
+    CHECK(setUp["cache.memory_misses"] == 0);
+    CHECK(setUp["memory.blocks_prefetched"] > 0);
     CHECK(c["cache.lookups_prefetched"] > 0);
     CHECK(c["cache.lookup_misses"] == 0);
   }

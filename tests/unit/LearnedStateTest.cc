@@ -62,22 +62,24 @@ TEST_CASE("LearnedLookups and LearnedMemory: an unreadable file is ignored, then
 
   LearnedMemory memory(state, "abc123");
   std::ofstream(state + "/blocks-abc123-00000000000000aa.capnp") << std::string(100, '\xff');
-  CHECK(memory.load(0xaa).empty());
-  memory.save(0xaa, {{0x1000, 4096}, {0x9000, 65536}});
+  CHECK(memory.load(0xaa).windows.empty());
+  memory.save(0xaa, {{{0x1000, 4096}, {0x9000, 65536}}, {{0x1000, 4096}}});
   LearnedMemory next(state, "abc123");  // a later session reads the file
-  auto windows = next.load(0xaa);
-  REQUIRE(windows.size() == 2);
-  CHECK(windows[1].address == 0x9000);
-  CHECK(windows[1].size == 65536);
-  CHECK(next.load(0xbb).empty());  // another process
-  CHECK(next.load(0).empty());     // no fingerprint: nothing to recognise
+  auto record = next.load(0xaa);
+  REQUIRE(record.windows.size() == 2);
+  CHECK(record.windows[1].address == 0x9000);
+  CHECK(record.windows[1].size == 65536);
+  REQUIRE(record.setUp.size() == 1);  // what the set-up read, apart
+  CHECK(record.setUp[0].address == 0x1000);
+  CHECK(next.load(0xbb).windows.empty());  // another process
+  CHECK(next.load(0).windows.empty());     // no fingerprint: nothing to recognise
 }
 
 TEST_CASE("LearnedMemory: a record without the mark of a whole one (an older server's) is "
           "ignored") {
   TempDir dir;
   std::string state = dir / "state";
-  LearnedMemory(state, "abc123").save(0xaa, {{0x1000, 512}});
+  LearnedMemory(state, "abc123").save(0xaa, {{{0x1000, 512}}, {}});
   std::string path = state + "/blocks-abc123-00000000000000aa.capnp";
   capnp::MallocMessageBuilder message;
   auto learned = message.initRoot<wire::LearnedBlocks>();
@@ -86,9 +88,9 @@ TEST_CASE("LearnedMemory: a record without the mark of a whole one (an older ser
   auto list = learned.initWindows(1);
   list[0].setAddress(0x1000);
   list[0].setSize(512);
-  CHECK(LearnedMemory(state, "abc123").load(0xaa).size() == 1);
+  CHECK(LearnedMemory(state, "abc123").load(0xaa).windows.size() == 1);
   REQUIRE(writeStateFile(path, message));  // the same, but not marked whole
-  CHECK(LearnedMemory(state, "abc123").load(0xaa).empty());
+  CHECK(LearnedMemory(state, "abc123").load(0xaa).windows.empty());
 }
 
 TEST_CASE("LearnedLookups: a link planted in the state directory is neither written through "

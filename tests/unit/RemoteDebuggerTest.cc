@@ -3,6 +3,7 @@
 // RemoteDebugger waits for it on a kj fiber, as in a DLL call of the server.
 #include <doctest/doctest.h>
 
+#include <capnp/message.h>
 #include <kj/async.h>
 
 #include <algorithm>
@@ -235,6 +236,42 @@ TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's bl
     });
     CHECK(rig.counted(Count::MemoryMisses) == 1);
   }
+}
+
+TEST_CASE("RemoteDebugger, policy epoch: the rest of a set-up is sent what an earlier set-up "
+          "read and this one has not, and asks for none of it") {
+  Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x80000);
+  const std::vector<TargetMemory::Window> earlierSetUp = {{0x10010, 8}, {0x30000, 16}};
+  std::vector<TargetMemory::Window> ahead;
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process, {}, {},
+                               RemoteDebugger::EpochKind::SetUp);  // mqs_setup_process
+    CHECK(rig.read(call, 0x10010, 8) == 0);                        // its block is kept
+    ahead = rig.host.remote().setUpAheadWindows(rig.process, earlierSetUp);
+  });
+  REQUIRE(ahead.size() == 1);
+  CHECK(ahead[0].address == 0x30000);
+  CHECK(ahead[0].size == 16);
+  // What the shim read of it comes with mqs_process_has_queues.
+  capnp::MallocMessageBuilder message;
+  auto block = message.initRoot<wire::MemoryBlock>();
+  block.setRc(0);
+  block.setAddress(0x30000);
+  std::vector<uint8_t> bytes(16);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = byteAt(0x30000 + i);
+  mqd::setBulk(block.initData(), kj::arrayPtr(bytes.data(), bytes.size()), false);
+  int asked = rig.asked.fetchBlocks;
+  rig.call([&](DllCall& call) {
+    rig.host.remote().keepAhead(call, rig.process, {{ahead[0], block.asReader()}});
+    CHECK(rig.read(call, 0x30004, 8) == 0);
+  });
+  CHECK(rig.asked.fetchBlocks == asked);
+  CHECK(rig.process.memory->setUpWindows().size() == 2);  // what the set-up read, for later
+  rig.call([&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process);  // the first update
+    CHECK(rig.host.remote().setUpAheadWindows(rig.process, earlierSetUp).empty());
+  });
+  CHECK(rig.process.memory->setUpWindows().size() == 2);  // kept past the set-up
 }
 
 TEST_CASE("RemoteDebugger: a block at the edge of readable memory keeps the readable window, "
