@@ -210,6 +210,7 @@ void MqsClient::reestablish() {
   nextEpoch_.clear();
   learnedFirstEpoch_.clear();
   setUpAhead_.clear();
+  imageSetUpAhead_.clear();
   readOnNode_.clear();
   forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
@@ -530,6 +531,7 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
     uint64_t token = side_.images.tokenOf(image);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
+    imageSetUpAhead_.erase(token);  // named again by its mqs_image_has_queues
     auto reply = sendSetupImage(token);
     setUp_.setUp(SessionSetUp::Kind::Image, token);
     return resultOf(reply, reply.get().getRc());
@@ -543,6 +545,11 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
     auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
+    if (reply.get().getSetUpAhead().size() > 0) {
+      imageSetUpAhead_[token] = windowsOf(reply.get().getSetUpAhead());
+    } else {
+      imageSetUpAhead_.erase(token);
+    }
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -783,11 +790,14 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
     DebuggerSide::TypeSizes sizes;
   };
   std::optional<Facts> facts;
+  std::vector<ReadAhead> ahead;  // what earlier set-ups of processes of its image read
   if (config_.cache == wire::CachePolicy::EPOCH) {
     facts = Facts{side_.getImage(token), side_.getTypeSizes(token)};
+    auto named = imageSetUpAhead_.find(facts->image);
+    if (named != imageSetUpAhead_.end()) ahead = readAhead(token, named->second);
   }
   auto reply = roundTrip<wire::Session::SetupProcessResults>(
-      EntryPoint::setup_process, [token, bigEndian, &facts](wire::Session::Client& s) {
+      EntryPoint::setup_process, [this, token, bigEndian, &facts, &ahead](wire::Session::Client& s) {
         auto r = s.setupProcessRequest();
         r.setProcess(token);
         r.setTargetBigEndian(bigEndian);
@@ -796,6 +806,10 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
           out.setImage(facts->image);
           DebuggerSide::writeTypeSizes(
               facts->sizes, out.initTypeSizes(static_cast<unsigned>(facts->sizes.size())));
+        }
+        if (!ahead.empty()) {
+          auto n = static_cast<unsigned>(ahead.size());
+          writeAhead(ahead, connection_->compress(), r.initAhead(n), r.initBlocks(n));
         }
         return r.send();
       });

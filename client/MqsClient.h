@@ -197,6 +197,10 @@ class MqsClient {
   // Per process set up: the memory the rest of its set-up (mqs_process_has_queues) is likely
   // to read, as its set-up reply named it (setUpAhead); read and sent with that call.
   std::unordered_map<uint64_t, std::vector<Window>> setUpAhead_;
+  // Per image: the memory a set-up of a process of it is likely to read, as the image's
+  // mqs_image_has_queues reply named it (setUpAhead); read from each process set up with it,
+  // and sent with its mqs_setup_process.
+  std::unordered_map<uint64_t, std::vector<Window>> imageSetUpAhead_;
   static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
   // Processes the server reads on their node (the last reply's readOnNode): never refreshed
   // ahead, so never offered (refreshCandidates).

@@ -493,10 +493,16 @@ interface Session {
   # ignores them otherwise). The server keeps them as it keeps the answers it asks for, and asks
   # in one round trip only for what else it learned.
   imageHasQueues @3 (image :UInt64)
-      -> (rc :Int32, message :OutString, failure :Failure);
+      -> (rc :Int32, message :OutString, failure :Failure,
+          setUpAhead :List(MemoryWindow) $readAhead);
+  # setUpAhead: in the epoch policy, what an earlier session's set-up of a process of this
+  # image read (the image's look-ups resolved as that process's did: the same fingerprint).
+  # The shim reads it from a process it sets up with this image, inside mqs_setup_process,
+  # and sends it with the request (setupProcess' ahead and blocks).
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
-  setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts)
+  setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts,
+                   ahead :List(MemoryWindow), blocks :List(MemoryBlock))
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
           learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
@@ -508,7 +514,7 @@ interface Session {
   # warning: a sentence for the user when the reported byte order contradicts a value of the
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
   # setUpAhead: in the epoch policy, what an earlier session's set-up of the process read and
-  # this one has not yet: the rest of the set-up (mqs_process_has_queues) is likely to read it.
+  # this one has not yet (nor was sent with the request): the rest of the set-up (mqs_process_has_queues) is likely to read it.
   # The shim reads it at that call and sends it with it (processHasQueues' ahead and blocks),
   # instead of the server asking for it in a round trip of its own.
 

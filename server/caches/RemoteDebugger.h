@@ -118,6 +118,9 @@ class RemoteDebugger {
   // the rest of the set-up to take with it (keepAhead). None for a process read on its node.
   std::vector<TargetMemory::Window> setUpAheadWindows(
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
+  // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).
+  static std::vector<TargetMemory::Window> blocksAheadBound(
+      std::vector<TargetMemory::Window> windows);
   // Keeps what the shim read ahead for the process in its current epoch, each window once.
   void keepAhead(DllCall& call, RemoteProcess& process, const std::vector<BlockAhead>& ahead);
 
@@ -139,9 +142,6 @@ class RemoteDebugger {
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 
  private:
-  // The first of `windows` that the shim may read ahead in one update (maxBlocksAheadBytes).
-  static std::vector<TargetMemory::Window> blocksAheadBound(
-      std::vector<TargetMemory::Window> windows);
   // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
   void prefetch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& windows);

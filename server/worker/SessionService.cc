@@ -119,8 +119,10 @@ void SessionService::relayDllOutput(DllCall& call) {
 }
 
 uint64_t SessionService::fingerprint(RemoteProcess& process) {
-  if (!process.image) return 0;
-  RemoteImage& image = objects_.image(*process.image);
+  return process.image ? fingerprint(objects_.image(*process.image)) : 0;
+}
+
+uint64_t SessionService::fingerprint(const RemoteImage& image) const {
   uint64_t hash = 1469598103934665603ull;
   auto mix = [&hash](const void* p, size_t n) {
     for (size_t i = 0; i < n; ++i) hash = (hash ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
@@ -292,6 +294,11 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
+    if (remote_.options().policy == wire::CachePolicy::EPOCH) {
+      std::vector<TargetMemory::Window> ahead =
+          RemoteDebugger::blocksAheadBound(learnedMemory_.load(fingerprint(image)).setUp);
+      writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
+    }
   });
 }
 
@@ -320,6 +327,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
       remote_.keepProcessFacts(process, params.getFacts());
     }
     startEpoch(call, process, RemoteDebugger::EpochKind::SetUp);
+    remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     auto results = context.getResults();

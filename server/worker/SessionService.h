@@ -116,6 +116,8 @@ class SessionService final : public wire::Session::Server, public DllHost {
                     wire::Session::UpdateCommunicatorListResults::Builder results);
   // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
   uint64_t fingerprint(RemoteProcess& process);
+  // The same of an image: the fingerprint of a process of it whose set-up looks nothing else up.
+  uint64_t fingerprint(const RemoteImage& image) const;
 
   Metrics& metrics_;
   std::unique_ptr<VendorDll> dll_;

@@ -132,8 +132,22 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   }
   {
     Rig rig(200);
-    rig.setUp();
+    // rig.setUp(), counting the debugger's fetch_data in each call.
+    auto fetches = [&rig] { return rig.d->callbackCounts()["fetch_data"]; };
+    char* m = nullptr;
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    REQUIRE(rig.dll().setup_image(rig.i(), rig.d->imageCallbacks()) == mqs_ok);
+    REQUIRE(rig.dll().image_has_queues(rig.i(), &m) == mqs_ok);
+    long beforeProcess = fetches();
+    REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+    long inSetUpProcess = fetches() - beforeProcess;
+    REQUIRE(rig.dll().process_has_queues(rig.p(), &m) == mqs_ok);
+    long inHasQueues = fetches() - beforeProcess - inSetUpProcess;
     Counters setUp = lastSession(server.endpoint());
+    // This DLL reads at mqs_process_has_queues; what the last session's set-up read came with
+    // mqs_setup_process already (the image's reply named it), inside that call.
+    CHECK(inSetUpProcess > 0);
+    CHECK(inHasQueues == 0);
     CHECK(rig.refresh() == 200 * 3 * 5);
     Counters c = lastSession(server.endpoint());
     learned = roundTrips(c);
@@ -143,8 +157,7 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
     // ... and the set-up's reply named it all, so the shim read it ahead: the server asked the
     // debugger nothing during the update.
     CHECK(c["rt.callbacks"] == setUp["rt.callbacks"]);
-    // Nor during the set-up: what the last session's set-up read came with
-    // mqs_process_has_queues, its set-up reply having named it.
+    // Nor during the set-up.
     CHECK(setUp["cache.memory_misses"] == 0);
     CHECK(setUp["memory.blocks_prefetched"] > 0);
     CHECK(c["cache.lookups_prefetched"] > 0);
