@@ -109,10 +109,14 @@ class DebuggerSide {
   };
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                   uint32_t neededSize);
-  // What the debugger's reads (readBlock) have cost so far, in seconds per byte read; nullopt
-  // before the first. A debugger whose own link to its target is slow (gdbserver over a
-  // network) takes seconds per MiB, a local one milliseconds.
+  // What the debugger's recent reads (readBlock, the last kReadSamples) cost, in seconds per
+  // byte read; nullopt before the first. A debugger whose own link to its target is slow
+  // (gdbserver over a network) takes seconds per MiB, a local one milliseconds. A read that
+  // took over kReadOutlier times the median read is left out: a preemption of the debugger's
+  // thread, whose milliseconds would otherwise outweigh every fast read.
   std::optional<double> secondsPerByte() const;
+  static constexpr size_t kReadSamples = 64;
+  static constexpr double kReadOutlier = 10;
 
   // The answers to look-ups (wire Lookup / LookupAnswer), one per look-up, in order.
   struct LookupResult {
@@ -147,8 +151,12 @@ class DebuggerSide {
   std::map<std::pair<int, uint64_t>, uint64_t> held_;  // (kind, handle) -> info token
   std::unordered_map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> name, lang
   std::set<LookupKey> lookedUp_;
-  double readSeconds_ = 0;  // in readBlock, in all
-  uint64_t readBytes_ = 0;  // that readBlock returned, in all
+  struct ReadSample {
+    double seconds;  // in readBlock
+    uint64_t bytes;  // that it returned
+  };
+  std::array<ReadSample, kReadSamples> reads_{};  // a ring: the last kReadSamples reads
+  size_t readCount_ = 0;                          // in all
 };
 
 }  // namespace mqd::client

@@ -44,6 +44,9 @@ class DebuggerHarness {
     Timing timing = Timing::Always;
     // How long each fetch_data takes: a debugger that reaches its target over a network.
     std::chrono::microseconds fetchDelay{0};
+    // How long the first fetch_data takes besides: a read during which the debugger's thread
+    // was preempted.
+    std::chrono::microseconds firstFetchDelay{0};
   };
 
   struct Job;
