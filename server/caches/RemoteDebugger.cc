@@ -519,9 +519,12 @@ std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
 
 std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(
     const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const {
+  // Not for a process that may be read on its node: the proof of its identity is made at the
+  // set-up's first read that misses, and what is sent ahead would leave none.
   if (options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
       !process.memory->setUpEpoch() ||
-      process.node.state == RemoteProcess::NodeProof::State::Proven) {
+      (options_.nodeMemory &&
+       process.node.state != RemoteProcess::NodeProof::State::Refused)) {
     return {};
   }
   std::vector<TargetMemory::Window> missing;

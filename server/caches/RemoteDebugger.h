@@ -115,7 +115,8 @@ class RemoteDebugger {
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learned) const;
   // In the epoch policy, while the process's set-up epoch runs: of `learnedSetUp` (what an
   // earlier session's set-up read), the windows not held yet, bounded as nextEpochWindows; for
-  // the rest of the set-up to take with it (keepAhead). None for a process read on its node.
+  // the rest of the set-up to take with it (keepAhead). None for a process that may be read on
+  // its node (--node-memory, not refused): its proof needs a read that misses.
   std::vector<TargetMemory::Window> setUpAheadWindows(
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).

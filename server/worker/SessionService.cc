@@ -294,7 +294,8 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    if (remote_.options().policy == wire::CachePolicy::EPOCH) {
+    // Not under --node-memory: see RemoteDebugger::setUpAheadWindows.
+    if (remote_.options().policy == wire::CachePolicy::EPOCH && !remote_.options().nodeMemory) {
       std::vector<TargetMemory::Window> ahead =
           RemoteDebugger::blocksAheadBound(learnedMemory_.load(fingerprint(image)).setUp);
       writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));

@@ -325,6 +325,11 @@ TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among 
   ProcDebugger::Script script{target->pid(), rank};
   Rig rig(script);
   uint64_t base = firstMapping(target->pid());
+  // A learned set-up sends nothing ahead here: its first read must miss, to make the proof.
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    rig.host.remote().newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+    CHECK(rig.host.remote().setUpAheadWindows(rig.process, {{base, 16}}).empty());
+  });
   rig.epoch({base, base + 0x100, base + 0x1000});
   CHECK(rig.state() == State::Proven);
   REQUIRE(rig.process.node.process);
