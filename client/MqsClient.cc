@@ -545,11 +545,7 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
     auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
-    if (reply.get().getSetUpAhead().size() > 0) {
-      imageSetUpAhead_[token] = windowsOf(reply.get().getSetUpAhead());
-    } else {
-      imageSetUpAhead_.erase(token);
-    }
+    keepNamed(imageSetUpAhead_, token, reply.get().getSetUpAhead());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -655,10 +651,7 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
       EntryPoint::process_has_queues, [this, process, &ahead](wire::Session::Client& s) {
         auto r = s.processHasQueuesRequest();
         r.setProcess(process);
-        if (!ahead.empty()) {
-          auto n = static_cast<unsigned>(ahead.size());
-          writeAhead(ahead, connection_->compress(), r.initAhead(n), r.initBlocks(n));
-        }
+        writeAhead(ahead, connection_->compress(), r);
         return r.send();
       });
 }
@@ -677,10 +670,15 @@ void MqsClient::keepNextEpoch(uint64_t process,
   } else {
     learnedFirstEpoch_.erase(process);
   }
+  keepNamed(nextEpoch_, process, windows);
+}
+
+void MqsClient::keepNamed(std::unordered_map<uint64_t, std::vector<Window>>& named,
+                          uint64_t token, capnp::List<wire::MemoryWindow>::Reader windows) {
   if (windows.size() == 0) {
-    nextEpoch_.erase(process);
+    named.erase(token);
   } else {
-    nextEpoch_[process] = windowsOf(windows);
+    named[token] = windowsOf(windows);
   }
 }
 
@@ -744,16 +742,12 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         r.setProcess(process);
         c->write(r.initClientCounters(ClientCounters::kCount));
         bool compress = connection_->compress();
-        if (!ahead.empty()) {
-          auto n = static_cast<unsigned>(ahead.size());
-          writeAhead(ahead, compress, r.initAhead(n), r.initBlocks(n));
-        }
+        writeAhead(ahead, compress, r);
         if (!batch.empty()) {
           auto out = r.initOthers(static_cast<unsigned>(batch.size()));
           for (unsigned i = 0; i < batch.size(); ++i) {
             out[i].setProcess(batch[i].process);
-            auto n = static_cast<unsigned>(batch[i].read.size());
-            writeAhead(batch[i].read, compress, out[i].initAhead(n), out[i].initBlocks(n));
+            writeAhead(batch[i].read, compress, out[i]);
           }
         }
         return r.send();
@@ -807,19 +801,12 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
           DebuggerSide::writeTypeSizes(
               facts->sizes, out.initTypeSizes(static_cast<unsigned>(facts->sizes.size())));
         }
-        if (!ahead.empty()) {
-          auto n = static_cast<unsigned>(ahead.size());
-          writeAhead(ahead, connection_->compress(), r.initAhead(n), r.initBlocks(n));
-        }
+        writeAhead(ahead, connection_->compress(), r);
         return r.send();
       });
   int rc = resultOf(reply, reply.get().getRc());
   keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
-  if (reply.get().getSetUpAhead().size() > 0) {
-    setUpAhead_[token] = windowsOf(reply.get().getSetUpAhead());
-  } else {
-    setUpAhead_.erase(token);
-  }
+  keepNamed(setUpAhead_, token, reply.get().getSetUpAhead());
   if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
     // The one line the shim adds to what the debugger sees: a native load of the DLL would
     // read the queues wrong just as silently.

@@ -95,7 +95,14 @@ class MqsClient {
   // `windows` of the process's memory, each read now from the debugger as one block; empty
   // when the debugger refused one.
   std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows);
-  // Writes what was read ahead into a request's parallel lists.
+  // Writes what was read ahead into a request's parallel lists `ahead` and `blocks` (left
+  // unset when nothing was).
+  template <typename Builder>
+  static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress, Builder&& to) {
+    if (ahead.empty()) return;
+    auto n = static_cast<unsigned>(ahead.size());
+    writeAhead(ahead, compress, to.initAhead(n), to.initBlocks(n));
+  }
   static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
                          capnp::List<wire::MemoryWindow>::Builder windows,
                          capnp::List<wire::MemoryBlock>::Builder blocks);
@@ -202,6 +209,9 @@ class MqsClient {
   // and sent with its mqs_setup_process.
   std::unordered_map<uint64_t, std::vector<Window>> imageSetUpAhead_;
   static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
+  // named[token] = the windows a reply named, or no entry when it named none.
+  static void keepNamed(std::unordered_map<uint64_t, std::vector<Window>>& named, uint64_t token,
+                        capnp::List<wire::MemoryWindow>::Reader windows);
   // Processes the server reads on their node (the last reply's readOnNode): never refreshed
   // ahead, so never offered (refreshCandidates).
   std::set<uint64_t> readOnNode_;

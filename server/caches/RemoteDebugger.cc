@@ -469,10 +469,8 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   }
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
   // earlier session learned, or else a set-up's blocks) is asked for, each once.
-  keepAhead(call, process, ahead);
+  std::set<std::pair<uint64_t, uint32_t>> seen = keepAhead(call, process, ahead);
   if (kind == EpochKind::RefreshAhead) return;
-  std::set<std::pair<uint64_t, uint32_t>> seen;
-  for (const BlockAhead& a : ahead) seen.insert({a.window.address, a.window.size});
   std::vector<TargetMemory::Window> wanted;
   const std::vector<TargetMemory::Window> none;
   const std::vector<TargetMemory::Window>& setUpBlocks =
@@ -534,18 +532,25 @@ std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(
   return blocksAheadBound(std::move(missing));
 }
 
-void RemoteDebugger::keepAhead(DllCall& call, RemoteProcess& process,
-                               const std::vector<BlockAhead>& ahead) {
-  if (!process.memory || options_.policy != wire::CachePolicy::EPOCH ||
-      process.node.state == RemoteProcess::NodeProof::State::Proven) {
-    return;  // read on its node: the node proof checks what the shim read (newEpoch)
-  }
+std::vector<TargetMemory::Window> RemoteDebugger::imageSetUpAheadWindows(
+    const std::vector<TargetMemory::Window>& learnedSetUp) const {
+  if (options_.policy != wire::CachePolicy::EPOCH || options_.nodeMemory) return {};
+  return blocksAheadBound(learnedSetUp);
+}
+
+std::set<std::pair<uint64_t, uint32_t>> RemoteDebugger::keepAhead(
+    DllCall& call, RemoteProcess& process, const std::vector<BlockAhead>& ahead) {
+  // Not kept for a process read on its node: the node proof checks what the shim read
+  // (newEpoch).
+  bool keep = process.memory && options_.policy == wire::CachePolicy::EPOCH &&
+              process.node.state != RemoteProcess::NodeProof::State::Proven;
   std::set<std::pair<uint64_t, uint32_t>> seen;
   for (const BlockAhead& a : ahead) {
-    if (seen.insert({a.window.address, a.window.size}).second) {
+    if (seen.insert({a.window.address, a.window.size}).second && keep) {
       keepBlock(call, process, a.window, a.block);
     }
   }
+  return seen;
 }
 
 std::vector<TargetMemory::Window> RemoteDebugger::blocksAheadBound(

@@ -119,11 +119,15 @@ class RemoteDebugger {
   // its node (--node-memory, not refused): its proof needs a read that misses.
   std::vector<TargetMemory::Window> setUpAheadWindows(
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
-  // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).
-  static std::vector<TargetMemory::Window> blocksAheadBound(
-      std::vector<TargetMemory::Window> windows);
+  // For an image's reply: of `learnedSetUp` (what an earlier session's set-up of a process of
+  // it read), what a set-up of one may take with it, bounded as nextEpochWindows; none unless
+  // in the epoch policy and without --node-memory (see setUpAheadWindows).
+  std::vector<TargetMemory::Window> imageSetUpAheadWindows(
+      const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // Keeps what the shim read ahead for the process in its current epoch, each window once.
-  void keepAhead(DllCall& call, RemoteProcess& process, const std::vector<BlockAhead>& ahead);
+  // Returns the windows it was sent.
+  std::set<std::pair<uint64_t, uint32_t>> keepAhead(DllCall& call, RemoteProcess& process,
+                                                    const std::vector<BlockAhead>& ahead);
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
   static constexpr uint64_t kPrefetchBatchBytes = wire::MAX_BLOCKS_AHEAD_BYTES;
@@ -143,6 +147,9 @@ class RemoteDebugger {
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 
  private:
+  // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).
+  static std::vector<TargetMemory::Window> blocksAheadBound(
+      std::vector<TargetMemory::Window> windows);
   // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
   void prefetch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& windows);

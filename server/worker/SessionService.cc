@@ -50,7 +50,6 @@ std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWind
   return ahead;
 }
 
-
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
@@ -294,12 +293,9 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    // Not under --node-memory: see RemoteDebugger::setUpAheadWindows.
-    if (remote_.options().policy == wire::CachePolicy::EPOCH && !remote_.options().nodeMemory) {
-      std::vector<TargetMemory::Window> ahead =
-          RemoteDebugger::blocksAheadBound(learnedMemory_.load(fingerprint(image)).setUp);
-      writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
-    }
+    std::vector<TargetMemory::Window> ahead =
+        remote_.imageSetUpAheadWindows(learnedMemory_.load(fingerprint(image)).setUp);
+    writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
   });
 }
 
