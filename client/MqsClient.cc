@@ -64,7 +64,11 @@ MqsClient::~MqsClient() {
   // The connection belongs to the loop thread: destroy it there, then stop the thread.
   if (loop_) {
     try {
-      loop_->run([this]() { connection_ = nullptr; });
+      // A call still behind its set-up holds the RPC system's reply: gone on the loop thread.
+      loop_->run([this]() {
+        behind_.reset();
+        connection_ = nullptr;
+      });
     } catch (...) {
     }
     loop_.reset();
@@ -111,6 +115,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
   }
   int rc = [&]() -> int {
     try {
+      settleBehind();  // its callbacks belong to this call, the debugger's next
       return body();
     } catch (const ProxyError& e) {
       return report(e.code(), e.what(), entryPoint);
@@ -211,6 +216,8 @@ void MqsClient::reestablish() {
   learnedFirstEpoch_.clear();
   setUpAhead_.clear();
   imageSetUpAhead_.clear();
+  imageHasQueuesAhead_.clear();  // answers of the lost DLL: the debugger's calls go to the new
+  processHasQueuesAhead_.clear();
   readOnNode_.clear();
   forgetRefreshesAhead();
   if (dll_.buildId != oldBuild) {
@@ -298,18 +305,33 @@ void MqsClient::ensureSession() {
 
 template <typename Results, typename Send>
 MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& send) {
+  auto started = std::chrono::steady_clock::now();
+  std::shared_ptr<PendingCall> pending = start(entryPoint, std::forward<Send>(send));
+  Reply<Results> reply = finish<Results>(std::move(pending), entryPoint);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (fastestRoundTrip_ == 0 || took < fastestRoundTrip_) fastestRoundTrip_ = took;
+  return reply;
+}
+
+template <typename Send>
+std::shared_ptr<PendingCall> MqsClient::start(EntryPoint entryPoint, Send&& send) {
   auto pending = std::make_shared<PendingCall>(nameOf(entryPoint));
   ++counters_.callsForwarded;
-  auto started = std::chrono::steady_clock::now();
   loop_->run([&]() {
     Connection& c = *connection_;
     if (c.broken()) {
       pending->fail(MQD_PROXY_ERR_SESSION_LOST, c.brokenReason());
       return;
     }
-    c.setCurrent(pending);
+    c.addCall(pending);
     c.track(pending, send(c.session()));
   });
+  return pending;
+}
+
+template <typename Results>
+MqsClient::Reply<Results> MqsClient::finish(std::shared_ptr<PendingCall> pending,
+                                            EntryPoint entryPoint) {
   if (!pending->serve(config_.timeout)) {
     int code = pending->errorCode();
     std::string detail = pending->errorDetail();
@@ -325,9 +347,83 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
     if (code == MQD_PROXY_ERR_SESSION_LOST) failLost(code, detail, nameOf(entryPoint));
     throw ProxyError(code, detail);
   }
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (fastestRoundTrip_ == 0 || took < fastestRoundTrip_) fastestRoundTrip_ = took;
-  return Reply<Results>(pending, *loop_);
+  return Reply<Results>(std::move(pending), *loop_);
+}
+
+template <typename Results>
+MqsClient::Reply<Results> MqsClient::finishSetUp(std::shared_ptr<PendingCall> setUp,
+                                                 EntryPoint entryPoint,
+                                                 std::shared_ptr<PendingCall>& behind) {
+  try {
+    return finish<Results>(std::move(setUp), entryPoint);
+  } catch (...) {
+    if (behind) drain(std::move(behind));
+    throw;
+  }
+}
+
+void MqsClient::drain(std::shared_ptr<PendingCall> pending) {
+  if (!pending->serve(config_.timeout) && pending->errorCode() == MQD_PROXY_ERR_TIMEOUT) {
+    loop_->run([&]() {
+      connection_->markBroken(MQD_PROXY_ERR_SESSION_LOST,
+                              std::string("abandoned after ") + pending->entryPoint() +
+                                  " timed out");
+      connection_->forget(pending);
+    });
+  }
+  loop_->destroyOnLoop(pending->takeReplyMessage());
+}
+
+template <typename Results, typename Keep>
+void MqsClient::holdAnswer(std::shared_ptr<PendingCall> behind, EntryPoint entryPoint,
+                           uint64_t token, std::unordered_map<uint64_t, HeldAnswer>& held,
+                           Keep&& keep) {
+  held.erase(token);
+  try {
+    Reply<Results> reply = finish<Results>(std::move(behind), entryPoint);
+    if (reply.get().getSkipped()) return;
+    keep(reply.get());
+    HeldAnswer answer;
+    answer.rc = reply.get().getRc();
+    answer.message = capnp::clone(reply.get().getMessage());
+    answer.errorCode = reply.call().callbackErrorCode();
+    answer.errorDetail = reply.call().callbackErrorDetail();
+    held.emplace(token, std::move(answer));
+  } catch (const ProxyError& e) {  // the debugger's own call meets it again, in the DLL
+    MQD_LOG(Debug, "%s sent behind its set-up: %s", nameOf(entryPoint), e.what());
+  }
+}
+
+void MqsClient::settleBehind() {
+  if (!behind_) return;
+  Behind b = std::move(*behind_);
+  behind_.reset();
+  uint64_t token = b.token;
+  if (b.entryPoint == EntryPoint::image_has_queues) {
+    holdAnswer<wire::Session::ImageHasQueuesResults>(
+        std::move(b.pending), b.entryPoint, token, imageHasQueuesAhead_,
+        [this, token](wire::Session::ImageHasQueuesResults::Reader r) {
+          keepNamed(imageSetUpAhead_, token, r.getSetUpAhead());
+        });
+  } else {
+    holdAnswer<wire::Session::ProcessHasQueuesResults>(
+        std::move(b.pending), b.entryPoint, token, processHasQueuesAhead_,
+        [this, token](wire::Session::ProcessHasQueuesResults::Reader r) {
+          keepNextEpoch(token, r.getNextEpoch(), r.getLearned());
+          setUpAhead_.erase(token);  // what it would have been sent with: read already
+        });
+  }
+}
+
+kj::Maybe<int> MqsClient::serveHeld(std::unordered_map<uint64_t, HeldAnswer>& held,
+                                    uint64_t token, char** message, StringPool& strings) {
+  auto it = held.find(token);
+  if (it == held.end()) return nullptr;
+  HeldAnswer answer = std::move(it->second);
+  held.erase(it);
+  if (answer.errorCode != 0) throw ProxyError(answer.errorCode, answer.errorDetail);
+  applyMessage(*answer.message, message, strings);
+  return answer.rc;
 }
 
 void MqsClient::failLost(int code, const std::string& detail, const char* entryPoint) {
@@ -381,6 +477,8 @@ uint64_t MqsClient::setUpProcess(mqs_process* process, EntryPoint entryPoint) {
                      std::string(nameOf(entryPoint)) +
                          " on a process that was never given to mqs_setup_process");
   }
+  // An answer sent behind the set-up serves only the debugger's next call on the process.
+  if (entryPoint != EntryPoint::process_has_queues) processHasQueuesAhead_.erase(token);
   return token;
 }
 
@@ -532,7 +630,7 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
     imageSetUpAhead_.erase(token);  // named again by its mqs_image_has_queues
-    auto reply = sendSetupImage(token);
+    auto reply = sendSetupImage(token, config_.cache == wire::CachePolicy::EPOCH);
     setUp_.setUp(SessionSetUp::Kind::Image, token);
     return resultOf(reply, reply.get().getRc());
   });
@@ -542,6 +640,10 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
   return call(EntryPoint::image_has_queues, [&]() {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::image_has_queues)) return *absent;
     uint64_t token = setUpImage(image, EntryPoint::image_has_queues);
+    KJ_IF_MAYBE(rc, serveHeld(imageHasQueuesAhead_, token, message, strings_)) {
+      setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
+      return *rc;
+    }
     auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
@@ -557,6 +659,7 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::IMAGE, token);
     forgetRefreshesAhead();  // never refresh ahead a process of an image the debugger let go
+    imageHasQueuesAhead_.clear();  // the info's image is not known here: none serves any more
     auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
         EntryPoint::destroy_image_info, [token](wire::Session::Client& s) {
           auto r = s.destroyImageInfoRequest();
@@ -582,16 +685,18 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     // Its place in the refresh order starts over too; the other processes' places stand.
     visits_.erase(token);
     dropRefreshedAhead(token);
+    processHasQueuesAhead_.erase(token);
     if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
-    int rc = sendSetupProcess(token, bigEndian);
+    int rc = sendSetupProcess(token, bigEndian, config_.cache == wire::CachePolicy::EPOCH);
     setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
     return rc;
   });
 }
 
-MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uint64_t image) {
+MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(
+    uint64_t image, bool hasQueuesBehind) {
   // Asked of the debugger here, on its thread, before the request leaves: the server then
   // keeps the answers instead of asking for them (one round trip less per image; a server that
   // never saw this DLL asks nothing it would have asked one by one).
@@ -610,7 +715,7 @@ MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uin
     MQD_LOG(Debug, "no look-ups answered ahead: %s", e.what());
     ahead.clear();
   }
-  return roundTrip<wire::Session::SetupImageResults>(
+  auto setUp = start(
       EntryPoint::setup_image, [image, &ahead, &answers](wire::Session::Client& s) {
         auto r = s.setupImageRequest();
         r.setImage(image);
@@ -624,6 +729,23 @@ MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(uin
         }
         return r.send();
       });
+  std::shared_ptr<PendingCall> behind;
+  if (hasQueuesBehind) {
+    behind = start(EntryPoint::image_has_queues, [image](wire::Session::Client& s) {
+      auto r = s.imageHasQueuesRequest();
+      r.setImage(image);
+      r.setAfterSetUp(true);
+      return r.send();
+    });
+  }
+  auto reply = finishSetUp<wire::Session::SetupImageResults>(std::move(setUp),
+                                                             EntryPoint::setup_image, behind);
+  if (behind && reply.call().callbackErrorCode() != 0) {
+    drain(std::move(behind));  // the set-up itself answers with the error
+  } else if (behind) {
+    behind_ = Behind{EntryPoint::image_has_queues, image, std::move(behind)};
+  }
+  return reply;
 }
 
 MqsClient::Reply<wire::Session::ImageHasQueuesResults> MqsClient::sendImageHasQueues(
@@ -775,7 +897,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   return reply;
 }
 
-int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
+int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind) {
   // Under epoch, the process's image and type sizes travel with the request (asked here, on
   // the debugger's thread, now that it handed over the process's table): every DLL asks for
   // them during its set-up, two round trips a process otherwise.
@@ -790,7 +912,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
     auto named = imageSetUpAhead_.find(facts->image);
     if (named != imageSetUpAhead_.end()) ahead = readAhead(token, named->second);
   }
-  auto reply = roundTrip<wire::Session::SetupProcessResults>(
+  auto setUp = start(
       EntryPoint::setup_process, [this, token, bigEndian, &facts, &ahead](wire::Session::Client& s) {
         auto r = s.setupProcessRequest();
         r.setProcess(token);
@@ -804,9 +926,27 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian) {
         writeAhead(ahead, connection_->compress(), r);
         return r.send();
       });
-  int rc = resultOf(reply, reply.get().getRc());
+  std::shared_ptr<PendingCall> behind;
+  if (hasQueuesBehind) {
+    behind = start(EntryPoint::process_has_queues, [token](wire::Session::Client& s) {
+      auto r = s.processHasQueuesRequest();
+      r.setProcess(token);
+      r.setAfterSetUp(true);
+      return r.send();
+    });
+  }
+  auto reply = finishSetUp<wire::Session::SetupProcessResults>(std::move(setUp),
+                                                               EntryPoint::setup_process, behind);
+  int rc = mqs_ok;
+  try {
+    rc = resultOf(reply, reply.get().getRc());
+  } catch (...) {
+    if (behind) drain(std::move(behind));
+    throw;
+  }
   keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
   keepNamed(setUpAhead_, token, reply.get().getSetUpAhead());
+  if (behind) behind_ = Behind{EntryPoint::process_has_queues, token, std::move(behind)};
   if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
     // The one line the shim adds to what the debugger sees: a native load of the DLL would
     // read the queues wrong just as silently.
@@ -822,6 +962,10 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
   return call(EntryPoint::process_has_queues, [&]() {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::process_has_queues)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::process_has_queues);
+    KJ_IF_MAYBE(rc, serveHeld(processHasQueuesAhead_, token, message, strings_)) {
+      setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
+      return *rc;
+    }
     leaveWalk(token);
     std::vector<ReadAhead> ahead;
     auto named = setUpAhead_.find(token);
@@ -844,6 +988,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::PROCESS, token);
     forgetRefreshesAhead();  // never refresh ahead a process the debugger let go
+    processHasQueuesAhead_.clear();  // the info's process is not known here: none serves
     auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
         EntryPoint::destroy_process_info, [token](wire::Session::Client& s) {
           auto r = s.destroyProcessInfoRequest();

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -82,11 +83,14 @@ class MqsClient {
   // A failed call's connection error, explained: when the server says the worker died,
   // MQD_PROXY_ERR_WORKER_DIED with the signal, DLL and call. Throws the ProxyError.
   [[noreturn]] void failLost(int code, const std::string& detail, const char* entryPoint);
-  // Sends mqs_setup_process for a process whose table the debugger gave.
-  int sendSetupProcess(uint64_t token, bool bigEndian);
+  // Sends mqs_setup_process for a process whose table the debugger gave; hasQueuesBehind: with
+  // mqs_process_has_queues sent behind it (processHasQueuesAhead_).
+  int sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind = false);
   // One request each, for the entry points themselves and for a set-up replay.
   // With it, the learned look-ups (below) answered ahead by the debugger for this image.
-  Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image);
+  // hasQueuesBehind: with mqs_image_has_queues sent behind it (imageHasQueuesAhead_).
+  Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image,
+                                                         bool hasQueuesBehind = false);
   Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
   // `ahead`: memory read for the rest of the process's set-up (setUpAhead_).
@@ -117,6 +121,53 @@ class MqsClient {
   // reply arrives. Throws ProxyError on failure.
   template <typename Results, typename Send>
   Reply<Results> roundTrip(EntryPoint entryPoint, Send&& send);
+  // roundTrip in two steps, for requests sent behind another before its reply: start() sends,
+  // finish() serves the callbacks until the reply arrives (calls are finished in the order
+  // started: the server answers them in that order).
+  template <typename Send>
+  std::shared_ptr<PendingCall> start(EntryPoint entryPoint, Send&& send);
+  template <typename Results>
+  Reply<Results> finish(std::shared_ptr<PendingCall> pending, EntryPoint entryPoint);
+  // finish() for a call whose outcome no longer matters.
+  void drain(std::shared_ptr<PendingCall> pending);
+  // finish() for a set-up with `behind` (may be null) sent behind it: drained when the set-up
+  // fails.
+  template <typename Results>
+  Reply<Results> finishSetUp(std::shared_ptr<PendingCall> setUp, EntryPoint entryPoint,
+                             std::shared_ptr<PendingCall>& behind);
+
+  // mqs_image_has_queues and mqs_process_has_queues are sent behind the set-up of their image
+  // or process, which the spec has the debugger call next (policy epoch; docs/round-trips.md,
+  // "Set-up"). The call stays in behind_ until the debugger's next call, which serves its
+  // callbacks (settleBehind, first thing in every entry point) and moves its answer to the held
+  // answers; the debugger's own has-queues call on the object is served from there. Any other
+  // call on a process drops the process's held answer: the debugger's call then goes to the
+  // DLL.
+  struct Behind {
+    EntryPoint entryPoint;  // image_has_queues or process_has_queues
+    uint64_t token;         // of the image or process
+    std::shared_ptr<PendingCall> pending;
+  };
+  std::optional<Behind> behind_;
+  void settleBehind();
+  struct HeldAnswer {
+    int rc = 0;
+    kj::Own<wire::OutString::Reader> message;
+    int errorCode = 0;  // a callback's proxy error, returned instead of rc (resultOf)
+    std::string errorDetail;
+  };
+  std::unordered_map<uint64_t, HeldAnswer> imageHasQueuesAhead_;
+  std::unordered_map<uint64_t, HeldAnswer> processHasQueuesAhead_;
+  // Serves `behind`, the has-queues call sent behind the set-up of `token`, and keeps its
+  // answer in held[token]; `keep` takes the rest of its reply. Keeps nothing when the server
+  // skipped it (the set-up failed) or it failed.
+  template <typename Results, typename Keep>
+  void holdAnswer(std::shared_ptr<PendingCall> behind, EntryPoint entryPoint, uint64_t token,
+                  std::unordered_map<uint64_t, HeldAnswer>& held, Keep&& keep);
+  // The debugger's own has-queues call, served from held[token] if there: applies the message
+  // and returns the rc (throws ProxyError for a held error).
+  static kj::Maybe<int> serveHeld(std::unordered_map<uint64_t, HeldAnswer>& held,
+                                  uint64_t token, char** message, StringPool& strings);
 
   // The DLL's rc, unless a callback hit an error the debugger must see instead.
   template <typename Results>

@@ -492,9 +492,12 @@ interface Session {
   # look-up, in order; at most maxLookupsAhead, and only under the epoch policy (a server
   # ignores them otherwise). The server keeps them as it keeps the answers it asks for, and asks
   # in one round trip only for what else it learned.
-  imageHasQueues @3 (image :UInt64)
+  imageHasQueues @3 (image :UInt64, afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
-          setUpAhead :List(MemoryWindow) $readAhead);
+          setUpAhead :List(MemoryWindow) $readAhead, skipped :Bool);
+  # afterSetUp: the shim sent this call right behind the image's setupImage, before its reply
+  # (docs/round-trips.md, "Set-up"): the server runs mqs_image_has_queues only if that set-up
+  # answered mqs_ok, and otherwise answers `skipped`, with nothing else set.
   # setUpAhead: in the epoch policy, what an earlier session's set-up of a process of this
   # image read (the image's look-ups resolved as that process's did: the same fingerprint).
   # The shim reads it from a process it sets up with this image, inside mqs_setup_process,
@@ -518,9 +521,11 @@ interface Session {
   # The shim reads it at that call and sends it with it (processHasQueues' ahead and blocks),
   # instead of the server asking for it in a round trip of its own.
 
-  processHasQueues @6 (process :UInt64, ahead :List(MemoryWindow), blocks :List(MemoryBlock))
+  processHasQueues @6 (process :UInt64, ahead :List(MemoryWindow), blocks :List(MemoryBlock),
+                       afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
-          nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead);
+          nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool);
+  # afterSetUp, skipped: as for imageHasQueues, behind the process's setupProcess.
   # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first
   # mqs_update_communicator_list will read again (as updateCommunicatorList's nextEpoch), so
   # that the shim reads them ahead, as for every later update, instead of the server asking

@@ -97,10 +97,8 @@ void Connection::markBroken(int code, const std::string& why) {
   brokenCode_ = code;
   brokenReason_ = why;
   MQD_LOG(Info, "connection to %s unusable: %s", endpoint_.c_str(), why.c_str());
-  if (current_) {
-    current_->fail(code, why);
-    current_ = nullptr;
-  }
+  for (const std::shared_ptr<PendingCall>& call : calls_) call->fail(code, why);
+  calls_.clear();
 }
 
 namespace {

@@ -10,7 +10,9 @@
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
@@ -112,13 +114,16 @@ class Connection {
   bool broken() const { return brokenCode_ != 0; }
   const std::string& brokenReason() const { return brokenReason_; }
 
-  // The call the debugger waits on: the server's callbacks belong to it. Event-loop thread only
-  // (MqsClient sets it inside its loop's run(), the Debugger service reads it there).
-  const std::shared_ptr<PendingCall>& current() const { return current_; }
-  void setCurrent(std::shared_ptr<PendingCall> call) { current_ = std::move(call); }
-  // Forgets `call` if it is still the current one (a call given up on).
+  // The calls sent and not yet answered, in the order sent. The server runs them in that order,
+  // so its callbacks belong to the first: current(), null when none. Event-loop thread only
+  // (MqsClient adds calls inside its loop's run(), the Debugger service reads current() there).
+  std::shared_ptr<PendingCall> current() const {
+    return calls_.empty() ? nullptr : calls_.front();
+  }
+  void addCall(std::shared_ptr<PendingCall> call) { calls_.push_back(std::move(call)); }
+  // Forgets `call` (answered, or given up on).
   void forget(const std::shared_ptr<PendingCall>& call) {
-    if (current_ == call) current_ = nullptr;
+    calls_.erase(std::remove(calls_.begin(), calls_.end(), call), calls_.end());
   }
 
  private:
@@ -140,7 +145,7 @@ class Connection {
   SessionTicket ticket_;
   bool compress_ = false;
   SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
-  std::shared_ptr<PendingCall> current_;
+  std::deque<std::shared_ptr<PendingCall>> calls_;
   std::atomic<int> brokenCode_{0};
   std::string brokenReason_;
 };

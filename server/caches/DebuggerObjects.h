@@ -42,6 +42,7 @@ struct RemoteImage {
   uint64_t token = 0;
   mqs_image_info* info = nullptr;
   bool setUp = false;  // mqs_setup_image was called for it in this session
+  bool setUpOk = false;  // and its last one answered mqs_ok
   // Look-up answers for the session (cache policies call and epoch).
   std::map<std::string, AddressAnswer> symbols;
   std::map<std::pair<std::string, int>, AddressAnswer> functions;
@@ -54,6 +55,7 @@ struct RemoteProcess {
   uint64_t token = 0;
   mqs_process_info* info = nullptr;
   bool setUp = false;           // mqs_setup_process was called for it in this session
+  bool setUpOk = false;         // and its last one answered mqs_ok
   bool targetBigEndian = false; // learned once, at set-up
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
   // The debugger's answers about the process, kept as long as it cannot answer differently

@@ -19,7 +19,7 @@ constexpr const char* kNames[] = {
     "cache.lookup_misses", "cache.process_hits", "cache.process_misses", "cache.memory_hits",
     "cache.memory_misses", "memory.blocks",   "memory.block_bytes", "memory.blocks_prefetched",
     "memory.node_blocks", "cache.lookups_prefetched", "walk.recorded", "walk.refreshed_ahead",
-    "dll.calls",
+    "dll.calls",        "rt.calls_behind",
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == SessionBoard::kCounters, "a name per counter");
 

@@ -41,6 +41,8 @@ enum class Count : int {
   Walks,            // communicator walks recorded
   RefreshedAhead,   // of which for another process than the update's, and kept (refreshAhead)
   DllCalls,         // vendor DLL entry points run (including for walks and repositioning)
+  CallsBehind,      // Session calls the shim sent behind another, before its reply: no round
+                    // trip of their own (a set-up's has-queues call), not among Calls
   kCount
 };
 

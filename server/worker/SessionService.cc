@@ -196,8 +196,8 @@ void SessionService::requireBasicCallbacks(const char* entryPoint) const {
 
 template <typename Context, typename Body>
 kj::Promise<void> SessionService::runDll(Context context, const char* entryPoint, Body&& body,
-                                         bool roundTrip) {
-  metrics_.add(roundTrip ? Count::Calls : Count::Notifications);
+                                         Count counted) {
+  metrics_.add(counted);
   auto run = [this, context, entryPoint, body = kj::fwd<Body>(body)]() mutable {
     return fibers_.startFiber(
         [this, context, entryPoint, body = kj::mv(body)](kj::WaitScope& waitScope) mutable {
@@ -248,12 +248,20 @@ kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) 
 
 // ---- images ----
 
+namespace {
+
+// How a has-queues call is counted: sent behind its set-up (afterSetUp), no round trip.
+Count behindOrNot(bool afterSetUp) { return afterSetUp ? Count::CallsBehind : Count::Calls; }
+
+}  // namespace
+
 kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
   return runDll(context, "mqs_setup_image", [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.entryPoint());
     auto params = context.getParams();
     RemoteImage& image = objects_.image(params.getImage());
     image.setUp = true;
+    image.setUpOk = false;  // until this set-up answers mqs_ok
     // What earlier sessions with this DLL looked up, and what the images set up before this
     // one in this session did (the other ranks of a job: the same look-ups, each image's own
     // answers): what the shim answered ahead is kept, the rest asked for in one round trip.
@@ -280,6 +288,7 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     }
     int rc = dll_->entry().mqs_setup_image(reinterpret_cast<mqs_image*>(&image),
                                            imageCallbackTable());
+    image.setUpOk = rc == mqs_ok;
     auto results = context.getResults();
     results.setRc(rc);
   });
@@ -288,15 +297,19 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
 kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {
   return runDll(context, "mqs_image_has_queues", [this, context](DllCall& call) mutable {
     RemoteImage& image = objects_.setUpImage(context.getParams().getImage(), call.entryPoint());
+    auto results = context.getResults();
+    if (context.getParams().getAfterSetUp() && !image.setUpOk) {
+      results.setSkipped(true);
+      return;
+    }
     char* message = &kUntouched;
     int rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
-    auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
     std::vector<TargetMemory::Window> ahead =
         remote_.imageSetUpAheadWindows(learnedMemory_.load(fingerprint(image)).setUp);
     writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
-  });
+  }, behindOrNot(context.getParams().getAfterSetUp()));
 }
 
 kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
@@ -319,6 +332,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     RemoteProcess& process = objects_.process(params.getProcess());
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
+    process.setUpOk = false;
     remote_.processSetUp(process);
     if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
       remote_.keepProcessFacts(process, params.getFacts());
@@ -327,6 +341,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
+    process.setUpOk = rc == mqs_ok;
     auto results = context.getResults();
     results.setRc(rc);
     bool learned = false;
@@ -349,18 +364,22 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
   return runDll(context, "mqs_process_has_queues", [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    auto results = context.getResults();
+    if (params.getAfterSetUp() && !process.setUpOk) {
+      results.setSkipped(true);
+      return;
+    }
     remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     char* message = &kUntouched;
     int rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
                                                   &message);
-    auto results = context.getResults();
     results.setRc(rc);
     captureMessage(message, results.initMessage());
     bool learned = false;
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setLearned(learned);
-  });
+  }, behindOrNot(context.getParams().getAfterSetUp()));
 }
 
 kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
@@ -546,7 +565,7 @@ kj::Promise<void> SessionService::reposition(RepositionContext context) {
         RemoteProcess& process = objects_.setUpProcess(params.getProcess(), "reposition");
         CommunicatorWalker(*dll_, process, call).reposition(params.getCursor());
       },
-      false);
+      Count::Notifications);
 }
 
 // ---- operations ----

@@ -76,11 +76,12 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // At the session's end: mqs_destroy_*_info for every info the debugger did not destroy.
   void destroyLeftInfos();
   // Runs `body(DllCall&)` on a fiber after every earlier call has finished. A ProxyError it
-  // throws becomes the `failure` of `context`'s results. `roundTrip`: the shim waits for the
-  // answer (counted as a round trip).
+  // throws becomes the `failure` of `context`'s results. `counted`: Calls when the shim waits
+  // for the answer (a round trip), Notifications when it does not, CallsBehind when it sent the
+  // call behind another before that one's answer.
   template <typename Context, typename Body>
   kj::Promise<void> runDll(Context context, const char* entryPoint, Body&& body,
-                           bool roundTrip = true);
+                           Count counted = Count::Calls);
 
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;

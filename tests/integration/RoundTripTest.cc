@@ -397,14 +397,89 @@ TEST_CASE("epoch policy: a process's image and type sizes travel with mqs_setup_
     REQUIRE(rig.dll().image_has_queues(rig.i(), &m) == mqs_ok);
     uint64_t before = lastSession(server.endpoint())["rt.callbacks"];
     REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+    REQUIRE(rig.dll().process_has_queues(rig.p(), &m) == mqs_ok);
     uint64_t after = lastSession(server.endpoint())["rt.callbacks"];
     CHECK(rig.refresh() == 10 * 3 * 5);  // the DLL got what it needed
     return after - before;
   };
   uint64_t epoch = setUpCallbacks("epoch");
   uint64_t call = setUpCallbacks("call");
-  MESSAGE("callback round trips of mqs_setup_process: epoch ", epoch, ", call ", call);
+  MESSAGE("callback round trips of a process's set-up: epoch ", epoch, ", call ", call);
   CHECK(epoch + 2 == call);
+}
+
+TEST_CASE("epoch policy: each has-queues call goes behind its set-up and serves only the next") {
+  // The spec has the debugger call mqs_image_has_queues once mqs_setup_image succeeded, and
+  // mqs_process_has_queues after mqs_setup_process: under epoch the shim sends each behind its
+  // set-up, in the same round trip, and serves the debugger's own call from its answer when
+  // that is the debugger's next call on the object (docs/round-trips.md, "Set-up").
+  struct Answers {
+    int image, process;
+    std::string imageMessage, processMessage;
+    long imageQueryCallbacks;  // the debugger's callbacks inside its mqs_image_has_queues
+  };
+  auto text = [](const char* m) { return m ? std::string(m) : std::string("(null)"); };
+  auto setUp = [&](const char* cache, Counters* afterSetUps, Counters* afterQueries) {
+    TempDir dir;
+    ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+    configure(server.endpoint(), cache, "off", dir);
+    Rig rig(10);
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    char* im = const_cast<char*>("untouched");
+    char* pm = const_cast<char*>("untouched");
+    REQUIRE(rig.dll().setup_image(rig.i(), rig.d->imageCallbacks()) == mqs_ok);
+    Counters c1 = lastSession(server.endpoint());
+    Answers a;
+    auto callbacks = [&rig] {
+      long n = 0;
+      for (const auto& [name, count] : rig.d->callbackCounts()) n += count;
+      return n;
+    };
+    long beforeQuery = callbacks();
+    a.image = rig.dll().image_has_queues(rig.i(), &im);
+    a.imageQueryCallbacks = callbacks() - beforeQuery;
+    Counters c2 = lastSession(server.endpoint());
+    REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+    Counters c3 = lastSession(server.endpoint());
+    a.process = rig.dll().process_has_queues(rig.p(), &pm);
+    Counters c4 = lastSession(server.endpoint());
+    a.imageMessage = text(im);
+    a.processMessage = text(pm);
+    *afterSetUps = c3;
+    *afterQueries = c4;
+    // The queries asked the server nothing more (epoch), or each cost one call (call).
+    CHECK(c2["rt.calls"] - c1["rt.calls"] == c4["rt.calls"] - c3["rt.calls"]);
+    // A debugger that makes another call on the process first: the answer sent behind is
+    // dropped, and its mqs_process_has_queues runs in the DLL, one round trip.
+    REQUIRE(rig.dll().setup_process(rig.p(), rig.d->processCallbacks()) == mqs_ok);
+    REQUIRE(rig.dll().update_communicator_list(rig.p()) == mqs_ok);
+    Counters c5 = lastSession(server.endpoint());
+    char* again = nullptr;
+    CHECK(rig.dll().process_has_queues(rig.p(), &again) == a.process);
+    Counters c6 = lastSession(server.endpoint());
+    CHECK(c6["rt.calls"] == c5["rt.calls"] + 1);
+    CHECK(rig.refresh() == 10 * 3 * 5);
+    return a;
+  };
+  Counters epochSetUps, epochQueries, callSetUps, callQueries;
+  Answers epoch = setUp("epoch", &epochSetUps, &epochQueries);
+  Answers call = setUp("call", &callSetUps, &callQueries);
+  // The same answers as the DLL gives each call when it is made on its own.
+  CHECK(epoch.image == call.image);
+  CHECK(epoch.process == call.process);
+  CHECK(epoch.imageMessage == call.imageMessage);
+  CHECK(epoch.processMessage == call.processMessage);
+  // The call sent behind asks the debugger what it asks inside the debugger's own call, at the
+  // moment a native load asks (here the image's look-ups: a first session knows none ahead).
+  CHECK(epoch.imageQueryCallbacks == call.imageQueryCallbacks);
+  CHECK(epoch.imageQueryCallbacks > 0);
+  MESSAGE("calls for 4 set-up calls: epoch ", epochQueries["rt.calls"], " (and ",
+          epochQueries["rt.calls_behind"], " behind), call ", callQueries["rt.calls"]);
+  CHECK(epochQueries["rt.calls_behind"] == 2);
+  CHECK(epochQueries["rt.calls"] == epochSetUps["rt.calls"]);  // nothing more after the set-ups
+  CHECK(callQueries["rt.calls_behind"] == 0);
+  CHECK(callQueries["rt.calls"] == callSetUps["rt.calls"] + 1);  // the process's query
+  CHECK(epochQueries["rt.calls"] + 2 == callQueries["rt.calls"]);
 }
 
 TEST_CASE("epoch policy: a server that never saw the DLL gets the shim's learned look-ups") {
