@@ -26,7 +26,8 @@ A file's minimal symbols are read once per gdb session (`maint print msymbols`, 
 only as far as the search needs), in the first inferior that needs them, and shared by every
 inferior that loaded the same file (same name and build id): there they are moved by how far
 that inferior loaded the file from where the first one did, which `maint info sections` shows
-for every objfile at once. The whole search then costs a dictionary look-up per objfile.
+for every objfile at once. The whole search then costs a dictionary look-up per objfile. Which
+full symbols a file lacks is kept the same way (_ABSENT).
 """
 import re
 
@@ -53,6 +54,12 @@ _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
 # (file name, build id) -> (where the first inferior loaded the file: its first section's
 # address, {name: (kind, address)} there): each file's minimal symbols, read once.
 _FILES = {}
+
+# (file name, build id, method, name, domain): full symbols a file does not have, found out in
+# one inferior and true in every inferior that loaded the same file. A job's ranks load the same
+# hundred or more files (Open MPI's components): without this, each rank's search for a name
+# that only a minimal symbol has asks every one of them again.
+_ABSENT = set()
 
 
 class Lookup:
@@ -132,12 +139,18 @@ class Lookup:
         objfiles = self.objfiles()
         for method in ("lookup_global_symbol", "lookup_static_symbol"):
             for objfile in objfiles:
+                build_id = objfile.build_id
+                absent = (objfile.filename, build_id, method, name, domain)
+                if build_id is not None and absent in _ABSENT:
+                    continue
                 try:
                     sym = getattr(objfile, method)(name, domain)
                 except gdb.error:
                     sym = None
                 if sym is not None:
                     yield sym
+                elif build_id is not None:  # a file without one may change under its name
+                    _ABSENT.add(absent)
 
     def _minimal(self, objfile):
         """({name: (kind, address)}, shift): `objfile`'s minimal symbols, the first of each
