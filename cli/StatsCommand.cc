@@ -48,10 +48,11 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
                 s.getClient().size() ? s.getClient().cStr() : "unknown",
                 s.getExit().size() ? ", ended: " : "", s.getExit().cStr());
     std::printf("  round trips %llu: %llu calls from the shim, %llu callbacks from the server; "
-                "%llu notifications\n",
+                "%llu calls sent behind another, %llu notifications\n",
                 static_cast<unsigned long long>(get("rt.calls") + get("rt.callbacks")),
                 static_cast<unsigned long long>(get("rt.calls")),
                 static_cast<unsigned long long>(get("rt.callbacks")),
+                static_cast<unsigned long long>(get("rt.calls_behind")),
                 static_cast<unsigned long long>(get("msg.notifications")));
     std::printf("  wire: %s in, %s out; bulk: %s before compression, %s sent\n",
                 formatBytes(get("wire.bytes_in")).c_str(), formatBytes(get("wire.bytes_out")).c_str(),
