@@ -25,8 +25,12 @@ The rules, which the DLL's find_type, find_symbol and find_function answers foll
 A file's minimal symbols are read once per gdb session (`maint print msymbols`, per objfile,
 only as far as the search needs), in the first inferior that needs them, and shared by every
 inferior that loaded the same file (same name and build id): there they are moved by how far
-that inferior loaded the file from where the first one did, which `maint info sections` shows
-for every objfile at once. The whole search then costs a dictionary look-up per objfile. Which
+that inferior loaded the file from where the first one did, measured at the file's anchor: for
+the executable its first section (`maint info sections`), for a shared library the start of its
+text (`info sharedlibrary`, one line per library). Another inferior looks for the anchor only
+of a file whose table has the name. A file without an anchor (the vDSO, a file added with
+add-symbol-file) has its table read in each inferior that searches it; so has one whose anchor
+is not of the kind the first inferior's was. The whole search then costs a dictionary look-up per objfile. Which
 full symbols a file lacks is kept the same way (_ABSENT).
 """
 import re
@@ -48,8 +52,8 @@ _MSYMBOL = re.compile(r"^\[\s*\d+\] (\S) (0x[0-9a-fA-F]+) (\S+)")
 _EXTERNAL = frozenset("TDBAi")  # mst_text, _data, _bss, _abs, gnu ifuncs
 _FILE_LOCAL = frozenset("tdb")
 _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
-_SECTIONS_OF = re.compile(r"^(?:Exec|Object) file: `(.*)', file type")
 _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
+_SHARED_LIBRARY = re.compile(r"^(0x[0-9a-fA-F]+)\s+0x[0-9a-fA-F]+\s+(?:Yes|No)(?: \(\*\))?\s+(.+)$")
 
 # (file name, build id) -> (where the first inferior loaded the file: its first section's
 # address, {name: (kind, address)} there): each file's minimal symbols, read once.
@@ -69,7 +73,8 @@ class Lookup:
         self.inferior_num = inferior_num
         self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
         self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
-        self._anchors = {}   # file name -> its first section's address in this inferior
+        self._anchors = {}   # file name -> (kind, address): its anchor in this inferior, or None
+        self._texts = None   # shared library -> the start of its text, as `info sharedlibrary`
         self._borrowed = []  # objfiles of other program spaces, searched after this one's
 
     def borrow(self, objfile):
@@ -121,17 +126,16 @@ class Lookup:
                 return int(sym.value().address)
         file_local = None
         for objfile in self.objfiles():
-            if objfile in self._borrowed:
-                continue  # no minimal symbols (borrow)
-            table, shift = self._minimal(objfile)
-            found = table.get(name)
+            if objfile in self._borrowed or objfile.owner is not None:
+                continue  # no minimal symbols (borrow; a separate debug file)
+            found = self._minimal_symbol(objfile, name)
             if found is None:
                 continue
             kind, address = found
             if kind in _EXTERNAL:
-                return address + shift
+                return address
             if kind in _FILE_LOCAL and file_local is None:
-                file_local = address + shift
+                file_local = address
         return file_local
 
     def _symbols(self, name, domain):
@@ -152,23 +156,29 @@ class Lookup:
                 elif build_id is not None:  # a file without one may change under its name
                     _ABSENT.add(absent)
 
-    def _minimal(self, objfile):
-        """({name: (kind, address)}, shift): `objfile`'s minimal symbols, the first of each
-        name, at address + shift in this inferior."""
-        if objfile not in self._msymbols:
-            if objfile.owner is not None:  # a separate debug file has none of its own
-                self._msymbols[objfile] = ({}, 0)
-                return self._msymbols[objfile]
-            name = objfile.filename
-            key = (name, objfile.build_id)
-            anchor = self._anchor(name)
-            kept = _FILES.get(key) if anchor is not None else None
-            if kept is None:
-                kept = (anchor, self._read_minimal(name))
+    def _minimal_symbol(self, objfile, name):
+        """(kind, address in this inferior) of `objfile`'s first minimal symbol `name`; None if
+        it has none."""
+        here = self._msymbols.get(objfile)
+        if here is None:
+            key = (objfile.filename, objfile.build_id)
+            kept = _FILES.get(key)
+            if kept is None:  # the first inferior to search this file
+                here = (self._read_minimal(objfile.filename), 0)
+                anchor = self._anchor(objfile.filename, objfile)
                 if anchor is not None:
-                    _FILES[key] = kept
-            self._msymbols[objfile] = (kept[1], anchor - kept[0] if anchor is not None else 0)
-        return self._msymbols[objfile]
+                    _FILES[key] = (anchor, here[0])
+            else:
+                if name not in kept[1]:
+                    return None  # not in the file: where this inferior loaded it is no matter
+                anchor = self._anchor(objfile.filename, objfile)
+                if anchor is not None and anchor[0] == kept[0][0]:
+                    here = (kept[1], anchor[1] - kept[0][1])
+                else:
+                    here = (self._read_minimal(objfile.filename), 0)
+            self._msymbols[objfile] = here
+        found = here[0].get(name)
+        return None if found is None else (found[0], found[1] + here[1])
 
     def _read_minimal(self, name):
         table = {}
@@ -184,23 +194,32 @@ class Lookup:
                 table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
         return table
 
-    def _anchor(self, name):
-        """Where this inferior loaded file `name`: its first section's address (None if gdb
-        lists no section for it)."""
+    def _anchor(self, name, objfile):
+        """Where this inferior loaded file `name`: (kind, address) of its anchor (see the
+        module's docstring); None if it has none."""
         if name not in self._anchors:
-            with SelectedInferior(self.inferior_num):
-                text = output("maint info sections -all-objects")
-            current = None
-            for line in text.splitlines():
-                header = _SECTIONS_OF.match(line)
-                if header:
-                    current = header.group(1)
-                    continue
-                section = _SECTION.match(line)
-                if section and current is not None and current not in self._anchors:
-                    self._anchors[current] = int(section.group(1), 16)
-            self._anchors.setdefault(name, None)
+            anchor = None
+            if name == objfile.progspace.filename:
+                with SelectedInferior(self.inferior_num):
+                    text = output("maint info sections")
+                first = next((m for m in map(_SECTION.match, text.splitlines()) if m), None)
+                if first:
+                    anchor = ("exec", int(first.group(1), 16))
+            elif name in self._shared_library_texts():
+                anchor = ("text", self._texts[name])
+            self._anchors[name] = anchor
         return self._anchors[name]
+
+    def _shared_library_texts(self):
+        if self._texts is None:
+            with SelectedInferior(self.inferior_num):
+                text = output("info sharedlibrary")
+            self._texts = {}
+            for line in text.splitlines():
+                m = _SHARED_LIBRARY.match(line)
+                if m:
+                    self._texts.setdefault(m.group(2), int(m.group(1), 16))
+        return self._texts
 
 
 def _quoted(path):
