@@ -354,12 +354,17 @@ template <typename Results>
 MqsClient::Reply<Results> MqsClient::finishSetUp(std::shared_ptr<PendingCall> setUp,
                                                  EntryPoint entryPoint,
                                                  std::shared_ptr<PendingCall>& behind) {
-  try {
-    return finish<Results>(std::move(setUp), entryPoint);
-  } catch (...) {
-    if (behind) drain(std::move(behind));
-    throw;
-  }
+  auto reply = [&]() {
+    try {
+      return finish<Results>(std::move(setUp), entryPoint);
+    } catch (...) {
+      if (behind) drain(std::move(behind));
+      throw;
+    }
+  }();
+  // A set-up that answers with a callback's error: the debugger will not ask the call behind.
+  if (behind && reply.call().callbackErrorCode() != 0) drain(std::move(behind));
+  return reply;
 }
 
 void MqsClient::drain(std::shared_ptr<PendingCall> pending) {
@@ -740,11 +745,7 @@ MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(
   }
   auto reply = finishSetUp<wire::Session::SetupImageResults>(std::move(setUp),
                                                              EntryPoint::setup_image, behind);
-  if (behind && reply.call().callbackErrorCode() != 0) {
-    drain(std::move(behind));  // the set-up itself answers with the error
-  } else if (behind) {
-    behind_ = Behind{EntryPoint::image_has_queues, image, std::move(behind)};
-  }
+  if (behind) behind_ = Behind{EntryPoint::image_has_queues, image, std::move(behind)};
   return reply;
 }
 
@@ -937,13 +938,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   }
   auto reply = finishSetUp<wire::Session::SetupProcessResults>(std::move(setUp),
                                                                EntryPoint::setup_process, behind);
-  int rc = mqs_ok;
-  try {
-    rc = resultOf(reply, reply.get().getRc());
-  } catch (...) {
-    if (behind) drain(std::move(behind));
-    throw;
-  }
+  int rc = resultOf(reply, reply.get().getRc());
   keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
   keepNamed(setUpAhead_, token, reply.get().getSetUpAhead());
   if (behind) behind_ = Behind{EntryPoint::process_has_queues, token, std::move(behind)};

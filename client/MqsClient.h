@@ -130,8 +130,8 @@ class MqsClient {
   Reply<Results> finish(std::shared_ptr<PendingCall> pending, EntryPoint entryPoint);
   // finish() for a call whose outcome no longer matters.
   void drain(std::shared_ptr<PendingCall> pending);
-  // finish() for a set-up with `behind` (may be null) sent behind it: drained when the set-up
-  // fails.
+  // finish() for a set-up with `behind` (may be null) sent behind it: `behind` is drained (and
+  // null) when the set-up fails or answers with a callback's error.
   template <typename Results>
   Reply<Results> finishSetUp(std::shared_ptr<PendingCall> setUp, EntryPoint entryPoint,
                              std::shared_ptr<PendingCall>& behind);

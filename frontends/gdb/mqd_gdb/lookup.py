@@ -30,8 +30,8 @@ the executable its first section (`maint info sections`), for a shared library t
 text (`info sharedlibrary`, one line per library). Another inferior looks for the anchor only
 of a file whose table has the name. A file without an anchor (the vDSO, a file added with
 add-symbol-file) has its table read in each inferior that searches it; so has one whose anchor
-is not of the kind the first inferior's was. The whole search then costs a dictionary look-up per objfile. Which
-full symbols a file lacks is kept the same way (_ABSENT).
+is not of the kind the first inferior's was. The whole search then costs a dictionary look-up
+per objfile. Which full symbols a file lacks is kept the same way (_ABSENT).
 """
 import re
 
@@ -53,10 +53,11 @@ _EXTERNAL = frozenset("TDBAi")  # mst_text, _data, _bss, _abs, gnu ifuncs
 _FILE_LOCAL = frozenset("tdb")
 _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
 _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
-_SHARED_LIBRARY = re.compile(r"^(0x[0-9a-fA-F]+)\s+0x[0-9a-fA-F]+\s+(?:Yes|No)(?: \(\*\))?\s+(.+)$")
+_SHARED_LIBRARY = re.compile(
+    r"^(0x[0-9a-fA-F]+)\s+0x[0-9a-fA-F]+\s+(?:Yes|No)(?: \(\*\))?\s+(.+)$")
 
-# (file name, build id) -> (where the first inferior loaded the file: its first section's
-# address, {name: (kind, address)} there): each file's minimal symbols, read once.
+# (file name, build id) -> (the file's anchor in the first inferior that read it, {name:
+# (kind, address)} there): each file's minimal symbols, read once.
 _FILES = {}
 
 # (file name, build id, method, name, domain): full symbols a file does not have, found out in
@@ -165,13 +166,13 @@ class Lookup:
             kept = _FILES.get(key)
             if kept is None:  # the first inferior to search this file
                 here = (self._read_minimal(objfile.filename), 0)
-                anchor = self._anchor(objfile.filename, objfile)
+                anchor = self._anchor(objfile)
                 if anchor is not None:
                     _FILES[key] = (anchor, here[0])
             else:
                 if name not in kept[1]:
                     return None  # not in the file: where this inferior loaded it is no matter
-                anchor = self._anchor(objfile.filename, objfile)
+                anchor = self._anchor(objfile)
                 if anchor is not None and anchor[0] == kept[0][0]:
                     here = (kept[1], anchor[1] - kept[0][1])
                 else:
@@ -194,9 +195,10 @@ class Lookup:
                 table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
         return table
 
-    def _anchor(self, name, objfile):
-        """Where this inferior loaded file `name`: (kind, address) of its anchor (see the
+    def _anchor(self, objfile):
+        """Where this inferior loaded `objfile`'s file: (kind, address) of its anchor (see the
         module's docstring); None if it has none."""
+        name = objfile.filename
         if name not in self._anchors:
             anchor = None
             if name == objfile.progspace.filename:
