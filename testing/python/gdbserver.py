@@ -7,6 +7,8 @@ says it listens; stop() kills it. Its output goes to WORKDIR/NAME.log.
     g = GdbServer("gdbserver", work, attach_pid=pid)
     ... gdb: target remote 127.0.0.1:<g.port> ...
     g.stop()
+
+run_gdb() runs a gdb script in a gdb reaching the process through it.
 """
 import os
 import subprocess
@@ -33,3 +35,26 @@ class GdbServer:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+def run_gdb(server, program, script, text, sources, env, work, timeout=600):
+    """Runs the gdb script `text` (written to WORKDIR/`script`) in a batch gdb that reaches
+    `server`'s process with the target's files local (`set sysroot /`, `file PROGRAM`), after
+    sourcing each of `sources` (the front end first), with `env`. Returns gdb's stderr (where
+    `set debug remote 1` writes); its whole output goes to WORKDIR/gdb.log. Failure if gdb
+    failed or printed a Python traceback."""
+    path = os.path.join(work, script)
+    with open(path, "w") as f:
+        f.write(text)
+    argv = ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+            "-ex", "set sysroot /", "-ex", "file " + program,
+            "-ex", "target remote 127.0.0.1:%d" % server.port]
+    for source in sources:
+        argv += ["-ex", "source " + source]
+    gdb = subprocess.run(argv + ["-x", path], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=timeout)
+    with open(os.path.join(work, "gdb.log"), "w") as f:
+        f.write(gdb.stdout + gdb.stderr)
+    if gdb.returncode != 0 or "Traceback" in gdb.stderr:
+        raise Failure("gdb failed (%d):\n%s" % (gdb.returncode, gdb.stderr[-3000:]))
+    return gdb.stderr

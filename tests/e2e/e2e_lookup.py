@@ -24,7 +24,6 @@ usage: e2e_lookup.py --build DIR --ompi-dll PATH --frontend PATH [--ops 10]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -32,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
-from gdbserver import GdbServer  # noqa: E402
+from gdbserver import GdbServer, run_gdb  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
 
@@ -129,24 +128,14 @@ def main():
     try:
         job = Job(program, 4, args.ops, work)
         server = GdbServer(args.gdbserver, work, attach_pid=job.pids[0])
-        script = os.path.join(work, "lookup.gdb.py")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT)
         out, dump = os.path.join(work, "lookups.json"), os.path.join(work, "dump.json")
         env = dict(os.environ, MQD_LOOKUP_TEST=json.dumps(
             {"dll": args.ompi_dll, "out": out, "dump": dump}))
-        gdb = subprocess.run(
-            ["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-             "-ex", "set sysroot /", "-ex", "file " + program,
-             "-ex", "target remote 127.0.0.1:%d" % server.port,
-             "-ex", "source " + args.frontend, "-x", script],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
-        with open(os.path.join(work, "gdb.log"), "w") as f:
-            f.write(gdb.stdout + gdb.stderr)
-        if gdb.returncode != 0 or not os.path.exists(out) or "Traceback" in gdb.stderr:
-            raise Failure("gdb failed (%d):\n%s" % (gdb.returncode, gdb.stderr[-3000:]))
+        log = run_gdb(server, program, "lookup.gdb.py", GDB_SCRIPT, [args.frontend], env, work)
+        if not os.path.exists(out):
+            raise Failure("gdb wrote no answers:\n%s" % log[-3000:])
         answers = json.load(open(out))
-        packets = packets_by_phase(gdb.stderr)
+        packets = packets_by_phase(log)
         problems = check_against_manifests([json.load(open(dump))], job.manifests[:1])
         if len(answers["theirs"]) < 10:
             problems.append("the DLL asked only %d names: %s" % (len(answers["theirs"]),

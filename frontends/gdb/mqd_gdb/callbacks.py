@@ -25,7 +25,7 @@ import sys
 
 import gdb
 
-from . import abi, job, lookup
+from . import abi, job, lookup, memory
 from .handles import Image, Process
 from .inferiors import SelectedInferior, find as find_inferior, is_local, select
 
@@ -218,10 +218,10 @@ class Callbacks:
             try:
                 if gdb.selected_inferior().num != p.inferior_num:
                     select(p.inferior_num)
-                data = find_inferior(p.inferior_num).read_memory(address, size)
+                data = memory.read(find_inferior(p.inferior_num), address, size)
             except gdb.MemoryError:
                 return ERR_MEMORY
-            ctypes.memmove(buf, bytes(data), size)
+            ctypes.memmove(buf, data, size)
             return abi.MQS_OK
         return self._guard(ERR_MEMORY, fetch)
 
@@ -285,7 +285,8 @@ def _field_in_target(inferior_num, symbol, type_name, field):
         return abi.MQS_INVALID_PROCESS
     offset, member = found
     with SelectedInferior(inferior_num):
-        return int(gdb.Value(address + offset).cast(member.type.pointer()).dereference())
+        data = memory.read(find_inferior(inferior_num), address + offset, member.type.sizeof)
+        return int(gdb.Value(data, member.type))
 
 
 def _type_size(types, name, default):

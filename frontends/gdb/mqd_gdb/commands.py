@@ -34,7 +34,7 @@ import os
 
 import gdb
 
-from . import analysis, debug_types, job, lookup, render, snapshot
+from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
 from .inferiors import SelectedInferior, find as find_inferior
@@ -65,7 +65,8 @@ def _command(fn):
     """Runs a command body, turning every failure into a one-line gdb error."""
     def invoke(self, arg, from_tty):
         try:
-            fn(self, gdb.string_to_argv(arg), from_tty)
+            with memory.Command():
+                fn(self, gdb.string_to_argv(arg), from_tty)
         except MqdError as e:
             raise gdb.GdbError("mqd: %s" % e)
         except gdb.GdbError:
@@ -362,6 +363,7 @@ class MqdStatus(gdb.Command):
 def register():
     """Makes the `mqd` commands known to gdb (again: a command registered twice replaces the
     first)."""
+    memory.register()
     MqdPrefix()
     MqdAttach()
     MqdLoad()
