@@ -3,8 +3,8 @@
 A DLL reads a few bytes at a time, mostly near each other (one field of a request, then the
 next request of the same free list): Open MPI's makes about 68,000 reads to dump 3,000
 operations. Through gdbserver every gdb read is at least one exchange on the debugger's link
-(a packet carries up to about 8 KiB), so the front end reads whole 4 KiB pages instead and
-answers the next reads of a page from what it read.
+(a packet carries up to about 8 KiB), so the front end reads a small read's whole 4 KiB page
+instead, and answers the next reads of a page from what it read.
 
 The rule (docs/round-trips.md, "The debugger's own link"): a page read is kept only
 while nothing can have changed it for the debugger, that is
@@ -14,11 +14,11 @@ while nothing can have changed it for the debugger, that is
   - while no inferior has resumed, gdb wrote no memory and no inferior exited or was removed
     (each drops every page);
   - never in non-stop mode, where other threads run while the command does.
-A read is answered exactly as a direct read would be: the pages it touches come from one read
-of the pages around it; when that read fails (a page unmapped past the end of the bytes asked
-for), the bytes asked for are read directly, as before, and nothing is kept. A page is the
-smallest unit a mapping has on every architecture gdb debugs here, so no read of a kept page
-could have failed where the page read succeeded.
+A read is answered exactly as a direct read would be. A read within one page comes from one
+read of that page; when that fails (the page is only partly readable), the bytes asked for are
+read directly, as before, and nothing is kept. A longer read is read as asked, and keeps the
+pages it covers whole. A page is the smallest unit a mapping has on every architecture gdb
+debugs here, so no read of a kept page could have failed where the page read succeeded.
 """
 import gdb
 
@@ -30,25 +30,33 @@ _pages = None
 
 def read(inferior, address, size):
     """`size` bytes at `address` of `inferior` (a gdb.Inferior, selected by the caller, since
-    gdb 13 reads the selected one); raises gdb.MemoryError as Inferior.read_memory does."""
+    gdb 13 reads the selected one); raises gdb.MemoryError as Inferior.read_memory does.
+
+    A read within one page brings the whole page: the same single exchange through gdbserver,
+    and the DLL's next reads are most often in it. A longer read (the shim's blocks and
+    windows) is read as asked, as many packets as before, and the pages it covers whole are
+    kept."""
     if _pages is None or size <= 0:
         return bytes(inferior.read_memory(address, size))
     pages = _pages.setdefault(inferior.num, {})
     first = address - address % PAGE
-    last = (address + size - 1) - (address + size - 1) % PAGE
-    if last < first:  # the read wraps past the top of the address space
-        return bytes(inferior.read_memory(address, size))
-    if any(p not in pages for p in range(first, last + PAGE, PAGE)):
+    end = address + size
+    if all(p in pages for p in range(first, end, PAGE)):
+        if end <= first + PAGE:
+            return pages[first][address - first:end - first]
+        joined = b"".join(pages[p] for p in range(first, end, PAGE))
+        return joined[address - first:end - first]
+    if end <= first + PAGE:
         try:
-            span = bytes(inferior.read_memory(first, last + PAGE - first))
-        except gdb.MemoryError:
+            page = bytes(inferior.read_memory(first, PAGE))
+        except gdb.MemoryError:  # a page only partly readable: never kept
             return bytes(inferior.read_memory(address, size))
-        for p in range(first, last + PAGE, PAGE):
-            pages[p] = span[p - first:p - first + PAGE]
-    if first == last:
-        return pages[first][address - first:address - first + size]
-    joined = b"".join(pages[p] for p in range(first, last + PAGE, PAGE))
-    return joined[address - first:address - first + size]
+        pages[first] = page
+        return page[address - first:end - first]
+    data = bytes(inferior.read_memory(address, size))
+    for p in range(first if first == address else first + PAGE, end - PAGE + 1, PAGE):
+        pages[p] = data[p - address:p - address + PAGE]
+    return data
 
 
 def forget(*_):
