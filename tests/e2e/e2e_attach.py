@@ -14,6 +14,11 @@ gdb then captures with a command's output for its own failure.
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
 
+The front end shares one file's minimal symbols among the ranks that loaded it, moved to where
+each loaded it (frontends/gdb/mqd_gdb/lookup.py): in every rank, the address it gives for a
+symbol of the executable, of libmpi and of the vDSO must be gdb's own (`&NAME` with the rank
+selected).
+
 usage: e2e_attach.py --build DIR --ompi-dll PATH --frontend PATH [--ranks 16] [--ops 10]
                      [--gdbserver PATH] [--shim PATH]
 """
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 
@@ -29,10 +35,54 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from artefacts import Artefacts  # noqa: E402
 from dump_matrix import DumpMatrix, summary  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
-from gdb_driver import gdb_dump  # noqa: E402
+from gdb_driver import gdb_command, gdb_dump  # noqa: E402
 from gdbserver import GdbServer  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
+
+
+# Symbols only one file has: the executable's, libmpi's and the vDSO's (no debug information).
+SHARED_SYMBOLS = ("mqd_e2e_parked", "ompi_mpi_comm_world", "__vdso_clock_gettime")
+
+# Runs in gdb once the job is attached: every rank's answer by the front end and by gdb.
+SYMBOLS_SCRIPT = r"""
+import gdb, json
+from mqd_gdb import lookup
+from mqd_gdb.inferiors import SelectedInferior
+found = []
+for inf in sorted(gdb.inferiors(), key=lambda i: i.num):
+    if inf.pid == 0:
+        continue
+    with SelectedInferior(inf.num):
+        for name in %r:
+            ours = lookup.of(inf.num).address(name)
+            try:
+                theirs = int(gdb.parse_and_eval("(unsigned long long)&%%s" %% name))
+            except gdb.error:
+                theirs = None
+            found.append([inf.num, name, ours, theirs])
+with open(%r, "w") as f:
+    json.dump(found, f)
+"""
+
+
+def check_shared_symbols(pids, frontend, attach, work):
+    """Every rank's front-end address of SHARED_SYMBOLS against gdb's own."""
+    out = os.path.join(work, "symbols.json")
+    script = os.path.join(work, "symbols.gdb.py")
+    with open(script, "w") as f:
+        f.write(SYMBOLS_SCRIPT % (SHARED_SYMBOLS, out))
+    result = subprocess.run(gdb_command(pids, frontend, "mqd status", attach) +
+                            ["-ex", "source " + script], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=600)
+    if result.returncode != 0 or not os.path.exists(out) or "Traceback" in result.stdout:
+        return ["the symbol check failed (%d):\n%s" % (result.returncode, result.stdout[-3000:])]
+    found = json.load(open(out))
+    problems = ["inferior %d: the front end says %s is at %s, gdb %s" % (n, name, ours, theirs)
+                for n, name, ours, theirs in found if ours != theirs or ours is None]
+    if len(found) != len(pids) * len(SHARED_SYMBOLS):
+        problems.append("%d answers for %d ranks" % (len(found), len(pids)))
+    return problems
 
 
 def check_labels(dumps, manifests, host):
@@ -92,13 +142,14 @@ def main():
                 problems.append("the dump through gdbserver (%s) differs from the native one: "
                                 "see %s" % (ext, work))
 
+        problems += check_shared_symbols(job.pids, args.frontend, attach, work)
         dumps = json.loads(outputs["native"][0])
         problems += check_labels(dumps, job.manifests, host)
         problems += check_against_manifests(dumps, job.manifests)
         print(summary(dumps))
         status = verdict(problems, work,
                          "%d ranks attached from the launcher's table, in rank order with its "
-                         "pids and host; native, proxied (unix, TCP; epoch, call, off; node memory) and "
+                         "pids and host, each rank's symbols where gdb has them; native, proxied (unix, TCP; epoch, call, off; node memory) and "
                          "through gdbserver dumps identical and as posted" % args.ranks)
         passed = status == 0
         return status

@@ -27,10 +27,11 @@ only as far as the search needs), in the first inferior that needs them, and sha
 inferior that loaded the same file (same name and build id): there they are moved by how far
 that inferior loaded the file from where the first one did, measured at the file's anchor: for
 the executable its first section (`maint info sections`), for a shared library the start of its
-text (`info sharedlibrary`, one line per library). Another inferior looks for the anchor only
-of a file whose table has the name. A file without an anchor (the vDSO, a file added with
-add-symbol-file) has its table read in each inferior that searches it; so has one whose anchor
-is not of the kind the first inferior's was. The whole search then costs a dictionary look-up
+text (`info sharedlibrary`, one line per library), for the vDSO the address gdb names it by
+("system-supplied DSO at 0x..."; its build id tells one kernel's from another's). Another
+inferior looks for the anchor only of a file whose table has the name. A file without an
+anchor (a file added with add-symbol-file) has its table read in each inferior that searches
+it; so has one whose anchor is not of the kind the first inferior's was. The whole search then costs a dictionary look-up
 per objfile. Which full symbols a file lacks is kept the same way (_ABSENT).
 """
 import re
@@ -55,12 +56,13 @@ _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
 _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
 _SHARED_LIBRARY = re.compile(
     r"^(0x[0-9a-fA-F]+)\s+0x[0-9a-fA-F]+\s+(?:Yes|No)(?: \(\*\))?\s+(.+)$")
+_VDSO = re.compile(r"^system-supplied DSO at (0x[0-9a-fA-F]+)$")
 
-# (file name, build id) -> (the file's anchor in the first inferior that read it, {name:
+# _file(objfile) -> (the file's anchor in the first inferior that read it, {name:
 # (kind, address)} there): each file's minimal symbols, read once.
 _FILES = {}
 
-# (file name, build id, method, name, domain): full symbols a file does not have, found out in
+# _file(objfile) + (method, name, domain): full symbols a file does not have, found out in
 # one inferior and true in every inferior that loaded the same file. A job's ranks load the same
 # hundred or more files (Open MPI's components): without this, each rank's search for a name
 # that only a minimal symbol has asks every one of them again.
@@ -145,7 +147,7 @@ class Lookup:
         for method in ("lookup_global_symbol", "lookup_static_symbol"):
             for objfile in objfiles:
                 build_id = objfile.build_id
-                absent = (objfile.filename, build_id, method, name, domain)
+                absent = _file(objfile) + (method, name, domain)
                 if build_id is not None and absent in _ABSENT:
                     continue
                 try:
@@ -162,7 +164,7 @@ class Lookup:
         it has none."""
         here = self._msymbols.get(objfile)
         if here is None:
-            key = (objfile.filename, objfile.build_id)
+            key = _file(objfile)
             kept = _FILES.get(key)
             if kept is None:  # the first inferior to search this file
                 here = (self._read_minimal(objfile.filename), 0)
@@ -207,6 +209,8 @@ class Lookup:
                 first = next((m for m in map(_SECTION.match, text.splitlines()) if m), None)
                 if first:
                     anchor = ("exec", int(first.group(1), 16))
+            elif _VDSO.match(name):
+                anchor = ("vdso", int(_VDSO.match(name).group(1), 16))
             elif name in self._shared_library_texts():
                 anchor = ("text", self._texts[name])
             self._anchors[name] = anchor
@@ -222,6 +226,14 @@ class Lookup:
                 if m:
                     self._texts.setdefault(m.group(2), int(m.group(1), 16))
         return self._texts
+
+
+def _file(objfile):
+    """What names a file across inferiors: its name and build id; for the vDSO, whose name
+    holds the address it was mapped at, its build id alone (without one, its name)."""
+    if objfile.build_id is not None and _VDSO.match(objfile.filename):
+        return ("system-supplied DSO", objfile.build_id)
+    return (objfile.filename, objfile.build_id)
 
 
 def _quoted(path):
