@@ -15,9 +15,11 @@ Every dump must be byte-identical to the native one (JSON and text), list the ra
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
 
 The front end shares one file's minimal symbols among the ranks that loaded it, moved to where
-each loaded it (frontends/gdb/mqd_gdb/lookup.py): in every rank, the address it gives for a
-symbol of the executable, of libmpi and of the vDSO must be gdb's own (`&NAME` with the rank
-selected).
+each loaded it, and a type among the ranks that search the same files
+(frontends/gdb/mqd_gdb/lookup.py): in every rank, the address it gives for a symbol of the
+executable, of libmpi and of the vDSO must be gdb's own (`&NAME` with the rank selected); and
+once `mqd types` loaded Open MPI's debug types into one rank, that rank must find
+ompi_communicator_t as gdb does, and another, which did not load them, still not.
 
 usage: e2e_attach.py --build DIR --ompi-dll PATH --frontend PATH [--ranks 16] [--ops 10]
                      [--gdbserver PATH] [--shim PATH]
@@ -48,6 +50,7 @@ SHARED_SYMBOLS = ("mqd_e2e_parked", "ompi_mpi_comm_world", "__vdso_clock_gettime
 SYMBOLS_SCRIPT = r"""
 import gdb, json
 from mqd_gdb import lookup
+TYPE = "ompi_communicator_t"
 from mqd_gdb.inferiors import SelectedInferior
 found = []
 for inf in sorted(gdb.inferiors(), key=lambda i: i.num):
@@ -61,8 +64,16 @@ for inf in sorted(gdb.inferiors(), key=lambda i: i.num):
             except gdb.error:
                 theirs = None
             found.append([inf.num, name, ours, theirs])
+# One rank loads the debug types, the next does not: only the first may find the type now.
+first, second = [i.num for i in sorted(gdb.inferiors(), key=lambda i: i.num) if i.pid][:2]
+size = lambda t: None if t is None else t.sizeof
+types = {"before": [size(lookup.of(n).type(TYPE)) for n in (first, second)]}
+with SelectedInferior(first):
+    gdb.execute("mqd types", to_string=True)
+    types["gdb"] = size(gdb.lookup_type(TYPE).strip_typedefs())
+types["after"] = [size(lookup.of(n).type(TYPE)) for n in (first, second)]
 with open(%r, "w") as f:
-    json.dump(found, f)
+    json.dump({"symbols": found, "types": types}, f)
 """
 
 
@@ -77,11 +88,16 @@ def check_shared_symbols(pids, frontend, attach, work):
                             stderr=subprocess.STDOUT, text=True, timeout=600)
     if result.returncode != 0 or not os.path.exists(out) or "Traceback" in result.stdout:
         return ["the symbol check failed (%d):\n%s" % (result.returncode, result.stdout[-3000:])]
-    found = json.load(open(out))
+    answers = json.load(open(out))
+    found, types = answers["symbols"], answers["types"]
     problems = ["inferior %d: the front end says %s is at %s, gdb %s" % (n, name, ours, theirs)
                 for n, name, ours, theirs in found if ours != theirs or ours is None]
     if len(found) != len(pids) * len(SHARED_SYMBOLS):
         problems.append("%d answers for %d ranks" % (len(found), len(pids)))
+    expected = {"before": [None, None], "gdb": types["gdb"], "after": [types["gdb"], None]}
+    if not types["gdb"] or types != expected:
+        problems.append("ompi_communicator_t's size in two ranks, before and after the first "
+                        "loaded the debug types: %s, expected %s" % (types, expected))
     return problems
 
 

@@ -31,8 +31,11 @@ text (`info sharedlibrary`, one line per library), for the vDSO the address gdb 
 ("system-supplied DSO at 0x..."; its build id tells one kernel's from another's). Another
 inferior looks for the anchor only of a file whose table has the name. A file without an
 anchor (a file added with add-symbol-file) has its table read in each inferior that searches
-it; so has one whose anchor is not of the kind the first inferior's was. The whole search then costs a dictionary look-up
-per objfile. Which full symbols a file lacks is kept the same way (_ABSENT).
+it; so has one whose anchor is not of the kind the first inferior's was. The whole search then
+costs a dictionary look-up per objfile. Which full symbols a file lacks is kept the same way
+(_ABSENT). A type depends on nothing but the files searched, in their order: an inferior that
+loaded the same files (names and build ids) as one that already found it gets the same answer
+without a search (_TYPES).
 """
 import re
 
@@ -68,6 +71,29 @@ _FILES = {}
 # that only a minimal symbol has asks every one of them again.
 _ABSENT = set()
 
+# (the files an inferior searches, in order; type name) -> the type it found (None: none): a
+# job's ranks load the same files, and each asks the same types. A file is named as _file()
+# names it, or, without a build id, by its gdb.Objfile (shared by the inferiors that borrow it,
+# such as the debug-type object).
+_TYPES = {}
+
+# Bumped whenever gdb loads or frees a file: what any inferior searches may have changed.
+_generation = [0]
+
+
+def _files_changed(*_):
+    _generation[0] += 1
+
+
+def _file_freed(*_):
+    _files_changed()
+    _TYPES.clear()  # its gdb.Objfile may be in a key
+
+
+gdb.events.new_objfile.connect(_files_changed)
+gdb.events.free_objfile.connect(_file_freed)
+gdb.events.clear_objfiles.connect(_file_freed)
+
 
 class Lookup:
     """The look-ups of one program space (one inferior): see the module's rules."""
@@ -79,6 +105,7 @@ class Lookup:
         self._anchors = {}   # file name -> (kind, address): its anchor in this inferior, or None
         self._texts = None   # shared library -> the start of its text, as `info sharedlibrary`
         self._borrowed = []  # objfiles of other program spaces, searched after this one's
+        self._searched = (None, None)  # (_generation, what _TYPES knows the objfiles by)
 
     def borrow(self, objfile):
         """Searches `objfile`, which another inferior loaded, after this inferior's own, as if
@@ -87,6 +114,7 @@ class Lookup:
         (debug_types)."""
         if objfile not in self._borrowed:
             self._borrowed.append(objfile)
+            self._searched = (None, None)
 
     def objfiles(self):
         """The inferior's objfiles now (symbol files come and go), in gdb's order, the
@@ -99,9 +127,21 @@ class Lookup:
 
     def type(self, name):
         """The named type, typedefs stripped, with a definition; None if there is none."""
-        found = self._type(name)
+        key = (self._files(), name)
+        if key in _TYPES:
+            found = _TYPES[key]
+        else:
+            found = _TYPES[key] = self._type(name)
         self.asked[("type", name)] = found
         return found
+
+    def _files(self):
+        """The files this inferior searches, in order, as _TYPES knows them."""
+        generation, files = self._searched
+        if generation != _generation[0]:
+            files = tuple(o if o.build_id is None else _file(o) for o in self.objfiles())
+            self._searched = (_generation[0], files)
+        return files
 
     def address(self, name):
         """The address of symbol `name` by the module's rule; None if there is none."""
