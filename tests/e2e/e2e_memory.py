@@ -6,7 +6,7 @@ A live Open MPI job (tests/e2e/pending.c); gdb reaches rank 0 through a real
 (its `fetch_data` makes hundreds of small reads per dump) and, with gdb's remote protocol
 traced:
 
-  - `mqd dump`: no byte of target memory may be asked of gdbserver twice within the command
+  - `mqd dump` (which loads the DLL the target names first: a command running another): no byte of target memory may be asked of gdbserver twice within the command
     (frontends/gdb/mqd_gdb/memory.py keeps the pages it read for the command), and the dump
     shows what the rank posted;
   - a change gdb makes to the target between two commands (MPI_COMM_WORLD's name, poked with
@@ -51,10 +51,13 @@ def mark(what):
     sys.stderr.flush()
 
 gdb.execute("mqd types", to_string=True)
-gdb.execute("mqd load " + cfg["dll"], to_string=True)
 gdb.execute("set debug remote 1")
 mark("dump1")
+# Loads the target's MPIR_dll_name first, with the same DLL (checked below): a command that
+# runs another (mqd load) still keeps its pages to its end.
 gdb.execute("mqd dump --json --output " + cfg["dumps"][0])
+with open(cfg["loaded"], "w") as f:
+    f.write(gdb.execute("mqd status", to_string=True))
 mark("poke")
 for lvalue, value in cfg["pokes"]:
     gdb.execute('poke "%s" "%s" %s' % (lvalue, value, cfg["journal"]))
@@ -114,8 +117,9 @@ def main():
         job = Job(program, 4, args.ops, work)
         server = GdbServer(args.gdbserver, work, attach_pid=job.pids[0])
         dumps = [os.path.join(work, "dump%d.json" % i) for i in (1, 2)]
+        loaded = os.path.join(work, "status.txt")
         env = dict(os.environ, MQD_MEMORY_TEST=json.dumps(
-            {"dll": args.ompi_dll, "dumps": dumps, "pokes": POKES,
+            {"loaded": loaded, "dumps": dumps, "pokes": POKES,
              "journal": os.path.join(work, "poke.journal")}))
         log = run_gdb(server, program, "memory.gdb.py", GDB_SCRIPT, [args.frontend, POKE], env,
                       work)
@@ -124,6 +128,10 @@ def main():
         first, second = (json.load(open(d)) for d in dumps)
         reads = reads_by_phase(log)
         problems = check_against_manifests([first], job.manifests[:1])
+        status = open(loaded).read()
+        if os.path.realpath(args.ompi_dll) not in status and args.ompi_dll not in status:
+            problems.append("the target's MPIR_dll_name is not %s: %s" % (args.ompi_dll,
+                                                                         status[:500]))
         for phase in ("dump1", "dump2"):
             found = reads.get(phase, [])
             if not found:

@@ -44,11 +44,12 @@ _session = None
 
 
 def _dll_name_of_target():
-    address = lookup.of(gdb.selected_inferior().num).address("MPIR_dll_name")
+    inferior = gdb.selected_inferior()
+    address = lookup.of(inferior.num).address("MPIR_dll_name")
     try:
         if address is None:
             raise gdb.error("no such symbol")
-        return gdb.Value(address).cast(gdb.lookup_type("char").pointer()).string()
+        return memory.string(inferior, address).decode(errors="surrogateescape")
     except gdb.error:
         raise MqdError("the target has no MPIR_dll_name; name the DLL: mqd load PATH")
 

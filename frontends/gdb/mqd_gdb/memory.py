@@ -49,7 +49,7 @@ def read(inferior, address, size):
     if end <= first + PAGE:
         try:
             page = bytes(inferior.read_memory(first, PAGE))
-        except gdb.MemoryError:  # a page only partly readable: never kept
+        except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
             return bytes(inferior.read_memory(address, size))
         pages[first] = page
         return page[address - first:end - first]
@@ -59,22 +59,44 @@ def read(inferior, address, size):
     return data
 
 
+def string(inferior, address, limit=4096):
+    """The NUL-terminated string at `address` (without the NUL), read a page at a time as
+    read() reads; at most `limit` bytes. Raises gdb.MemoryError as read() does."""
+    found = b""
+    while len(found) < limit:
+        chunk = read(inferior, address, PAGE - address % PAGE)
+        end = chunk.find(b"\0")
+        if end >= 0:
+            return found + chunk[:end]
+        found += chunk
+        address += len(chunk)
+    return found[:limit]
+
+
 def forget(*_):
     """Drops every page kept (an event handler as well: any event argument is ignored)."""
     if _pages is not None:
         _pages.clear()
 
 
+_depth = 0  # commands running, counting one that another runs (mqd dump runs mqd load)
+
+
 class Command:
-    """Pages are kept for the duration of a `with` block, one front-end command."""
+    """Pages are kept for the duration of a `with` block, one front-end command (the outermost,
+    when one runs another)."""
 
     def __enter__(self):
-        global _pages
-        _pages = None if gdb.parameter("non-stop") else {}
+        global _pages, _depth
+        _depth += 1
+        if _depth == 1:
+            _pages = None if gdb.parameter("non-stop") else {}
 
     def __exit__(self, *exc):
-        global _pages
-        _pages = None
+        global _pages, _depth
+        _depth -= 1
+        if _depth == 0:
+            _pages = None
         return False
 
 
