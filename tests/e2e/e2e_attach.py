@@ -43,8 +43,9 @@ from mpi_job import Job, check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
 
 
-# Symbols only one file has: the executable's, libmpi's and the vDSO's (no debug information).
-SHARED_SYMBOLS = ("mqd_e2e_parked", "ompi_mpi_comm_world", "__vdso_clock_gettime")
+# Symbols of the executable (with debug information, and without: _start), of libmpi and of the
+# vDSO.
+SHARED_SYMBOLS = ("mqd_e2e_parked", "_start", "ompi_mpi_comm_world", "__vdso_clock_gettime")
 
 # Runs in gdb once the job is attached: every rank's answer by the front end and by gdb.
 SYMBOLS_SCRIPT = r"""

@@ -24,14 +24,13 @@ The rules, which the DLL's find_type, find_symbol and find_function answers foll
 
 A file's minimal symbols are read once per gdb session (`maint print msymbols`, per objfile,
 only as far as the search needs), in the first inferior that needs them, and shared by every
-inferior that loaded the same file (same name and build id): there they are moved by how far
-that inferior loaded the file from where the first one did, measured at the file's anchor: for
-the executable its first section (`maint info sections`), for a shared library the start of its
-text (`info sharedlibrary`, one line per library), for the vDSO the address gdb names it by
-("system-supplied DSO at 0x..."; its build id tells one kernel's from another's). Another
-inferior looks for the anchor only of a file whose table has the name. A file without an
-anchor (a file added with add-symbol-file) has its table read in each inferior that searches
-it; so has one whose anchor is not of the kind the first inferior's was. The whole search then
+inferior that loaded the same file (same name and build id; the vDSO, which gdb names after the
+address it was mapped at, by its build id alone): there they are moved by how far that
+inferior loaded the file from where the first one did, measured at the file's anchor, the
+start of its .text (`maint info sections -all-objects .text`: gdb's own section table, which
+costs no exchange with a remote target, unlike `info sharedlibrary`). Another inferior looks
+for the anchor only of a file whose table has the name. A file without a .text has its table
+read in each inferior that searches it. The whole search then
 costs a dictionary look-up per objfile. Which full symbols a file lacks is kept the same way
 (_ABSENT). A type depends on nothing but the files searched, in their order: an inferior that
 loaded the same files (names and build ids) as one that already found it gets the same answer
@@ -57,9 +56,8 @@ _EXTERNAL = frozenset("TDBAi")  # mst_text, _data, _bss, _abs, gnu ifuncs
 _FILE_LOCAL = frozenset("tdb")
 _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
 _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
-_SHARED_LIBRARY = re.compile(
-    r"^(0x[0-9a-fA-F]+)\s+0x[0-9a-fA-F]+\s+(?:Yes|No)(?: \(\*\))?\s+(.+)$")
-_VDSO = re.compile(r"^system-supplied DSO at (0x[0-9a-fA-F]+)$")
+_OWNER = re.compile(r"^(?:Exec|Object) file: `(.*)', file type ")
+_VDSO = re.compile(r"^system-supplied DSO at 0x[0-9a-fA-F]+$")
 
 # _file(objfile) -> (the file's anchor in the first inferior that read it, {name:
 # (kind, address)} there): each file's minimal symbols, read once.
@@ -102,8 +100,7 @@ class Lookup:
         self.inferior_num = inferior_num
         self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
         self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
-        self._anchors = {}   # file name -> (kind, address): its anchor in this inferior, or None
-        self._texts = None   # shared library -> the start of its text, as `info sharedlibrary`
+        self._texts = None   # file name -> the start of its .text here (its anchor)
         self._borrowed = []  # objfiles of other program spaces, searched after this one's
         self._searched = (None, None)  # (_generation, what _TYPES knows the objfiles by)
 
@@ -215,8 +212,8 @@ class Lookup:
                 if name not in kept[1]:
                     return None  # not in the file: where this inferior loaded it is no matter
                 anchor = self._anchor(objfile)
-                if anchor is not None and anchor[0] == kept[0][0]:
-                    here = (kept[1], anchor[1] - kept[0][1])
+                if anchor is not None:
+                    here = (kept[1], anchor - kept[0])
                 else:
                     here = (self._read_minimal(objfile.filename), 0)
             self._msymbols[objfile] = here
@@ -238,34 +235,23 @@ class Lookup:
         return table
 
     def _anchor(self, objfile):
-        """Where this inferior loaded `objfile`'s file: (kind, address) of its anchor (see the
+        """Where this inferior loaded `objfile`'s file: the start of its .text (see the
         module's docstring); None if it has none."""
-        name = objfile.filename
-        if name not in self._anchors:
-            anchor = None
-            if name == objfile.progspace.filename:
-                with SelectedInferior(self.inferior_num):
-                    text = output("maint info sections")
-                first = next((m for m in map(_SECTION.match, text.splitlines()) if m), None)
-                if first:
-                    anchor = ("exec", int(first.group(1), 16))
-            elif _VDSO.match(name):
-                anchor = ("vdso", int(_VDSO.match(name).group(1), 16))
-            elif name in self._shared_library_texts():
-                anchor = ("text", self._texts[name])
-            self._anchors[name] = anchor
-        return self._anchors[name]
-
-    def _shared_library_texts(self):
         if self._texts is None:
             with SelectedInferior(self.inferior_num):
-                text = output("info sharedlibrary")
+                text = output("maint info sections -all-objects .text")
             self._texts = {}
+            owner = None
             for line in text.splitlines():
-                m = _SHARED_LIBRARY.match(line)
+                m = _OWNER.match(line)
                 if m:
-                    self._texts.setdefault(m.group(2), int(m.group(1), 16))
-        return self._texts
+                    owner = m.group(1)
+                    continue
+                m = _SECTION.match(line)
+                if m and owner is not None:
+                    self._texts.setdefault(owner, int(m.group(1), 16))
+                    owner = None
+        return self._texts.get(objfile.filename)
 
 
 def _file(objfile):
