@@ -364,7 +364,6 @@ class MqdStatus(gdb.Command):
 def register():
     """Makes the `mqd` commands known to gdb (again: a command registered twice replaces the
     first)."""
-    memory.register()
     MqdPrefix()
     MqdAttach()
     MqdLoad()

@@ -30,9 +30,8 @@ inferior loaded the file from where the first one did, measured at the file's an
 start of its .text (`maint info sections -all-objects .text`: gdb's own section table, which
 costs no exchange with a remote target, unlike `info sharedlibrary`). Another inferior looks
 for the anchor only of a file whose table has the name. A file without a .text has its table
-read in each inferior that searches it. The whole search then
-costs a dictionary look-up per objfile. Which full symbols a file lacks is kept the same way
-(_ABSENT). A type depends on nothing but the files searched, in their order: an inferior that
+read in each inferior that searches it. The whole search then costs a dictionary look-up per
+objfile. Which full symbols a file lacks is kept the same way (_ABSENT). A type depends on nothing but the files searched, in their order: an inferior that
 loaded the same files (names and build ids) as one that already found it gets the same answer
 without a search (_TYPES).
 """
@@ -57,7 +56,7 @@ _FILE_LOCAL = frozenset("tdb")
 _ADDRESSED = (gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK)
 _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
 _OWNER = re.compile(r"^(?:Exec|Object) file: `(.*)', file type ")
-_VDSO = re.compile(r"^system-supplied DSO at 0x[0-9a-fA-F]+$")
+_VDSO = "system-supplied DSO at "  # how gdb names the vDSO, before its address
 
 # _file(objfile) -> (the file's anchor in the first inferior that read it, {name:
 # (kind, address)} there): each file's minimal symbols, read once.
@@ -257,7 +256,7 @@ class Lookup:
 def _file(objfile):
     """What names a file across inferiors: its name and build id; for the vDSO, whose name
     holds the address it was mapped at, its build id alone (without one, its name)."""
-    if objfile.build_id is not None and _VDSO.match(objfile.filename):
+    if objfile.build_id is not None and objfile.filename.startswith(_VDSO):
         return ("system-supplied DSO", objfile.build_id)
     return (objfile.filename, objfile.build_id)
 

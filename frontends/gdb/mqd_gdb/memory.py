@@ -100,16 +100,7 @@ class Command:
         return False
 
 
-_registered = False
-
-
-def register():
-    """Drops the pages whenever the debugger's view of a target's memory may change (once per
-    gdb, however often the front end is sourced)."""
-    global _registered
-    if _registered:
-        return
-    _registered = True
-    for event in (gdb.events.cont, gdb.events.memory_changed, gdb.events.exited,
-                  gdb.events.inferior_deleted, gdb.events.new_inferior):
-        event.connect(forget)
+# Whenever the debugger's view of a target's memory may change, every page is dropped.
+for _event in (gdb.events.cont, gdb.events.memory_changed, gdb.events.exited,
+               gdb.events.inferior_deleted, gdb.events.new_inferior):
+    _event.connect(forget)
