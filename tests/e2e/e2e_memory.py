@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""The front end reads each byte of the target once per command, and never past it.
+"""The front end reads each byte of the target once per command, and nothing it read serves the
+next command.
 
 A live Open MPI job (tests/e2e/pending.c); gdb reaches rank 0 through a real
 `gdbserver --attach` on loopback, the debugger's own remote link, loads Open MPI's DLL natively
 (its `fetch_data` makes hundreds of small reads per dump) and, with gdb's remote protocol
 traced:
 
-  - `mqd dump` (which loads the DLL the target names first: a command running another): no byte of target memory may be asked of gdbserver twice within the command
-    (frontends/gdb/mqd_gdb/memory.py keeps the pages it read for the command), and the dump
-    shows what the rank posted;
+  - `mqd dump`, which first loads the DLL the target names (a command running another): no
+    byte of target memory may be asked of gdbserver twice within the command
+    (frontends/gdb/mqd_gdb/memory.py keeps the pages it read for the outermost command), and
+    the dump shows what the rank posted;
   - a change gdb makes to the target between two commands (MPI_COMM_WORLD's name, poked with
     tests/e2e/target_poke.py, with the count that makes the DLL read the names again) shows
     in the next `mqd dump`: nothing read in one command serves the next.
