@@ -21,19 +21,16 @@ that is the cost the front end avoids.
 usage: e2e_lookup.py --build DIR --ompi-dll PATH --frontend PATH [--ops 10]
                      [--gdbserver PATH]
 """
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
-from artefacts import Artefacts  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
-from gdbserver import GdbServer, run_gdb  # noqa: E402
-from mpi_job import Job, check_against_manifests  # noqa: E402
-from scratch import tear_down  # noqa: E402
+from gdbserver import run_gdb  # noqa: E402
+from mpi_job import check_against_manifests  # noqa: E402
+from remote_rank import packets_by_phase, run  # noqa: E402
 
 # Runs inside gdb, attached to rank 0 through gdbserver, with the front end loaded.
 GDB_SCRIPT = r"""
@@ -86,18 +83,6 @@ with open(cfg["out"], "w") as f:
 """
 
 
-def packets_by_phase(log):
-    """{phase: packets gdb sent} from gdb's stderr with the script's phase marks."""
-    counts, phase = {}, None
-    for line in log.splitlines():
-        if line.startswith("@@PHASE "):
-            phase = line.split()[1]
-            counts[phase] = 0
-        elif phase and "Sending packet:" in line:
-            counts[phase] += 1
-    return counts
-
-
 def compare(ours, theirs):
     """The names whose answers differ, by the rule in the module's docstring."""
     problems = []
@@ -112,46 +97,28 @@ def compare(ours, theirs):
     return problems
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--ompi-dll", required=True)
-    ap.add_argument("--frontend", required=True)
-    ap.add_argument("--ops", type=int, default=10)
-    ap.add_argument("--gdbserver", default="gdbserver")
-    args = ap.parse_args()
-    built = Artefacts(os.path.abspath(args.build))
-    program = built.require("pending")
-    work = tempfile.mkdtemp(prefix="mqd-e2e-lookup-")
-    job = server = None
-    passed = False
-    try:
-        job = Job(program, 4, args.ops, work)
-        server = GdbServer(args.gdbserver, work, attach_pid=job.pids[0])
-        out, dump = os.path.join(work, "lookups.json"), os.path.join(work, "dump.json")
-        env = dict(os.environ, MQD_LOOKUP_TEST=json.dumps(
-            {"dll": args.ompi_dll, "out": out, "dump": dump}))
-        log = run_gdb(server, program, "lookup.gdb.py", GDB_SCRIPT, [args.frontend], env, work)
-        if not os.path.exists(out):
-            raise Failure("gdb wrote no answers:\n%s" % log[-3000:])
-        answers = json.load(open(out))
-        packets = packets_by_phase(log)
-        problems = check_against_manifests([json.load(open(dump))], job.manifests[:1])
-        if len(answers["theirs"]) < 10:
-            problems.append("the DLL asked only %d names: %s" % (len(answers["theirs"]),
-                                                                 sorted(answers["theirs"])))
-        if packets.get("ours", -1) != 0:
-            problems.append("the front end's look-ups sent %s packets to gdbserver"
-                            % packets.get("ours"))
-        problems += compare(answers["ours"], answers["theirs"])
-        print("%d names the DLL asked; remote packets: the front end's look-ups %s, gdb's own %s"
-              % (len(answers["theirs"]), packets.get("ours"), packets.get("gdb")))
-        passed = verdict(problems, work, "the front end's look-ups send nothing to gdbserver "
-                         "and answer what gdb's own do") == 0
-        return 0 if passed else 1
-    finally:
-        tear_down(work, passed, server, job)
+def check(args, program, server, job, work):
+    out, dump = os.path.join(work, "lookups.json"), os.path.join(work, "dump.json")
+    env = dict(os.environ, MQD_LOOKUP_TEST=json.dumps(
+        {"dll": args.ompi_dll, "out": out, "dump": dump}))
+    log = run_gdb(server, program, "lookup.gdb.py", GDB_SCRIPT, [args.frontend], env, work)
+    if not os.path.exists(out):
+        raise Failure("gdb wrote no answers:\n%s" % log[-3000:])
+    answers = json.load(open(out))
+    packets = {phase: len(sent) for phase, sent in packets_by_phase(log).items()}
+    problems = check_against_manifests([json.load(open(dump))], job.manifests[:1])
+    if len(answers["theirs"]) < 10:
+        problems.append("the DLL asked only %d names: %s" % (len(answers["theirs"]),
+                                                             sorted(answers["theirs"])))
+    if packets.get("ours", -1) != 0:
+        problems.append("the front end's look-ups sent %s packets to gdbserver"
+                        % packets.get("ours"))
+    problems += compare(answers["ours"], answers["theirs"])
+    print("%d names the DLL asked; remote packets: the front end's look-ups %s, gdb's own %s"
+          % (len(answers["theirs"]), packets.get("ours"), packets.get("gdb")))
+    return verdict(problems, work, "the front end's look-ups send nothing to gdbserver "
+                   "and answer what gdb's own do") == 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("mqd-e2e-lookup-", check))

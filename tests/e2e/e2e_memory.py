@@ -21,20 +21,17 @@ so each is an exchange on a remote link.
 usage: e2e_memory.py --build DIR --ompi-dll PATH --frontend PATH [--ops 10]
                      [--gdbserver PATH]
 """
-import argparse
 import json
 import os
 import re
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testing", "python"))
-from artefacts import Artefacts  # noqa: E402
 from failure import Failure, verdict  # noqa: E402
-from gdbserver import GdbServer, run_gdb  # noqa: E402
-from mpi_job import Job, check_against_manifests  # noqa: E402
-from scratch import tear_down  # noqa: E402
+from gdbserver import run_gdb  # noqa: E402
+from mpi_job import check_against_manifests  # noqa: E402
+from remote_rank import packets_by_phase, run  # noqa: E402
 
 POKE = os.path.join(HERE, "target_poke.py")
 # MPI_COMM_WORLD's name, and the count Open MPI's DLL compares to decide whether to read the
@@ -70,21 +67,14 @@ gdb.execute("set debug remote 0")
 gdb.execute("unpoke " + cfg["journal"])
 """
 
-PACKET = re.compile(r"Sending packet: \$m([0-9a-f]+),([0-9a-f]+)#")
+READ = re.compile(r"Sending packet: \$m([0-9a-f]+),([0-9a-f]+)#")
 
 
 def reads_by_phase(log):
     """{phase: [(address, length) of every memory packet gdb sent]} from gdb's stderr."""
-    reads, phase = {}, None
-    for line in log.splitlines():
-        if line.startswith("@@PHASE "):
-            phase = line.split()[1]
-            reads[phase] = []
-        elif phase:
-            m = PACKET.search(line)
-            if m:
-                reads[phase].append((int(m.group(1), 16), int(m.group(2), 16)))
-    return reads
+    return {phase: [(int(m.group(1), 16), int(m.group(2), 16))
+                    for m in map(READ.search, sent) if m]
+            for phase, sent in packets_by_phase(log).items()}
 
 
 def read_twice(reads):
@@ -102,62 +92,44 @@ def comm_names(dump):
     return sorted(c["name"] for c in dump.get("communicators", []))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--ompi-dll", required=True)
-    ap.add_argument("--frontend", required=True)
-    ap.add_argument("--ops", type=int, default=10)
-    ap.add_argument("--gdbserver", default="gdbserver")
-    args = ap.parse_args()
-    built = Artefacts(os.path.abspath(args.build))
-    program = built.require("pending")
-    work = tempfile.mkdtemp(prefix="mqd-e2e-memory-")
-    job = server = None
-    passed = False
-    try:
-        job = Job(program, 4, args.ops, work)
-        server = GdbServer(args.gdbserver, work, attach_pid=job.pids[0])
-        dumps = [os.path.join(work, "dump%d.json" % i) for i in (1, 2)]
-        loaded = os.path.join(work, "status.txt")
-        env = dict(os.environ, MQD_MEMORY_TEST=json.dumps(
-            {"loaded": loaded, "dumps": dumps, "pokes": POKES,
-             "journal": os.path.join(work, "poke.journal")}))
-        log = run_gdb(server, program, "memory.gdb.py", GDB_SCRIPT, [args.frontend, POKE], env,
-                      work)
-        if not all(os.path.exists(d) for d in dumps):
-            raise Failure("gdb wrote no dumps:\n%s" % log[-3000:])
-        first, second = (json.load(open(d)) for d in dumps)
-        reads = reads_by_phase(log)
-        problems = check_against_manifests([first], job.manifests[:1])
-        status = open(loaded).read()
-        if os.path.realpath(args.ompi_dll) not in status and args.ompi_dll not in status:
-            problems.append("the target's MPIR_dll_name is not %s: %s" % (args.ompi_dll,
-                                                                         status[:500]))
-        for phase in ("dump1", "dump2"):
-            found = reads.get(phase, [])
-            if not found:
-                problems.append("%s sent no memory packet: is the remote protocol traced?"
-                                % phase)
-            twice = read_twice(found)
-            if twice:
-                problems.append("%s asked gdbserver for %d ranges it had read in the same "
-                                "command: %s" % (phase, len(twice), ", ".join(
-                                    "%#x+%d" % r for r in twice[:5])))
-            print("%s: %d memory packets, %d bytes" % (phase, len(found),
-                                                       sum(n for _, n in found)))
-        before, after = comm_names(first), comm_names(second)
-        if "MPI_COMM_WORLD" not in before:
-            problems.append("the first dump shows no MPI_COMM_WORLD: %s" % before)
-        if "MPI_XOMM_WORLD" not in after or "MPI_COMM_WORLD" in after:
-            problems.append("after MPI_COMM_WORLD's name was changed between the commands, "
-                            "the next dump shows %s" % after)
-        passed = verdict(problems, work, "each byte read once per command, and a change "
-                         "between commands seen by the next") == 0
-        return 0 if passed else 1
-    finally:
-        tear_down(work, passed, server, job)
+def check(args, program, server, job, work):
+    dumps = [os.path.join(work, "dump%d.json" % i) for i in (1, 2)]
+    loaded = os.path.join(work, "status.txt")
+    env = dict(os.environ, MQD_MEMORY_TEST=json.dumps(
+        {"loaded": loaded, "dumps": dumps, "pokes": POKES,
+         "journal": os.path.join(work, "poke.journal")}))
+    log = run_gdb(server, program, "memory.gdb.py", GDB_SCRIPT, [args.frontend, POKE], env,
+                  work)
+    if not all(os.path.exists(d) for d in dumps):
+        raise Failure("gdb wrote no dumps:\n%s" % log[-3000:])
+    first, second = (json.load(open(d)) for d in dumps)
+    reads = reads_by_phase(log)
+    problems = check_against_manifests([first], job.manifests[:1])
+    status = open(loaded).read()
+    if os.path.realpath(args.ompi_dll) not in status and args.ompi_dll not in status:
+        problems.append("the target's MPIR_dll_name is not %s: %s" % (args.ompi_dll,
+                                                                     status[:500]))
+    for phase in ("dump1", "dump2"):
+        found = reads.get(phase, [])
+        if not found:
+            problems.append("%s sent no memory packet: is the remote protocol traced?"
+                            % phase)
+        twice = read_twice(found)
+        if twice:
+            problems.append("%s asked gdbserver for %d ranges it had read in the same "
+                            "command: %s" % (phase, len(twice), ", ".join(
+                                "%#x+%d" % r for r in twice[:5])))
+        print("%s: %d memory packets, %d bytes" % (phase, len(found),
+                                                   sum(n for _, n in found)))
+    before, after = comm_names(first), comm_names(second)
+    if "MPI_COMM_WORLD" not in before:
+        problems.append("the first dump shows no MPI_COMM_WORLD: %s" % before)
+    if "MPI_XOMM_WORLD" not in after or "MPI_COMM_WORLD" in after:
+        problems.append("after MPI_COMM_WORLD's name was changed between the commands, "
+                        "the next dump shows %s" % after)
+    return verdict(problems, work, "each byte read once per command, and a change "
+                   "between commands seen by the next") == 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("mqd-e2e-memory-", check))

@@ -41,18 +41,18 @@ def read(inferior, address, size):
     pages = _pages.setdefault(inferior.num, {})
     first = address - address % PAGE
     end = address + size
+    if end <= first + PAGE:  # within one page: the DLL's reads, on every fetch_data
+        page = pages.get(first)
+        if page is None:
+            try:
+                page = bytes(inferior.read_memory(first, PAGE))
+            except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
+                return bytes(inferior.read_memory(address, size))
+            pages[first] = page
+        return page[address - first:end - first]
     if all(p in pages for p in range(first, end, PAGE)):
-        if end <= first + PAGE:
-            return pages[first][address - first:end - first]
         joined = b"".join(pages[p] for p in range(first, end, PAGE))
         return joined[address - first:end - first]
-    if end <= first + PAGE:
-        try:
-            page = bytes(inferior.read_memory(first, PAGE))
-        except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
-            return bytes(inferior.read_memory(address, size))
-        pages[first] = page
-        return page[address - first:end - first]
     data = bytes(inferior.read_memory(address, size))
     for p in range(first if first == address else first + PAGE, end - PAGE + 1, PAGE):
         pages[p] = data[p - address:p - address + PAGE]
