@@ -24,7 +24,8 @@ Modules, one concept each, in the order a value travels:
                sizes, the MPI_COMM_WORLD rank
   handles      the images, processes and types the DLL knows by opaque handle
   inferiors    gdb's inferiors as the front end uses them: finding and selecting one
-  memory       target memory as fetch_data reads it: whole pages, each read once per command
+  memory       target memory as fetch_data reads it: whole pages, each read once per command,
+               kept for later commands behind a stub that proves them unchanged (qCRC)
   debug_types  the debug-type object for Open MPI's stripped libmpi (frontends/ompi-types),
                loaded into each inferior that lacks the types when the DLL is Open MPI's
   abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations, and the

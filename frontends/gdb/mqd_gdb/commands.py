@@ -23,7 +23,9 @@
   mqd types [OBJECT]
       Load debug types for a stripped libmpi (debug_types).
   mqd status
-      What is loaded, and what was set up; the last 20 messages of the callbacks and the DLL.
+      What is loaded, and what was set up; the last 20 messages of the callbacks and the DLL;
+      the pages of target memory kept for later commands, and what the last command that
+      found some did with them (memory).
 
 Every failure is one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
 it); never a Python traceback. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they
@@ -342,7 +344,7 @@ class MqdTypes(gdb.Command):
 
 
 class MqdStatus(gdb.Command):
-    """What mqd has loaded and set up: mqd status"""
+    """What mqd has loaded and set up, and the pages of target memory it keeps: mqd status"""
 
     def __init__(self):
         super().__init__("mqd status", gdb.COMMAND_DATA)
@@ -359,6 +361,13 @@ class MqdStatus(gdb.Command):
                       % (num, p.set_up, p.has_queues and p.has_queues[0]))
         for line in _session.messages[-20:]:
             gdb.write("  " + line + "\n")
+        pages, processes = memory.kept_pages()
+        checks = memory.last_checks
+        gdb.write("  memory: %d pages of %d processes kept for later commands; the last to "
+                  "find kept pages read %d of them again, checked %d runs with qCRC (%d pages "
+                  "unchanged, %d runs changed) and dropped %d pages unchecked\n"
+                  % (pages, processes, checks["read"], checks["runs"], checks["proved"],
+                     checks["changed"], checks["dropped"]))
 
 
 def register():

@@ -1,4 +1,5 @@
-"""Target memory as the DLL's fetch_data reads it: whole pages, each read once per command.
+"""Target memory as the DLL's fetch_data reads it: whole pages, each read once per command,
+and kept for later commands, which use them once the target proves them unchanged.
 
 A DLL reads a few bytes at a time, mostly near each other (one field of a request, then the
 next request of the same free list): Open MPI's makes about 68,000 reads to dump 3,000
@@ -6,26 +7,81 @@ operations. Through gdbserver every gdb read is at least one exchange on the deb
 (a packet carries up to about 8 KiB), so the front end reads a small read's whole 4 KiB page
 instead, and answers the next reads of a page from what it read.
 
-The rule (docs/round-trips.md, "The debugger's own link"): a page read is kept only
+The rule (docs/round-trips.md, "The debugger's own link"): a page read serves later reads only
 while nothing can have changed it for the debugger, that is
-  - within one `mqd` command (what a job's running processes write to a stopped rank's shared
-    memory shows at the next command, as it shows at the next read of a native load run a
-    moment later);
-  - while no inferior has resumed, gdb wrote no memory and no inferior exited or was removed
-    (each drops every page);
-  - never in non-stop mode, where other threads run while the command does.
+  - within one `mqd` command, while no inferior has resumed, gdb wrote no memory and no
+    inferior exited or was removed (each drops every page of the command);
+  - in a later command, only once the target proved it unchanged. The pages of a process
+    behind a remote stub that answers qCRC are kept when a command ends. At the process's
+    first read in a later command, its first kept page is read again, and each run of
+    consecutive kept pages (at most MAX_RUN) is checked with one qCRC exchange (the stub's
+    CRC-32 of that memory now, against the CRC of the bytes kept) where that is likely
+    quicker than reading the run again (_worth_checking). A run whose CRC differs, that the
+    stub cannot read or that is not worth a check is dropped, and read again when asked for.
+    A change made
+    outside gdb (another process writing a stopped rank's shared memory, the rank itself
+    after it resumed) is seen as a direct read would see it, unless the changed run's CRC-32
+    happens to be the same: one chance in 2^32 for a changed run;
+  - never in non-stop mode, where other threads run while the command does, never for a
+    native (ptrace) inferior, whose reads cost no exchange, and never behind a stub that does
+    not answer qCRC (qemu's).
 A read is answered exactly as a direct read would be. A read within one page comes from one
 read of that page; when that fails (the page is only partly readable), the bytes asked for are
-read directly, as before, and nothing is kept. A longer read is read as asked, and keeps the
-pages it covers whole. A page is the smallest unit a mapping has on every architecture gdb
-debugs here, so no read of a kept page could have failed where the page read succeeded.
+read directly, as before, and nothing is kept. A page is the smallest unit a mapping has on
+every architecture gdb debugs here, so no read of a kept page could have failed where the page
+read succeeded.
 """
+import re
+import time
+import zlib
+
 import gdb
+
+from . import execute
 
 PAGE = 4096
 
+# The most bytes of pages kept from one command for later ones (what gdb's process holds
+# between commands); past it, the pages of the inferiors read last are not kept.
+MAX_KEPT_BYTES = 128 << 20
+
+# What checking a run costs against reading it again, per stub (gdb.TargetConnection number):
+# the quickest exchange seen, and the stub's time per byte checked (measured on runs of 4
+# packets and more). gdbserver reads memory a byte at a time for qCRC, about 1.2 us per
+# byte, so a check pays only on a slow link (at a 20 ms round trip, for about 3 packets and
+# more) and never for one packet's worth (a read is one exchange too).
+PACKET = 8 << 10  # about what gdbserver carries per memory read
+CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
+# The most one qCRC checks: a change anywhere in a run drops it all, to be read again.
+MAX_RUN = 256 << 10
+_exchange = {}
+_crc_per_byte = {}
+
 # inferior number -> {page address: its bytes}; None when nothing may be kept (outside a command)
 _pages = None
+
+# Inferior numbers whose pages this command keeps for later ones (behind a stub that answers
+# qCRC): their longer reads bring whole pages, which a check needs.
+_keeping = set()
+
+# (inferior number, pid) -> {page address: its bytes}: what earlier commands read of a process
+# behind a stub that answers qCRC, left for later commands.
+_kept = {}
+
+# gdb.TargetConnection number -> whether its stub answers qCRC (asked once, _keeps).
+_stub_checks = {}
+
+# What the last command that found kept pages did with them (mqd status): the kept pages
+# read again (each process's first, before its checks), the runs checked with qCRC, the
+# pages they proved unchanged, the runs found changed (or unreadable), and the pages
+# dropped unchecked (runs not worth a check).
+last_checks = {"read": 0, "runs": 0, "proved": 0, "changed": 0, "dropped": 0}
+_checks = None  # the running command's, once it found kept pages
+
+
+def kept_pages():
+    """(pages, processes) kept for later commands."""
+    return sum(len(pages) for pages in _kept.values()), len(_kept)
 
 
 def read(inferior, address, size):
@@ -34,29 +90,139 @@ def read(inferior, address, size):
 
     A read within one page brings the whole page: the same single exchange through gdbserver,
     and the DLL's next reads are most often in it. A longer read (the shim's blocks and
-    windows) is read as asked, as many packets as before, and the pages it covers whole are
-    kept."""
+    windows) takes the pages it spans that are known and reads the rest, one read per stretch
+    of unknown pages: their whole pages where pages are kept for later commands (so that the
+    stretch's first and last page can be checked then too), else the bytes asked for, keeping
+    the pages those cover whole."""
     if _pages is None or size <= 0:
         return bytes(inferior.read_memory(address, size))
-    pages = _pages.setdefault(inferior.num, {})
+    pages = _pages.get(inferior.num)
+    if pages is None:  # its first read in this command
+        pages = _pages[inferior.num] = {}
+        if _keeps(inferior):  # asked here, while the caller has it selected
+            _keeping.add(inferior.num)
+            kept = _kept.pop((inferior.num, inferior.pid), None)
+            if kept:
+                _verify(inferior, kept, pages)
     first = address - address % PAGE
     end = address + size
     if end <= first + PAGE:  # within one page: the DLL's reads, on every fetch_data
         page = pages.get(first)
         if page is None:
             try:
-                page = bytes(inferior.read_memory(first, PAGE))
+                page = pages[first] = bytes(inferior.read_memory(first, PAGE))
             except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
                 return bytes(inferior.read_memory(address, size))
-            pages[first] = page
         return page[address - first:end - first]
-    if all(p in pages for p in range(first, end, PAGE)):
-        joined = b"".join(pages[p] for p in range(first, end, PAGE))
-        return joined[address - first:end - first]
-    data = bytes(inferior.read_memory(address, size))
-    for p in range(first if first == address else first + PAGE, end - PAGE + 1, PAGE):
-        pages[p] = data[p - address:p - address + PAGE]
-    return data
+    data = bytearray()
+    at = address
+    while at < end:
+        page_at = at - at % PAGE
+        page = pages.get(page_at)
+        if page is not None:
+            upto = min(end, page_at + PAGE)
+            data += page[at - page_at:upto - page_at]
+        else:
+            known = page_at + PAGE
+            while known < end and known not in pages:
+                known += PAGE
+            upto = min(end, known)
+            whole = _whole_pages(inferior, page_at, min(known, upto + (-upto) % PAGE))
+            if whole is not None:
+                for p in range(page_at, page_at + len(whole), PAGE):
+                    pages[p] = whole[p - page_at:p - page_at + PAGE]
+                data += whole[at - page_at:upto - page_at]
+            else:  # the bytes asked for, as a direct read
+                read = bytes(inferior.read_memory(at, upto - at))
+                for p in range(page_at if page_at == at else page_at + PAGE,
+                               upto - PAGE + 1, PAGE):
+                    pages[p] = read[p - at:p - at + PAGE]
+                data += read
+        at = upto
+    return bytes(data)
+
+
+def _whole_pages(inferior, start, end):
+    """The pages from `start` to `end` (page-aligned), read in one go where pages of `inferior`
+    are kept for later commands (_keeping), since each kept page must be whole for its check;
+    None where not, or when they cannot be read whole."""
+    if inferior.num not in _keeping:
+        return None
+    try:
+        return bytes(inferior.read_memory(start, end - start))
+    except gdb.MemoryError:
+        return None
+
+
+def _verify(inferior, kept, pages):
+    """Puts into this command's `pages` what earlier commands `kept` of `inferior`'s process
+    and the stub proves unchanged: one qCRC exchange per run of consecutive kept pages worth
+    checking (_worth_checking); drops the rest, which is read again if asked for.
+
+    qCRC reads the process the stub's current thread belongs to, which gdb sets (Hg) before it
+    reads memory of another process than the one it last read: a plain read (of the first
+    kept page, read again), which gdb never answers from a cache of its own, comes first, so
+    that a stub serving several processes (gdbserver --multi) checks this one. That read is
+    timed: an exchange's cost."""
+    global _checks
+    if _checks is None:
+        _checks = dict.fromkeys(last_checks, 0)
+    link = inferior.connection.num
+    first = min(kept)
+    started = time.monotonic()
+    try:
+        pages[first] = bytes(inferior.read_memory(first, PAGE))
+    except gdb.MemoryError:
+        return
+    took = time.monotonic() - started
+    _exchange[link] = min(_exchange.get(link, took), took)
+    _checks["read"] += 1
+    del kept[first]
+    for run in _runs(kept):
+        size = len(run) * PAGE
+        if not _worth_checking(link, size):
+            _checks["dropped"] += len(run)
+            continue
+        data = b"".join(kept[p] for p in run)
+        started = time.monotonic()
+        crc = _stub_crc_of(run[0], size)
+        took = time.monotonic() - started
+        _checks["runs"] += 1
+        if crc is None:  # no answer after all: nothing more is kept behind this stub
+            _stub_checks[link] = False
+            _keeping.discard(inferior.num)
+            return
+        if size >= 4 * PACKET:  # long enough for the stub's share to show over the link's
+            per_byte = max(took - _exchange[link], 0.0) / size
+            _crc_per_byte[link] = min(_crc_per_byte.get(link, per_byte), per_byte)
+        if crc is not False and crc == stub_crc(data):
+            _checks["proved"] += len(run)
+            for p in run:
+                pages[p] = kept[p]
+        else:
+            _checks["changed"] += 1
+
+
+def _runs(pages):
+    """The page addresses of `pages`, sorted, as runs of consecutive pages of at most
+    MAX_RUN bytes."""
+    runs = []
+    for page in sorted(pages):
+        if runs and runs[-1][-1] + PAGE == page and len(runs[-1]) * PAGE < MAX_RUN:
+            runs[-1].append(page)
+        else:
+            runs.append([page])
+    return runs
+
+
+def _worth_checking(link, size):
+    """Whether checking `size` bytes with qCRC over stub connection `link` is likely quicker
+    than reading them again."""
+    exchange = _exchange.get(link)
+    if exchange is None:
+        return False
+    again = -(-size // PACKET) * exchange
+    return exchange + size * _crc_per_byte.get(link, CRC_PER_BYTE) < again
 
 
 def string(inferior, address, limit=4096):
@@ -73,10 +239,98 @@ def string(inferior, address, limit=4096):
     return found[:limit]
 
 
+def _keeps(inferior, ask=True):
+    """Whether pages of `inferior` may be kept for a later command: it is behind a remote stub
+    that answers qCRC. `ask`: ask the stub when not known yet, with an empty range (one
+    exchange, on the selected inferior's connection: call it with `inferior` selected);
+    otherwise not known is no."""
+    connection = inferior.connection
+    if connection is None or connection.type not in ("remote", "extended-remote"):
+        return False
+    if connection.num not in _stub_checks:
+        if not ask:
+            return False
+        _stub_checks[connection.num] = _stub_crc_of(0, 0) is not None
+    return _stub_checks[connection.num]
+
+
+# CRC-32 as gdb's stubs compute it for qCRC: polynomial 0x04c11db7, most significant bit first,
+# all ones to start, no final inversion. zlib's CRC-32 is the same polynomial least
+# significant bit first, with a final inversion: computed over bit-reversed bytes and undone.
+_REVERSED = bytes(int("{:08b}".format(i)[::-1], 2) for i in range(256))
+
+
+def stub_crc(data):
+    """The CRC-32 a gdb stub answers to qCRC for memory holding `data`."""
+    crc = zlib.crc32(data.translate(_REVERSED)) ^ 0xffffffff
+    return int("{:032b}".format(crc)[::-1], 2)
+
+
+_RECEIVED = re.compile(r'received: "(.*)"')
+
+
+def _stub_crc_of(address, length):
+    """The stub's CRC of `length` bytes at `address` of the process it reads now; False when it
+    cannot read them, None when it does not answer qCRC."""
+    try:
+        said = execute.output("maint packet qCRC:%x,%x" % (address, length))
+    except gdb.error:
+        return None
+    found = _RECEIVED.search(said)
+    reply = found.group(1) if found else ""
+    if reply.startswith("C"):
+        try:
+            return int(reply[1:], 16)
+        except ValueError:
+            return None
+    return False if reply.startswith("E") else None
+
+
+def _keep_for_later():
+    """At a command's end: keeps its pages of processes behind a stub that answers qCRC for
+    later commands, with what earlier commands kept of processes this one did not read, at
+    most MAX_KEPT_BYTES in all (the earlier ones first)."""
+    now = {(inferior.num, inferior.pid) for inferior in gdb.inferiors()}
+    for key in [k for k in _kept if k not in now]:  # detached, or another process now
+        del _kept[key]
+    ended = {}
+    for inferior in gdb.inferiors():
+        known = _pages.get(inferior.num)
+        if known and inferior.pid != 0 and inferior.num in _keeping and \
+                _keeps(inferior, ask=False):
+            _kept.pop((inferior.num, inferior.pid), None)
+            ended[(inferior.num, inferior.pid)] = known
+    held = sum(len(pages) for pages in _kept.values()) * PAGE
+    for key, pages in ended.items():
+        if held + len(pages) * PAGE > MAX_KEPT_BYTES:
+            break
+        _kept[key] = pages
+        held += len(pages) * PAGE
+
+
 def forget(*_):
-    """Drops every page kept (an event handler as well: any event argument is ignored)."""
+    """Drops every page of the command (an event handler as well: any event argument is
+    ignored). Pages kept for later commands stay: they are proved unchanged before use."""
     if _pages is not None:
         _pages.clear()
+
+
+def _memory_changed(event):
+    """gdb wrote target memory: no page of the command serves any more, nor a kept page the
+    write touched."""
+    forget()
+    first = event.address - event.address % PAGE
+    for pages in _kept.values():
+        for p in range(first, event.address + event.length, PAGE):
+            pages.pop(p, None)
+
+
+def _process_gone(event):
+    """An inferior exited or was removed: what was kept of it goes too."""
+    forget()
+    num = event.inferior.num
+    for key in [k for k in _kept if k[0] == num]:
+        del _kept[key]
 
 
 _depth = 0  # commands running, counting one that another runs (mqd dump runs mqd load)
@@ -84,7 +338,7 @@ _depth = 0  # commands running, counting one that another runs (mqd dump runs mq
 
 class Command:
     """Pages are kept for the duration of a `with` block, one front-end command (the outermost,
-    when one runs another)."""
+    when one runs another), and then for later commands where they can be proved unchanged."""
 
     def __enter__(self):
         global _pages, _depth
@@ -93,14 +347,23 @@ class Command:
             _pages = None if gdb.parameter("non-stop") else {}
 
     def __exit__(self, *exc):
-        global _pages, _depth
+        global _pages, _depth, _checks
         _depth -= 1
         if _depth == 0:
+            if _pages is not None:
+                _keep_for_later()
             _pages = None
+            _keeping.clear()
+            if _checks is not None:
+                last_checks.update(_checks)
+                _checks = None
         return False
 
 
-# Whenever the debugger's view of a target's memory may change, every page is dropped.
-for _event in (gdb.events.cont, gdb.events.memory_changed, gdb.events.exited,
-               gdb.events.inferior_deleted, gdb.events.new_inferior):
+# Whenever the debugger's view of a target's memory may change, the command's pages are
+# dropped; kept pages are dropped only where gdb wrote or with their process.
+for _event in (gdb.events.cont, gdb.events.new_inferior):
     _event.connect(forget)
+gdb.events.memory_changed.connect(_memory_changed)
+for _event in (gdb.events.exited, gdb.events.inferior_deleted):
+    _event.connect(_process_gone)
