@@ -60,6 +60,7 @@ class Relay:
         if self.proc.poll() is not None:
             raise Failure("%s did not start" % name)
         self.endpoint = open(ready).read().strip()
+        self.port = int(self.endpoint.rsplit(":", 1)[1])  # on 127.0.0.1
 
     def stop(self):
         if self.proc.poll() is None:

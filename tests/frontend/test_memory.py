@@ -1,0 +1,127 @@
+"""frontends/gdb/mqd_gdb/memory.py against a stub whose memory changes behind gdb's back: every
+read answers what a direct read of the target would answer at that moment, pages serve a
+later command only once the stub's qCRC proved them unchanged, and nothing is kept behind a
+stub that does not answer qCRC. (e2e-memory-gdbserver checks the same through a real
+gdbserver; this one tries thousands of reads, changes and decisions.)"""
+import random
+
+import pytest
+
+from conftest import Inferior, MemoryError, Stub, gdbserver_crc
+
+import gdb
+
+BASE = 0x10000
+SIZE = 64 * 4096
+
+
+@pytest.fixture
+def target():
+    rng = random.Random(7)
+    stub = Stub(bytearray(rng.randrange(256) for _ in range(SIZE)), BASE)
+    gdb.current = Inferior(stub)
+    yield stub
+    gdb.current = None
+
+
+def command(memory, reads):
+    """Runs `reads` [(address, size)] as one command; returns what each answered (bytes, or
+    MemoryError)."""
+    answers = []
+    with memory.Command():
+        for address, size in reads:
+            try:
+                answers.append(memory.read(gdb.current, address, size))
+            except MemoryError as e:
+                answers.append(e)
+    return answers
+
+
+def direct(stub, address, size):
+    if size <= 0 or not stub.readable(address, size):
+        return MemoryError
+    return bytes(stub.memory[address - BASE:address - BASE + size])
+
+
+def test_gdbserver_crc():
+    # What gdbserver 13 answered to qCRC for 10,000 bytes i * 7 (mod 256), and the module's.
+    data = bytes(i * 7 % 256 for i in range(10000))
+    assert gdbserver_crc(data) == 0xba66ba71
+    from mqd_gdb import memory
+    assert memory.stub_crc(data) == 0xba66ba71
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_read_is_a_direct_read(memory, target, seed):
+    rng = random.Random(seed)
+    checks = rng.choice([lambda link, size: True, lambda link, size: rng.random() < 0.5])
+    memory._worth_checking = checks
+    totals = dict.fromkeys(memory.last_checks, 0)
+    for _ in range(12):
+        reads = []
+        for _ in range(120):
+            address = BASE - 8192 + rng.randrange(SIZE + 16384)
+            size = rng.choice([rng.randrange(-1, 64), rng.randrange(1, 70000)])
+            reads.append((address, size))
+        got = command(memory, reads)
+        for (address, size), answer in zip(reads, got):
+            expected = direct(target, address, size)
+            if expected is MemoryError:
+                assert isinstance(answer, MemoryError), (address, size)
+            else:
+                assert answer == expected, (address, size)
+        for key in totals:
+            totals[key] += memory.last_checks[key]
+        # Behind gdb's back: a few bytes anywhere, or nothing.
+        for _ in range(rng.choice([0, 1, 4])):
+            target.memory[rng.randrange(SIZE)] ^= 1 + rng.randrange(255)
+    assert totals["runs"] > 0 and totals["proved"] > 0
+
+
+def test_nothing_changed_reads_only_the_first_kept_page(memory, target):
+    memory._worth_checking = lambda link, size: True
+    reads = [(BASE + 4096 * i + 100, 8) for i in range(40)] + [(BASE + 50 * 4096, 20000)]
+    first = command(memory, reads)
+    target.reads.clear()
+    assert command(memory, reads) == first
+    assert target.reads == [(BASE, 4096)]  # the read that points the stub at the process
+    assert memory.last_checks["proved"] > 40 and memory.last_checks["changed"] == 0
+
+
+def test_a_change_behind_gdbs_back_shows(memory, target):
+    memory._worth_checking = lambda link, size: True
+    reads = [(BASE + 4096 * i, 4096) for i in range(1, 20)]
+    command(memory, reads)
+    target.memory[7 * 4096 + 5] ^= 0xff
+    second = command(memory, reads)
+    assert second[6] == bytes(target.memory[7 * 4096:8 * 4096])
+    assert memory.last_checks["changed"] == 1
+
+
+def test_a_stub_without_qcrc_keeps_nothing(memory, target):
+    target.answers_crc = False
+    reads = [(BASE + 4096 * i + 100, 8) for i in range(10)]
+    command(memory, reads)
+    assert memory.kept_pages() == (0, 0)
+    target.reads.clear()
+    command(memory, reads)
+    assert len(target.reads) == 10
+    assert target.crcs == [(0, 0)]  # asked once, with an empty range
+
+
+def test_a_page_gdb_writes_is_dropped(memory, target):
+    memory._worth_checking = lambda link, size: True
+    reads = [(BASE + 4096 * i, 16) for i in range(8)]
+    command(memory, reads)
+    kept = memory.kept_pages()[0]
+    memory._memory_changed(type("Event", (), {"address": BASE + 3 * 4096 + 10, "length": 4}))
+    assert memory.kept_pages()[0] == kept - 1
+
+
+def test_not_worth_checking_reads_again(memory, target):
+    memory._worth_checking = lambda link, size: False
+    reads = [(BASE + 4096 * i, 16) for i in range(8)]
+    command(memory, reads)
+    target.reads.clear()
+    command(memory, reads)
+    assert len(target.reads) == 8 and target.crcs == [(0, 0)]
