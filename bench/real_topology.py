@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 sys.path.insert(0, HERE)
 from bench import OMPI_DLL_GLOB, Build, Proxy, delta, human, round_trips, wire_bytes  # noqa
 from artefacts import Artefacts  # noqa: E402
+from daemon import start_daemon, stop_daemon  # noqa: E402
 from failure import Failure, wait_for  # noqa: E402
 from mpi_job import Job, check_against_manifests  # noqa: E402
 from ports import free_port  # noqa: E402
@@ -99,18 +100,16 @@ class Link:
         if os.path.exists(ready):
             os.unlink(ready)
         self.exchanges = os.path.join(work, name + ".exchanges")
-        self.proc = subprocess.Popen(
+        self.proc = start_daemon(
             [build.relay, "--listen", "tcp:127.0.0.1:0", "--connect", "tcp:" + connect,
              "--delay-ms", str(rtt / 2.0), "--ready-file", ready,
              "--exchanges-file", self.exchanges] +
-            (["--delay-after-signal"] if after_signal else []))
-        wait_for(lambda: os.path.exists(ready), 20, "the relay of " + name)
+            (["--delay-after-signal"] if after_signal else []),
+            lambda: os.path.exists(ready), "the relay of " + name)
         self.address = open(ready).read().strip().split(":", 1)[1]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        stop_daemon(self.proc)
 
 
 class LocalRank:

@@ -13,7 +13,8 @@ run_gdb() runs a gdb script in a gdb reaching the process through it.
 import os
 import subprocess
 
-from failure import Failure, wait_for
+from daemon import start_daemon, stop_daemon
+from failure import Failure
 from ports import free_port
 
 
@@ -25,16 +26,12 @@ class GdbServer:
         argv = [binary, "--multi", address] if attach_pid is None else \
             [binary, "--once", address, "--attach", str(attach_pid)]
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: "Listening on port" in open(self.log).read()
-                 or self.proc.poll() is not None, 20, "gdbserver")
-        if self.proc.poll() is not None:
-            raise Failure("gdbserver did not start:\n" + open(self.log).read())
+            self.proc = start_daemon(argv, lambda: "Listening on port" in open(self.log).read(),
+                                     "gdbserver", log=self.log, stdout=log,
+                                     stderr=subprocess.STDOUT)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        stop_daemon(self.proc)
 
 
 def run_gdb(server, program, script, text, sources, env, work, timeout=600):

@@ -17,9 +17,9 @@ Relay: an mqd-relay in front of a server's endpoint on TCP loopback, adding a ro
 """
 import os
 import signal
-import subprocess
 
-from failure import Failure, wait_for
+from daemon import start_daemon, stop_daemon
+from failure import Failure
 
 
 class Server:
@@ -34,10 +34,8 @@ class Server:
         args += ["--ready-file", ready,
                  "--state-dir", state_dir or os.path.join(workdir, "state"),
                  "--log-file", self.log]
-        self.proc = subprocess.Popen(args + list(extra))
-        wait_for(lambda: os.path.exists(ready) or self.proc.poll() is not None, 20, name)
-        if self.proc.poll() is not None:
-            raise Failure("%s did not start" % name)
+        self.proc = start_daemon(args + list(extra), lambda: os.path.exists(ready), name,
+                                 log=self.log)
         self.endpoint = open(ready).read().strip()
 
     def stop(self, check_exit=True):
@@ -53,16 +51,11 @@ class Server:
 class Relay:
     def __init__(self, binary, connect, rtt_ms, workdir, name):
         ready = os.path.join(workdir, name + ".ready")
-        self.proc = subprocess.Popen([binary, "--listen", "tcp:127.0.0.1:0", "--connect",
-                                      connect, "--delay-ms", str(rtt_ms / 2.0),
-                                      "--ready-file", ready])
-        wait_for(lambda: os.path.exists(ready) or self.proc.poll() is not None, 20, name)
-        if self.proc.poll() is not None:
-            raise Failure("%s did not start" % name)
+        self.proc = start_daemon([binary, "--listen", "tcp:127.0.0.1:0", "--connect",
+                                  connect, "--delay-ms", str(rtt_ms / 2.0),
+                                  "--ready-file", ready], lambda: os.path.exists(ready), name)
         self.endpoint = open(ready).read().strip()
         self.port = int(self.endpoint.rsplit(":", 1)[1])  # on 127.0.0.1
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        stop_daemon(self.proc)

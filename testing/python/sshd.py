@@ -4,14 +4,15 @@ the ssh:// dump of tests/e2e/e2e_openmpi.py).
 Sshd(workdir) generates a host key and a user key, authorizes the user key for the current
 user, and runs Debian's /usr/sbin/sshd in the foreground on a free 127.0.0.1 port. `options`
 is what MQD_PROXY_SSH_OPTIONS needs to use it (the key, and no host-key prompts or warnings).
-stop() ends it. Raises RuntimeError with what to do when sshd is missing or does not start.
+stop() ends it. Raises RuntimeError with what to do when sshd is missing, a Failure (and
+leaves nothing running) when it does not start.
 """
 import getpass
 import os
 import socket
 import subprocess
-import time
 
+from daemon import start_daemon
 from ports import free_port
 
 SSHD = "/usr/sbin/sshd"
@@ -57,21 +58,17 @@ class Sshd:
         if os.geteuid() == 0:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
         self.log = os.path.join(self.dir, "sshd.log")
-        self.proc = subprocess.Popen([SSHD, "-D", "-f", config, "-E", self.log])
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("sshd exited with %d: %s" % (self.proc.returncode,
-                                                                self.log_text()))
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("sshd did not listen on port %d: %s" % (self.port,
-                                                                       self.log_text()))
+        self.proc = start_daemon([SSHD, "-D", "-f", config, "-E", self.log],
+                                 self._listening, "sshd on port %d" % self.port,
+                                 log=self.log)
         self.options = self.options_with(self.user_key)
+
+    def _listening(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def options_with(self, key):
         """MQD_PROXY_SSH_OPTIONS for this server with `key`: an ssh configuration file (-F),
