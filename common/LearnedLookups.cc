@@ -1,32 +1,15 @@
 #include "LearnedLookups.h"
 
 #include <capnp/message.h>
-#include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
-#include "Log.h"
 #include "StateFile.h"
 
 namespace mqd {
 namespace {
 
 constexpr uint64_t kMaxFileWords = 1u << 20;  // 8 MiB: far more than any DLL's look-ups
-
-// mkdir -p, mode 0700 for what we create.
-bool makeDirs(const std::string& path) {
-  if (path.empty()) return false;
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || (path[i] == '/' && i > 0)) {
-      partial = path.substr(0, i);
-      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -64,11 +47,7 @@ void LearnedLookups::save(const std::set<LookupKey>& seen) {
   size_t before = known_.size();
   known_.insert(seen.begin(), seen.end());
   if (known_.size() == before) return;
-  std::string dir = file_.substr(0, file_.rfind('/'));
-  if (!makeDirs(dir)) {
-    MQD_LOG(Warn, "cannot create state directory %s: %s", dir.c_str(), std::strerror(errno));
-    return;
-  }
+  if (!makeStateDir(file_.substr(0, file_.rfind('/')))) return;
   capnp::MallocMessageBuilder message;
   auto learned = message.initRoot<wire::LearnedLookups>();
   learned.setDll(dll_);

@@ -19,6 +19,9 @@ struct LookupKey {
   bool operator<(const LookupKey& o) const {
     return std::tie(kind, name, lang, field) < std::tie(o.kind, o.name, o.lang, o.field);
   }
+  bool operator==(const LookupKey& o) const {
+    return std::tie(kind, name, lang, field) == std::tie(o.kind, o.name, o.lang, o.field);
+  }
 
   void writeTo(wire::Lookup::Builder out) const;
   // Nothing for a kind this build does not know (a newer writer's).

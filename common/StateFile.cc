@@ -2,7 +2,9 @@
 
 #include <capnp/serialize.h>
 #include <kj/debug.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -52,6 +54,18 @@ bool writeStateFile(const std::string& path, capnp::MessageBuilder& message) {
     MQD_LOG(Warn, "cannot write %s: %s", path.c_str(), e.getDescription().cStr());
     return false;
   }
+}
+
+bool makeStateDir(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    std::string partial = dir.substr(0, i);
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+      MQD_LOG(Warn, "cannot create state directory %s: %s", dir.c_str(), std::strerror(errno));
+      return false;
+    }
+  }
+  return !dir.empty();
 }
 
 }  // namespace mqd

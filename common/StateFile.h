@@ -23,4 +23,7 @@ bool readStateFile(const std::string& path, uint64_t maxWords,
 // Replaces `path` with `message`; false (with a warning) if it could not.
 bool writeStateFile(const std::string& path, capnp::MessageBuilder& message);
 
+// Creates `dir` and its missing parents (mode 0700); false (with a warning) if it could not.
+bool makeStateDir(const std::string& dir);
+
 }  // namespace mqd
