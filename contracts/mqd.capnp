@@ -55,6 +55,11 @@ const maxLookupsAhead :UInt32 = 16384;
 # The most look-ups the shim answers ahead with one Session.setupImage (Open MPI's DLL makes
 # about 110); the server refuses a longer list, the shim never sends one.
 
+const firstChosenInfoToken :UInt64 = 0x80000000;
+# The info tokens the shim chooses (Session.setupImage's and setupProcess' infoToken) are at or
+# above it, the server's own below it: the two never meet. Below 2^32, for a 32-bit debugger's
+# pointers.
+
 # ---------------------------------------------------------------------------------------------
 # Values
 
@@ -364,6 +369,44 @@ struct MemoryWindow {
   size @1 :UInt32;
 }
 
+struct SetUpRecords {
+  # The outcomes of set-ups of one vendor DLL build in the shim's earlier sessions, each with
+  # digests of what the DLL consumed, kept between sessions (MQD_PROXY_STATE_DIR,
+  # client/SetUpRecall.h; docs/round-trips.md, "Set-ups answered from a record").
+  buildId @0 :Text;
+  lookups @1 :List(Lookup);   # the look-ups the records name, by index
+  records @2 :List(SetUpRecord);
+}
+
+struct SetUpRecord {
+  # One image's set-up and the set-up of the process set up with it, each call's outcome: its
+  # result, message and effects in order.
+  lookups @0 :List(UInt32);   # what was answered ahead with the image's set-up (indices)
+  lookupDigest @1 :Data;      # SHA-256 of those answers
+  image @2 :RecordedCall;     # mqs_setup_image (it answered mqs_ok: only such set-ups are kept)
+  imageHasQueues @3 :RecordedCall;
+  hasProcess @4 :Bool;        # the process part below is set
+  processDigest @5 :Data;     # SHA-256 of its byte order, type sizes and reads (in order)
+  reads @6 :List(BlockRequest);  # the reads the shim answered, in order
+  process @7 :RecordedCall;   # mqs_setup_process (mqs_ok)
+  warning @8 :Text;           # its reply's warning (ByteOrderCheck), empty if none
+  processHasQueues @9 :RecordedCall;
+}
+
+struct RecordedCall {
+  rc @0 :Int32;
+  message @1 :OutString;      # has-queues calls
+  effects @2 :List(RecordedEffect);
+}
+
+struct RecordedEffect {
+  union {
+    putInfo @0 :Void;         # the call put an info on its own object (its token is chosen anew)
+    dprints @1 :Text;
+    dllOutput @2 :Data;
+  }
+}
+
 struct RefreshAhead {
   # Another set-up process, refreshed ahead of its own mqs_update_communicator_list: the
   # windows its last reply named (nextEpoch), each with the block the shim read for it now.
@@ -455,11 +498,16 @@ interface Proxy {
   describe @0 () -> (server :ServerDescription);
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
-      -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure);
+      -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure,
+          takesInfoTokens :Bool, readsOnNode :Bool);
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. One session per connection. `ticket` names the session for postMortem.
   # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
   # session) is a `failure` with code MQD_PROXY_ERR_SESSION_REFUSED and the reason.
+  # takesInfoTokens: the session honours the infoToken of setupImage and setupProcess (an
+  # older server ignores it, and the shim then never answers a set-up from a record).
+  # readsOnNode: the server reads proved targets on its host (--node-memory): the shim then
+  # answers no process's set-up from a record, whose proof it would read through the debugger.
 
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.
@@ -485,13 +533,20 @@ interface Session {
   dllErrorString @1 (code :Int32) -> (text :OutString, failure :Failure);
   # mqs_dll_error_string(code): `null` when the DLL returned NULL.
 
-  setupImage @2 (image :UInt64, ahead :List(Lookup), answers :List(LookupAnswer))
+  setupImage @2 (image :UInt64, ahead :List(Lookup), answers :List(LookupAnswer),
+                 infoToken :UInt64, recalled :Bool)
       -> (rc :Int32, failure :Failure);
   # ahead: look-ups this DLL build made in the shim's earlier sessions or for the images set up
   # before this one (MQD_PROXY_STATE_DIR), with the debugger's answers for this image, one per
   # look-up, in order; at most maxLookupsAhead, and only under the epoch policy (a server
   # ignores them otherwise). The server keeps them as it keeps the answers it asks for, and asks
   # in one round trip only for what else it learned.
+  # infoToken: not 0 when the shim answered this set-up from a record before its reply
+  # (docs/round-trips.md, "Set-ups answered from a record") and gave the debugger this token
+  # for the image info: the info the DLL puts on the image in this call gets it (at or above
+  # firstChosenInfoToken, never one the server issued). Likewise setupProcess' infoToken for
+  # the process info. recalled (both set-ups): so answered; the shim does not wait for this
+  # reply, so the server counts it as a call behind (rt.calls_behind), not a round trip.
   imageHasQueues @3 (image :UInt64, afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
           setUpAhead :List(MemoryWindow) $readAhead, skipped :Bool);
@@ -505,7 +560,8 @@ interface Session {
   destroyImageInfo @4 (info :UInt64) -> (failure :Failure);
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts,
-                   ahead :List(MemoryWindow), blocks :List(MemoryBlock))
+                   ahead :List(MemoryWindow), blocks :List(MemoryBlock), infoToken :UInt64,
+                   recalled :Bool)
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
           learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own

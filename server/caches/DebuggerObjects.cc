@@ -100,7 +100,9 @@ void DebuggerObjects::reserve(const std::vector<Reservation>& reservations) {
   for (const Reservation& r : reservations) {
     if (r.token == 0 || !taken.insert(r.token).second) continue;
     reserved_[{static_cast<int>(r.kind), r.handle}] = r.token;
-    if (r.token >= nextInfoToken_) nextInfoToken_ = r.token + 1;
+    if (r.token >= nextInfoToken_ && r.token < wire::FIRST_CHOSEN_INFO_TOKEN) {
+      nextInfoToken_ = r.token + 1;
+    }
   }
 }
 
@@ -115,7 +117,12 @@ uint64_t DebuggerObjects::infoToken(wire::InfoKind kind, uint64_t handle, void* 
     reserved_.erase(r);
     if (infoByToken_.count(token) != 0) token = 0;  // already issued: never name two infos
   }
-  if (token == 0) token = nextInfoToken_++;
+  if (token == 0) {
+    if (nextInfoToken_ >= wire::FIRST_CHOSEN_INFO_TOKEN) {
+      throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "more infos than the server can name");
+    }
+    token = nextInfoToken_++;
+  }
   tokenByInfo_.emplace(info, token);
   infoByToken_.emplace(token, InfoEntry{kind, info});
   return token;

@@ -114,16 +114,17 @@ class DebuggerObjects {
   RemoteProcess* fromDll(mqs_process* process);
   RemoteJob* fromDll(mqs_job* job);
 
-  // A token the debugger holds for the info of `handle` from a lost session of the same
-  // debugger (see SessionOptions.resumeInfos).
+  // A token the debugger holds for the info of `handle`: from a lost session of the same
+  // debugger (see SessionOptions.resumeInfos), or chosen by the shim for a set-up it answered
+  // from a record (Session.setupImage's infoToken: at or above wire::FIRST_CHOSEN_INFO_TOKEN).
   struct Reservation {
     wire::InfoKind kind;
     uint64_t handle;
     uint64_t token;
   };
-  // Reserves tokens before the session starts: an info first seen on a reserved handle gets
-  // the reserved token; fresh tokens are issued above every reserved one. Reservations of
-  // token 0 or of a token reserved twice are ignored.
+  // Reserves tokens: an info first seen on a reserved handle gets the reserved token; fresh
+  // tokens are issued above every reserved one below wire::FIRST_CHOSEN_INFO_TOKEN, and never
+  // reach it. Reservations of token 0 or of a token reserved twice in one call are ignored.
   void reserve(const std::vector<Reservation>& reservations);
 
   // The wire token of an info pointer the DLL hung on `handle` (issued on first sight: the

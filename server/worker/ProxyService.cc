@@ -115,6 +115,8 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
     session.resumeInfos.push_back({r.getKind(), r.getHandle(), r.getInfo()});
   }
   dll->describe(results.initDll());
+  results.setTakesInfoTokens(true);
+  results.setReadsOnNode(config_.nodeMemory);
   results.setSession(
       kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session,
                                metrics_));

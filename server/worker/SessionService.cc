@@ -250,10 +250,20 @@ kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) 
 
 namespace {
 
-// How a has-queues call is counted: sent behind its set-up (afterSetUp), no round trip.
-Count behindOrNot(bool afterSetUp) { return afterSetUp ? Count::CallsBehind : Count::Calls; }
+// How a call is counted: one the shim did not wait for (a has-queues call sent behind its
+// set-up, a set-up answered from a record) is no round trip.
+Count behindOrNot(bool notWaited) { return notWaited ? Count::CallsBehind : Count::Calls; }
 
 }  // namespace
+
+void SessionService::reserveChosenToken(wire::InfoKind kind, uint64_t handle, uint64_t token) {
+  if (token == 0) return;
+  if (token < wire::FIRST_CHOSEN_INFO_TOKEN || token > UINT32_MAX) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
+                     "info token " + std::to_string(token) + " is not one the shim may choose");
+  }
+  objects_.reserve({{kind, handle, token}});
+}
 
 kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
   return runDll(context, "mqs_setup_image", [this, context](DllCall& call) mutable {
@@ -262,6 +272,7 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     RemoteImage& image = objects_.image(params.getImage());
     image.setUp = true;
     image.setUpOk = false;  // until this set-up answers mqs_ok
+    reserveChosenToken(wire::InfoKind::IMAGE, params.getImage(), params.getInfoToken());
     // What earlier sessions with this DLL looked up, and what the images set up before this
     // one in this session did (the other ranks of a job: the same look-ups, each image's own
     // answers): what the shim answered ahead is kept, the rest asked for in one round trip.
@@ -291,7 +302,7 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     image.setUpOk = rc == mqs_ok;
     auto results = context.getResults();
     results.setRc(rc);
-  });
+  }, behindOrNot(context.getParams().getRecalled()));
 }
 
 kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {
@@ -330,6 +341,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     requireBasicCallbacks(call.entryPoint());
     auto params = context.getParams();
     RemoteProcess& process = objects_.process(params.getProcess());
+    reserveChosenToken(wire::InfoKind::PROCESS, params.getProcess(), params.getInfoToken());
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
     process.setUpOk = false;
@@ -357,7 +369,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
               warning->c_str());
       results.setWarning(*warning);
     }
-  });
+  }, behindOrNot(context.getParams().getRecalled()));
 }
 
 kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext context) {

@@ -115,6 +115,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
   void refreshAhead(DllCall& call, const RemoteProcess& asked,
                     capnp::List<wire::RefreshAhead>::Reader others,
                     wire::Session::UpdateCommunicatorListResults::Builder results);
+  // A set-up's infoToken (mqd.capnp): the token the shim gave the debugger for the info this
+  // set-up puts on `handle`; 0: none. Throws ProxyError(PROTOCOL) for a token outside the
+  // shim's range.
+  void reserveChosenToken(wire::InfoKind kind, uint64_t handle, uint64_t token);
   // The process's fingerprint (see LearnedMemory), 0 when its look-ups resolved no address.
   uint64_t fingerprint(RemoteProcess& process);
   // The same of an image: the fingerprint of a process of it whose set-up looks nothing else up.
