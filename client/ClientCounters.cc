@@ -19,7 +19,10 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
                                  {"wire_bytes_out", &wireBytesOut},
                                  {"reconnects", &reconnects},
                                  {"refreshes_ahead", &refreshesAhead},
-                                 {"refreshes_stale", &refreshesStale}};
+                                 {"refreshes_stale", &refreshesStale},
+                                 {"setups_recalled", &setUpsRecalled},
+                                 {"setups_contradicted", &setUpsContradicted},
+                                 {"recalled_waits", &recalledWaits}};
   for (unsigned i = 0; i < kCount && i < out.size(); ++i) {
     out[i].setName(entries[i].name);
     out[i].setValue(entries[i].value->load());
@@ -27,14 +30,15 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
 }
 
 std::string ClientCounters::summary() const {
-  char buf[512];
+  char buf[768];
   uint64_t calls = callsForwarded.load();
   uint64_t callbacks = callbacksServed.load();
   std::snprintf(buf, sizeof buf,
                 "%llu round trips (%llu calls forwarded, %llu callbacks served), %llu calls "
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
                 "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
-                "(%llu more found stale)",
+                "(%llu more found stale), %llu set-ups answered from records (%llu "
+                "contradicted, %llu waits for their replies)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -45,7 +49,10 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(wireBytesOut.load()),
                 static_cast<unsigned long long>(reconnects.load()),
                 static_cast<unsigned long long>(refreshesAhead.load()),
-                static_cast<unsigned long long>(refreshesStale.load()));
+                static_cast<unsigned long long>(refreshesStale.load()),
+                static_cast<unsigned long long>(setUpsRecalled.load()),
+                static_cast<unsigned long long>(setUpsContradicted.load()),
+                static_cast<unsigned long long>(recalledWaits.load()));
   return buf;
 }
 

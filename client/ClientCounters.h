@@ -27,10 +27,15 @@ struct ClientCounters {
   std::atomic<uint64_t> reconnects{0};        // lost sessions re-established
   std::atomic<uint64_t> refreshesAhead{0};    // updates served from a refresh ahead
   std::atomic<uint64_t> refreshesStale{0};    // refreshes ahead the target had changed since
+  std::atomic<uint64_t> setUpsRecalled{0};    // image and process set-ups answered from records
+  std::atomic<uint64_t> setUpsContradicted{0};  // of those calls, answered otherwise by the DLL
+  // Waits for the replies of set-ups answered from records (settleRecalled): each at most one
+  // round trip, since every call waited for was sent before it started.
+  std::atomic<uint64_t> recalledWaits{0};
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;
-  static constexpr unsigned kCount = 11;
+  static constexpr unsigned kCount = 14;
 
   // "N calls forwarded, M answered locally (from walks, error texts), ..."
   std::string summary() const;

@@ -44,6 +44,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
   DebuggerSide* side = &side_;
   PendingCall* target = call.get();  // the task only runs while the call is served
   bool posted = call->post([fulfiller, run = std::move(run), side, target, what]() {
+    ++side->answered.callbacks;
     try {
       (*fulfiller)->fulfill(run(*side));
     } catch (const ProxyError& e) {
@@ -228,7 +229,7 @@ kj::Promise<void> DebuggerService::effect(EffectContext context) {
     PendingCall* target = call.get();  // the task only runs while the call is served
     call->post([side, kept, target]() {
       try {
-        side->effect(**kept);
+        side->deliver(**kept);
       } catch (const ProxyError& e) {
         target->noteCallbackError(e.code(), std::string("put_info: ") + e.what());
       }
@@ -262,6 +263,7 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
   bool compress = connection_.compress();
   return onCallingThread<Blocks>("fetchBlocks",
                                  [process, requests](DebuggerSide& d) {
+                                   ++d.answered.blockFetches;
                                    Blocks out;
                                    for (const Request& r : requests) {
                                      out.push_back(d.readBlock(process, r.address, r.size,

@@ -1,5 +1,6 @@
 #include "DebuggerSide.h"
 
+#include <capnp/message.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -244,6 +245,15 @@ void DebuggerSide::effect(wire::Effect::Reader effect) {
   }
 }
 
+void DebuggerSide::deliver(wire::Effect::Reader effect) {
+  if (effectLog != nullptr) effectLog->push_back(capnp::clone(effect));
+  if (divertEffects != nullptr) {
+    divertEffects->push_back(capnp::clone(effect));
+    return;
+  }
+  this->effect(effect);
+}
+
 std::vector<DebuggerSide::HeldInfo> DebuggerSide::heldInfos() const {
   std::vector<HeldInfo> out;
   for (const auto& [key, info] : held_) {
@@ -320,6 +330,7 @@ DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, 
   reads_[readCount_++ % kReadSamples] = {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
       out.bytes.size()};
+  if (onRead) onRead(process, address, size, neededAddress, neededSize, out);
   return out;
 }
 

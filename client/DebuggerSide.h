@@ -8,8 +8,9 @@
 
 #include <array>
 #include <atomic>
-#include <map>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,6 +81,19 @@ class DebuggerSide {
   // to this process's stderr (not while replaying()). Calling thread, except that output alone
   // may be written from any thread. Throws ProxyError for a put_*_info it cannot deliver.
   void effect(wire::Effect::Reader effect);
+  // An effect of the call in progress, on the calling thread: appended to *effectLog when that
+  // is set, then delivered with effect(), or kept in *divertEffects instead when that is set.
+  void deliver(wire::Effect::Reader effect);
+  std::vector<kj::Own<wire::Effect::Reader>>* effectLog = nullptr;
+  std::vector<kj::Own<wire::Effect::Reader>>* divertEffects = nullptr;
+
+  // The callbacks the shim answered for the server, counted on the calling thread: the set-ups
+  // it records consumed nothing but what it sent them (MqsClient, SetUpRecall).
+  struct Answered {
+    uint64_t callbacks = 0;     // every callback the server waited for
+    uint64_t blockFetches = 0;  // of which fetchBlocks (their reads go to onRead)
+  };
+  Answered answered;
 
   // The info tokens the debugger holds, by handle (what putInfo gave it, less what it
   // destroyed).
@@ -109,6 +123,10 @@ class DebuggerSide {
   };
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                   uint32_t neededSize);
+  // Told of every readBlock, with its arguments and result (null: nobody listens).
+  std::function<void(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
+                     uint32_t neededSize, const Block& block)>
+      onRead;
   // What the debugger's recent reads (readBlock, the last kReadSamples) cost, in seconds per
   // byte read; nullopt before the first. A debugger whose own link to its target is slow
   // (gdbserver over a network) takes seconds per MiB, a local one milliseconds. A read that

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <optional>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
 
 #include "Bulk.h"
 #include "EventLoopThread.h"
@@ -25,6 +27,20 @@ namespace {
 thread_local bool tInCall = false;
 
 std::mutex gErrorTextMutex;  // guards proxyErrorText_, which report() may touch without lock_
+
+// The set-up calls whose answers may come from a record (SetUpRecall): the others first serve
+// the calls sent with their answers already given (MqsClient::settleRecalled).
+bool isSetUpCall(EntryPoint e) {
+  return e == EntryPoint::setup_image || e == EntryPoint::image_has_queues ||
+         e == EntryPoint::setup_process || e == EntryPoint::process_has_queues;
+}
+
+kj::Own<wire::OutString::Reader> outStringOf(const SetUpRecall::Message& m) {
+  capnp::MallocMessageBuilder builder;
+  auto out = builder.initRoot<wire::OutString>();
+  m.writeTo(out);
+  return capnp::clone(out.asReader());
+}
 
 void applyMessage(wire::OutString::Reader in, char** message, StringPool& strings) {
   if (message == nullptr || in.isUntouched()) return;
@@ -61,12 +77,14 @@ MqsClient::MqsClient() = default;
 
 MqsClient::~MqsClient() {
   if (sessionOpened_) MQD_LOG(Info, "session summary: %s", counters_.summary().c_str());
+  if (recall_) recall_->save();
   // The connection belongs to the loop thread: destroy it there, then stop the thread.
   if (loop_) {
     try {
       // A call still behind its set-up holds the RPC system's reply: gone on the loop thread.
       loop_->run([this]() {
         behind_.reset();
+        recalled_.clear();
         connection_ = nullptr;
       });
     } catch (...) {
@@ -115,7 +133,13 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
   }
   int rc = [&]() -> int {
     try {
+      effectLog_.clear();  // effects are logged for the set-ups being recorded (answeredOnly)
+      side_.effectLog = &effectLog_;
       settleBehind();  // its callbacks belong to this call, the debugger's next
+      if (!isSetUpCall(entryPoint)) settleRecalled();
+      if (processRecording_ && entryPoint != EntryPoint::process_has_queues) {
+        stopProcessRecording();  // the debugger left the set-up's order: nothing recorded
+      }
       return body();
     } catch (const ProxyError& e) {
       return report(e.code(), e.what(), entryPoint);
@@ -130,6 +154,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
     }
   }();
   saveLearnedLookups();
+  if (recall_ && entryPoint == EntryPoint::update_communicator_list) recall_->save();
   if (trace) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                           trace->started)
@@ -180,11 +205,25 @@ void MqsClient::connect() {
     int code = proxyCodeOf(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
     throw ProxyError(code, detail);
   }
-  loop_->run([this]() {
+  bool takesInfoTokens = false;
+  loop_->run([this, &takesInfoTokens]() {
     dll_ = connection_->dll();
     ticket_ = connection_->ticket();
+    takesInfoTokens = connection_->takesInfoTokens();
+    serverReadsOnNode_ = connection_->readsOnNode();
   });
   openLearnedLookups();
+  openSetUpRecall(takesInfoTokens);
+}
+
+void MqsClient::openSetUpRecall(bool takesInfoTokens) {
+  if (config_.cache != wire::CachePolicy::EPOCH || config_.stateDir.empty() ||
+      dll_.buildId.empty() || !takesInfoTokens) {
+    recall_ = nullptr;
+    return;
+  }
+  if (recall_ && recall_->buildId() == dll_.buildId) return;
+  recall_ = std::make_unique<SetUpRecall>(config_.stateDir, dll_.buildId);
 }
 
 void MqsClient::openLearnedLookups() {
@@ -220,6 +259,11 @@ void MqsClient::reestablish() {
   processHasQueuesAhead_.clear();
   readOnNode_.clear();
   forgetRefreshesAhead();
+  // Calls sent with their answers given failed with the lost session; the replay below sends
+  // their set-ups again, with the info tokens the debugger holds.
+  loop_->run([this]() { recalled_.clear(); });
+  stopProcessRecording();
+  imageRecords_.clear();
   if (dll_.buildId != oldBuild) {
     dllErrorText_.clear();
     side_.forgetLookedUp();  // another DLL build's look-ups
@@ -305,6 +349,7 @@ void MqsClient::ensureSession() {
 
 template <typename Results, typename Send>
 MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& send) {
+  settleRecalled();  // their callbacks come first
   auto started = std::chrono::steady_clock::now();
   std::shared_ptr<PendingCall> pending = start(entryPoint, std::forward<Send>(send));
   Reply<Results> reply = finish<Results>(std::move(pending), entryPoint);
@@ -404,30 +449,34 @@ void MqsClient::settleBehind() {
   Behind b = std::move(*behind_);
   behind_.reset();
   uint64_t token = b.token;
+  Mark before = mark();
   if (b.entryPoint == EntryPoint::image_has_queues) {
     holdAnswer<wire::Session::ImageHasQueuesResults>(
         std::move(b.pending), b.entryPoint, token, imageHasQueuesAhead_,
-        [this, token](wire::Session::ImageHasQueuesResults::Reader r) {
+        [this, token, before](wire::Session::ImageHasQueuesResults::Reader r) {
           keepNamed(imageSetUpAhead_, token, r.getSetUpAhead());
+          recordImageHasQueues(token, before, r.getRc(), r.getMessage());
         });
   } else {
     holdAnswer<wire::Session::ProcessHasQueuesResults>(
         std::move(b.pending), b.entryPoint, token, processHasQueuesAhead_,
-        [this, token](wire::Session::ProcessHasQueuesResults::Reader r) {
+        [this, token, before](wire::Session::ProcessHasQueuesResults::Reader r) {
           keepNextEpoch(token, r.getNextEpoch(), r.getLearned());
           setUpAhead_.erase(token);  // what it would have been sent with: read already
+          recordProcessHasQueues(token, before, r.getRc(), r.getMessage());
         });
   }
 }
 
 kj::Maybe<int> MqsClient::serveHeld(std::unordered_map<uint64_t, HeldAnswer>& held,
-                                    uint64_t token, char** message, StringPool& strings) {
+                                    wire::InfoKind kind, uint64_t token, char** message) {
   auto it = held.find(token);
   if (it == held.end()) return nullptr;
   HeldAnswer answer = std::move(it->second);
   held.erase(it);
   if (answer.errorCode != 0) throw ProxyError(answer.errorCode, answer.errorDetail);
-  applyMessage(*answer.message, message, strings);
+  deliverRecorded(answer.effects, kind, token, 0);
+  applyMessage(*answer.message, message, strings_);
   return answer.rc;
 }
 
@@ -482,9 +531,19 @@ uint64_t MqsClient::setUpProcess(mqs_process* process, EntryPoint entryPoint) {
                      std::string(nameOf(entryPoint)) +
                          " on a process that was never given to mqs_setup_process");
   }
+  refuseContradicted(wire::InfoKind::PROCESS, token, entryPoint);
   // An answer sent behind the set-up serves only the debugger's next call on the process.
   if (entryPoint != EntryPoint::process_has_queues) processHasQueuesAhead_.erase(token);
   return token;
+}
+
+void MqsClient::refuseContradicted(wire::InfoKind kind, uint64_t token, EntryPoint entryPoint) {
+  if (contradicted_.count({static_cast<int>(kind), token}) == 0) return;
+  throw ProxyError(MQD_PROXY_ERR_NOT_SET_UP,
+                   std::string(nameOf(entryPoint)) + " on " +
+                       (kind == wire::InfoKind::IMAGE ? "an image" : "a process") +
+                       " whose set-up was answered from a record that the vendor DLL then "
+                       "contradicted: set it up again");
 }
 
 uint64_t MqsClient::setUpImage(mqs_image* image, EntryPoint entryPoint) {
@@ -494,6 +553,7 @@ uint64_t MqsClient::setUpImage(mqs_image* image, EntryPoint entryPoint) {
                      std::string(nameOf(entryPoint)) + " on an image that was never given to "
                                                "mqs_setup_image");
   }
+  refuseContradicted(wire::InfoKind::IMAGE, token, entryPoint);
   return token;
 }
 
@@ -635,9 +695,34 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
     imageSetUpAhead_.erase(token);  // named again by its mqs_image_has_queues
-    auto reply = sendSetupImage(token, config_.cache == wire::CachePolicy::EPOCH);
+    contradicted_.erase({static_cast<int>(wire::InfoKind::IMAGE), token});
+    imageRecords_.erase(token);
+    bool first = imagesSetUp_.insert(token).second;
+    if (!first || !recall_ || config_.cache != wire::CachePolicy::EPOCH) {
+      auto reply = sendSetupImage(token, config_.cache == wire::CachePolicy::EPOCH);
+      setUp_.setUp(SessionSetUp::Kind::Image, token);
+      return resultOf(reply, reply.get().getRc());
+    }
+    LookupsAhead ahead = lookupsAhead(token);
+    if (recallSetupImage(token, ahead)) {
+      setUp_.setUp(SessionSetUp::Kind::Image, token);
+      return int(mqs_ok);
+    }
+    settleRecalled();  // their callbacks are not this set-up's
+    Mark before = mark();
+    auto reply = sendSetupImage(token, true, &ahead);
     setUp_.setUp(SessionSetUp::Kind::Image, token);
-    return resultOf(reply, reply.get().getRc());
+    int rc = resultOf(reply, reply.get().getRc());
+    std::vector<SetUpRecall::Effect> effects;
+    if (rc == mqs_ok && !ahead.keys.empty() &&
+        answeredOnly(before, wire::InfoKind::IMAGE, token, false, &effects)) {
+      SetUpRecall::Record record;
+      record.lookupDigest = *SetUpRecall::digestOf(ahead.keys, answersOf(ahead));
+      record.lookups = recall_->share(std::move(ahead.keys));
+      record.image.setUp = SetUpRecall::Call{rc, {}, std::move(effects)};
+      imageRecords_[token] = ImageRecord{std::move(record), false, false, {}};
+    }
+    return rc;
   });
 }
 
@@ -645,14 +730,17 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
   return call(EntryPoint::image_has_queues, [&]() {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::image_has_queues)) return *absent;
     uint64_t token = setUpImage(image, EntryPoint::image_has_queues);
-    KJ_IF_MAYBE(rc, serveHeld(imageHasQueuesAhead_, token, message, strings_)) {
+    KJ_IF_MAYBE(rc, serveHeld(imageHasQueuesAhead_, wire::InfoKind::IMAGE, token, message)) {
       setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
       return *rc;
     }
+    settleRecalled();  // their callbacks are not this call's
+    Mark before = mark();
     auto reply = sendImageHasQueues(token);
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNamed(imageSetUpAhead_, token, reply.get().getSetUpAhead());
+    recordImageHasQueues(token, before, rc, reply.get().getMessage());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -675,6 +763,360 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
   });
 }
 
+// ---- set-ups answered from a record ----
+
+bool MqsClient::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
+  if (ahead.keys.empty() || side_.replaying) return false;
+  std::vector<const SetUpRecall::Record*> found = recall_->find(answersOf(ahead));
+  if (found.empty()) return false;
+  ImageRecord kept{*found.front(), true, true, {}};
+  kept.record.process.reset();
+  for (const SetUpRecall::Record* r : found) {
+    if (r->process) kept.processes.push_back(*r->process);
+  }
+  const SetUpRecall::ImageOutcome& outcome = kept.record.image;
+  uint64_t info = 0;
+  if (outcome.setUp.putsInfo()) {
+    if (nextChosenInfoToken_ > UINT32_MAX) return false;
+    info = nextChosenInfoToken_++;
+  }
+  recalled_.push_back({EntryPoint::setup_image, image, startSetupImage(image, ahead, info, true),
+                       outcome.setUp, info, {}});
+  recalled_.push_back({EntryPoint::image_has_queues, image,
+                       startHasQueuesBehind(EntryPoint::image_has_queues, image),
+                       outcome.hasQueues, 0, {}});
+  deliverRecorded(outcome.setUp.effects, wire::InfoKind::IMAGE, image, info);
+  HeldAnswer held;  // its effects reach the debugger inside its own call (serveHeld)
+  held.rc = outcome.hasQueues.rc;
+  held.message = outStringOf(outcome.hasQueues.message);
+  held.effects = outcome.hasQueues.effects;
+  imageHasQueuesAhead_[image] = std::move(held);
+  imageRecords_[image] = std::move(kept);
+  ++counters_.setUpsRecalled;
+  MQD_LOG(Debug, "image %llu: set up from a record", static_cast<unsigned long long>(image));
+  return true;
+}
+
+bool MqsClient::recallSetupProcess(uint64_t process, bool bigEndian) {
+  // A server that reads the target on its host reads what the set-up needs there, for less
+  // than the shim's reading it through the debugger.
+  if (side_.replaying || serverReadsOnNode_) return false;
+  uint64_t image = side_.getImage(process);
+  auto it = imageRecords_.find(image);
+  if (it == imageRecords_.end() || !it->second.recalled || it->second.processes.empty()) {
+    return false;
+  }
+  // The proof reads what the recorded set-up read: the blocks the server learned of that
+  // process's set-up, which the set-up without a record reads too (its image's setUpAhead).
+  DebuggerSide::TypeSizes sizes = side_.getTypeSizes(process);
+  // The proof: the same byte order and type sizes, and every byte a recorded set-up read, read
+  // again now (and sent with the set-up, which then asks for none of it). Reads that several
+  // records share are made once.
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, DebuggerSide::Block> blocks;
+  const SetUpRecall::ProcessOutcome* proved = nullptr;
+  std::vector<ReadAhead> read;
+  for (const SetUpRecall::ProcessOutcome& candidate : it->second.processes) {
+    SetUpRecall::ProcessInputs inputs(bigEndian, sizes);
+    read.clear();
+    bool whole = true;
+    for (const SetUpRecall::Read& r : candidate.reads) {
+      auto key = std::make_tuple(r.address, r.size, r.neededAddress, r.neededSize);
+      auto b = blocks.find(key);
+      if (b == blocks.end()) {
+        b = blocks.emplace(key, side_.readBlock(process, r.address, r.size, r.neededAddress,
+                                                r.neededSize)).first;
+      }
+      whole = inputs.read(r, b->second);
+      if (!whole) break;
+      bool again = std::any_of(read.begin(), read.end(), [&](const ReadAhead& a) {
+        return a.window.address == r.address && a.window.size == r.size;
+      });
+      if (!again) read.push_back({Window{r.address, r.size}, b->second});
+    }
+    if (whole && inputs.finish() == candidate.digest) {
+      proved = &candidate;
+      break;
+    }
+  }
+  if (proved == nullptr) {
+    MQD_LOG(Debug, "process %llu: not set up from a record: its memory or facts changed",
+            static_cast<unsigned long long>(process));
+    return false;
+  }
+  uint64_t info = 0;
+  if (proved->setUp.putsInfo()) {
+    if (nextChosenInfoToken_ > UINT32_MAX) return false;
+    info = nextChosenInfoToken_++;
+  }
+  recalled_.push_back({EntryPoint::setup_process, process,
+                       startSetupProcess(process, bigEndian, &image, &sizes, read, info, true),
+                       proved->setUp, info, proved->warning});
+  recalled_.push_back({EntryPoint::process_has_queues, process,
+                       startHasQueuesBehind(EntryPoint::process_has_queues, process),
+                       proved->hasQueues, 0, {}});
+  deliverRecorded(proved->setUp.effects, wire::InfoKind::PROCESS, process, info);
+  warnOfByteOrder(proved->warning);
+  HeldAnswer held;  // its effects reach the debugger inside its own call (serveHeld)
+  held.rc = proved->hasQueues.rc;
+  held.message = outStringOf(proved->hasQueues.message);
+  held.effects = proved->hasQueues.effects;
+  processHasQueuesAhead_[process] = std::move(held);
+  ++counters_.setUpsRecalled;
+  MQD_LOG(Debug, "process %llu: set up from a record",
+          static_cast<unsigned long long>(process));
+  return true;
+}
+
+void MqsClient::deliverRecorded(const std::vector<SetUpRecall::Effect>& effects,
+                                wire::InfoKind kind, uint64_t token, uint64_t infoToken) {
+  for (const SetUpRecall::Effect& e : effects) {
+    switch (e.kind) {
+      case SetUpRecall::Effect::PutInfo: side_.putInfo(kind, token, infoToken); break;
+      case SetUpRecall::Effect::Dprints: side_.dprints(e.bytes.c_str()); break;
+      case SetUpRecall::Effect::Output: {
+        capnp::MallocMessageBuilder builder;
+        auto effect = builder.initRoot<wire::Effect>();
+        effect.setDllOutput(
+            kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.bytes.data()), e.bytes.size()));
+        side_.effect(effect.asReader());
+        break;
+      }
+    }
+  }
+}
+
+void MqsClient::settleRecalled() {
+  if (!recalled_.empty()) ++counters_.recalledWaits;
+  while (!recalled_.empty()) {
+    Recalled call = std::move(recalled_.front());
+    recalled_.pop_front();
+    // What the DLL does now is compared with what the debugger was told, not delivered again.
+    std::vector<kj::Own<wire::Effect::Reader>> effects;
+    side_.divertEffects = &effects;
+    struct Undivert {
+      DebuggerSide& side;
+      ~Undivert() { side.divertEffects = nullptr; }
+    } undivert{side_};
+    bool image = call.entryPoint == EntryPoint::setup_image ||
+                 call.entryPoint == EntryPoint::image_has_queues;
+    std::string how;  // empty: as told
+    auto compare = [&](int rc, bool skipped, const SetUpRecall::Message* message,
+                       const std::string* warning, PendingCall& pending) {
+      if (skipped) {
+        how = "the server skipped it: its set-up did not answer mqs_ok";
+      } else if (pending.callbackErrorCode() != 0) {
+        how = "a callback failed: " + pending.callbackErrorDetail();
+      } else if (rc != call.told.rc) {
+        how = "it answered " + std::to_string(rc) + ", not " + std::to_string(call.told.rc);
+      } else if (message != nullptr && !(*message == call.told.message)) {
+        how = "its message differs";
+      } else if (warning != nullptr && *warning != call.warning) {
+        how = "its byte-order warning differs";
+      }
+    };
+    try {
+      switch (call.entryPoint) {
+        case EntryPoint::setup_image: {
+          auto reply = finish<wire::Session::SetupImageResults>(call.pending, call.entryPoint);
+          compare(reply.get().getRc(), false, nullptr, nullptr, reply.call());
+          break;
+        }
+        case EntryPoint::image_has_queues: {
+          auto reply =
+              finish<wire::Session::ImageHasQueuesResults>(call.pending, call.entryPoint);
+          auto r = reply.get();
+          auto message = SetUpRecall::Message::from(r.getMessage());
+          compare(r.getRc(), r.getSkipped(), &message, nullptr, reply.call());
+          keepNamed(imageSetUpAhead_, call.token, r.getSetUpAhead());
+          break;
+        }
+        case EntryPoint::setup_process: {
+          auto reply = finish<wire::Session::SetupProcessResults>(call.pending, call.entryPoint);
+          auto r = reply.get();
+          std::string warning = r.getWarning();
+          compare(r.getRc(), false, nullptr, &warning, reply.call());
+          keepNextEpoch(call.token, r.getNextEpoch(), r.getLearned());
+          break;
+        }
+        default: {  // process_has_queues
+          auto reply =
+              finish<wire::Session::ProcessHasQueuesResults>(call.pending, call.entryPoint);
+          auto r = reply.get();
+          auto message = SetUpRecall::Message::from(r.getMessage());
+          compare(r.getRc(), r.getSkipped(), &message, nullptr, reply.call());
+          if (!r.getSkipped()) keepNextEpoch(call.token, r.getNextEpoch(), r.getLearned());
+          break;
+        }
+      }
+    } catch (const ProxyError& e) {
+      if (e.code() != MQD_PROXY_ERR_SESSION_LOST && e.code() != MQD_PROXY_ERR_TIMEOUT &&
+          e.code() != MQD_PROXY_ERR_WORKER_DIED) {
+        how = std::string("the proxy failed it: ") + e.what();  // this call alone
+      } else {
+        // The session failed under it: the debugger's calls meet that failure, and the lost
+        // session's set-up is replayed on the next one. The calls still in flight failed with
+        // the connection: draining them does not wait.
+        side_.divertEffects = nullptr;
+        for (Recalled& rest : recalled_) drain(std::move(rest.pending));
+        recalled_.clear();
+        throw;
+      }
+    }
+    side_.divertEffects = nullptr;
+    // The effects: those the debugger was told of, in order, the info with its chosen token.
+    wire::InfoKind kind = image ? wire::InfoKind::IMAGE : wire::InfoKind::PROCESS;
+    bool same = effects.size() == call.told.effects.size();
+    for (size_t i = 0; same && i < effects.size(); ++i) {
+      const SetUpRecall::Effect& told = call.told.effects[i];
+      wire::Effect::Reader now = *effects[i];
+      switch (told.kind) {
+        case SetUpRecall::Effect::PutInfo:
+          same = now.isPutInfo() && now.getPutInfo().getKind() == kind &&
+                 now.getPutInfo().getHandle() == call.token &&
+                 now.getPutInfo().getInfo() == call.infoToken;
+          break;
+        case SetUpRecall::Effect::Dprints:
+          same = now.isDprints() && told.bytes == now.getDprints().cStr();
+          break;
+        case SetUpRecall::Effect::Output:
+          same = now.isDllOutput() &&
+                 told.bytes == std::string(now.getDllOutput().asChars().begin(),
+                                           now.getDllOutput().size());
+          break;
+      }
+    }
+    if (how.empty() && !same) how = "its effects differ (put_*_info, dprints or output)";
+    if (!how.empty()) contradict(call, how, same ? decltype(effects)() : kj::mv(effects));
+  }
+}
+
+void MqsClient::contradict(const Recalled& call, const std::string& how,
+                           std::vector<kj::Own<wire::Effect::Reader>> unexpected) {
+  ++counters_.setUpsContradicted;
+  bool image = call.entryPoint == EntryPoint::setup_image ||
+               call.entryPoint == EntryPoint::image_has_queues;
+  contradicted_.insert(
+      {static_cast<int>(image ? wire::InfoKind::IMAGE : wire::InfoKind::PROCESS), call.token});
+  if (recall_) recall_->refute();
+  std::string text = std::string("mqd-proxy: ") + nameOf(call.entryPoint) +
+                     " was answered from a record of an earlier session, and the vendor DLL " +
+                     "now answers otherwise (" + how + "); calls on this " +
+                     (image ? "image" : "process") +
+                     " fail until it is set up again, and no set-up is answered from a record " +
+                     "again";
+  MQD_LOG(Warn, "%s", text.c_str());
+  side_.dprints(text.c_str());
+  // What the DLL did now is the debugger's to see, late as it is.
+  for (auto& e : unexpected) {
+    try {
+      side_.effect(*e);
+    } catch (const ProxyError& error) {
+      MQD_LOG(Warn, "an effect of a contradicted set-up: %s", error.what());
+    }
+  }
+}
+
+bool MqsClient::answeredOnly(const Mark& from, wire::InfoKind kind, uint64_t token,
+                             bool allowReads, std::vector<SetUpRecall::Effect>* effects) const {
+  const DebuggerSide::Answered& now = side_.answered;
+  uint64_t reads = allowReads ? now.blockFetches - from.answered.blockFetches : 0;
+  const char* why = nullptr;
+  if (now.callbacks - from.answered.callbacks != reads) {
+    why = "it asked the debugger for more than it was sent";
+  }
+  effects->clear();
+  for (size_t i = from.effects; why == nullptr && i < effectLog_.size(); ++i) {
+    wire::Effect::Reader e = *effectLog_[i];
+    switch (e.which()) {
+      case wire::Effect::PUT_INFO:
+        if (e.getPutInfo().getKind() != kind || e.getPutInfo().getHandle() != token ||
+            e.getPutInfo().getInfo() == 0) {
+          why = "it put an info on another object, or none";
+        } else if (std::any_of(effects->begin(), effects->end(), [](const auto& x) {
+                     return x.kind == SetUpRecall::Effect::PutInfo;
+                   })) {
+          why = "it put two infos";
+        } else {
+          effects->push_back({SetUpRecall::Effect::PutInfo, {}});
+        }
+        break;
+      case wire::Effect::DPRINTS:
+        effects->push_back({SetUpRecall::Effect::Dprints, e.getDprints()});
+        break;
+      case wire::Effect::DLL_OUTPUT:
+        effects->push_back(
+            {SetUpRecall::Effect::Output,
+             std::string(e.getDllOutput().asChars().begin(), e.getDllOutput().size())});
+        break;
+    }
+  }
+  if (why != nullptr) {
+    MQD_LOG(Debug, "%s %llu: set-up not recorded: %s",
+            kind == wire::InfoKind::IMAGE ? "image" : "process",
+            static_cast<unsigned long long>(token), why);
+    return false;
+  }
+  return true;
+}
+
+void MqsClient::recordImageHasQueues(uint64_t image, const Mark& from, int rc,
+                                     wire::OutString::Reader message) {
+  auto it = imageRecords_.find(image);
+  if (it == imageRecords_.end() || it->second.complete) return;
+  SetUpRecall::Call call{rc, SetUpRecall::Message::from(message), {}};
+  if (!answeredOnly(from, wire::InfoKind::IMAGE, image, false, &call.effects) ||
+      call.putsInfo()) {
+    imageRecords_.erase(it);
+    return;
+  }
+  it->second.record.image.hasQueues = std::move(call);
+  it->second.complete = true;
+  recall_->keep(it->second.record);  // the image alone answers its set-up, if its process's is not kept
+}
+
+void MqsClient::startProcessRecording(uint64_t process, bool bigEndian) {
+  stopProcessRecording();
+  uint64_t image = side_.getImage(process);
+  auto it = imageRecords_.find(image);
+  if (it == imageRecords_.end() || !it->second.complete) return;
+  processRecording_ = ProcessRecording{
+      process, image, SetUpRecall::ProcessInputs(bigEndian, side_.getTypeSizes(process)), {},
+      true, 0};
+  side_.onRead = [this](uint64_t p, uint64_t address, uint32_t size, uint64_t neededAddress,
+                        uint32_t neededSize, const DebuggerSide::Block& block) {
+    if (!processRecording_ || p != processRecording_->process) return;
+    ProcessRecording& rec = *processRecording_;
+    SetUpRecall::Read read{address, size, neededAddress, neededSize};
+    rec.bytes += size;
+    rec.ok = rec.ok && rec.bytes <= wire::MAX_BLOCKS_AHEAD_BYTES && rec.inputs.read(read, block);
+    rec.outcome.reads.push_back(read);
+  };
+}
+
+void MqsClient::stopProcessRecording() {
+  processRecording_.reset();
+  side_.onRead = nullptr;
+}
+
+void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
+                                       wire::OutString::Reader message) {
+  if (!processRecording_ || processRecording_->process != process) return;
+  ProcessRecording rec = std::move(*processRecording_);
+  stopProcessRecording();
+  SetUpRecall::Call call{rc, SetUpRecall::Message::from(message), {}};
+  if (!rec.ok || !answeredOnly(from, wire::InfoKind::PROCESS, process, true, &call.effects) ||
+      call.putsInfo()) {
+    return;
+  }
+  auto it = imageRecords_.find(rec.image);
+  if (it == imageRecords_.end() || !it->second.complete) return;
+  rec.outcome.hasQueues = std::move(call);
+  rec.outcome.digest = rec.inputs.finish();
+  SetUpRecall::Record record = it->second.record;
+  record.process = std::move(rec.outcome);
+  recall_->keep(std::move(record));
+}
+
 // ---- processes ----
 
 int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks) {
@@ -691,58 +1133,113 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     visits_.erase(token);
     dropRefreshedAhead(token);
     processHasQueuesAhead_.erase(token);
+    contradicted_.erase({static_cast<int>(wire::InfoKind::PROCESS), token});
     if (recorder_) recorder_->labelProcess(token);
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
-    int rc = sendSetupProcess(token, bigEndian, config_.cache == wire::CachePolicy::EPOCH);
+    bool first = processesSetUp_.insert(token).second;
+    if (!first || !recall_ || config_.cache != wire::CachePolicy::EPOCH) {
+      int rc = sendSetupProcess(token, bigEndian, config_.cache == wire::CachePolicy::EPOCH);
+      setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
+      return rc;
+    }
+    if (recallSetupProcess(token, bigEndian)) {
+      setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
+      return int(mqs_ok);
+    }
+    settleRecalled();  // their callbacks are not this set-up's
+    startProcessRecording(token, bigEndian);
+    Mark before = mark();
+    std::string warning;
+    int rc = sendSetupProcess(token, bigEndian, true, &warning);
     setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
+    std::vector<SetUpRecall::Effect> effects;
+    if (processRecording_ &&
+        (rc != mqs_ok || !answeredOnly(before, wire::InfoKind::PROCESS, token, true, &effects))) {
+      stopProcessRecording();
+    }
+    if (processRecording_) {
+      processRecording_->outcome.setUp = SetUpRecall::Call{rc, {}, std::move(effects)};
+      processRecording_->outcome.warning = warning;
+    }
     return rc;
   });
 }
 
-MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(
-    uint64_t image, bool hasQueuesBehind) {
+MqsClient::LookupsAhead MqsClient::lookupsAhead(uint64_t image) {
   // Asked of the debugger here, on its thread, before the request leaves: the server then
   // keeps the answers instead of asking for them (one round trip less per image; a server that
   // never saw this DLL asks nothing it would have asked one by one).
-  std::vector<LookupKey> ahead;
-  if (config_.cache == wire::CachePolicy::EPOCH) {
-    std::set<LookupKey> known = side_.lookedUp();
-    if (learnedLookups_) {
-      known.insert(learnedLookups_->known().begin(), learnedLookups_->known().end());
-    }
-    if (known.size() <= wire::MAX_LOOKUPS_AHEAD) ahead.assign(known.begin(), known.end());
-  }
-  std::vector<DebuggerSide::LookupResult> answers;
+  LookupsAhead ahead;
+  if (config_.cache != wire::CachePolicy::EPOCH) return ahead;
+  std::set<LookupKey> known = side_.lookedUp();
+  if (learnedLookups_) known.insert(learnedLookups_->known().begin(), learnedLookups_->known().end());
+  if (known.size() > wire::MAX_LOOKUPS_AHEAD) return ahead;
+  ahead.keys.assign(known.begin(), known.end());
   try {
-    answers = side_.lookUp(image, ahead);
+    ahead.answers = side_.lookUp(image, ahead.keys);
   } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
     MQD_LOG(Debug, "no look-ups answered ahead: %s", e.what());
-    ahead.clear();
+    ahead = LookupsAhead{};
   }
-  auto setUp = start(
-      EntryPoint::setup_image, [image, &ahead, &answers](wire::Session::Client& s) {
-        auto r = s.setupImageRequest();
-        r.setImage(image);
-        if (!ahead.empty()) {
-          auto lookups = r.initAhead(static_cast<unsigned>(ahead.size()));
-          auto out = r.initAnswers(static_cast<unsigned>(ahead.size()));
-          for (unsigned i = 0; i < ahead.size(); ++i) {
-            ahead[i].writeTo(lookups[i]);
-            answers[i].writeTo(out[i]);
-          }
-        }
-        return r.send();
-      });
-  std::shared_ptr<PendingCall> behind;
-  if (hasQueuesBehind) {
-    behind = start(EntryPoint::image_has_queues, [image](wire::Session::Client& s) {
+  return ahead;
+}
+
+SetUpRecall::Answers MqsClient::answersOf(const LookupsAhead& ahead) {
+  SetUpRecall::Answers answers;
+  for (size_t i = 0; i < ahead.keys.size(); ++i) {
+    answers.emplace(ahead.keys[i], SetUpRecall::canonical(ahead.keys[i], ahead.answers[i]));
+  }
+  return answers;
+}
+
+std::shared_ptr<PendingCall> MqsClient::startSetupImage(uint64_t image,
+                                                        const LookupsAhead& ahead,
+                                                        uint64_t infoToken, bool recalled) {
+  return start(EntryPoint::setup_image,
+               [image, &ahead, infoToken, recalled](wire::Session::Client& s) {
+                 auto r = s.setupImageRequest();
+                 r.setImage(image);
+                 r.setInfoToken(infoToken);
+                 r.setRecalled(recalled);
+                 if (!ahead.keys.empty()) {
+                   auto lookups = r.initAhead(static_cast<unsigned>(ahead.keys.size()));
+                   auto out = r.initAnswers(static_cast<unsigned>(ahead.keys.size()));
+                   for (unsigned i = 0; i < ahead.keys.size(); ++i) {
+                     ahead.keys[i].writeTo(lookups[i]);
+                     ahead.answers[i].writeTo(out[i]);
+                   }
+                 }
+                 return r.send();
+               });
+}
+
+std::shared_ptr<PendingCall> MqsClient::startHasQueuesBehind(EntryPoint entryPoint,
+                                                             uint64_t token) {
+  if (entryPoint == EntryPoint::image_has_queues) {
+    return start(entryPoint, [token](wire::Session::Client& s) {
       auto r = s.imageHasQueuesRequest();
-      r.setImage(image);
+      r.setImage(token);
       r.setAfterSetUp(true);
       return r.send();
     });
   }
+  return start(entryPoint, [token](wire::Session::Client& s) {
+    auto r = s.processHasQueuesRequest();
+    r.setProcess(token);
+    r.setAfterSetUp(true);
+    return r.send();
+  });
+}
+
+MqsClient::Reply<wire::Session::SetupImageResults> MqsClient::sendSetupImage(
+    uint64_t image, bool hasQueuesBehind, const LookupsAhead* given) {
+  settleRecalled();
+  LookupsAhead asked;
+  if (given == nullptr) asked = lookupsAhead(image);
+  auto setUp = startSetupImage(image, given != nullptr ? *given : asked, 0, false);
+  std::shared_ptr<PendingCall> behind;
+  if (hasQueuesBehind) behind = startHasQueuesBehind(EntryPoint::image_has_queues, image);
   auto reply = finishSetUp<wire::Session::SetupImageResults>(std::move(setUp),
                                                              EntryPoint::setup_image, behind);
   if (behind) behind_ = Behind{EntryPoint::image_has_queues, image, std::move(behind)};
@@ -898,7 +1395,9 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   return reply;
 }
 
-int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind) {
+int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind,
+                                std::string* warning) {
+  settleRecalled();
   // Under epoch, the process's image and type sizes travel with the request (asked here, on
   // the debugger's thread, now that it handed over the process's table): every DLL asks for
   // them during its set-up, two round trips a process otherwise.
@@ -913,55 +1412,63 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
     auto named = imageSetUpAhead_.find(facts->image);
     if (named != imageSetUpAhead_.end()) ahead = readAhead(token, named->second);
   }
-  auto setUp = start(
-      EntryPoint::setup_process, [this, token, bigEndian, &facts, &ahead](wire::Session::Client& s) {
-        auto r = s.setupProcessRequest();
-        r.setProcess(token);
-        r.setTargetBigEndian(bigEndian);
-        if (facts) {
-          auto out = r.initFacts();
-          out.setImage(facts->image);
-          DebuggerSide::writeTypeSizes(
-              facts->sizes, out.initTypeSizes(static_cast<unsigned>(facts->sizes.size())));
-        }
-        writeAhead(ahead, connection_->compress(), r);
-        return r.send();
-      });
+  auto setUp = startSetupProcess(token, bigEndian, facts ? &facts->image : nullptr,
+                                 facts ? &facts->sizes : nullptr, ahead, 0, false);
   std::shared_ptr<PendingCall> behind;
-  if (hasQueuesBehind) {
-    behind = start(EntryPoint::process_has_queues, [token](wire::Session::Client& s) {
-      auto r = s.processHasQueuesRequest();
-      r.setProcess(token);
-      r.setAfterSetUp(true);
-      return r.send();
-    });
-  }
+  if (hasQueuesBehind) behind = startHasQueuesBehind(EntryPoint::process_has_queues, token);
   auto reply = finishSetUp<wire::Session::SetupProcessResults>(std::move(setUp),
                                                                EntryPoint::setup_process, behind);
   int rc = resultOf(reply, reply.get().getRc());
   keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
   keepNamed(setUpAhead_, token, reply.get().getSetUpAhead());
   if (behind) behind_ = Behind{EntryPoint::process_has_queues, token, std::move(behind)};
-  if (reply.get().hasWarning() && reply.get().getWarning().size() > 0) {
-    // The one line the shim adds to what the debugger sees: a native load of the DLL would
-    // read the queues wrong just as silently.
-    // docs/transparency.md, "What the shim adds"
-    std::string text = std::string("mqd-proxy: ") + reply.get().getWarning().cStr();
-    MQD_LOG(Warn, "%s", text.c_str());
-    side_.dprints(text.c_str());
-  }
+  std::string said = reply.get().getWarning();
+  warnOfByteOrder(said);
+  if (warning != nullptr) *warning = said;
   return rc;
+}
+
+void MqsClient::warnOfByteOrder(const std::string& warning) {
+  if (warning.empty()) return;
+  // The one line the shim adds to what the debugger sees: a native load of the DLL would
+  // read the queues wrong just as silently.
+  // docs/transparency.md, "What the shim adds"
+  std::string text = "mqd-proxy: " + warning;
+  MQD_LOG(Warn, "%s", text.c_str());
+  side_.dprints(text.c_str());
+}
+
+std::shared_ptr<PendingCall> MqsClient::startSetupProcess(
+    uint64_t token, bool bigEndian, const uint64_t* image, const DebuggerSide::TypeSizes* sizes,
+    const std::vector<ReadAhead>& ahead, uint64_t infoToken, bool recalled) {
+  return start(EntryPoint::setup_process, [this, token, bigEndian, image, sizes, &ahead,
+                                           infoToken, recalled](wire::Session::Client& s) {
+    auto r = s.setupProcessRequest();
+    r.setProcess(token);
+    r.setTargetBigEndian(bigEndian);
+    r.setInfoToken(infoToken);
+    r.setRecalled(recalled);
+    if (image != nullptr && sizes != nullptr) {
+      auto out = r.initFacts();
+      out.setImage(*image);
+      DebuggerSide::writeTypeSizes(*sizes, out.initTypeSizes(static_cast<unsigned>(sizes->size())));
+    }
+    writeAhead(ahead, connection_->compress(), r);
+    return r.send();
+  });
 }
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {
   return call(EntryPoint::process_has_queues, [&]() {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::process_has_queues)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::process_has_queues);
-    KJ_IF_MAYBE(rc, serveHeld(processHasQueuesAhead_, token, message, strings_)) {
+    KJ_IF_MAYBE(rc, serveHeld(processHasQueuesAhead_, wire::InfoKind::PROCESS, token, message)) {
       setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
       return *rc;
     }
     leaveWalk(token);
+    settleRecalled();  // their callbacks are not this call's
+    Mark before = mark();
     std::vector<ReadAhead> ahead;
     auto named = setUpAhead_.find(token);
     if (named != setUpAhead_.end()) {
@@ -972,6 +1479,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
+    recordProcessHasQueues(token, before, rc, reply.get().getMessage());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -1053,28 +1561,30 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   }
   std::sort(byLast.begin(), byLast.end());
   uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedAheadBytes_;
-  std::optional<double> perByte = side_.secondsPerByte();
   for (const auto& [last, token] : byLast) {
     uint64_t bytes = bytesOf(nextEpoch_.at(token));
     if (bytes > budget) break;
     // A process refreshed ahead has its memory read twice: now, and at its own update for the
-    // proof. That extra read must cost less than the round trip it saves: not so when the
-    // debugger's own link to its target is slow (gdbserver over a network reads 1 MiB in
-    // seconds, the server answers in milliseconds). Below kNegligibleReadSeconds the timings
-    // are noise (one preemption of the debugger's thread outweighs a small read), and the
-    // refresh ahead is made.
-    double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
-    if (fastestRoundTrip_ > 0 && again > fastestRoundTrip_ && again > kNegligibleReadSeconds) {
+    // proof.
+    if (!worthReadingAgain(bytes)) {
       MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
-                     "%.3f s, a round trip %.3f s",
-              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes),
-              again, fastestRoundTrip_);
+                     "more than a round trip",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
       continue;
     }
     budget -= bytes;
     chosen.push_back(token);
   }
   return chosen;
+}
+
+bool MqsClient::worthReadingAgain(uint64_t bytes) const {
+  // Not so when the debugger's own link to its target is slow (gdbserver over a network reads
+  // 1 MiB in seconds, the server answers in milliseconds). Below kNegligibleReadSeconds the
+  // timings are noise (one preemption of the debugger's thread outweighs a small read).
+  std::optional<double> perByte = side_.secondsPerByte();
+  double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
+  return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ || again <= kNegligibleReadSeconds;
 }
 
 bool MqsClient::serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh) {

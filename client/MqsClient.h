@@ -15,6 +15,7 @@
 // explains them. Nothing here throws to the caller.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "RecordedWalk.h"
 #include "SessionRecorder.h"
 #include "SessionSetUp.h"
+#include "SetUpRecall.h"
 #include "StringPool.h"
 #include "mqs_entry_points.h"
 #include "mqs_interface.h"
@@ -84,13 +86,39 @@ class MqsClient {
   // MQD_PROXY_ERR_WORKER_DIED with the signal, DLL and call. Throws the ProxyError.
   [[noreturn]] void failLost(int code, const std::string& detail, const char* entryPoint);
   // Sends mqs_setup_process for a process whose table the debugger gave; hasQueuesBehind: with
-  // mqs_process_has_queues sent behind it (processHasQueuesAhead_).
-  int sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind = false);
+  // mqs_process_has_queues sent behind it (processHasQueuesAhead_). *warning: the reply's.
+  int sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind = false,
+                       std::string* warning = nullptr);
+  // The look-ups answered ahead with an image's set-up (under the epoch policy): the learned
+  // ones (below), with the debugger's answers for this image, asked now.
+  struct LookupsAhead {
+    std::vector<LookupKey> keys;
+    std::vector<DebuggerSide::LookupResult> answers;
+  };
+  LookupsAhead lookupsAhead(uint64_t image);
   // One request each, for the entry points themselves and for a set-up replay.
-  // With it, the learned look-ups (below) answered ahead by the debugger for this image.
-  // hasQueuesBehind: with mqs_image_has_queues sent behind it (imageHasQueuesAhead_).
+  // With it, `ahead` (lookupsAhead, asked here when null). hasQueuesBehind: with
+  // mqs_image_has_queues sent behind it (imageHasQueuesAhead_).
   Reply<wire::Session::SetupImageResults> sendSetupImage(uint64_t image,
-                                                         bool hasQueuesBehind = false);
+                                                         bool hasQueuesBehind = false,
+                                                         const LookupsAhead* ahead = nullptr);
+  // Sends mqs_setup_image without waiting for its reply; `recalled`: the debugger was answered
+  // from a record, with `infoToken` for the image info (0: none).
+  std::shared_ptr<PendingCall> startSetupImage(uint64_t image, const LookupsAhead& ahead,
+                                               uint64_t infoToken, bool recalled);
+  // The same for mqs_setup_process, with the process's facts when `image` and `sizes` are
+  // given, and what was read ahead for it.
+  std::shared_ptr<PendingCall> startSetupProcess(uint64_t process, bool bigEndian,
+                                                 const uint64_t* image,
+                                                 const DebuggerSide::TypeSizes* sizes,
+                                                 const std::vector<ReadAhead>& ahead,
+                                                 uint64_t infoToken, bool recalled);
+  // mqs_image_has_queues or mqs_process_has_queues, sent behind its object's set-up.
+  std::shared_ptr<PendingCall> startHasQueuesBehind(EntryPoint entryPoint, uint64_t token);
+  // The set-up reply's byte-order warning, for the debugger (empty: none).
+  void warnOfByteOrder(const std::string& warning);
+  // The canonical answers of what was asked ahead (SetUpRecall::canonical).
+  static SetUpRecall::Answers answersOf(const LookupsAhead& ahead);
   Reply<wire::Session::ImageHasQueuesResults> sendImageHasQueues(uint64_t image);
   Reply<wire::Session::SetupJobResults> sendSetupJob(uint64_t job);
   // `ahead`: memory read for the rest of the process's set-up (setUpAhead_).
@@ -155,6 +183,8 @@ class MqsClient {
     kj::Own<wire::OutString::Reader> message;
     int errorCode = 0;  // a callback's proxy error, returned instead of rc (resultOf)
     std::string errorDetail;
+    // An answer from a record: the call's effects, delivered as it is served.
+    std::vector<SetUpRecall::Effect> effects;
   };
   std::unordered_map<uint64_t, HeldAnswer> imageHasQueuesAhead_;
   std::unordered_map<uint64_t, HeldAnswer> processHasQueuesAhead_;
@@ -164,10 +194,11 @@ class MqsClient {
   template <typename Results, typename Keep>
   void holdAnswer(std::shared_ptr<PendingCall> behind, EntryPoint entryPoint, uint64_t token,
                   std::unordered_map<uint64_t, HeldAnswer>& held, Keep&& keep);
-  // The debugger's own has-queues call, served from held[token] if there: applies the message
-  // and returns the rc (throws ProxyError for a held error).
-  static kj::Maybe<int> serveHeld(std::unordered_map<uint64_t, HeldAnswer>& held,
-                                  uint64_t token, char** message, StringPool& strings);
+  // The debugger's own has-queues call, served from held[token] if there: delivers its
+  // recorded effects, applies the message and returns the rc (throws ProxyError for a held
+  // error).
+  kj::Maybe<int> serveHeld(std::unordered_map<uint64_t, HeldAnswer>& held, wire::InfoKind kind,
+                           uint64_t token, char** message);
 
   // The DLL's rc, unless a callback hit an error the debugger must see instead.
   template <typename Results>
@@ -210,6 +241,89 @@ class MqsClient {
   void leaveWalk(uint64_t process);
   // Replays the debugger-visible effects recorded with a call served from a walk.
   void replay(RecordedWalk::Effects effects);
+
+  // ---- set-ups answered from a record (SetUpRecall; docs/round-trips.md) ----
+  // Under the epoch policy, with MQD_PROXY_STATE_DIR and a server that takes info tokens, a
+  // first set-up of an image or process in this client is either recorded (when it consumed
+  // nothing the shim did not send it) or, when a record's inputs are proved the same, answered
+  // from the record: the set-up and its has-queues call are sent without waiting (recalled_),
+  // the debugger gets the recorded answers and an info token the shim chose, and the replies
+  // are compared with them before any other request is served (settleRecalled).
+  std::unique_ptr<SetUpRecall> recall_;  // null: nothing recorded or recalled
+  void openSetUpRecall(bool takesInfoTokens);
+  // True when the set-up was answered from a record (the debugger got its answer and info).
+  bool recallSetupImage(uint64_t image, const LookupsAhead& ahead);
+  bool recallSetupProcess(uint64_t process, bool bigEndian);
+  // A call sent with its answer already given to the debugger.
+  struct Recalled {
+    EntryPoint entryPoint;
+    uint64_t token;  // of the image or process
+    std::shared_ptr<PendingCall> pending;
+    SetUpRecall::Call told;  // what the debugger was told
+    uint64_t infoToken = 0;  // the token of the info it was told of (a PutInfo effect)
+    std::string warning;     // setup_process: the byte-order warning it was told
+  };
+  // Gives the debugger a recorded call's effects, in order, a put_*_info with `infoToken`.
+  void deliverRecorded(const std::vector<SetUpRecall::Effect>& effects, wire::InfoKind kind,
+                       uint64_t token, uint64_t infoToken);
+  std::deque<Recalled> recalled_;
+  // Serves the recalled calls' replies, in order, and compares each with what the debugger was
+  // told: a difference is a contradiction (contradict). Before every other request.
+  void settleRecalled();
+  // The DLL answered a recalled call otherwise: calls on its object fail until the debugger
+  // sets it up again, the DLL's own effects are delivered, and no record is used again.
+  void contradict(const Recalled& call, const std::string& how,
+                  std::vector<kj::Own<wire::Effect::Reader>> unexpected);
+  std::set<std::pair<int, uint64_t>> contradicted_;  // (wire::InfoKind, token)
+  // Throws ProxyError(NOT_SET_UP) for a call on a contradicted object.
+  void refuseContradicted(wire::InfoKind kind, uint64_t token, EntryPoint entryPoint);
+  uint64_t nextChosenInfoToken_ = wire::FIRST_CHOSEN_INFO_TOKEN;
+  // Objects set up at least once by this client: only a first set-up is recorded or recalled
+  // (the server's caches of the object are then empty, as when the record was made).
+  std::set<uint64_t> imagesSetUp_;
+  std::set<uint64_t> processesSetUp_;
+  // Per image whose set-up was recorded or recalled in this client: its record (without a
+  // process part); `recalled` when the image's set-up was answered from it, and then the
+  // process parts recorded with it, newest first, for its process's set-up to try.
+  struct ImageRecord {
+    SetUpRecall::Record record;
+    bool complete = false;  // its mqs_image_has_queues' outcome is in
+    bool recalled = false;
+    std::vector<SetUpRecall::ProcessOutcome> processes;
+  };
+  std::unordered_map<uint64_t, ImageRecord> imageRecords_;
+  // The process set-up being recorded: its inputs so far (every readBlock of it, in order).
+  struct ProcessRecording {
+    uint64_t process;
+    uint64_t image;
+    SetUpRecall::ProcessInputs inputs;
+    SetUpRecall::ProcessOutcome outcome;
+    bool ok = true;       // every read so far whole, and no more than maxBlocksAheadBytes
+    uint64_t bytes = 0;   // read so far
+  };
+  std::optional<ProcessRecording> processRecording_;
+  // Starts recording the process's set-up, if its image's set-up is recorded or recalled.
+  void startProcessRecording(uint64_t process, bool bigEndian);
+  void stopProcessRecording();
+  // Where a call being recorded started: the callbacks answered and effects delivered so far
+  // (effectLog_, emptied as each entry point starts).
+  struct Mark {
+    DebuggerSide::Answered answered;
+    size_t effects = 0;
+  };
+  Mark mark() const { return {side_.answered, effectLog_.size()}; }
+  std::vector<kj::Own<wire::Effect::Reader>> effectLog_;
+  // Whether what the shim answered since `from` is what a recorded set-up may consume: no
+  // callback but block reads (none for an image) and at most one put_*_info, on the object
+  // itself. Its effects, in order, go to *effects.
+  bool answeredOnly(const Mark& from, wire::InfoKind kind, uint64_t token, bool allowReads,
+                    std::vector<SetUpRecall::Effect>* effects) const;
+  // The image's mqs_image_has_queues outcome, for its record.
+  void recordImageHasQueues(uint64_t image, const Mark& from, int rc,
+                            wire::OutString::Reader message);
+  // The process's mqs_process_has_queues outcome: its record is complete and kept.
+  void recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
+                              wire::OutString::Reader message);
 
   // Look-ups answered ahead at mqs_setup_image, under the epoch policy: what the server asked
   // for in this session (DebuggerSide::lookedUp) and, with MQD_PROXY_STATE_DIR, what this DLL
@@ -287,6 +401,11 @@ class MqsClient {
   // The quickest round trip to the server so far (roundTrip's wall time, callbacks served
   // included): what a refresh ahead saves per process (refreshCandidates). Zero: none yet.
   double fastestRoundTrip_ = 0;
+  // Whether reading `bytes` from the debugger once more (a refresh ahead's proof) costs less
+  // than the round trip to the server it saves, by the debugger's recent reads
+  // (DebuggerSide::secondsPerByte) and fastestRoundTrip_.
+  bool worthReadingAgain(uint64_t bytes) const;
+  bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
   // A read of the debugger this short never decides against a refresh ahead: timings that
   // small are the scheduler's, not the debugger link's.
   static constexpr double kNegligibleReadSeconds = 1e-3;

@@ -375,6 +375,8 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           c->dll_ = DllInfo::from(d);
           c->ticket_.connection = response.getTicket().getConnection();
           c->ticket_.key = response.getTicket().getKey();
+          c->takesInfoTokens_ = response.getTakesInfoTokens();
+          c->readsOnNode_ = response.getReadsOnNode();
           if (recorder != nullptr) {
             c->session_ = recorder->sessionOpened(c->endpoint_, *asked, d,
                                                   kj::mv(c->session_));

@@ -98,6 +98,10 @@ class Connection {
   wire::Session::Client& session() { return session_; }
   const DllInfo& dll() const { return dll_; }
   const SessionTicket& ticket() const { return ticket_; }
+  // The session honours a set-up's infoToken; its server reads targets on its host
+  // (mqd.capnp, Proxy.openSession).
+  bool takesInfoTokens() const { return takesInfoTokens_; }
+  bool readsOnNode() const { return readsOnNode_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -143,6 +147,8 @@ class Connection {
   wire::Session::Client session_{nullptr};
   DllInfo dll_;
   SessionTicket ticket_;
+  bool takesInfoTokens_ = false;
+  bool readsOnNode_ = false;
   bool compress_ = false;
   SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
   std::deque<std::shared_ptr<PendingCall>> calls_;

@@ -19,7 +19,8 @@ second session with that server, which has learned what the first read: nothing 
 the proof). Every run's shim keeps its learned look-ups in WORK/shim-state
 (MQD_PROXY_STATE_DIR), so the node server gets them all with each mqs_setup_image.
 differences() also requires, from the node server's log, the proof for every rank in each of
-its sessions and that the server asked the debugger for no look-up one by one; and,
+its sessions and that the server asked the debugger for no look-up one by one; from the tcp
+run's shim, that it answered the set-ups the unix run recorded from those records; and,
 from the tcp server's log, that its second dump (a refresh of the whole job) refreshed every
 rank but the first ahead, with the first rank's update: the shim refreshes ahead where reading
 a rank's memory again costs less than the round trip it saves, which gdb's local reads do
@@ -52,7 +53,11 @@ class DumpMatrix:
         self.node_log = self.servers[2].log
         self.pids = []
         # (name, endpoint, environment of gdb)
-        self.proxied = [("unix", unix, {}), ("tcp", tcp, {}),
+        # The tcp run's shim logs its session summary: what it answered from records.
+        self.tcp_shim_log = os.path.join(work, "tcp-shim.log")
+        self.proxied = [("unix", unix, {}),
+                        ("tcp", tcp, {"MQD_PROXY_LOG": "info",
+                                      "MQD_PROXY_LOG_FILE": self.tcp_shim_log}),
                         ("unix-call", unix, {"MQD_PROXY_CACHE": "call"}),
                         ("unix-off", unix, {"MQD_PROXY_CACHE": "off"}),
                         ("node", node, {}), ("node-learned", node, {})]
@@ -115,6 +120,17 @@ class DumpMatrix:
                 problems.append("%s: the whole job's refresh refreshed %s ranks ahead, not %d "
                                 "(or %d with the first dump's): see %s"
                                 % (server.name, ahead[:1], others, 2 * others, server.log))
+        # The tcp run, a later session on the same ranks as the unix run, which recorded every
+        # rank's set-ups but the first's (that one asked its look-ups one by one): those are
+        # answered from the records, and the DLL contradicts none (docs/round-trips.md,
+        # "Set-ups answered from a record").
+        with open(self.tcp_shim_log) as f:
+            recalled = re.findall(r"session summary: .* (\d+) set-ups answered from records "
+                                  r"\((\d+) contradicted", f.read())
+        wanted = 2 * (len(self.pids) - 1)
+        if not recalled or int(recalled[-1][0]) < wanted or int(recalled[-1][1]) != 0:
+            problems.append("tcp: the shim answered %s set-ups from records (contradicted), "
+                            "not %d or more: see %s" % (recalled[-1:], wanted, self.tcp_shim_log))
         log = self._log_with_session(self.node_log, self.node_runs)
         proved = [int(p) for p in re.findall(r"memory read on this host, from pid (\d+)", log)]
         problems += ["the --node-memory server proved rank pid %d in %d of its %d sessions: see %s"

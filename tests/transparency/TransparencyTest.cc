@@ -13,8 +13,15 @@
 // whatever the length: 200 there repeated the same path eight times over, for 150 s of CI.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -30,6 +37,7 @@
 #include "ServerUnderTest.h"
 #include "SyntheticMpi.h"
 #include "TestPaths.h"
+#include "mqd.capnp.h"
 #include "Transcript.h"
 
 using namespace mqd::harness;
@@ -179,7 +187,9 @@ Outcome converseJob(const std::string& library, const Cell& cell, int ranks,
   std::vector<std::unique_ptr<TargetModel>> targets;
   for (int r = 0; r < ranks; ++r) {
     targets.push_back(std::make_unique<TargetModel>(cell.pointerSize, cell.bigEndian));
-    layOut(*targets.back(), standardJob(cell.opsPerQueue, ranks, r));
+    Job job = standardJob(cell.opsPerQueue, ranks, r);
+    job.lateIdentity = cell.lateIdentity;
+    layOut(*targets.back(), job);
   }
   DebuggerHarness d(library, {cell.typeSizeInts, cell.timing});
   std::vector<Subjects> subjects;
@@ -365,18 +375,61 @@ JobScenario rankByRank(size_t ops) {
   };
 }
 
-// From the shim's log (at level info): how many updates its last session served from
-// refreshes ahead, and how many refreshes ahead it found stale.
-std::pair<long, long> refreshesAhead(const std::string& log) {
+// Two counts of the shim's last session summary in `log` (at level info), matched by
+// `counts`; {-1, -1} when there is none.
+std::pair<long, long> summaryCounts(const std::string& log, const std::regex& counts) {
   std::ifstream in(log);
   std::string line, last;
   while (std::getline(in, line)) {
     if (line.find("session summary:") != std::string::npos) last = line;
   }
   std::smatch m;
-  static const std::regex counts("([0-9]+) updates served from refreshes ahead \\(([0-9]+) more");
   if (!std::regex_search(last, m, counts)) return {-1, -1};
   return {std::stol(m[1]), std::stol(m[2])};
+}
+
+// How many updates the last session served from refreshes ahead, and how many refreshes ahead
+// it found stale.
+std::pair<long, long> refreshesAhead(const std::string& log) {
+  static const std::regex counts("([0-9]+) updates served from refreshes ahead \\(([0-9]+) more");
+  return summaryCounts(log, counts);
+}
+
+// The set-up records in the state directory `dir` (setups-<build>.capnp), "" when none.
+std::string recordsFile(const std::string& dir) {
+  std::string found;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind("setups-", 0) == 0) found = dir + "/" + e->d_name;
+    }
+    ::closedir(d);
+  }
+  return found;
+}
+
+// Rewrites the set-up records in `path` with `edit` applied.
+void editRecords(const std::string& path,
+                 const std::function<void(mqd::wire::SetUpRecords::Builder)>& edit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() % sizeof(capnp::word) == 0);
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  capnp::FlatArrayMessageReader reader(words);
+  capnp::MallocMessageBuilder message;
+  message.setRoot(reader.getRoot<mqd::wire::SetUpRecords>());
+  edit(message.getRoot<mqd::wire::SetUpRecords>());
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  capnp::writeMessageToFd(fd, message);
+  ::close(fd);
+}
+
+// How many set-ups the last session answered from records, and of those calls how many the
+// DLL contradicted.
+std::pair<long, long> setUpsRecalled(const std::string& log) {
+  static const std::regex counts("([0-9]+) set-ups answered from records \\(([0-9]+) contra");
+  return summaryCounts(log, counts);
 }
 
 }  // namespace
@@ -548,6 +601,96 @@ TEST_CASE("a job refreshed rank by rank: a rank that changes between the debugge
         CHECK(stale == 3);
       }
     }
+  }
+}
+
+TEST_CASE("set-ups answered from records: the native answers, and a rank changed since is set "
+          "up by the DLL") {
+  // Under epoch, with learned state, a session records every set-up that consumed nothing but
+  // what the shim sent it; a later session answers a set-up from a record once every look-up
+  // answer, fact and byte it consumed is the same, and compares the DLL's reply with it
+  // (docs/round-trips.md, "Set-ups answered from a record"). These four ranks share their
+  // addresses, so the image's record carries every rank's process part.
+  Cell cell{kWidest, false, 5, 3, 7};
+  cell.lateIdentity = true;  // as Open MPI's DLL: the set-up asks nothing but look-ups, reads
+  auto scenario = [&cell](bool rank2Replaced) -> JobScenario {
+    return [&cell, rank2Replaced](Transcript& t, std::vector<Subjects>& ranks) {
+      if (rank2Replaced) {  // a sequence number and list the set-up of rank 2 reads anew
+        Job next = standardJob(cell.opsPerQueue + 1, static_cast<int>(ranks.size()), 2);
+        next.sequence = 2;
+        next.lateIdentity = true;
+        replaceCommunicators(*ranks[2].target, next);
+      }
+      t.versions(true);
+      t.setupBasicCallbacks();
+      for (Subjects& s : ranks) {
+        REQUIRE(t.setupImage(s.image) == mqs_ok);
+        REQUIRE(t.imageHasQueues(s.image) == mqs_ok);
+        REQUIRE(t.setupProcess(s.process) == mqs_ok);
+        REQUIRE(t.processHasQueues(s.process) == mqs_ok);
+      }
+      for (Subjects& s : ranks) refresh(t, s.process, Capabilities{});
+    };
+  };
+  server();
+  Outcome native = converseJob(dllFor(3), cell, 4, scenario(false));
+  Outcome nativeReplaced = converseJob(dllFor(3), cell, 4, scenario(true));
+  for (const Mode& mode : allModes()) {
+    if (std::string(mode.cache) != "epoch") continue;
+    INFO(mode.name());
+    // A server of its own, which learns only from these sessions.
+    TempDir state;
+    const ServerUnderTest& u = underTest();
+    ServerProcess own(u.binary,
+                      {"--listen", u.listenAddress(state.path()), "--dll", u.dll3, "--log-level",
+                       "warn", "--log-file", state / "server.log", "--state-dir",
+                       state / "server-state"},
+                      true, u.emulator);
+    useProxy(mode, cell);
+    setenv("MQD_PROXY_SERVER", own.endpoint().c_str(), 1);
+    setenv("MQD_PROXY_STATE_DIR", (state / "shim-state").c_str(), 1);
+    setenv("MQD_PROXY_LOG", "info", 1);
+    // The first session: rank 0's set-ups ask their look-ups one by one (nothing learned yet)
+    // and are not recorded; rank 1's are; the images of ranks 2 and 3, whose look-ups answer as
+    // rank 1's did, are set up from that record, and their processes, which read other bytes,
+    // by the DLL (and recorded).
+    requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
+    auto [first, firstContradicted] = setUpsRecalled(scratch() / "shim.log");
+    CHECK(first == 2);
+    CHECK(firstContradicted == 0);
+    // Every image and ranks 1 to 3's processes (rank 0's is recorded now).
+    requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
+    auto [second, secondContradicted] = setUpsRecalled(scratch() / "shim.log");
+    CHECK(second == 7);
+    CHECK(secondContradicted == 0);
+    // Rank 2 reads another sequence number: its process's set-up goes to the DLL (the three
+    // others' are answered from their records, rank 0's too now).
+    requireSame(nativeReplaced, converseJob(mqd::test::kShim, cell, 4, scenario(true)));
+    auto [third, thirdContradicted] = setUpsRecalled(scratch() / "shim.log");
+    CHECK(third == 7);
+    CHECK(thirdContradicted == 0);
+    // Records the DLL then contradicts (their images' has-queues message edited here, as a DLL
+    // that keeps state across set-ups would answer otherwise): the debugger was told the
+    // record's message; the reply says otherwise, which the shim reports, and the records go.
+    std::string file = recordsFile(state / "shim-state");
+    REQUIRE_FALSE(file.empty());
+    editRecords(file, [](mqd::wire::SetUpRecords::Builder records) {
+      for (auto r : records.getRecords()) r.getImageHasQueues().getMessage().setText("edited");
+    });
+    converseJob(mqd::test::kShim, cell, 4, scenario(false));
+    auto [fourth, fourthContradicted] = setUpsRecalled(scratch() / "shim.log");
+    CHECK(fourth == 8);
+    CHECK(fourthContradicted == 4);
+    CHECK(recordsFile(state / "shim-state").empty());
+    // The next session records afresh, rank 0's set-ups too (the look-ups are learned). The
+    // server has learned what these set-ups read and sends the shim for just that, the same
+    // bytes on every rank now: ranks 1 to 3 are answered from rank 0's record.
+    requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
+    auto [fifth, fifthContradicted] = setUpsRecalled(scratch() / "shim.log");
+    CHECK(fifth == 6);
+    CHECK(fifthContradicted == 0);
+    unsetenv("MQD_PROXY_LOG");
+    setenv("MQD_PROXY_STATE_DIR", "off", 1);
   }
 }
 

@@ -1,0 +1,294 @@
+#include "SetUpRecall.h"
+
+#include <capnp/message.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "Log.h"
+#include "StateFile.h"
+#include "mqs_interface.h"
+
+namespace mqd::client {
+namespace {
+
+constexpr uint64_t kMaxFileWords = 1u << 22;  // 32 MiB: kMaxRecords records and their look-ups
+
+void feedKey(Sha256& sha, const LookupKey& key) {
+  sha.number(key.kind).text(key.name).number(key.lang).text(key.field);
+}
+
+bool digestFrom(capnp::Data::Reader in, SetUpRecall::Digest* out) {
+  if (in.size() != out->size()) return false;
+  std::memcpy(out->data(), in.begin(), out->size());
+  return true;
+}
+
+SetUpRecall::Call callFrom(wire::RecordedCall::Reader in) {
+  SetUpRecall::Call call;
+  call.rc = in.getRc();
+  call.message = SetUpRecall::Message::from(in.getMessage());
+  for (auto e : in.getEffects()) {
+    switch (e.which()) {
+      case wire::RecordedEffect::PUT_INFO:
+        call.effects.push_back({SetUpRecall::Effect::PutInfo, {}});
+        break;
+      case wire::RecordedEffect::DPRINTS:
+        call.effects.push_back({SetUpRecall::Effect::Dprints, e.getDprints()});
+        break;
+      case wire::RecordedEffect::DLL_OUTPUT: {
+        auto bytes = e.getDllOutput();
+        call.effects.push_back(
+            {SetUpRecall::Effect::Output, std::string(bytes.asChars().begin(), bytes.size())});
+        break;
+      }
+    }
+  }
+  return call;
+}
+
+void writeCall(const SetUpRecall::Call& call, wire::RecordedCall::Builder out) {
+  out.setRc(call.rc);
+  call.message.writeTo(out.initMessage());
+  auto effects = out.initEffects(static_cast<unsigned>(call.effects.size()));
+  for (unsigned i = 0; i < call.effects.size(); ++i) {
+    const SetUpRecall::Effect& e = call.effects[i];
+    switch (e.kind) {
+      case SetUpRecall::Effect::PutInfo: effects[i].setPutInfo(); break;
+      case SetUpRecall::Effect::Dprints: effects[i].setDprints(e.bytes); break;
+      case SetUpRecall::Effect::Output:
+        effects[i].setDllOutput(kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.bytes.data()),
+                                             e.bytes.size()));
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+SetUpRecall::Message SetUpRecall::Message::from(wire::OutString::Reader in) {
+  Message m;
+  if (in.isNull()) m.kind = Null;
+  if (in.isText()) {
+    m.kind = Text;
+    m.text = in.getText();
+  }
+  return m;
+}
+
+void SetUpRecall::Message::writeTo(wire::OutString::Builder out) const {
+  switch (kind) {
+    case Untouched: out.setUntouched(); break;
+    case Null: out.setNull(); break;
+    case Text: out.setText(text); break;
+  }
+}
+
+bool SetUpRecall::Call::putsInfo() const {
+  for (const Effect& e : effects) {
+    if (e.kind == Effect::PutInfo) return true;
+  }
+  return false;
+}
+
+std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::LookupResult& a) {
+  char buf[64];
+  switch (key.kind) {
+    case LookupKey::Symbol:
+    case LookupKey::Function:
+      std::snprintf(buf, sizeof buf, "%d:%llx", a.rc,
+                    static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address : 0));
+      break;
+    case LookupKey::Type:  // a type's token is the session's own: only whether there is one
+      std::snprintf(buf, sizeof buf, "%d", a.type != 0 ? 1 : 0);
+      break;
+    case LookupKey::Field:
+    case LookupKey::SizeOf:
+      std::snprintf(buf, sizeof buf, "%d", a.value);
+      break;
+  }
+  return buf;
+}
+
+std::optional<SetUpRecall::Digest> SetUpRecall::digestOf(const std::vector<LookupKey>& keys,
+                                                        const Answers& answers) {
+  Sha256 sha;
+  sha.number(static_cast<int64_t>(keys.size()));
+  for (const LookupKey& key : keys) {
+    auto it = answers.find(key);
+    if (it == answers.end()) return std::nullopt;
+    feedKey(sha, key);
+    sha.text(it->second);
+  }
+  return sha.finish();
+}
+
+SetUpRecall::ProcessInputs::ProcessInputs(bool bigEndian, const DebuggerSide::TypeSizes& sizes) {
+  sha_.number(bigEndian ? 1 : 0);
+  for (const std::optional<int>& size : sizes) sha_.number(size ? 1 : 0).number(size ? *size : 0);
+}
+
+bool SetUpRecall::ProcessInputs::read(const Read& r, const DebuggerSide::Block& block) {
+  if (block.rc != mqs_ok || block.address != r.address || block.bytes.size() != r.size) {
+    return false;
+  }
+  sha_.number(static_cast<int64_t>(r.address)).number(r.size);
+  sha_.number(static_cast<int64_t>(r.neededAddress)).number(r.neededSize);
+  sha_.bytes(block.bytes.data(), block.bytes.size());
+  return true;
+}
+
+SetUpRecall::SetUpRecall(std::string stateDir, std::string buildId)
+    : buildId_(std::move(buildId)) {
+  if (stateDir.empty() || buildId_.empty()) return;
+  file_ = stateDir + "/setups-" + buildId_ + ".capnp";
+  load();
+}
+
+std::vector<const SetUpRecall::Record*> SetUpRecall::find(const Answers& answers) const {
+  std::vector<const Record*> found;
+  if (refuted_) return found;
+  // Records made in one session share their look-up list: one digest per list.
+  std::map<const std::vector<LookupKey>*, std::optional<Digest>> digests;
+  for (auto r = records_.rbegin(); r != records_.rend(); ++r) {
+    auto it = digests.find(r->lookups.get());
+    if (it == digests.end()) {
+      it = digests.emplace(r->lookups.get(), digestOf(*r->lookups, answers)).first;
+    }
+    if (it->second && *it->second == r->lookupDigest) found.push_back(&*r);
+  }
+  return found;
+}
+
+SetUpRecall::LookupList SetUpRecall::share(std::vector<LookupKey> lookups) const {
+  for (const Record& r : records_) {
+    if (*r.lookups == lookups) return r.lookups;
+  }
+  return std::make_shared<const std::vector<LookupKey>>(std::move(lookups));
+}
+
+void SetUpRecall::keep(Record record) {
+  if (file_.empty() || refuted_) return;
+  for (auto it = records_.begin(); it != records_.end();) {
+    if (it->lookupDigest != record.lookupDigest) {
+      ++it;
+    } else if (!record.process) {
+      if (it->process) return;  // the image's outcome is kept already, with a process's
+      it = records_.erase(it);
+    } else if (!it->process || it->process->digest == record.process->digest) {
+      it = records_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  records_.push_back(std::move(record));
+  if (records_.size() > kMaxRecords) records_.erase(records_.begin());
+  dirty_ = true;
+}
+
+void SetUpRecall::refute() {
+  refuted_ = true;
+  records_.clear();
+  dirty_ = false;
+  if (!file_.empty() && ::unlink(file_.c_str()) != 0 && errno != ENOENT) {
+    MQD_LOG(Warn, "cannot remove %s: %s", file_.c_str(), std::strerror(errno));
+  }
+}
+
+void SetUpRecall::load() {
+  std::vector<Record> loaded;
+  bool ok = readStateFile(file_, kMaxFileWords, [&](capnp::MessageReader& reader) {
+    auto root = reader.getRoot<wire::SetUpRecords>();
+    if (root.getBuildId() != buildId_) return;
+    std::vector<std::optional<LookupKey>> table;
+    for (auto l : root.getLookups()) table.push_back(LookupKey::from(l));
+    std::map<std::vector<uint32_t>, LookupList> lists;
+    for (auto in : root.getRecords()) {
+      Record r;
+      std::vector<uint32_t> indices;
+      std::vector<LookupKey> keys;
+      bool usable = true;
+      for (uint32_t i : in.getLookups()) {
+        usable = usable && i < table.size() && table[i].has_value();
+        if (!usable) break;
+        indices.push_back(i);
+        keys.push_back(*table[i]);
+      }
+      usable = usable && digestFrom(in.getLookupDigest(), &r.lookupDigest) &&
+               in.getImage().getRc() == mqs_ok;
+      if (!usable) continue;  // a look-up of a kind this build does not know, or damage
+      auto list = lists.find(indices);
+      if (list == lists.end()) {
+        list = lists.emplace(indices, std::make_shared<const std::vector<LookupKey>>(
+                                          std::move(keys))).first;
+      }
+      r.lookups = list->second;
+      r.image.setUp = callFrom(in.getImage());
+      r.image.hasQueues = callFrom(in.getImageHasQueues());
+      if (in.getHasProcess() && in.getProcess().getRc() == mqs_ok) {
+        ProcessOutcome p;
+        if (digestFrom(in.getProcessDigest(), &p.digest)) {
+          for (auto read : in.getReads()) {
+            p.reads.push_back({read.getAddress(), read.getSize(), read.getNeededAddress(),
+                               read.getNeededSize()});
+          }
+          p.setUp = callFrom(in.getProcess());
+          p.warning = in.getWarning();
+          p.hasQueues = callFrom(in.getProcessHasQueues());
+          r.process = std::move(p);
+        }
+      }
+      loaded.push_back(std::move(r));
+    }
+  });
+  if (ok) records_ = std::move(loaded);
+  while (records_.size() > kMaxRecords) records_.erase(records_.begin());
+}
+
+void SetUpRecall::save() {
+  if (!dirty_ || file_.empty() || refuted_) return;
+  dirty_ = false;
+  if (!makeStateDir(file_.substr(0, file_.rfind('/')))) return;
+  std::map<LookupKey, uint32_t> index;
+  std::vector<const LookupKey*> table;
+  for (const Record& r : records_) {
+    for (const LookupKey& k : *r.lookups) {
+      if (index.emplace(k, static_cast<uint32_t>(table.size())).second) table.push_back(&k);
+    }
+  }
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::SetUpRecords>();
+  root.setBuildId(buildId_);
+  auto lookups = root.initLookups(static_cast<unsigned>(table.size()));
+  for (unsigned i = 0; i < table.size(); ++i) table[i]->writeTo(lookups[i]);
+  auto out = root.initRecords(static_cast<unsigned>(records_.size()));
+  for (unsigned i = 0; i < records_.size(); ++i) {
+    const Record& r = records_[i];
+    auto o = out[i];
+    auto keys = o.initLookups(static_cast<unsigned>(r.lookups->size()));
+    for (unsigned k = 0; k < r.lookups->size(); ++k) keys.set(k, index.at((*r.lookups)[k]));
+    o.setLookupDigest(kj::arrayPtr(r.lookupDigest.data(), r.lookupDigest.size()));
+    writeCall(r.image.setUp, o.initImage());
+    writeCall(r.image.hasQueues, o.initImageHasQueues());
+    if (!r.process) continue;
+    const ProcessOutcome& p = *r.process;
+    o.setHasProcess(true);
+    o.setProcessDigest(kj::arrayPtr(p.digest.data(), p.digest.size()));
+    auto reads = o.initReads(static_cast<unsigned>(p.reads.size()));
+    for (unsigned k = 0; k < p.reads.size(); ++k) {
+      reads[k].setAddress(p.reads[k].address);
+      reads[k].setSize(p.reads[k].size);
+      reads[k].setNeededAddress(p.reads[k].neededAddress);
+      reads[k].setNeededSize(p.reads[k].neededSize);
+    }
+    writeCall(p.setUp, o.initProcess());
+    o.setWarning(p.warning);
+    writeCall(p.hasQueues, o.initProcessHasQueues());
+  }
+  writeStateFile(file_, message);
+}
+
+}  // namespace mqd::client

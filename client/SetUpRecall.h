@@ -1,0 +1,144 @@
+// SetUpRecall: set-ups answered from what the same vendor DLL build answered in an earlier
+// session, once everything the DLL consumed then is proved the same now.
+//
+// In a learned session a rank's set-up still costs two round trips: the image's and the
+// process's, each with its has-queues call behind it (docs/round-trips.md, "Set-up"). For a job
+// of 64 ranks that is 128 of the first dump's 130. Yet a DLL's set-up is a function of what it
+// consumes: the debugger's answers to its look-ups, the process's byte order and type sizes,
+// and the bytes of target memory it reads. Under the epoch policy the shim sends all of them
+// with the set-up, so it knows them. It records, per DLL build, every set-up that consumed
+// nothing else (no callback but the reads it answered, no output but the info it put), with a
+// SHA-256 digest of those inputs and the outcome; a later set-up whose inputs have the same
+// digests is answered from the record before the server replies (MqsClient::recallSetupImage,
+// recallSetupProcess). The server still runs it, and its reply is compared with what the
+// debugger was told (MqsClient::settleRecalled): the rule and what a contradiction does are in
+// docs/round-trips.md, "Set-ups answered from a record".
+//
+// A record covers one image's set-up and that of the process set up with it. Address-space
+// randomisation makes the symbol answers particular to one process, so a record serves a
+// debugger that sets up the same process again in a later session (a job attached again).
+// Processes that share their addresses (no randomisation, a test harness) share the image's
+// record: each of their process parts is tried.
+// One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
+// kMaxRecords, the newest kept; an unreadable file is ignored and rewritten.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "DebuggerSide.h"
+#include "LookupKey.h"
+#include "Sha256.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+class SetUpRecall {
+ public:
+  using Digest = Sha256::Digest;
+  static constexpr size_t kMaxRecords = 16384;
+
+  // A char** output as the DLL left it (wire::OutString).
+  struct Message {
+    enum Kind { Untouched, Null, Text } kind = Untouched;
+    std::string text;
+    bool operator==(const Message& o) const { return kind == o.kind && text == o.text; }
+    static Message from(wire::OutString::Reader in);
+    void writeTo(wire::OutString::Builder out) const;
+  };
+  // One read of target memory the shim answered (wire::BlockRequest).
+  struct Read {
+    uint64_t address = 0;
+    uint32_t size = 0;
+    uint64_t neededAddress = 0;
+    uint32_t neededSize = 0;
+  };
+  // An effect of a recorded call: a put_*_info on the call's own object (whose token is chosen
+  // anew at each recall), a dprints line or output of the DLL.
+  struct Effect {
+    enum Kind { PutInfo, Dprints, Output } kind = PutInfo;
+    std::string bytes;  // Dprints, Output
+    bool operator==(const Effect& o) const { return kind == o.kind && bytes == o.bytes; }
+  };
+  // One call's outcome: what the debugger got from it, in order.
+  struct Call {
+    int rc = 0;
+    Message message;  // has-queues calls
+    std::vector<Effect> effects;
+    bool putsInfo() const;
+  };
+  struct ImageOutcome {
+    Call setUp;  // mqs_setup_image: rc mqs_ok
+    Call hasQueues;
+  };
+  struct ProcessOutcome {
+    Digest digest{};          // ProcessInputs of the set-up
+    std::vector<Read> reads;  // in order
+    Call setUp;               // mqs_setup_process: rc mqs_ok
+    std::string warning;      // the set-up reply's (ByteOrderCheck)
+    Call hasQueues;
+  };
+  // Look-ups answered ahead, in order: shared by the records of one session's images.
+  using LookupList = std::shared_ptr<const std::vector<LookupKey>>;
+  struct Record {
+    LookupList lookups;  // answered ahead with the image's set-up
+    Digest lookupDigest{};
+    ImageOutcome image;
+    std::optional<ProcessOutcome> process;
+  };
+
+  // The look-ups answered ahead, by look-up: what a DLL can consume of each answer (canonical).
+  using Answers = std::map<LookupKey, std::string>;
+  static std::string canonical(const LookupKey& key, const DebuggerSide::LookupResult& answer);
+  // The digest of `keys`' answers, nullopt if one of them was not answered.
+  static std::optional<Digest> digestOf(const std::vector<LookupKey>& keys,
+                                        const Answers& answers);
+
+  // The digest of a process set-up's inputs: its byte order and type sizes, then every read,
+  // in order. A read that failed or came back short makes the set-up unrecordable (read()
+  // returns false): the server's handling of a partial block sent ahead differs from one it
+  // asked for.
+  class ProcessInputs {
+   public:
+    ProcessInputs(bool bigEndian, const DebuggerSide::TypeSizes& sizes);
+    bool read(const Read& read, const DebuggerSide::Block& block);
+    Digest finish() { return sha_.finish(); }
+
+   private:
+    Sha256 sha_;
+  };
+
+  // `stateDir` or `buildId` empty: nothing is kept or found.
+  SetUpRecall(std::string stateDir, std::string buildId);
+
+  const std::string& buildId() const { return buildId_; }
+  // The records of image set-ups whose look-ups were all answered now, with the same answers,
+  // newest first: one per process recorded with such an image (several only where processes
+  // share their addresses); empty when there is none (or after refute()).
+  std::vector<const Record*> find(const Answers& answers) const;
+  // Keeps `record`, in place of one with the same look-up digest and the same process inputs
+  // (or none); a record without a process part is not kept beside one with it.
+  void keep(Record record);
+  // `lookups`, shared with the records that have the same list.
+  LookupList share(std::vector<LookupKey> lookups) const;
+  // Writes the file if something was kept since it was read or written. Never throws.
+  void save();
+  // A record was contradicted by the DLL: none is used again by this client, and the file is
+  // removed (later sessions record afresh).
+  void refute();
+
+ private:
+  void load();
+
+  std::string file_;
+  std::string buildId_;
+  std::vector<Record> records_;  // oldest first
+  bool dirty_ = false;
+  bool refuted_ = false;
+};
+
+}  // namespace mqd::client
