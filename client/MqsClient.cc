@@ -463,7 +463,7 @@ void MqsClient::settleBehind() {
         [this, token, before](wire::Session::ProcessHasQueuesResults::Reader r) {
           keepNextEpoch(token, r.getNextEpoch(), r.getLearned());
           setUpAhead_.erase(token);  // what it would have been sent with: read already
-          recordProcessHasQueues(token, before, r.getRc(), r.getMessage());
+          recordProcessHasQueues(token, before, r.getRc(), r.getMessage(), r.getSetUpRead());
         });
   }
 }
@@ -798,16 +798,14 @@ bool MqsClient::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
 }
 
 bool MqsClient::recallSetupProcess(uint64_t process, bool bigEndian) {
-  // A server that reads the target on its host reads what the set-up needs there, for less
-  // than the shim's reading it through the debugger.
-  if (side_.replaying || serverReadsOnNode_) return false;
+  if (side_.replaying) return false;
   uint64_t image = side_.getImage(process);
   auto it = imageRecords_.find(image);
   if (it == imageRecords_.end() || !it->second.recalled || it->second.processes.empty()) {
     return false;
   }
-  // The proof reads what the recorded set-up read: the blocks the server learned of that
-  // process's set-up, which the set-up without a record reads too (its image's setUpAhead).
+  // The proof reads what the recorded set-up read (its setUpRead): what the server learned of
+  // that process's set-up, which a set-up without a record reads ahead too (setUpAhead).
   DebuggerSide::TypeSizes sizes = side_.getTypeSizes(process);
   // The proof: the same byte order and type sizes, and every byte a recorded set-up read, read
   // again now (and sent with the set-up, which then asks for none of it). Reads that several
@@ -885,8 +883,8 @@ void MqsClient::deliverRecorded(const std::vector<SetUpRecall::Effect>& effects,
   }
 }
 
-void MqsClient::settleRecalled() {
-  if (!recalled_.empty()) ++counters_.recalledWaits;
+void MqsClient::settleRecalled(bool behindAnother) {
+  if (!recalled_.empty() && !behindAnother) ++counters_.recalledWaits;
   while (!recalled_.empty()) {
     Recalled call = std::move(recalled_.front());
     recalled_.pop_front();
@@ -1079,17 +1077,21 @@ void MqsClient::startProcessRecording(uint64_t process, bool bigEndian) {
   uint64_t image = side_.getImage(process);
   auto it = imageRecords_.find(image);
   if (it == imageRecords_.end() || !it->second.complete) return;
-  processRecording_ = ProcessRecording{
-      process, image, SetUpRecall::ProcessInputs(bigEndian, side_.getTypeSizes(process)), {},
-      true, 0};
-  side_.onRead = [this](uint64_t p, uint64_t address, uint32_t size, uint64_t neededAddress,
-                        uint32_t neededSize, const DebuggerSide::Block& block) {
-    if (!processRecording_ || p != processRecording_->process) return;
+  processRecording_ =
+      ProcessRecording{process, image, bigEndian, side_.getTypeSizes(process), {}, 0, {}};
+  side_.onRead = [this](uint64_t p, uint64_t, uint32_t, uint64_t, uint32_t,
+                        const DebuggerSide::Block& block) {
+    if (!processRecording_ || p != processRecording_->process || block.rc != mqs_ok) return;
     ProcessRecording& rec = *processRecording_;
-    SetUpRecall::Read read{address, size, neededAddress, neededSize};
-    rec.bytes += size;
-    rec.ok = rec.ok && rec.bytes <= wire::MAX_BLOCKS_AHEAD_BYTES && rec.inputs.read(read, block);
-    rec.outcome.reads.push_back(read);
+    rec.bytes += block.bytes.size();
+    // A set-up reading more than a request may carry ahead is not recorded (recordProcessHas-
+    // Queues): what it read is no longer kept.
+    if (rec.bytes > 2 * uint64_t{wire::MAX_BLOCKS_AHEAD_BYTES}) {
+      rec.read.clear();
+      return;
+    }
+    std::vector<unsigned char>& kept = rec.read[block.address];
+    if (block.bytes.size() > kept.size()) kept = block.bytes;
   };
 }
 
@@ -1098,20 +1100,65 @@ void MqsClient::stopProcessRecording() {
   side_.onRead = nullptr;
 }
 
+namespace {
+
+// The bytes [address, address + size) out of `read` (start -> bytes), false when they are not
+// all there.
+bool sliceOf(const std::map<uint64_t, std::vector<unsigned char>>& read, uint64_t address,
+             uint32_t size, std::vector<unsigned char>* out) {
+  out->clear();
+  uint64_t at = address;
+  uint64_t end = address + size;
+  while (at < end) {
+    auto it = read.upper_bound(at);
+    if (it == read.begin()) return false;
+    --it;
+    uint64_t blockEnd = it->first + it->second.size();
+    if (blockEnd <= at) return false;
+    uint64_t until = std::min(end, blockEnd);
+    auto from = it->second.begin() + static_cast<std::ptrdiff_t>(at - it->first);
+    out->insert(out->end(), from, from + static_cast<std::ptrdiff_t>(until - at));
+    at = until;
+  }
+  return true;
+}
+
+}  // namespace
+
 void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
-                                       wire::OutString::Reader message) {
+                                       wire::OutString::Reader message,
+                                       capnp::List<wire::MemoryWindow>::Reader setUpRead) {
   if (!processRecording_ || processRecording_->process != process) return;
   ProcessRecording rec = std::move(*processRecording_);
   stopProcessRecording();
   SetUpRecall::Call call{rc, SetUpRecall::Message::from(message), {}};
-  if (!rec.ok || !answeredOnly(from, wire::InfoKind::PROCESS, process, true, &call.effects) ||
+  if (rec.bytes > 2 * uint64_t{wire::MAX_BLOCKS_AHEAD_BYTES} ||
+      !answeredOnly(from, wire::InfoKind::PROCESS, process, true, &call.effects) ||
       call.putsInfo()) {
     return;
   }
   auto it = imageRecords_.find(rec.image);
   if (it == imageRecords_.end() || !it->second.complete) return;
+  // The proof: the bytes the DLL read, which the shim read for it (ahead or asked).
+  SetUpRecall::ProcessInputs inputs(rec.bigEndian, rec.sizes);
+  uint64_t bytes = 0;
+  for (auto w : setUpRead) {
+    DebuggerSide::Block block;
+    block.rc = mqs_ok;
+    block.address = w.getAddress();
+    bytes += w.getSize();
+    if (bytes > wire::MAX_BLOCKS_AHEAD_BYTES ||
+        !sliceOf(rec.read, w.getAddress(), w.getSize(), &block.bytes)) {
+      MQD_LOG(Debug, "process %llu: set-up not recorded: it read what the shim did not send",
+              static_cast<unsigned long long>(process));
+      return;
+    }
+    SetUpRecall::Read read{w.getAddress(), w.getSize(), w.getAddress(), w.getSize()};
+    inputs.read(read, block);
+    rec.outcome.reads.push_back(read);
+  }
   rec.outcome.hasQueues = std::move(call);
-  rec.outcome.digest = rec.inputs.finish();
+  rec.outcome.digest = inputs.finish();
   SetUpRecall::Record record = it->second.record;
   record.process = std::move(rec.outcome);
   recall_->keep(std::move(record));
@@ -1138,7 +1185,10 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     side_.setProcessCallbacks(token, callbacks);
     bool bigEndian = side_.probeTargetBigEndian(process, callbacks);
     bool first = processesSetUp_.insert(token).second;
-    if (!first || !recall_ || config_.cache != wire::CachePolicy::EPOCH) {
+    // A server that reads the target on its host reads what a set-up needs there, for less
+    // than the shim's reading it through the debugger: no process set-up is recorded or
+    // answered from a record for it.
+    if (!first || !recall_ || config_.cache != wire::CachePolicy::EPOCH || serverReadsOnNode_) {
       int rc = sendSetupProcess(token, bigEndian, config_.cache == wire::CachePolicy::EPOCH);
       setUp_.setUp(SessionSetUp::Kind::Process, token).targetBigEndian = bigEndian;
       return rc;
@@ -1397,7 +1447,10 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind,
                                 std::string* warning) {
-  settleRecalled();
+  // The calls answered from records are served before this one, in order. The image's reply
+  // among them names what this set-up reads (setUpAhead), so they are served before it is
+  // sent; a server that reads on its host names nothing, and this set-up goes right behind.
+  if (!serverReadsOnNode_) settleRecalled();
   // Under epoch, the process's image and type sizes travel with the request (asked here, on
   // the debugger's thread, now that it handed over the process's table): every DLL asks for
   // them during its set-up, two round trips a process otherwise.
@@ -1416,6 +1469,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
                                  facts ? &facts->sizes : nullptr, ahead, 0, false);
   std::shared_ptr<PendingCall> behind;
   if (hasQueuesBehind) behind = startHasQueuesBehind(EntryPoint::process_has_queues, token);
+  settleRecalled(true);  // a session lost there fails these two as well
   auto reply = finishSetUp<wire::Session::SetupProcessResults>(std::move(setUp),
                                                                EntryPoint::setup_process, behind);
   int rc = resultOf(reply, reply.get().getRc());
@@ -1479,7 +1533,8 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
-    recordProcessHasQueues(token, before, rc, reply.get().getMessage());
+    recordProcessHasQueues(token, before, rc, reply.get().getMessage(),
+                           reply.get().getSetUpRead());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });

@@ -268,8 +268,10 @@ class MqsClient {
                        uint64_t token, uint64_t infoToken);
   std::deque<Recalled> recalled_;
   // Serves the recalled calls' replies, in order, and compares each with what the debugger was
-  // told: a difference is a contradiction (contradict). Before every other request.
-  void settleRecalled();
+  // told: a difference is a contradiction (contradict). Before every other request is served.
+  // Counted as a round trip (recalledWaits) unless `behindAnother`: a request already sent
+  // behind them, whose own round trip the wait overlaps.
+  void settleRecalled(bool behindAnother = false);
   // The DLL answered a recalled call otherwise: calls on its object fail until the debugger
   // sets it up again, the DLL's own effects are delivered, and no record is used again.
   void contradict(const Recalled& call, const std::string& how,
@@ -292,14 +294,16 @@ class MqsClient {
     std::vector<SetUpRecall::ProcessOutcome> processes;
   };
   std::unordered_map<uint64_t, ImageRecord> imageRecords_;
-  // The process set-up being recorded: its inputs so far (every readBlock of it, in order).
+  // The process set-up being recorded: its facts, and what the shim read of the process
+  // (ahead or asked), of which the server names what the DLL read (setUpRead).
   struct ProcessRecording {
     uint64_t process;
     uint64_t image;
-    SetUpRecall::ProcessInputs inputs;
+    bool bigEndian;
+    DebuggerSide::TypeSizes sizes;
+    std::map<uint64_t, std::vector<unsigned char>> read;  // start -> bytes
+    uint64_t bytes = 0;  // read in all (past 2 x maxBlocksAheadBytes: not recorded)
     SetUpRecall::ProcessOutcome outcome;
-    bool ok = true;       // every read so far whole, and no more than maxBlocksAheadBytes
-    uint64_t bytes = 0;   // read so far
   };
   std::optional<ProcessRecording> processRecording_;
   // Starts recording the process's set-up, if its image's set-up is recorded or recalled.
@@ -321,9 +325,11 @@ class MqsClient {
   // The image's mqs_image_has_queues outcome, for its record.
   void recordImageHasQueues(uint64_t image, const Mark& from, int rc,
                             wire::OutString::Reader message);
-  // The process's mqs_process_has_queues outcome: its record is complete and kept.
+  // The process's mqs_process_has_queues outcome, with what the DLL read in its set-up
+  // (`setUpRead`): its record is complete and kept.
   void recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
-                              wire::OutString::Reader message);
+                              wire::OutString::Reader message,
+                              capnp::List<wire::MemoryWindow>::Reader setUpRead);
 
   // Look-ups answered ahead at mqs_setup_image, under the epoch policy: what the server asked
   // for in this session (DebuggerSide::lookedUp) and, with MQD_PROXY_STATE_DIR, what this DLL

@@ -164,8 +164,9 @@ std::vector<const SetUpRecall::Record*> SetUpRecall::find(const Answers& answers
 }
 
 SetUpRecall::LookupList SetUpRecall::share(std::vector<LookupKey> lookups) const {
+  std::set<const std::vector<LookupKey>*> compared;  // each list once: most records share one
   for (const Record& r : records_) {
-    if (*r.lookups == lookups) return r.lookups;
+    if (compared.insert(r.lookups.get()).second && *r.lookups == lookups) return r.lookups;
   }
   return std::make_shared<const std::vector<LookupKey>>(std::move(lookups));
 }

@@ -7,11 +7,13 @@
 // consumes: the debugger's answers to its look-ups, the process's byte order and type sizes,
 // and the bytes of target memory it reads. Under the epoch policy the shim sends all of them
 // with the set-up, so it knows them. It records, per DLL build, every set-up that consumed
-// nothing else (no callback but the reads it answered, no output but the info it put), with a
-// SHA-256 digest of those inputs and the outcome; a later set-up whose inputs have the same
-// digests is answered from the record before the server replies (MqsClient::recallSetupImage,
-// recallSetupProcess). The server still runs it, and its reply is compared with what the
-// debugger was told (MqsClient::settleRecalled): the rule and what a contradiction does are in
+// nothing else (no callback but the reads it answered, at most one info put, on the object
+// itself), with SHA-256 digests of those inputs (of the memory, what the server says the DLL
+// read: setUpRead) and each call's outcome: result, message and effects in order (the info,
+// dprints, output). A later set-up whose inputs have the same digests is answered from the
+// record before the server replies (MqsClient::recallSetupImage, recallSetupProcess). The
+// server still runs it, and its reply is compared with what the debugger was told
+// (MqsClient::settleRecalled): the rule and what a contradiction does are in
 // docs/round-trips.md, "Set-ups answered from a record".
 //
 // A record covers one image's set-up and that of the process set up with it. Address-space

@@ -580,8 +580,12 @@ interface Session {
   processHasQueues @6 (process :UInt64, ahead :List(MemoryWindow), blocks :List(MemoryBlock),
                        afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
-          nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool);
+          nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool,
+          setUpRead :List(MemoryWindow) $readAhead);
   # afterSetUp, skipped: as for imageHasQueues, behind the process's setupProcess.
+  # setUpRead: in the epoch policy, what the DLL read of the process in its set-up so far
+  # (mqs_setup_process and this call), as windows: the bytes a record of the set-up proves
+  # (client/SetUpRecall.h).
   # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first
   # mqs_update_communicator_list will read again (as updateCommunicatorList's nextEpoch), so
   # that the shim reads them ahead, as for every later update, instead of the server asking

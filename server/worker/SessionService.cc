@@ -391,6 +391,11 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setLearned(learned);
+    if (remote_.options().policy == wire::CachePolicy::EPOCH && process.memory &&
+        process.memory->setUpEpoch()) {
+      std::vector<TargetMemory::Window> read = process.memory->setUpWindows();
+      writeWindows(read, results.initSetUpRead(static_cast<unsigned>(read.size())));
+    }
   }, behindOrNot(context.getParams().getAfterSetUp()));
 }
 

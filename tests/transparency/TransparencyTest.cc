@@ -610,7 +610,7 @@ TEST_CASE("set-ups answered from records: the native answers, and a rank changed
   // what the shim sent it; a later session answers a set-up from a record once every look-up
   // answer, fact and byte it consumed is the same, and compares the DLL's reply with it
   // (docs/round-trips.md, "Set-ups answered from a record"). These four ranks share their
-  // addresses, so the image's record carries every rank's process part.
+  // addresses, so one image record serves them all, with each process part recorded.
   Cell cell{kWidest, false, 5, 3, 7};
   cell.lateIdentity = true;  // as Open MPI's DLL: the set-up asks nothing but look-ups, reads
   auto scenario = [&cell](bool rank2Replaced) -> JobScenario {
@@ -651,20 +651,19 @@ TEST_CASE("set-ups answered from records: the native answers, and a rank changed
     setenv("MQD_PROXY_STATE_DIR", (state / "shim-state").c_str(), 1);
     setenv("MQD_PROXY_LOG", "info", 1);
     // The first session: rank 0's set-ups ask their look-ups one by one (nothing learned yet)
-    // and are not recorded; rank 1's are; the images of ranks 2 and 3, whose look-ups answer as
-    // rank 1's did, are set up from that record, and their processes, which read other bytes,
-    // by the DLL (and recorded).
+    // and are not recorded; rank 1's are; ranks 2 and 3, whose look-ups answer as rank 1's did
+    // and whose set-ups read the same bytes (the ranks differ past what a set-up reads), are
+    // set up from that record.
     requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
     auto [first, firstContradicted] = setUpsRecalled(scratch() / "shim.log");
-    CHECK(first == 2);
+    CHECK(first == 4);
     CHECK(firstContradicted == 0);
-    // Every image and ranks 1 to 3's processes (rank 0's is recorded now).
+    // Every set-up, rank 0's too.
     requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
     auto [second, secondContradicted] = setUpsRecalled(scratch() / "shim.log");
-    CHECK(second == 7);
+    CHECK(second == 8);
     CHECK(secondContradicted == 0);
-    // Rank 2 reads another sequence number: its process's set-up goes to the DLL (the three
-    // others' are answered from their records, rank 0's too now).
+    // Rank 2 reads another sequence number: its process's set-up goes to the DLL.
     requireSame(nativeReplaced, converseJob(mqd::test::kShim, cell, 4, scenario(true)));
     auto [third, thirdContradicted] = setUpsRecalled(scratch() / "shim.log");
     CHECK(third == 7);
@@ -682,9 +681,8 @@ TEST_CASE("set-ups answered from records: the native answers, and a rank changed
     CHECK(fourth == 8);
     CHECK(fourthContradicted == 4);
     CHECK(recordsFile(state / "shim-state").empty());
-    // The next session records afresh, rank 0's set-ups too (the look-ups are learned). The
-    // server has learned what these set-ups read and sends the shim for just that, the same
-    // bytes on every rank now: ranks 1 to 3 are answered from rank 0's record.
+    // The next session records afresh, rank 0's set-ups too (the look-ups are learned), and
+    // answers ranks 1 to 3's from rank 0's record.
     requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario(false)));
     auto [fifth, fifthContradicted] = setUpsRecalled(scratch() / "shim.log");
     CHECK(fifth == 6);
