@@ -239,8 +239,10 @@ const std::vector<Setting>& settings() {
       {"state_dir", "MQD_PROXY_STATE_DIR",
        "where the shim keeps, per vendor DLL build, the look-ups its sessions made, so\n"
        "that it answers them ahead at mqs_setup_image, in the same request: a server\n"
-       "that never saw the DLL (a new node) then need not ask one by one. Under the\n"
-       "epoch cache only; off: keep nothing. Default $XDG_STATE_HOME/mqd-proxy, else\n"
+       "that never saw the DLL (a new node) then need not ask one by one; and the\n"
+       "set-ups it records, to answer a later session's set-up of the same process\n"
+       "without waiting once its inputs prove the same. Under the epoch cache only;\n"
+       "off: keep nothing. Default $XDG_STATE_HOME/mqd-proxy, else\n"
        "~/.local/state/mqd-proxy (the server's default --state-dir)",
        setStateDir,
        [](const ClientConfig& c) { return c.stateDir.empty() ? std::string("off") : c.stateDir; }},

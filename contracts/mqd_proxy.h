@@ -54,7 +54,9 @@ enum {
   /* Server side: the DLL asked for more target memory in one fetch than the proxy allows
    * (over 64 MiB), or for a negative size. */
   MQD_PROXY_ERR_FETCH_TOO_LARGE = MQD_PROXY_ERR_FIRST + 12,
-  /* A call arrived before the set-up it depends on (e.g. before `mqs_setup_basic_callbacks`). */
+  /* A call arrived before the set-up it depends on (e.g. before `mqs_setup_basic_callbacks`),
+   * or on an image or process whose set-up was answered from a record that the vendor DLL then
+   * contradicted: set it up again (docs/round-trips.md, "Set-ups answered from a record"). */
   MQD_PROXY_ERR_NOT_SET_UP = MQD_PROXY_ERR_FIRST + 13,
   /* The server wants a token and got none or the wrong one ("authentication failed: wrong
    * token"), or `MQD_PROXY_TOKEN_FILE` is unusable (unreadable, empty, readable by others, not
