@@ -11,6 +11,8 @@
 //                             a debugger does, and every record applied to debugger buffers
 //   3  LearnedLookups         a state file lookups-<build>.capnp (shim or server) (the rest of the input)
 //   4  LearnedMemory          a server state file blocks-<build>-<fingerprint>.capnp
+//   6  SetUpRecall            the shim's state file setups-<build>.capnp (the rest of the
+//                             input), then searched, added to and written back
 //   5  RecordReader           a recording (MQD_PROXY_RECORD) as `mqd-proxy replay` reads it,
 //                             then indexed by RecordedDebugger, which answers the replayed
 //                             DLL's callbacks from it. Byte 1 bit 0 clear: the rest is the whole
@@ -44,6 +46,7 @@
 #include "RecordedDebugger.h"
 #include "RecordedWalk.h"
 #include "SeedRecordings.h"
+#include "SetUpRecall.h"
 #include "mqd.capnp.h"
 
 namespace {
@@ -239,6 +242,31 @@ void fuzzBlocks(const uint8_t* data, size_t size) {
   ::unlink(path.c_str());
 }
 
+void fuzzSetUps(const uint8_t* data, size_t size) {
+  std::string build = declaredBuildId<mqd::wire::SetUpRecords>(data, size, nullptr);
+  std::string path = stateDir + "/setups-" + build + ".capnp";
+  writeFile(path, data, size);
+  mqd::client::SetUpRecall recall(stateDir, build);
+  // Whatever the file held: look-ups that answer as its records might, and a record kept.
+  mqd::client::SetUpRecall::Answers answers{
+      {{mqd::LookupKey::Symbol, "MPIR_debug_typedefs_sizeof", 0, ""}, "0:1000"},
+      {{mqd::LookupKey::Type, "t", 1, ""}, "1"}};
+  for (const auto* r : recall.find(answers)) {
+    (void)r->image.setUp.putsInfo();
+    if (r->process) (void)r->process->reads.size();
+  }
+  mqd::client::SetUpRecall::Record record;
+  std::vector<mqd::LookupKey> keys;
+  for (const auto& [key, answer] : answers) keys.push_back(key);
+  record.lookupDigest = *mqd::client::SetUpRecall::digestOf(keys, answers);
+  record.lookups = recall.share(keys);
+  record.image.setUp.effects.push_back({mqd::client::SetUpRecall::Effect::PutInfo, {}});
+  recall.keep(record);
+  recall.save();
+  if (recall.find(answers).empty()) fail("a record kept was not found");
+  ::unlink(path.c_str());
+}
+
 // A recording file holding `raw` (padded to whole words) as its one chunk, every check right.
 std::vector<uint8_t> wrapRecording(const uint8_t* raw, size_t size) {
   std::vector<uint8_t> content(raw, raw + size);
@@ -291,13 +319,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t* rest = data + 1;
   size_t n = size - 1;
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0: fuzzEndpoint(rest, n); break;
     case 1: fuzzBulk(rest, n); break;
     case 2: fuzzWalk(rest, n); break;
     case 3: fuzzLookups(rest, n); break;
     case 4: fuzzBlocks(rest, n); break;
     case 5: fuzzRecording(rest, n); break;
+    case 6: fuzzSetUps(rest, n); break;
   }
   return 0;
 }

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@
 #include "SeedRecordings.h"
 #include "SeedSessions.h"
 #include "ServerProcess.h"
+#include "SetUpRecall.h"
 #include "ShimRig.h"
 #include "TestPaths.h"
 #include "mqd.capnp.h"
@@ -381,6 +383,32 @@ TEST_CASE("record real sessions as fuzz seeds") {
     }
   }
   CHECK(stateFiles > 0);
+
+  // 6: the shim's set-up records, as SetUpRecall writes them.
+  {
+    mqd::client::SetUpRecall recall(dir / "shim-state", "seed");
+    mqd::client::SetUpRecall::Answers answers{
+        {{mqd::LookupKey::Symbol, "tmpi_comm_list", 0, ""}, "0:1000"},
+        {{mqd::LookupKey::Field, "tmpi_comm", 1, "next"}, "8"}};
+    std::vector<mqd::LookupKey> keys;
+    for (const auto& [key, answer] : answers) keys.push_back(key);
+    mqd::client::SetUpRecall::Record record;
+    record.lookupDigest = *mqd::client::SetUpRecall::digestOf(keys, answers);
+    record.lookups = recall.share(keys);
+    record.image.setUp.effects = {{mqd::client::SetUpRecall::Effect::PutInfo, {}},
+                                  {mqd::client::SetUpRecall::Effect::Dprints, "image set up"}};
+    record.image.hasQueues.message = {mqd::client::SetUpRecall::Message::Null, {}};
+    mqd::client::SetUpRecall::ProcessOutcome process;
+    process.reads = {{0x1000, 8, 0x1000, 8}};
+    process.setUp.effects = {{mqd::client::SetUpRecall::Effect::PutInfo, {}}};
+    process.hasQueues.message = {mqd::client::SetUpRecall::Message::Text, "none in %s"};
+    record.process = process;
+    ::mkdir((dir / "shim-state").c_str(), 0700);
+    recall.keep(record);
+    recall.save();
+    corpus.add("fuzz_parsers", "state-setups",
+               std::string(1, 6) + readFile(dir / "shim-state" + "/setups-seed.capnp"));
+  }
 
   // 0: endpoints as users write them (docs/configuration.md: --listen, MQD_PROXY_SERVER).
   int e = 0;
