@@ -35,6 +35,28 @@ bool isSetUpCall(EntryPoint e) {
          e == EntryPoint::setup_process || e == EntryPoint::process_has_queues;
 }
 
+// The object a set-up call is about: an image or a process.
+wire::InfoKind kindOf(EntryPoint e) {
+  return e == EntryPoint::setup_image || e == EntryPoint::image_has_queues
+             ? wire::InfoKind::IMAGE
+             : wire::InfoKind::PROCESS;
+}
+
+const char* objectName(wire::InfoKind kind) {
+  return kind == wire::InfoKind::IMAGE ? "image" : "process";
+}
+
+// An effect as a record keeps it (a put_*_info without its object and token).
+SetUpRecall::Effect effectOf(wire::Effect::Reader e) {
+  switch (e.which()) {
+    case wire::Effect::PUT_INFO: return {SetUpRecall::Effect::PutInfo, {}};
+    case wire::Effect::DPRINTS: return {SetUpRecall::Effect::Dprints, e.getDprints()};
+    case wire::Effect::DLL_OUTPUT: break;
+  }
+  auto bytes = e.getDllOutput();
+  return {SetUpRecall::Effect::Output, std::string(bytes.asChars().begin(), bytes.size())};
+}
+
 kj::Own<wire::OutString::Reader> outStringOf(const SetUpRecall::Message& m) {
   capnp::MallocMessageBuilder builder;
   auto out = builder.initRoot<wire::OutString>();
@@ -133,8 +155,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
   }
   int rc = [&]() -> int {
     try {
-      effectLog_.clear();  // effects are logged for the set-ups being recorded (answeredOnly)
-      side_.effectLog = &effectLog_;
+      effectLog_.clear();  // what the set-ups being recorded delivered (answeredOnly)
       settleBehind();  // its callbacks belong to this call, the debugger's next
       if (!isSetUpCall(entryPoint)) settleRecalled();
       if (processRecording_ && entryPoint != EntryPoint::process_has_queues) {
@@ -220,10 +241,13 @@ void MqsClient::openSetUpRecall(bool takesInfoTokens) {
   if (config_.cache != wire::CachePolicy::EPOCH || config_.stateDir.empty() ||
       dll_.buildId.empty() || !takesInfoTokens) {
     recall_ = nullptr;
+    side_.effectLog = nullptr;
     return;
   }
-  if (recall_ && recall_->buildId() == dll_.buildId) return;
-  recall_ = std::make_unique<SetUpRecall>(config_.stateDir, dll_.buildId);
+  if (!recall_ || recall_->buildId() != dll_.buildId) {
+    recall_ = std::make_unique<SetUpRecall>(config_.stateDir, dll_.buildId);
+  }
+  side_.effectLog = &effectLog_;
 }
 
 void MqsClient::openLearnedLookups() {
@@ -540,8 +564,7 @@ uint64_t MqsClient::setUpProcess(mqs_process* process, EntryPoint entryPoint) {
 void MqsClient::refuseContradicted(wire::InfoKind kind, uint64_t token, EntryPoint entryPoint) {
   if (contradicted_.count({static_cast<int>(kind), token}) == 0) return;
   throw ProxyError(MQD_PROXY_ERR_NOT_SET_UP,
-                   std::string(nameOf(entryPoint)) + " on " +
-                       (kind == wire::InfoKind::IMAGE ? "an image" : "a process") +
+                   std::string(nameOf(entryPoint)) + " on the " + objectName(kind) +
                        " whose set-up was answered from a record that the vendor DLL then "
                        "contradicted: set it up again");
 }
@@ -776,25 +799,43 @@ bool MqsClient::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
   }
   const SetUpRecall::ImageOutcome& outcome = kept.record.image;
   uint64_t info = 0;
-  if (outcome.setUp.putsInfo()) {
-    if (nextChosenInfoToken_ > UINT32_MAX) return false;
-    info = nextChosenInfoToken_++;
-  }
-  recalled_.push_back({EntryPoint::setup_image, image, startSetupImage(image, ahead, info, true),
-                       outcome.setUp, info, {}});
-  recalled_.push_back({EntryPoint::image_has_queues, image,
-                       startHasQueuesBehind(EntryPoint::image_has_queues, image),
-                       outcome.hasQueues, 0, {}});
-  deliverRecorded(outcome.setUp.effects, wire::InfoKind::IMAGE, image, info);
-  HeldAnswer held;  // its effects reach the debugger inside its own call (serveHeld)
-  held.rc = outcome.hasQueues.rc;
-  held.message = outStringOf(outcome.hasQueues.message);
-  held.effects = outcome.hasQueues.effects;
-  imageHasQueuesAhead_[image] = std::move(held);
+  if (!chooseInfoToken(outcome.setUp, &info)) return false;
+  answerFromRecord(EntryPoint::setup_image, image, startSetupImage(image, ahead, info, true),
+                   outcome.setUp, info, {}, outcome.hasQueues);
   imageRecords_[image] = std::move(kept);
-  ++counters_.setUpsRecalled;
-  MQD_LOG(Debug, "image %llu: set up from a record", static_cast<unsigned long long>(image));
   return true;
+}
+
+bool MqsClient::chooseInfoToken(const SetUpRecall::Call& setUp, uint64_t* info) {
+  *info = 0;
+  if (!setUp.putsInfo()) return true;
+  if (nextChosenInfoToken_ > UINT32_MAX) return false;
+  *info = nextChosenInfoToken_++;
+  return true;
+}
+
+void MqsClient::answerFromRecord(EntryPoint setUpEntry, uint64_t token,
+                                 std::shared_ptr<PendingCall> setUp,
+                                 const SetUpRecall::Call& told, uint64_t info,
+                                 const std::string& warning,
+                                 const SetUpRecall::Call& hasQueues) {
+  wire::InfoKind kind = kindOf(setUpEntry);
+  EntryPoint hasQueuesEntry = kind == wire::InfoKind::IMAGE ? EntryPoint::image_has_queues
+                                                            : EntryPoint::process_has_queues;
+  recalled_.push_back({setUpEntry, token, std::move(setUp), told, info, warning});
+  recalled_.push_back(
+      {hasQueuesEntry, token, startHasQueuesBehind(hasQueuesEntry, token), hasQueues, 0, {}});
+  deliverRecorded(told.effects, kind, token, info);
+  warnOfByteOrder(warning);
+  HeldAnswer held;  // its effects reach the debugger inside its own call (serveHeld)
+  held.rc = hasQueues.rc;
+  held.message = outStringOf(hasQueues.message);
+  held.effects = hasQueues.effects;
+  (kind == wire::InfoKind::IMAGE ? imageHasQueuesAhead_ : processHasQueuesAhead_)[token] =
+      std::move(held);
+  ++counters_.setUpsRecalled;
+  MQD_LOG(Debug, "%s %llu: set up from a record", objectName(kind),
+          static_cast<unsigned long long>(token));
 }
 
 bool MqsClient::recallSetupProcess(uint64_t process, bool bigEndian) {
@@ -804,12 +845,11 @@ bool MqsClient::recallSetupProcess(uint64_t process, bool bigEndian) {
   if (it == imageRecords_.end() || !it->second.recalled || it->second.processes.empty()) {
     return false;
   }
-  // The proof reads what the recorded set-up read (its setUpRead): what the server learned of
-  // that process's set-up, which a set-up without a record reads ahead too (setUpAhead).
   DebuggerSide::TypeSizes sizes = side_.getTypeSizes(process);
-  // The proof: the same byte order and type sizes, and every byte a recorded set-up read, read
-  // again now (and sent with the set-up, which then asks for none of it). Reads that several
-  // records share are made once.
+  // The proof: the same byte order and type sizes, and every byte a recorded set-up read (its
+  // setUpRead), read again now and sent with the set-up, which then asks for none of it. That
+  // is what the server learned of the process's set-up, which a set-up without a record reads
+  // ahead too (setUpAhead). Reads that several records share are made once.
   std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, DebuggerSide::Block> blocks;
   const SetUpRecall::ProcessOutcome* proved = nullptr;
   std::vector<ReadAhead> read;
@@ -842,26 +882,10 @@ bool MqsClient::recallSetupProcess(uint64_t process, bool bigEndian) {
     return false;
   }
   uint64_t info = 0;
-  if (proved->setUp.putsInfo()) {
-    if (nextChosenInfoToken_ > UINT32_MAX) return false;
-    info = nextChosenInfoToken_++;
-  }
-  recalled_.push_back({EntryPoint::setup_process, process,
-                       startSetupProcess(process, bigEndian, &image, &sizes, read, info, true),
-                       proved->setUp, info, proved->warning});
-  recalled_.push_back({EntryPoint::process_has_queues, process,
-                       startHasQueuesBehind(EntryPoint::process_has_queues, process),
-                       proved->hasQueues, 0, {}});
-  deliverRecorded(proved->setUp.effects, wire::InfoKind::PROCESS, process, info);
-  warnOfByteOrder(proved->warning);
-  HeldAnswer held;  // its effects reach the debugger inside its own call (serveHeld)
-  held.rc = proved->hasQueues.rc;
-  held.message = outStringOf(proved->hasQueues.message);
-  held.effects = proved->hasQueues.effects;
-  processHasQueuesAhead_[process] = std::move(held);
-  ++counters_.setUpsRecalled;
-  MQD_LOG(Debug, "process %llu: set up from a record",
-          static_cast<unsigned long long>(process));
+  if (!chooseInfoToken(proved->setUp, &info)) return false;
+  answerFromRecord(EntryPoint::setup_process, process,
+                   startSetupProcess(process, bigEndian, &image, &sizes, read, info, true),
+                   proved->setUp, info, proved->warning, proved->hasQueues);
   return true;
 }
 
@@ -895,8 +919,6 @@ void MqsClient::settleRecalled(bool behindAnother) {
       DebuggerSide& side;
       ~Undivert() { side.divertEffects = nullptr; }
     } undivert{side_};
-    bool image = call.entryPoint == EntryPoint::setup_image ||
-                 call.entryPoint == EntryPoint::image_has_queues;
     std::string how;  // empty: as told
     auto compare = [&](int rc, bool skipped, const SetUpRecall::Message* message,
                        const std::string* warning, PendingCall& pending) {
@@ -954,34 +976,19 @@ void MqsClient::settleRecalled(bool behindAnother) {
         // The session failed under it: the debugger's calls meet that failure, and the lost
         // session's set-up is replayed on the next one. The calls still in flight failed with
         // the connection: draining them does not wait.
-        side_.divertEffects = nullptr;
         for (Recalled& rest : recalled_) drain(std::move(rest.pending));
         recalled_.clear();
         throw;
       }
     }
-    side_.divertEffects = nullptr;
     // The effects: those the debugger was told of, in order, the info with its chosen token.
-    wire::InfoKind kind = image ? wire::InfoKind::IMAGE : wire::InfoKind::PROCESS;
     bool same = effects.size() == call.told.effects.size();
     for (size_t i = 0; same && i < effects.size(); ++i) {
-      const SetUpRecall::Effect& told = call.told.effects[i];
       wire::Effect::Reader now = *effects[i];
-      switch (told.kind) {
-        case SetUpRecall::Effect::PutInfo:
-          same = now.isPutInfo() && now.getPutInfo().getKind() == kind &&
-                 now.getPutInfo().getHandle() == call.token &&
-                 now.getPutInfo().getInfo() == call.infoToken;
-          break;
-        case SetUpRecall::Effect::Dprints:
-          same = now.isDprints() && told.bytes == now.getDprints().cStr();
-          break;
-        case SetUpRecall::Effect::Output:
-          same = now.isDllOutput() &&
-                 told.bytes == std::string(now.getDllOutput().asChars().begin(),
-                                           now.getDllOutput().size());
-          break;
-      }
+      same = effectOf(now) == call.told.effects[i] &&
+             (!now.isPutInfo() || (now.getPutInfo().getKind() == kindOf(call.entryPoint) &&
+                                   now.getPutInfo().getHandle() == call.token &&
+                                   now.getPutInfo().getInfo() == call.infoToken));
     }
     if (how.empty() && !same) how = "its effects differ (put_*_info, dprints or output)";
     if (!how.empty()) contradict(call, how, same ? decltype(effects)() : kj::mv(effects));
@@ -991,15 +998,12 @@ void MqsClient::settleRecalled(bool behindAnother) {
 void MqsClient::contradict(const Recalled& call, const std::string& how,
                            std::vector<kj::Own<wire::Effect::Reader>> unexpected) {
   ++counters_.setUpsContradicted;
-  bool image = call.entryPoint == EntryPoint::setup_image ||
-               call.entryPoint == EntryPoint::image_has_queues;
-  contradicted_.insert(
-      {static_cast<int>(image ? wire::InfoKind::IMAGE : wire::InfoKind::PROCESS), call.token});
+  wire::InfoKind kind = kindOf(call.entryPoint);
+  contradicted_.insert({static_cast<int>(kind), call.token});
   if (recall_) recall_->refute();
   std::string text = std::string("mqd-proxy: ") + nameOf(call.entryPoint) +
                      " was answered from a record of an earlier session, and the vendor DLL " +
-                     "now answers otherwise (" + how + "); calls on this " +
-                     (image ? "image" : "process") +
+                     "now answers otherwise (" + how + "); calls on this " + objectName(kind) +
                      " fail until it is set up again, and no set-up is answered from a record " +
                      "again";
   MQD_LOG(Warn, "%s", text.c_str());
@@ -1025,32 +1029,20 @@ bool MqsClient::answeredOnly(const Mark& from, wire::InfoKind kind, uint64_t tok
   effects->clear();
   for (size_t i = from.effects; why == nullptr && i < effectLog_.size(); ++i) {
     wire::Effect::Reader e = *effectLog_[i];
-    switch (e.which()) {
-      case wire::Effect::PUT_INFO:
-        if (e.getPutInfo().getKind() != kind || e.getPutInfo().getHandle() != token ||
-            e.getPutInfo().getInfo() == 0) {
-          why = "it put an info on another object, or none";
-        } else if (std::any_of(effects->begin(), effects->end(), [](const auto& x) {
-                     return x.kind == SetUpRecall::Effect::PutInfo;
-                   })) {
-          why = "it put two infos";
-        } else {
-          effects->push_back({SetUpRecall::Effect::PutInfo, {}});
-        }
-        break;
-      case wire::Effect::DPRINTS:
-        effects->push_back({SetUpRecall::Effect::Dprints, e.getDprints()});
-        break;
-      case wire::Effect::DLL_OUTPUT:
-        effects->push_back(
-            {SetUpRecall::Effect::Output,
-             std::string(e.getDllOutput().asChars().begin(), e.getDllOutput().size())});
-        break;
+    if (e.isPutInfo()) {
+      auto put = e.getPutInfo();
+      if (put.getKind() != kind || put.getHandle() != token || put.getInfo() == 0) {
+        why = "it put an info on another object, or none";
+      } else if (std::any_of(effects->begin(), effects->end(), [](const auto& x) {
+                   return x.kind == SetUpRecall::Effect::PutInfo;
+                 })) {
+        why = "it put two infos";
+      }
     }
+    effects->push_back(effectOf(e));
   }
   if (why != nullptr) {
-    MQD_LOG(Debug, "%s %llu: set-up not recorded: %s",
-            kind == wire::InfoKind::IMAGE ? "image" : "process",
+    MQD_LOG(Debug, "%s %llu: set-up not recorded: %s", objectName(kind),
             static_cast<unsigned long long>(token), why);
     return false;
   }

@@ -263,6 +263,16 @@ class MqsClient {
     uint64_t infoToken = 0;  // the token of the info it was told of (a PutInfo effect)
     std::string warning;     // setup_process: the byte-order warning it was told
   };
+  // A token for the info a recorded set-up puts (*info 0 when it puts none); false when the
+  // shim's tokens are used up.
+  bool chooseInfoToken(const SetUpRecall::Call& setUp, uint64_t* info);
+  // Answers a set-up from its record: `setUp` (sent) and its has-queues call (sent here) wait in
+  // recalled_; the debugger gets the set-up's effects and `warning` now, the has-queues
+  // call's answer at its own call (held).
+  void answerFromRecord(EntryPoint setUpEntry, uint64_t token,
+                        std::shared_ptr<PendingCall> setUp, const SetUpRecall::Call& told,
+                        uint64_t info, const std::string& warning,
+                        const SetUpRecall::Call& hasQueues);
   // Gives the debugger a recorded call's effects, in order, a put_*_info with `infoToken`.
   void deliverRecorded(const std::vector<SetUpRecall::Effect>& effects, wire::InfoKind kind,
                        uint64_t token, uint64_t infoToken);
@@ -310,7 +320,7 @@ class MqsClient {
   void startProcessRecording(uint64_t process, bool bigEndian);
   void stopProcessRecording();
   // Where a call being recorded started: the callbacks answered and effects delivered so far
-  // (effectLog_, emptied as each entry point starts).
+  // (effectLog_: kept while records are (openSetUpRecall), emptied as each entry point starts).
   struct Mark {
     DebuggerSide::Answered answered;
     size_t effects = 0;
