@@ -11,6 +11,13 @@ another host takes), with gdb's remote-protocol trace on (`set debug remote 1`, 
 file), as a user chasing a slow link has it: the front end must not take the binary packets
 gdb then captures with a command's output for its own failure.
 
+What attaching costs on that link: gdb re-sets its breakpoints in every inferior at each
+attach, and the front end has it read their code from the files meanwhile
+(frontends/gdb/mqd_gdb/execute.py, CodeFromFiles). With the rank's files found on this host
+(`set sysroot /`, as the benches have it) and gdb's log of the link (`set remotelogfile`), the
+last rank's attach must cost no more packets than the second's (it cost about 25 more per rank
+attached before it), and the user's own `trust-readonly-sections` must hold again afterwards.
+
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
 
@@ -102,6 +109,41 @@ def check_shared_symbols(pids, frontend, attach, work):
     return problems
 
 
+def check_attach_cost(pids, frontend, attach, ranks, work):
+    """gdb attaches the job through gdbserver (`attach`) with its log of the link on: the
+    packets gdb sent from one rank's vAttach to the next (a line "w $PACKET" per packet) may
+    not grow with the ranks attached before, give or take 10 percent (the thread list gdb
+    fetches grows with them, 4 KiB a packet); trust-readonly-sections is off (gdb's default)
+    before and after."""
+    log = os.path.join(work, "attach.link.log")
+    show = "python print('mqd-trust: %s' % gdb.parameter('trust-readonly-sections'))"
+    result = subprocess.run(gdb_command(pids, frontend, "mqd status", attach,
+                                        before=["set sysroot /", "set remotelogfile " + log])
+                            + ["-ex", show], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, timeout=600)
+    if result.returncode != 0 or not os.path.exists(log) or "Traceback" in result.stdout:
+        return ["the attach through gdbserver failed (%d):\n%s"
+                % (result.returncode, result.stdout[-3000:])]
+    problems = []
+    if "mqd-trust: False" not in result.stdout:
+        problems.append("trust-readonly-sections after mqd attach is not the user's (off):\n"
+                        + result.stdout[-1000:])
+    sent = [line for line in open(log, "rb").read().decode("latin-1").split("\n")
+            if line.startswith(("w $", "w +$"))]
+    starts = [i for i, line in enumerate(sent) if "$vAttach;" in line]
+    if len(starts) != ranks:
+        return problems + ["%d attaches in gdb's log of the link for %d ranks: see %s"
+                           % (len(starts), ranks, log)]
+    costs = [b - a for a, b in zip(starts, starts[1:])]
+    print("%-9s packets from each rank's attach to the next's, ranks 0 to %d: %s"
+          % ("gdbserver", ranks - 2, " ".join(map(str, costs))))
+    if ranks >= 3 and costs[-1] > costs[1] + max(10, costs[1] // 10):
+        problems.append("the attach of rank %d cost %d packets to gdbserver, rank 1's %d: an "
+                        "attach costs more with every rank attached before it (%s)"
+                        % (ranks - 2, costs[-1], costs[1], costs))
+    return problems
+
+
 def check_labels(dumps, manifests, host):
     """Every rank in rank order, in increasing inferiors, with the launcher's pid and host."""
     problems = []
@@ -159,6 +201,8 @@ def main():
                 problems.append("the dump through gdbserver (%s) differs from the native one: "
                                 "see %s" % (ext, work))
 
+        problems += check_attach_cost(job.pids, args.frontend, "%s --gdbserver %s=127.0.0.1:%d"
+                                      % (attach, host, server.port), args.ranks, work)
         problems += check_shared_symbols(job.pids, args.frontend, attach, work)
         dumps = json.loads(outputs["native"][0])
         problems += check_labels(dumps, job.manifests, host)
@@ -166,7 +210,8 @@ def main():
         print(summary(dumps))
         status = verdict(problems, work,
                          "%d ranks attached from the launcher's table, in rank order with its "
-                         "pids and host, each rank's symbols where gdb has them; native, proxied (unix, TCP; epoch, call, off; node memory) and "
+                         "pids and host, through gdbserver at a cost that does not grow with "
+                         "the ranks, each rank's symbols where gdb has them; native, proxied (unix, TCP; epoch, call, off; node memory) and "
                          "through gdbserver dumps identical and as posted" % args.ranks)
         passed = status == 0
         return status

@@ -39,6 +39,7 @@ import gdb
 from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
+from .execute import CodeFromFiles
 from .inferiors import SelectedInferior, find as find_inferior
 from .session import Session
 
@@ -110,7 +111,8 @@ PID...: attach these processes, one inferior each."""
         if (launcher is None) == (not pids):
             raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | "
                            "mqd attach PID...")
-        with job.Quiet():
+        # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
+        with job.Quiet(), CodeFromFiles():
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
             else:

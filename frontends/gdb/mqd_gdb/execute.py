@@ -2,6 +2,10 @@
 
   quietly(command)   gdb.execute(command, to_string=True) for its effect alone
   output(command)    the text a read-only command prints
+  Setting(name, on)  for a `with` block: a boolean gdb setting turned on or off, the user's
+                     own value given back afterwards
+  CodeFromFiles()    for a `with` block: gdb reads code from the loaded files, not the target
+                     (see the class)
 
 What gdb captures for to_string includes its debug logs: with `set debug remote 1` the remote
 protocol's packets, binary ones too (a library's bytes, vFile reads). gdb 13 decodes that
@@ -32,3 +36,40 @@ def output(command):
         return gdb.execute(command, to_string=True)
     finally:
         gdb.execute("set debug remote %d" % before, to_string=True)
+
+
+class Setting:
+    """For a `with` block: gdb's boolean setting `name` is `on` (True or False) inside it, and
+    the user's own value comes back when the block ends, however it ends."""
+
+    def __init__(self, name, on):
+        self.name = name
+        self.on = on
+        self.before = None
+
+    def __enter__(self):
+        self.before = gdb.parameter(self.name)
+        quietly("set %s %s" % (self.name, "on" if self.on else "off"))
+
+    def __exit__(self, *exc):
+        quietly("set %s %s" % (self.name, "on" if self.before else "off"))
+        return False
+
+
+class CodeFromFiles(Setting):
+    """For a `with` block that makes gdb re-set its breakpoints (an attach, an
+    add-symbol-file): gdb reads the read-only sections of loaded files (code, constants) from
+    those files instead of the target (`trust-readonly-sections`).
+
+    Why: at every attach and every symbol file added, gdb re-sets its breakpoints (its own
+    longjmp and exception breakpoints too) in every inferior, and analyses each location's
+    function prologue by reading its code. Through gdbserver each such read is an exchange, so
+    the k-th rank attached to one gdb cost about 25 exchanges more per rank already attached:
+    a 64-rank job's attach was about 60,000 exchanges, 20 minutes at a 20 ms round trip.
+    The rule: inside the block gdb reads code only for that analysis; the files are the ones
+    gdb took the processes' symbols from, whose read-only sections the processes map
+    unchanged, so the analysis finds the same places. Outside the block the user's setting
+    holds (docs/round-trips.md, "The debugger's own link")."""
+
+    def __init__(self):
+        super().__init__("trust-readonly-sections", True)

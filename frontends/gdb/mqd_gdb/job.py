@@ -20,7 +20,7 @@ import struct
 import gdb
 
 from .errors import MqdError
-from .execute import quietly
+from .execute import Setting, quietly
 from .inferiors import SelectedInferior, big_endian, is_local
 
 # A launcher's table larger than this is taken for garbage, not a job.
@@ -57,18 +57,11 @@ def _new_inferior(connected):
     return max({i.num for i in gdb.inferiors()} - before)
 
 
-class Quiet:
+def Quiet():
     """For a `with` block: gdb keeps the notifications it would print for the user's own
     attach, detach and inferior switches ("[Switching to inferior N ...]", the frame a process
     stopped in) to itself; the command prints one summary instead."""
-
-    def __enter__(self):
-        self.before = gdb.parameter("suppress-cli-notifications")
-        quietly("set suppress-cli-notifications on")
-
-    def __exit__(self, *exc):
-        quietly("set suppress-cli-notifications %s" % ("on" if self.before else "off"))
-        return False
+    return Setting("suppress-cli-notifications", True)
 
 
 def _byte_order():
