@@ -5,7 +5,7 @@
 import gdb
 
 from .errors import MqdError
-from .execute import output, quietly
+from .execute import quietly
 
 
 def find(num):
@@ -40,11 +40,23 @@ def select(num):
         quietly("inferior %d" % num)
 
 
+def remember_thread(num):
+    """After the front end attached inferior `num` itself: the thread gdb selected there is
+    the one select() switches through, without fetching the thread list."""
+    inf, thread = find(num), gdb.selected_thread()
+    if thread is not None and thread.inferior.num == num:
+        _threads[num] = (inf.pid, thread)
+
+
 class SelectedInferior:
     """Selects an inferior for the duration of a `with` block (symbol look-ups and, in gdb 13,
-    memory reads follow it), and gives the previous thread (or inferior) and the frame the
-    user had selected in it back afterwards: also when the block loaded a symbol file, which
-    makes gdb select the innermost frame."""
+    memory reads follow it), and gives the previous thread (or inferior) back afterwards. The
+    outermost block also gives back the frame the user had selected: also when the block
+    loaded a symbol file, which makes gdb select the innermost frame. A block inside another
+    leaves frames alone: the front end reads no frame of the ranks it selects, and through
+    gdbserver computing one costs exchanges (the thread's registers, its stack)."""
+
+    _depth = 0  # blocks entered and not left, in this gdb
 
     def __init__(self, num):
         self.num = num
@@ -55,14 +67,22 @@ class SelectedInferior:
     def __enter__(self):
         self.previous = gdb.selected_inferior().num
         self.thread = gdb.selected_thread()
+        self.frame = None
+        if SelectedInferior._depth == 0:
+            try:
+                self.frame = gdb.selected_frame()
+            except gdb.error:  # no process, or no stack
+                pass
+        SelectedInferior._depth += 1
         try:
-            self.frame = gdb.selected_frame()
-        except gdb.error:  # no process, or no stack
-            self.frame = None
-        if self.previous != self.num:
-            select(self.num)
+            if self.previous != self.num:
+                select(self.num)
+        except BaseException:
+            SelectedInferior._depth -= 1
+            raise
 
     def __exit__(self, *exc):
+        SelectedInferior._depth -= 1
         # The block may have switched threads itself (snapshot.take does).
         if self.thread is not None and self.thread.is_valid():
             if gdb.selected_thread() != self.thread:
@@ -77,8 +97,12 @@ class SelectedInferior:
 
 
 def big_endian():
-    """Whether the selected inferior's target is big-endian, as gdb says."""
-    return "big endian" in output("show endian")
+    """Whether the selected inferior's target is big-endian, as gdb says: bytes 1 0 0 0 read
+    as a 32-bit integer of the inferior's architecture, which follows `set endian`. (`show
+    endian` says the same but computes the selected frame first: through gdbserver, the
+    thread's registers, an exchange per rank.)"""
+    unsigned = gdb.selected_inferior().architecture().integer_type(32, False)
+    return int(gdb.Value(b"\x01\x00\x00\x00", unsigned)) != 1
 
 
 def is_local(inf):

@@ -21,7 +21,7 @@ import gdb
 
 from .errors import MqdError
 from .execute import Setting, quietly
-from .inferiors import SelectedInferior, big_endian, is_local
+from .inferiors import SelectedInferior, big_endian, is_local, remember_thread
 
 # A launcher's table larger than this is taken for garbage, not a job.
 MAX_RANKS = 1 << 20
@@ -176,6 +176,7 @@ def attach(ranks, servers):
                     quietly("attach %d" % r.pid)
                 except gdb.error as e:
                     raise MqdError("cannot attach to %s: %s" % (_who(r), e))
+                remember_thread(num)
         except MqdError:
             _discard(num, nums)  # the ranks attached so far stay
             raise
