@@ -1446,19 +1446,24 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   // Under epoch, the process's image and type sizes travel with the request (asked here, on
   // the debugger's thread, now that it handed over the process's table): every DLL asks for
   // them during its set-up, two round trips a process otherwise.
+  // A server that reads on its host gets the rank too, which it needs to find the process
+  // there (ProcessFacts.globalRank): one callback round trip less per process.
   struct Facts {
     uint64_t image;
     DebuggerSide::TypeSizes sizes;
+    std::optional<int> globalRank;
   };
   std::optional<Facts> facts;
   std::vector<ReadAhead> ahead;  // what earlier set-ups of processes of its image read
   if (config_.cache == wire::CachePolicy::EPOCH) {
-    facts = Facts{side_.getImage(token), side_.getTypeSizes(token)};
+    facts = Facts{side_.getImage(token), side_.getTypeSizes(token), std::nullopt};
+    if (serverReadsOnNode_) facts->globalRank = side_.getGlobalRank(token);
     auto named = imageSetUpAhead_.find(facts->image);
     if (named != imageSetUpAhead_.end()) ahead = readAhead(token, named->second);
   }
   auto setUp = startSetupProcess(token, bigEndian, facts ? &facts->image : nullptr,
-                                 facts ? &facts->sizes : nullptr, ahead, 0, false);
+                                 facts ? &facts->sizes : nullptr, ahead, 0, false,
+                                 facts ? facts->globalRank : std::nullopt);
   std::shared_ptr<PendingCall> behind;
   if (hasQueuesBehind) behind = startHasQueuesBehind(EntryPoint::process_has_queues, token);
   settleRecalled(true);  // a session lost there fails these two as well
@@ -1486,9 +1491,11 @@ void MqsClient::warnOfByteOrder(const std::string& warning) {
 
 std::shared_ptr<PendingCall> MqsClient::startSetupProcess(
     uint64_t token, bool bigEndian, const uint64_t* image, const DebuggerSide::TypeSizes* sizes,
-    const std::vector<ReadAhead>& ahead, uint64_t infoToken, bool recalled) {
+    const std::vector<ReadAhead>& ahead, uint64_t infoToken, bool recalled,
+    std::optional<int> globalRank) {
   return start(EntryPoint::setup_process, [this, token, bigEndian, image, sizes, &ahead,
-                                           infoToken, recalled](wire::Session::Client& s) {
+                                           infoToken, recalled,
+                                           globalRank](wire::Session::Client& s) {
     auto r = s.setupProcessRequest();
     r.setProcess(token);
     r.setTargetBigEndian(bigEndian);
@@ -1498,6 +1505,7 @@ std::shared_ptr<PendingCall> MqsClient::startSetupProcess(
       auto out = r.initFacts();
       out.setImage(*image);
       DebuggerSide::writeTypeSizes(*sizes, out.initTypeSizes(static_cast<unsigned>(sizes->size())));
+      if (globalRank) out.initGlobalRank().setValue(*globalRank);
     }
     writeAhead(ahead, connection_->compress(), r);
     return r.send();

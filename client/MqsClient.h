@@ -107,12 +107,13 @@ class MqsClient {
   std::shared_ptr<PendingCall> startSetupImage(uint64_t image, const LookupsAhead& ahead,
                                                uint64_t infoToken, bool recalled);
   // The same for mqs_setup_process, with the process's facts when `image` and `sizes` are
-  // given, and what was read ahead for it.
+  // given (and its rank, when `globalRank` is), and what was read ahead for it.
   std::shared_ptr<PendingCall> startSetupProcess(uint64_t process, bool bigEndian,
                                                  const uint64_t* image,
                                                  const DebuggerSide::TypeSizes* sizes,
                                                  const std::vector<ReadAhead>& ahead,
-                                                 uint64_t infoToken, bool recalled);
+                                                 uint64_t infoToken, bool recalled,
+                                                 std::optional<int> globalRank = std::nullopt);
   // mqs_image_has_queues or mqs_process_has_queues, sent behind its object's set-up.
   std::shared_ptr<PendingCall> startHasQueuesBehind(EntryPoint entryPoint, uint64_t token);
   // The set-up reply's byte-order warning, for the debugger (empty: none).

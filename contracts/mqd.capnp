@@ -337,6 +337,11 @@ struct ProcessFacts {
   # the DLL had asked (docs/transparency.md, "Answers the proxy asks for or keeps").
   image @0 :UInt64;            # get_image's answer (0: NULL)
   typeSizes @1 :List(OutInt);  # get_type_sizes': one per mqs_target_type_sizes member (7)
+  globalRank @2 :OutInt;
+  # get_global_rank's answer at this mqs_setup_process, sent only to a server that reads
+  # targets on its host (openSession's readsOnNode), which needs the rank there to find the
+  # process (RemoteDebugger::proveOnNode) and would otherwise ask for it in a round trip of its
+  # own. Unlike the two above it holds for this call only: a debugger may learn the rank later.
 }
 
 struct LearnedLookups {
@@ -568,8 +573,9 @@ interface Session {
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
   # by the shim once it holds the process's table (absent otherwise: the server asks when the
-  # DLL asks). Nothing else about the process comes with it: its rank, job and identity are
-  # asked when the DLL asks, since a debugger may learn them only after the set-up.
+  # DLL asks). Its job and identity are asked when the DLL asks, since a debugger may learn
+  # them only after the set-up; its rank likewise, except by a server that reads on its host
+  # (ProcessFacts.globalRank).
   # warning: a sentence for the user when the reported byte order contradicts a value of the
   # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
   # setUpAhead: in the epoch policy, what an earlier session's set-up of the process read and

@@ -196,6 +196,11 @@ TypeSizes typeSizesOf(capnp::List<wire::OutInt>::Reader list) {
 void RemoteDebugger::keepProcessFacts(RemoteProcess& process, wire::ProcessFacts::Reader facts) {
   process.image = facts.getImage();
   process.typeSizes = typeSizesOf(facts.getTypeSizes());
+  // The rank the debugger answered in this very set-up: kept for this call, as the first ask
+  // would have kept it (process.call is reset at the next).
+  if (facts.hasGlobalRank() && facts.getGlobalRank().isValue()) {
+    process.call.globalRank = facts.getGlobalRank().getValue();
+  }
 }
 
 void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,

@@ -356,6 +356,39 @@ TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among 
   CHECK(rig.counted(Count::NodeBlocks) > onNode);
 }
 
+TEST_CASE("RemoteDebugger --node-memory: the rank sent with the set-up finds the process "
+          "without asking the debugger") {
+  int rank = unusedRank();
+  auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  if (!childrenAreCandidates(*target, rank)) return;
+  target->stop();
+  ProcDebugger::Script script{target->pid(), rank};
+  Rig rig(script);
+  uint64_t base = firstMapping(target->pid());
+  // The shim's facts, as it sends them to a server that reads on its host.
+  capnp::MallocMessageBuilder message;
+  auto facts = message.initRoot<wire::ProcessFacts>();
+  facts.initGlobalRank().setValue(rank);
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    rig.host.remote().keepProcessFacts(rig.process, facts.asReader());
+    rig.host.remote().newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+    uint8_t got[8], truth[8];
+    REQUIRE(rig.host.remote().fetchData(call, rig.process, base, 8, got) == 0);
+    REQUIRE(::pread64(rig.mem.get(), truth, 8, static_cast<off64_t>(base)) == 8);
+    CHECK(std::memcmp(got, truth, 8) == 0);
+    // The DLL's own ask in the same call: the rank the debugger answered for it.
+    CHECK(rig.host.remote().globalRank(call, rig.process) == rank);
+  });
+  CHECK(rig.state() == State::Proven);
+  CHECK(script.rankAsked == 0);
+  CHECK(script.fetchBlocks == 1);  // the proof and the first read, nothing before them
+  // The rank held for that call only: a later call that needs it asks the debugger.
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    CHECK(rig.host.remote().globalRank(call, rig.process) == rank);
+  });
+  CHECK(script.rankAsked == 1);
+}
+
 TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers every miss") {
   int rank = unusedRank();
   auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
