@@ -17,6 +17,9 @@ attach, and the front end has it read their code from the files meanwhile
 (`set sysroot /`, as the benches have it) and gdb's log of the link (`set remotelogfile`), the
 last rank's attach must cost no more packets than the second's (it cost about 25 more per rank
 attached before it), and the user's own `trust-readonly-sections` must hold again afterwards.
+The dump that follows may fetch no rank's registers and no thread list: the front end switches
+through the thread gdb selected at each attach, reads no rank's frames, and read each rank's
+anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its registers.
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -117,9 +120,11 @@ def check_attach_cost(pids, frontend, attach, ranks, work):
     before and after."""
     log = os.path.join(work, "attach.link.log")
     show = "python print('mqd-trust: %s' % gdb.parameter('trust-readonly-sections'))"
-    result = subprocess.run(gdb_command(pids, frontend, "mqd status", attach,
+    result = subprocess.run(gdb_command(pids, frontend, "mqd load", attach,
                                         before=["set sysroot /", "set remotelogfile " + log])
-                            + ["-ex", show], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            + ["-ex", show, "-ex", "mqd dump --all --json --output " +
+                               os.path.join(work, "attach.dump.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
     if result.returncode != 0 or not os.path.exists(log) or "Traceback" in result.stdout:
         return ["the attach through gdbserver failed (%d):\n%s"
@@ -135,6 +140,20 @@ def check_attach_cost(pids, frontend, attach, ranks, work):
         return problems + ["%d attaches in gdb's log of the link for %d ranks: see %s"
                            % (len(starts), ranks, log)]
     costs = [b - a for a, b in zip(starts, starts[1:])]
+    lines = open(log, "rb").read().decode("latin-1").split("\n")
+    dump = next(i for i, line in enumerate(lines) if line.startswith("c mqd dump"))
+    dumped = [line for line in lines[dump:] if line.startswith(("w $", "w +$"))]
+    registers = sum(1 for line in dumped if line.startswith("w $g#"))
+    lists = sum(1 for line in dumped if line.startswith("w $qXfer:threads:read"))
+    print("%-9s the dump of %d ranks attached by mqd attach: %d packets, %d for registers, %d "
+          "for thread lists" % ("gdbserver", ranks, len(dumped), registers, lists))
+    # The front end switches through the thread gdb selected at the attach, reads no frame of
+    # a rank, and read the ranks' anchors while gdb held their registers (lookup.py): gdb
+    # fetches no rank's registers (one fetch at most: the user's own thread) and no thread list.
+    if registers > 1 or lists > 0:
+        problems.append("the dump fetched registers %d times and the thread list %d times "
+                        "through gdbserver (at most once, and never): see %s"
+                        % (registers, lists, log))
     print("%-9s packets from each rank's attach to the next's, ranks 0 to %d: %s"
           % ("gdbserver", ranks - 2, " ".join(map(str, costs))))
     if ranks >= 3 and costs[-1] > costs[1] + max(10, costs[1] // 10):

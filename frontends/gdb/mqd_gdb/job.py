@@ -19,6 +19,7 @@ import struct
 
 import gdb
 
+from . import lookup
 from .errors import MqdError
 from .execute import Setting, quietly
 from .inferiors import SelectedInferior, big_endian, is_local, remember_thread
@@ -177,6 +178,8 @@ def attach(ranks, servers):
                 except gdb.error as e:
                     raise MqdError("cannot attach to %s: %s" % (_who(r), e))
                 remember_thread(num)
+                # While gdb holds the rank's registers (lookup.py's docstring).
+                lookup.of(num).read_anchors()
         except MqdError:
             _discard(num, nums)  # the ranks attached so far stay
             raise

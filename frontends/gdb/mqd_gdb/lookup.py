@@ -28,7 +28,11 @@ inferior that loaded the same file (same name and build id; the vDSO, which gdb 
 address it was mapped at, by its build id alone): there they are moved by how far that
 inferior loaded the file from where the first one did, measured at the file's anchor, the
 start of its .text (`maint info sections -all-objects .text`: gdb's own section table, which
-costs no exchange with a remote target, unlike `info sharedlibrary`). Another inferior looks
+costs no exchange with a remote target, unlike `info sharedlibrary`; read again once the
+inferior's files change). Running that command with a rank's thread selected makes gdb fetch
+the thread's registers (gdb checks the frame's language after every command): `mqd attach`
+reads each rank's anchors right after its attach (read_anchors), while gdb holds them anyway.
+Another inferior looks
 for the anchor only of a file whose table has the name. A file without a .text has its table
 read in each inferior that searches it. The whole search then costs a dictionary look-up per
 objfile. Which full symbols a file lacks is kept the same way (_ABSENT). A type depends on nothing but the files searched, in their order: an inferior that
@@ -77,13 +81,31 @@ _TYPES = {}
 # Bumped whenever gdb loads or frees a file: what any inferior searches may have changed.
 _generation = [0]
 
+# Where each program space's files are (Lookup's anchors): [a count bumped by a change in a
+# program space not named, {gdb.Progspace: a count bumped by each change of its files}].
+_space_generations = [0, {}]
 
-def _files_changed(*_):
+
+def _space_of(event):
+    """The program space whose files `event` changed; None if it does not say."""
+    for attribute in ("new_objfile", "objfile"):
+        objfile = getattr(event, attribute, None)
+        if objfile is not None:
+            return objfile.progspace if objfile.is_valid() else None
+    return getattr(event, "progspace", None)
+
+
+def _files_changed(event=None):
     _generation[0] += 1
+    space = _space_of(event) if event is not None else None
+    if space is None:
+        _space_generations[0] += 1
+    else:
+        _space_generations[1][space] = _space_generations[1].get(space, 0) + 1
 
 
-def _file_freed(*_):
-    _files_changed()
+def _file_freed(event=None):
+    _files_changed(event)
     _TYPES.clear()  # its gdb.Objfile may be in a key
 
 
@@ -100,6 +122,7 @@ class Lookup:
         self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
         self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
         self._texts = None   # file name -> the start of its .text here (its anchor)
+        self._texts_read = None  # _files_now() when _texts was read
         self._borrowed = []  # objfiles of other program spaces, searched after this one's
         self._searched = (None, None)  # (_generation, what _TYPES knows the objfiles by)
 
@@ -236,9 +259,21 @@ class Lookup:
     def _anchor(self, objfile):
         """Where this inferior loaded `objfile`'s file: the start of its .text (see the
         module's docstring); None if it has none."""
-        if self._texts is None:
-            with SelectedInferior(self.inferior_num):
-                text = output("maint info sections -all-objects .text")
+        if self._texts is None or self._texts_read != self._files_now():
+            self.read_anchors()
+        return self._texts.get(objfile.filename)
+
+    def _files_now(self):
+        """What the anchors read now depend on: the changes of this inferior's files so far."""
+        space = find_inferior(self.inferior_num).progspace
+        return (_space_generations[0], _space_generations[1].get(space, 0))
+
+    def read_anchors(self):
+        """Reads where this inferior loaded each of its files (the anchors) now; kept until
+        its files change."""
+        with SelectedInferior(self.inferior_num):
+            text = output("maint info sections -all-objects .text")
+            self._texts_read = self._files_now()
             self._texts = {}
             owner = None
             for line in text.splitlines():
@@ -250,7 +285,6 @@ class Lookup:
                 if m and owner is not None:
                     self._texts.setdefault(owner, int(m.group(1), 16))
                     owner = None
-        return self._texts.get(objfile.filename)
 
 
 def _file(objfile):

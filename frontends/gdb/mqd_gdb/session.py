@@ -8,7 +8,6 @@ points are called only from gdb's thread.
 import ctypes
 import os
 
-import gdb
 
 from . import abi, job
 from .callbacks import Callbacks, global_rank, proxy_warnings
