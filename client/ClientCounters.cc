@@ -22,7 +22,9 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
                                  {"refreshes_stale", &refreshesStale},
                                  {"setups_recalled", &setUpsRecalled},
                                  {"setups_contradicted", &setUpsContradicted},
-                                 {"recalled_waits", &recalledWaits}};
+                                 {"recalled_waits", &recalledWaits},
+                                 {"late_checks", &lateChecks},
+                                 {"late_checks_redone", &lateChecksRedone}};
   for (unsigned i = 0; i < kCount && i < out.size(); ++i) {
     out[i].setName(entries[i].name);
     out[i].setValue(entries[i].value->load());
@@ -30,7 +32,7 @@ void ClientCounters::write(capnp::List<wire::Counter>::Builder out) const {
 }
 
 std::string ClientCounters::summary() const {
-  char buf[768];
+  char buf[1024];
   uint64_t calls = callsForwarded.load();
   uint64_t callbacks = callbacksServed.load();
   std::snprintf(buf, sizeof buf,
@@ -38,7 +40,8 @@ std::string ClientCounters::summary() const {
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
                 "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
                 "(%llu more found stale), %llu set-ups answered from records (%llu "
-                "contradicted, %llu waits for their replies)",
+                "contradicted, %llu waits for their replies), %llu epoch checks made late (%llu "
+                "sent again)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -52,7 +55,9 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(refreshesStale.load()),
                 static_cast<unsigned long long>(setUpsRecalled.load()),
                 static_cast<unsigned long long>(setUpsContradicted.load()),
-                static_cast<unsigned long long>(recalledWaits.load()));
+                static_cast<unsigned long long>(recalledWaits.load()),
+                static_cast<unsigned long long>(lateChecks.load()),
+                static_cast<unsigned long long>(lateChecksRedone.load()));
   return buf;
 }
 

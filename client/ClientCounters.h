@@ -32,10 +32,14 @@ struct ClientCounters {
   // Waits for the replies of set-ups answered from records (settleRecalled): each at most one
   // round trip, since every call waited for was sent before it started.
   std::atomic<uint64_t> recalledWaits{0};
+  // Updates of processes read on the server's node whose epoch check overlapped the round
+  // trip (MqsClient::sendUpdateCheckedLate), and those sent again with the debugger's bytes.
+  std::atomic<uint64_t> lateChecks{0};
+  std::atomic<uint64_t> lateChecksRedone{0};
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;
-  static constexpr unsigned kCount = 14;
+  static constexpr unsigned kCount = 16;
 
   // "N calls forwarded, M answered locally (from walks, error texts), ..."
   std::string summary() const;

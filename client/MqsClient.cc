@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -1414,12 +1415,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         }
         return r.send();
       });
-  keepNextEpoch(process, reply.get().getNextEpoch());
-  if (reply.get().getReadOnNode()) {
-    readOnNode_.insert(process);
-  } else {
-    readOnNode_.erase(process);
-  }
+  keepUpdateReply(process, reply.get());
   for (auto refreshed : reply.get().getRefreshed()) {
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
@@ -1435,6 +1431,75 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
     }
   }
   return reply;
+}
+
+MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdateCheckedLate(
+    uint64_t process, const std::vector<Window>& windows) {
+  settleRecalled();  // their callbacks come first
+  const ClientCounters* c = &counters_;
+  auto pending = start(EntryPoint::update_communicator_list,
+                       [process, c, &windows](wire::Session::Client& s) {
+                         auto r = s.updateCommunicatorListRequest();
+                         r.setProcess(process);
+                         c->write(r.initClientCounters(ClientCounters::kCount));
+                         auto late = r.initCheckLate(static_cast<unsigned>(windows.size()));
+                         for (unsigned i = 0; i < windows.size(); ++i) {
+                           late[i].setAddress(windows[i].address);
+                           late[i].setSize(windows[i].size);
+                         }
+                         return r.send();
+                       });
+  // The debugger reads while the request travels and the server walks; the callbacks the
+  // server asks meanwhile wait for finish().
+  std::vector<ReadAhead> read;
+  try {
+    read = readAhead(process, windows);
+  } catch (...) {
+    drain(std::move(pending));
+    throw;
+  }
+  auto reply = finish<wire::Session::UpdateCommunicatorListResults>(
+      std::move(pending), EntryPoint::update_communicator_list);
+  auto node = reply.get().getNodeBytes();
+  if (reply.get().getLateCheckDeclined() || (node.size() > 0 && !sameAsNode(read, node))) {
+    ++counters_.lateChecksRedone;
+    MQD_LOG(Debug, "process %llu: %s: its update sent again with the debugger's bytes",
+            static_cast<unsigned long long>(process),
+            reply.get().getLateCheckDeclined() ? "the server declined the late check"
+                                               : "the node's bytes are not the debugger's");
+    return sendUpdate(process, std::move(read));
+  }
+  if (node.size() > 0) ++counters_.lateChecks;
+  keepUpdateReply(process, reply.get());
+  return reply;
+}
+
+void MqsClient::keepUpdateReply(uint64_t process,
+                                wire::Session::UpdateCommunicatorListResults::Reader reply) {
+  keepNextEpoch(process, reply.getNextEpoch());
+  if (reply.getReadOnNode()) {
+    readOnNode_.insert(process);
+  } else {
+    readOnNode_.erase(process);
+  }
+}
+
+bool MqsClient::sameAsNode(const std::vector<ReadAhead>& read,
+                           capnp::List<wire::MemoryBlock>::Reader node) {
+  if (read.size() != node.size()) return false;
+  for (unsigned i = 0; i < node.size(); ++i) {
+    const DebuggerSide::Block& mine = read[i].block;
+    if (mine.rc != mqs_ok || node[i].getRc() != mqs_ok || mine.address != node[i].getAddress() ||
+        mine.address != read[i].window.address || mine.bytes.size() != read[i].window.size) {
+      return false;
+    }
+    kj::Array<kj::byte> theirs = readBulk(node[i].getData(), read[i].window.size);
+    if (theirs.size() != mine.bytes.size() ||
+        std::memcmp(theirs.begin(), mine.bytes.data(), theirs.size()) != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind,
@@ -1572,14 +1637,21 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
       setUp_.updated(token);
       return int(mqs_ok);
     }
+    std::vector<Window> checkLate;  // a process read on its node: its check overlaps the trip
     if (ahead.empty() && config_.cache == wire::CachePolicy::EPOCH) {
       auto named = nextEpoch_.find(token);
       if (named != nextEpoch_.end() && bytesOf(named->second) <= wire::MAX_BLOCKS_AHEAD_BYTES) {
-        ahead = readAhead(token, named->second);
+        if (readOnNode_.count(token) != 0) {
+          checkLate = named->second;
+        } else {
+          ahead = readAhead(token, named->second);
+        }
       }
     }
     nextEpoch_.erase(token);
-    auto reply = sendUpdate(token, std::move(ahead), refreshCandidates(token));
+    auto reply = checkLate.empty()
+                     ? sendUpdate(token, std::move(ahead), refreshCandidates(token))
+                     : sendUpdateCheckedLate(token, checkLate);
     visited(token);
     setUp_.updated(token);
     int rc = resultOf(reply, reply.get().getRc());

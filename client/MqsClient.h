@@ -145,6 +145,20 @@ class MqsClient {
   // refreshedAhead_.
   Reply<wire::Session::UpdateCommunicatorListResults> sendUpdate(
       uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {});
+  // mqs_update_communicator_list of a process the server reads on its node, its epoch check
+  // made late (wire updateCommunicatorList, `checkLate`): `windows` are read from the
+  // debugger while the request travels, and the reply is served only if the node's bytes it
+  // carries are the same; else the update goes again as sendUpdate's, with the debugger's.
+  // One round trip overlapped with the debugger's read, instead of one after it.
+  Reply<wire::Session::UpdateCommunicatorListResults> sendUpdateCheckedLate(
+      uint64_t process, const std::vector<Window>& windows);
+  // What every update's reply tells of the process's next one: its windows, and whether the
+  // server reads it on its node.
+  void keepUpdateReply(uint64_t process,
+                       wire::Session::UpdateCommunicatorListResults::Reader reply);
+  // Whether the debugger read exactly the node's bytes: each window whole, as `node` has it.
+  static bool sameAsNode(const std::vector<ReadAhead>& read,
+                         capnp::List<wire::MemoryBlock>::Reader node);
 
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.

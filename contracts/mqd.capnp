@@ -602,9 +602,10 @@ interface Session {
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
-                             others :List(RefreshAhead))
+                             others :List(RefreshAhead), checkLate :List(MemoryWindow))
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
-          refreshed :List(RefreshedAhead), readOnNode :Bool);
+          refreshed :List(RefreshedAhead), readOnNode :Bool, nodeBytes :List(MemoryBlock),
+          lateCheckDeclined :Bool);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
@@ -623,6 +624,15 @@ interface Session {
   # debugger nothing (see RefreshedAhead), and the others' work is dropped: their own update
   # runs again. The shim serves a refreshed process at its own update only once it has read
   # every window again and found the same bytes (docs/round-trips.md, "The whole job").
+  # checkLate: for a process the last reply said readOnNode, instead of `ahead`: the windows
+  # that reply named, which the shim reads from its debugger while this request travels. The
+  # server (when it still reads the process on its node) reads them there as the epoch starts,
+  # serves the DLL from them, and returns them in `nodeBytes`, one block each, in order; the
+  # shim serves the reply only if the debugger's bytes are the same, and otherwise sends the
+  # update again with them as `ahead` (which the server compares). lateCheckDeclined: the
+  # server could not serve it so (the process runs, a window is unreadable on the node, or
+  # the DLL had something to show the debugger, held back): the shim sends the update again,
+  # with `ahead`. A server that ignores checkLate sends neither, and its reply stands.
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);

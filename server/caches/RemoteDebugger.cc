@@ -398,6 +398,40 @@ void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
   }
 }
 
+std::vector<kj::Array<kj::byte>> RemoteDebugger::readForLateCheck(
+    DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows) {
+  uint64_t bytes = 0;
+  for (const auto& w : windows) bytes += w.size;
+  if (bytes > wire::MAX_BLOCKS_AHEAD_BYTES) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
+                     "memory to check late: " + std::to_string(bytes) +
+                         " bytes, more than maxBlocksAheadBytes");
+  }
+  std::vector<kj::Array<kj::byte>> read;
+  auto& node = process.node;
+  if (node.state != RemoteProcess::NodeProof::State::Proven || !process.memory ||
+      options_.policy != wire::CachePolicy::EPOCH) {
+    return read;
+  }
+  const LocalProcess& local = *node.process;
+  if (!local.stopped()) {
+    refuseNode(process, "pid " + std::to_string(local.pid()) +
+                            " runs: the debugger shows a state of it that is not the live one");
+    return read;
+  }
+  for (const auto& w : windows) {
+    auto data = kj::heapArray<kj::byte>(w.size);
+    if (w.size == 0 || !local.read(w.address, data.begin(), data.size())) return {};
+    read.push_back(kj::mv(data));
+  }
+  for (size_t i = 0; i < windows.size(); ++i) {
+    process.memory->store(windows[i].address, kj::heapArray<kj::byte>(read[i].asPtr()));
+    call.metrics().add(Count::NodeBlocks);
+  }
+  node.checkedThisEpoch = true;
+  return read;
+}
+
 bool RemoteDebugger::nodeShows(RemoteProcess& process, uint64_t address, const kj::byte* bytes,
                                size_t size, const char* how) {
   const LocalProcess& local = *process.node.process;

@@ -106,6 +106,14 @@ class RemoteDebugger {
   // maxBlocksAheadBytes; for a process read on its node, only the range its epoch check
   // compared; none when memory is not kept between calls).
   std::vector<TargetMemory::Window> nextEpochWindows(const RemoteProcess& process) const;
+  // This epoch's check made late, by the shim (updateCommunicatorList's checkLate), for a
+  // proved process whose epoch just started: `windows` read on the node, kept as this epoch's
+  // memory (the DLL is served them) and returned for the shim to compare with what its
+  // debugger read meanwhile; the epoch counts as checked. Empty, and nothing kept, when the
+  // process is not proved, runs (then it is refused, as by any check) or a window cannot be
+  // read here. Throws ProxyError(PROTOCOL) for more than maxBlocksAheadBytes.
+  std::vector<kj::Array<kj::byte>> readForLateCheck(DllCall& call, RemoteProcess& process,
+                                                    const std::vector<TargetMemory::Window>& windows);
 
   // The windows the process's next update will ask for: while its set-up epoch runs, what the
   // first update's newEpoch will (`learned` as it will get it, else the set-up's blocks whole)
@@ -172,7 +180,8 @@ class RemoteDebugger {
   //     equal the same bytes read on the node. From the second epoch on, the shim reads the
   //     range the last check compared at the update's start (nextEpochWindows), and those
   //     bytes, the debugger's at this very update, are compared instead (checkAheadOnNode):
-  //     no round trip.
+  //     no round trip; or the shim compares them itself with the node's, which this epoch
+  //     then starts from (readForLateCheck).
   // Any failure (no candidate, none or two matching, memory refused, bytes that differ) ends
   // node reads for the process until it is set up again: the debugger answers, as without
   // the option. A range the node cannot read is asked of the debugger, so unreadable memory

@@ -469,6 +469,11 @@ int SessionService::refresh(DllCall& call, RemoteProcess& process,
   // The target ran since the last refresh: a new memory epoch, starting with what the shim
   // read ahead.
   startEpoch(call, process, kind, ahead);
+  return updateAndWalk(call, process, walkOut);
+}
+
+int SessionService::updateAndWalk(DllCall& call, RemoteProcess& process,
+                                  wire::Bulk::Builder walkOut) {
   int rc = dll_->entry().mqs_update_communicator_list(reinterpret_cast<mqs_process*>(&process));
   walkOut.setRaw(nullptr);
   if (rc == mqs_ok && remote_.options().policy == wire::CachePolicy::EPOCH) {
@@ -497,14 +502,52 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
       slot.clientCounters[i].store(counters[i].getValue());
     }
     auto results = context.getResults();
-    int rc = refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
-                     results.initWalk());
-    results.setRc(rc);
+    std::vector<TargetMemory::Window> late;
+    for (auto w : params.getCheckLate()) late.push_back({w.getAddress(), w.getSize()});
+    if (!late.empty() && process.node.state == RemoteProcess::NodeProof::State::Proven &&
+        remote_.options().policy == wire::CachePolicy::EPOCH) {
+      if (!refreshCheckedLate(call, process, late, results)) {
+        results.setLateCheckDeclined(true);
+        return;
+      }
+    } else {
+      results.setRc(refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
+                            results.initWalk()));
+    }
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setReadOnNode(process.node.state == RemoteProcess::NodeProof::State::Proven);
     if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results);
   });
+}
+
+bool SessionService::refreshCheckedLate(
+    DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows,
+    wire::Session::UpdateCommunicatorListResults::Builder results) {
+  startEpoch(call, process, RemoteDebugger::EpochKind::Update);
+  std::vector<kj::Array<kj::byte>> node = remote_.readForLateCheck(call, process, windows);
+  if (node.empty()) return false;
+  std::vector<Effect> effects;
+  int rc;
+  {
+    HeldEffects held(call, &effects);
+    rc = updateAndWalk(call, process, results.initWalk());
+    relayDllOutput(call);
+  }
+  if (!effects.empty() || process.node.state != RemoteProcess::NodeProof::State::Proven) {
+    MQD_LOG(Debug, "process %llu: its late check declined (%zu effects held back)",
+            static_cast<unsigned long long>(process.token), effects.size());
+    results.disownWalk();
+    return false;
+  }
+  results.setRc(rc);
+  auto out = results.initNodeBytes(static_cast<unsigned>(node.size()));
+  for (unsigned i = 0; i < node.size(); ++i) {
+    out[i].setRc(mqs_ok);
+    out[i].setAddress(windows[i].address);
+    setBulk(out[i].initData(), node[i].asPtr(), remote_.options().compress);
+  }
+  return true;
 }
 
 void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,

@@ -110,6 +110,17 @@ class SessionService final : public wire::Session::Server, public DllHost {
   int refresh(DllCall& call, RemoteProcess& process,
               const std::vector<RemoteDebugger::BlockAhead>& ahead, wire::Bulk::Builder walkOut,
               RemoteDebugger::EpochKind kind = RemoteDebugger::EpochKind::Update);
+  // refresh's second half, once the epoch has started: the DLL's update and the walk.
+  int updateAndWalk(DllCall& call, RemoteProcess& process, wire::Bulk::Builder walkOut);
+  // A refresh of a proved process whose epoch check the shim makes late (wire
+  // updateCommunicatorList, `checkLate`): the epoch starts from the node's bytes of `windows`
+  // (RemoteDebugger::readForLateCheck), which go into the results' nodeBytes with the rc and
+  // the walk, the DLL's effects held back. False, for lateCheckDeclined, when the node could
+  // not give the windows or the DLL had anything to show the debugger: the shim sends the
+  // update again, and the DLL runs again where the debugger sees it all.
+  bool refreshCheckedLate(DllCall& call, RemoteProcess& process,
+                          const std::vector<TargetMemory::Window>& windows,
+                          wire::Session::UpdateCommunicatorListResults::Builder results);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
   // their effects held back; those that asked the debugger nothing go into `refreshed`.
   void refreshAhead(DllCall& call, const RemoteProcess& asked,

@@ -55,12 +55,16 @@ class DumpMatrix:
         # (name, endpoint, environment of gdb)
         # The tcp run's shim logs its session summary: what it answered from records.
         self.tcp_shim_log = os.path.join(work, "tcp-shim.log")
+        # The node run's shim logs its summary too: how each refresh's epoch check went.
+        self.node_shim_log = os.path.join(work, "node-shim.log")
         self.proxied = [("unix", unix, {}),
                         ("tcp", tcp, {"MQD_PROXY_LOG": "info",
                                       "MQD_PROXY_LOG_FILE": self.tcp_shim_log}),
                         ("unix-call", unix, {"MQD_PROXY_CACHE": "call"}),
                         ("unix-off", unix, {"MQD_PROXY_CACHE": "off"}),
-                        ("node", node, {}), ("node-learned", node, {})]
+                        ("node", node, {"MQD_PROXY_LOG": "info",
+                                        "MQD_PROXY_LOG_FILE": self.node_shim_log}),
+                        ("node-learned", node, {})]
         self.node_runs = 2
 
     def add(self, name, endpoint, env):
@@ -136,6 +140,15 @@ class DumpMatrix:
         problems += ["the --node-memory server proved rank pid %d in %d of its %d sessions: see %s"
                      % (pid, proved.count(pid), self.node_runs, self.node_log)
                      for pid in self.pids if proved.count(pid) != self.node_runs]
+        # The second dump's refresh of every rank read on the node: its epoch check made
+        # while the update travelled, and the node's bytes the debugger's (docs/round-trips.md,
+        # "The whole job read on its nodes").
+        with open(self.node_shim_log) as f:
+            late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
+                              r"again\)", f.read())
+        if not late or int(late[-1][0]) != len(self.pids) or int(late[-1][1]) != 0:
+            problems.append("node: %s epoch checks made late (sent again), not %d (0): see %s"
+                            % (late[-1:], len(self.pids), self.node_shim_log))
         misses = [int(m) for m in re.findall(r"look-ups \d+ hits / (\d+) misses", log)]
         if not misses or max(misses) != 0:
             problems.append("the node server, new to the DLL, asked for look-ups one by one "

@@ -28,6 +28,7 @@
 #include "DebuggerObjects.h"
 #include "DllCall.h"
 #include "LocalProcess.h"
+#include "ProxyErrors.h"
 #include "RemoteDebugger.h"
 #include "RunAsDllCall.h"
 #include "SessionBoard.h"
@@ -458,4 +459,75 @@ TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers e
     CHECK(rig.state() == State::Refused);
     CHECK(rig.counted(Count::NodeBlocks) == onNode);
   }
+}
+
+TEST_CASE("RemoteDebugger --node-memory: the epoch check made late gives the shim the node's "
+          "bytes, which the DLL is served; none from a window or a process the node cannot "
+          "give") {
+  int rank = unusedRank();
+  auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  if (!childrenAreCandidates(*target, rank)) return;
+  target->stop();
+  ProcDebugger::Script script{target->pid(), rank};
+  Rig rig(script);
+  uint64_t base = firstMapping(target->pid());
+  rig.epoch({base + 0x10, base + 0x100});
+  REQUIRE(rig.state() == State::Proven);
+  auto windows = rig.host.remote().nextEpochWindows(rig.process);
+  REQUIRE(windows.size() == 1);
+  int asked = script.fetchBlocks;
+  auto& remote = rig.host.remote();
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    remote.newEpoch(call, rig.process);
+    CHECK_FALSE(rig.process.node.checkedThisEpoch);
+    auto node = remote.readForLateCheck(call, rig.process, windows);
+    REQUIRE(node.size() == 1);
+    REQUIRE(node[0].size() == windows[0].size);
+    std::vector<uint8_t> truth(windows[0].size);
+    REQUIRE(::pread64(rig.mem.get(), truth.data(), truth.size(),
+                      static_cast<off64_t>(windows[0].address)) ==
+            static_cast<ssize_t>(truth.size()));
+    CHECK(std::memcmp(node[0].begin(), truth.data(), truth.size()) == 0);
+    CHECK(rig.process.node.checkedThisEpoch);
+    // The DLL's reads: the window as returned, the rest on the node, no debugger asked.
+    std::vector<uint8_t> got(windows[0].size);
+    REQUIRE(remote.fetchData(call, rig.process, windows[0].address,
+                             static_cast<int>(got.size()), got.data()) == 0);
+    CHECK(got == truth);
+    uint8_t far[8], farTruth[8];
+    REQUIRE(remote.fetchData(call, rig.process, base + 0x2000, 8, far) == 0);
+    REQUIRE(::pread64(rig.mem.get(), farTruth, 8, static_cast<off64_t>(base + 0x2000)) == 8);
+    CHECK(std::memcmp(far, farTruth, 8) == 0);
+    // More than the shim may ever name: refused as a protocol error.
+    std::vector<TargetMemory::Window> huge{{base, wire::MAX_BLOCKS_AHEAD_BYTES},
+                                           {base, 1}};
+    CHECK_THROWS_AS(remote.readForLateCheck(call, rig.process, huge), mqd::ProxyError);
+  });
+  CHECK(script.fetchBlocks == asked);
+  CHECK(rig.state() == State::Proven);
+
+  // A window the node cannot read (the null page): nothing, the epoch left to the DLL's first
+  // read, the process still proved.
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    remote.newEpoch(call, rig.process);
+    CHECK(remote.readForLateCheck(call, rig.process, {{0, 8}}).empty());
+    CHECK_FALSE(rig.process.node.checkedThisEpoch);
+  });
+  CHECK(rig.state() == State::Proven);
+
+  // The process runs (the debugger shows a past state of it): nothing, and refused.
+  REQUIRE(::kill(-target->pid(), SIGCONT) == 0);
+  std::string why;
+  auto live = LocalProcess::at(target->pid(), &why);
+  REQUIRE_MESSAGE(live, why);
+  for (int i = 0; i < 500 && live->stopped(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE_FALSE(live->stopped());
+  test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+    remote.newEpoch(call, rig.process);
+    CHECK(remote.readForLateCheck(call, rig.process, windows).empty());
+  });
+  CHECK(rig.state() == State::Refused);
+  CHECK(script.fetchBlocks == asked);
 }
