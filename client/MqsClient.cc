@@ -486,7 +486,7 @@ void MqsClient::settleBehind() {
     holdAnswer<wire::Session::ProcessHasQueuesResults>(
         std::move(b.pending), b.entryPoint, token, processHasQueuesAhead_,
         [this, token, before](wire::Session::ProcessHasQueuesResults::Reader r) {
-          keepNextEpoch(token, r.getNextEpoch(), r.getLearned());
+          keepNextEpoch(token, r, r.getLearned());
           setUpAhead_.erase(token);  // what it would have been sent with: read already
           recordProcessHasQueues(token, before, r.getRc(), r.getMessage(), r.getSetUpRead());
         });
@@ -956,7 +956,7 @@ void MqsClient::settleRecalled(bool behindAnother) {
           auto r = reply.get();
           std::string warning = r.getWarning();
           compare(r.getRc(), false, nullptr, &warning, reply.call());
-          keepNextEpoch(call.token, r.getNextEpoch(), r.getLearned());
+          keepNextEpoch(call.token, r, r.getLearned());
           break;
         }
         default: {  // process_has_queues
@@ -965,7 +965,7 @@ void MqsClient::settleRecalled(bool behindAnother) {
           auto r = reply.get();
           auto message = SetUpRecall::Message::from(r.getMessage());
           compare(r.getRc(), r.getSkipped(), &message, nullptr, reply.call());
-          if (!r.getSkipped()) keepNextEpoch(call.token, r.getNextEpoch(), r.getLearned());
+          if (!r.getSkipped()) keepNextEpoch(call.token, r, r.getLearned());
           break;
         }
       }
@@ -1326,12 +1326,17 @@ std::vector<MqsClient::Window> MqsClient::windowsOf(
   return out;
 }
 
-void MqsClient::keepNextEpoch(uint64_t process,
-                              capnp::List<wire::MemoryWindow>::Reader windows, bool learned) {
+void MqsClient::keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows,
+                              bool learned, bool readOnNode) {
   if (learned) {
     learnedFirstEpoch_.insert(process);
   } else {
     learnedFirstEpoch_.erase(process);
+  }
+  if (readOnNode) {
+    readOnNode_.insert(process);
+  } else {
+    readOnNode_.erase(process);
   }
   keepNamed(nextEpoch_, process, windows);
 }
@@ -1415,7 +1420,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         }
         return r.send();
       });
-  keepUpdateReply(process, reply.get());
+  keepNextEpoch(process, reply.get(), false);
   for (auto refreshed : reply.get().getRefreshed()) {
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
@@ -1470,18 +1475,8 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
     return sendUpdate(process, std::move(read));
   }
   if (node.size() > 0) ++counters_.lateChecks;
-  keepUpdateReply(process, reply.get());
+  keepNextEpoch(process, reply.get(), false);
   return reply;
-}
-
-void MqsClient::keepUpdateReply(uint64_t process,
-                                wire::Session::UpdateCommunicatorListResults::Reader reply) {
-  keepNextEpoch(process, reply.getNextEpoch());
-  if (reply.getReadOnNode()) {
-    readOnNode_.insert(process);
-  } else {
-    readOnNode_.erase(process);
-  }
 }
 
 bool MqsClient::sameAsNode(const std::vector<ReadAhead>& read,
@@ -1535,7 +1530,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   auto reply = finishSetUp<wire::Session::SetupProcessResults>(std::move(setUp),
                                                                EntryPoint::setup_process, behind);
   int rc = resultOf(reply, reply.get().getRc());
-  keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
+  keepNextEpoch(token, reply.get(), reply.get().getLearned());
   keepNamed(setUpAhead_, token, reply.get().getSetUpAhead());
   if (behind) behind_ = Behind{EntryPoint::process_has_queues, token, std::move(behind)};
   std::string said = reply.get().getWarning();
@@ -1597,7 +1592,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     auto reply = sendProcessHasQueues(token, ahead);
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
-    keepNextEpoch(token, reply.get().getNextEpoch(), reply.get().getLearned());
+    keepNextEpoch(token, reply.get(), reply.get().getLearned());
     recordProcessHasQueues(token, before, rc, reply.get().getMessage(),
                            reply.get().getSetUpRead());
     applyMessage(reply.get().getMessage(), message, strings_);

@@ -152,10 +152,6 @@ class MqsClient {
   // One round trip overlapped with the debugger's read, instead of one after it.
   Reply<wire::Session::UpdateCommunicatorListResults> sendUpdateCheckedLate(
       uint64_t process, const std::vector<Window>& windows);
-  // What every update's reply tells of the process's next one: its windows, and whether the
-  // server reads it on its node.
-  void keepUpdateReply(uint64_t process,
-                       wire::Session::UpdateCommunicatorListResults::Reader reply);
   // Whether the debugger read exactly the node's bytes: each window whole, as `node` has it.
   static bool sameAsNode(const std::vector<ReadAhead>& read,
                          capnp::List<wire::MemoryBlock>::Reader node);
@@ -391,9 +387,14 @@ class MqsClient {
   // it named it (its update's, or its set-up's before its first update): keepNextEpoch.
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
   // `learned`: the windows hold what an earlier session of the never-updated process read (its
-  // set-up reply's `learned`).
+  // set-up reply's `learned`). `readOnNode`: the server reads the process on its node (the
+  // reply's `readOnNode`), kept in readOnNode_.
   void keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows,
-                     bool learned = false);
+                     bool learned, bool readOnNode);
+  template <typename Reply>
+  void keepNextEpoch(uint64_t process, Reply reply, bool learned) {
+    keepNextEpoch(process, reply.getNextEpoch(), learned, reply.getReadOnNode());
+  }
   // Processes never updated whose set-up reply named what an earlier session of them read:
   // candidates to refresh ahead with another process's first update (refreshCandidates).
   std::set<uint64_t> learnedFirstEpoch_;

@@ -29,9 +29,10 @@ $Cxx.namespace("mqd::wire");
 
 annotation readAhead @0xc67a9b90f3ce441c (field, param) :Void;
 const readAheadAnnotationId :UInt64 = 0xc67a9b90f3ce441c;  # the annotation's, for C++
-# A result that tells the shim which target memory to read ahead. It depends on what the
-# server learned in earlier sessions, not on the DLL's answers: `mqd-proxy replay`, whose
-# server has learned other things, does not compare it (replay/ResultDiff.h).
+# A result that tells the shim which target memory to read ahead, or how the server reads it
+# (on its node, --node-memory). It depends on what the server learned in earlier sessions or
+# where it runs, not on the DLL's answers: `mqd-proxy replay`, whose server has learned other
+# things, does not compare it (replay/ResultDiff.h).
 
 const protocolVersion :UInt32 = 3;
 # Bumped on any incompatible change; Proxy.openSession refuses a mismatch with a clear message.
@@ -568,7 +569,8 @@ interface Session {
                    ahead :List(MemoryWindow), blocks :List(MemoryBlock), infoToken :UInt64,
                    recalled :Bool)
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
-          learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead);
+          learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead,
+          readOnNode :Bool $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
@@ -587,7 +589,7 @@ interface Session {
                        afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
           nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool,
-          setUpRead :List(MemoryWindow) $readAhead);
+          setUpRead :List(MemoryWindow) $readAhead, readOnNode :Bool $readAhead);
   # afterSetUp, skipped: as for imageHasQueues, behind the process's setupProcess.
   # setUpRead: in the epoch policy, what the DLL read of the process in its set-up so far
   # (mqs_setup_process and this call), as windows: the bytes a record of the set-up proves
@@ -597,23 +599,25 @@ interface Session {
   # that the shim reads them ahead, as for every later update, instead of the server asking
   # for them in a round trip of its own. learned: they hold what an earlier session of the
   # process read in every epoch, so its first update is likely to read nothing else: the shim
-  # may refresh it ahead (`others`) with another process's first update.
+  # may refresh it ahead (`others`) with another process's first update. readOnNode (here,
+  # in setupProcess and in updateCommunicatorList): the server reads the process on its node
+  # (--node-memory): the shim makes its next update's epoch check late (`checkLate`) and never
+  # reads its windows for another's update.
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
                              others :List(RefreshAhead), checkLate :List(MemoryWindow))
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
-          refreshed :List(RefreshedAhead), readOnNode :Bool, nodeBytes :List(MemoryBlock),
-          lateCheckDeclined :Bool);
+          refreshed :List(RefreshedAhead), readOnNode :Bool $readAhead,
+          nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
   # nextEpoch: in the epoch policy, the windows of target memory this epoch has read (at most
   # maxBlocksAheadBytes in all; for a process read on its node, only the range its epoch
-  # check compared), which the next epoch will read again. readOnNode: the server reads this
-  # process on its node (--node-memory): it is never refreshed ahead, so the shim does not
-  # read its windows for that. ahead/blocks: the windows the process's previous reply named, one block
+  # check compared), which the next epoch will read again. readOnNode: as for
+  # processHasQueues. ahead/blocks: the windows the process's previous reply named, one block
   # each, in order, read by the shim from its debugger inside this call (what a fetchBlocks
   # at the epoch's start would have got); the server keeps them as this epoch's and asks in
   # one round trip only for what else the previous epoch read.
@@ -624,8 +628,8 @@ interface Session {
   # debugger nothing (see RefreshedAhead), and the others' work is dropped: their own update
   # runs again. The shim serves a refreshed process at its own update only once it has read
   # every window again and found the same bytes (docs/round-trips.md, "The whole job").
-  # checkLate: for a process the last reply said readOnNode, instead of `ahead`: the windows
-  # that reply named, which the shim reads from its debugger while this request travels. The
+  # checkLate: for a process the last reply about it said readOnNode, instead of `ahead`: the
+  # windows that reply named, which the shim reads from its debugger while this request travels. The
   # server (when it still reads the process on its node) reads them there as the epoch starts,
   # serves the DLL from them, and returns them in `nodeBytes`, one block each, in order; the
   # shim serves the reply only if the debugger's bytes are the same, and otherwise sends the

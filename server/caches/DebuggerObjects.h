@@ -86,6 +86,7 @@ struct RemoteProcess {
     // (RemoteDebugger::nextEpochWindows), so the next check needs no callback.
     std::optional<TargetMemory::Window> checked;
     void newEpoch() { checkedThisEpoch = triedThisEpoch = false; }
+    bool proven() const { return state == State::Proven; }  // read on this host
   } node;
 };
 

@@ -175,7 +175,7 @@ std::vector<TargetMemory::Window> SessionService::firstEpochWindows(RemoteProces
   const std::vector<TargetMemory::Window>& earlier = earlierSession(process).windows;
   std::vector<TargetMemory::Window> windows = remote_.firstEpochWindows(process, earlier);
   *learned = !earlier.empty() && process.memory && process.memory->setUpEpoch() &&
-             process.node.state != RemoteProcess::NodeProof::State::Proven && !windows.empty();
+             !process.node.proven() && !windows.empty();
   return windows;
 }
 
@@ -360,6 +360,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setLearned(learned);
+    results.setReadOnNode(process.node.proven());
     std::vector<TargetMemory::Window> ahead =
         remote_.setUpAheadWindows(process, earlierSession(process).setUp);
     writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
@@ -391,6 +392,7 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setLearned(learned);
+    results.setReadOnNode(process.node.proven());
     if (remote_.options().policy == wire::CachePolicy::EPOCH && process.memory &&
         process.memory->setUpEpoch()) {
       std::vector<TargetMemory::Window> read = process.memory->setUpWindows();
@@ -504,7 +506,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     auto results = context.getResults();
     std::vector<TargetMemory::Window> late;
     for (auto w : params.getCheckLate()) late.push_back({w.getAddress(), w.getSize()});
-    if (!late.empty() && process.node.state == RemoteProcess::NodeProof::State::Proven &&
+    if (!late.empty() && process.node.proven() &&
         remote_.options().policy == wire::CachePolicy::EPOCH) {
       if (!refreshCheckedLate(call, process, late, results)) {
         results.setLateCheckDeclined(true);
@@ -516,7 +518,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     }
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
-    results.setReadOnNode(process.node.state == RemoteProcess::NodeProof::State::Proven);
+    results.setReadOnNode(process.node.proven());
     if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results);
   });
 }
@@ -534,7 +536,7 @@ bool SessionService::refreshCheckedLate(
     rc = updateAndWalk(call, process, results.initWalk());
     relayDllOutput(call);
   }
-  if (!effects.empty() || process.node.state != RemoteProcess::NodeProof::State::Proven) {
+  if (!effects.empty() || !process.node.proven()) {
     MQD_LOG(Debug, "process %llu: its late check declined (%zu effects held back)",
             static_cast<unsigned long long>(process.token), effects.size());
     results.disownWalk();
@@ -582,7 +584,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     }
     // Nor a process read on its node: its refresh would read memory the shim never sees, so
     // the shim could not prove it current at the process's own update.
-    if (process->node.state == RemoteProcess::NodeProof::State::Proven) continue;
+    if (process->node.proven()) continue;
     auto out = scratch.getOrphanage().newOrphan<wire::RefreshedAhead>();
     std::vector<Effect> effects;
     uint64_t callbacks = metrics_.get(Count::Callbacks);

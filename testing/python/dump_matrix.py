@@ -140,15 +140,15 @@ class DumpMatrix:
         problems += ["the --node-memory server proved rank pid %d in %d of its %d sessions: see %s"
                      % (pid, proved.count(pid), self.node_runs, self.node_log)
                      for pid in self.pids if proved.count(pid) != self.node_runs]
-        # The second dump's refresh of every rank read on the node: its epoch check made
+        # Every update of a rank read on the node (the set-up proved it): its epoch check made
         # while the update travelled, and the node's bytes the debugger's (docs/round-trips.md,
-        # "The whole job read on its nodes").
+        # "Reading the target on its node").
         with open(self.node_shim_log) as f:
             late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
                               r"again\)", f.read())
-        if not late or int(late[-1][0]) != len(self.pids) or int(late[-1][1]) != 0:
+        if not late or int(late[-1][0]) != 2 * len(self.pids) or int(late[-1][1]) != 0:
             problems.append("node: %s epoch checks made late (sent again), not %d (0): see %s"
-                            % (late[-1:], len(self.pids), self.node_shim_log))
+                            % (late[-1:], 2 * len(self.pids), self.node_shim_log))
         misses = [int(m) for m in re.findall(r"look-ups \d+ hits / (\d+) misses", log)]
         if not misses or max(misses) != 0:
             problems.append("the node server, new to the DLL, asked for look-ups one by one "
