@@ -476,6 +476,10 @@ struct SessionOptions {
   # When the DLL hangs a new info on one of these handles (put_*_info while the shim replays
   # the set-up), the server names it with the same token, so the pointers the debugger keeps
   # stay valid.
+  recorded @7 :Bool;
+  # The shim records this session (MQD_PROXY_RECORD): a replay has only what the debugger
+  # answered, so a server with --node-memory reads no target on its host for it (openSession's
+  # readsOnNode then says false). A replay opens its session with the recorded options.
 }
 
 struct SessionTicket {

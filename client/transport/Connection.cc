@@ -346,6 +346,7 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
     describeClient(options, dll);
     options.setCachePolicy(cache);
     options.setCompress(compress);
+    options.setRecorded(recorder != nullptr);
     auto held = side.heldInfos();
     auto resume = options.initResumeInfos(static_cast<unsigned>(held.size()));
     for (unsigned i = 0; i < resume.size(); ++i) {

@@ -189,8 +189,9 @@ Options:
                           debugger's MPI rank in its environment, the 16 AT_RANDOM bytes
                           the kernel gave it are what the debugger reads at that address,
                           and at each epoch it is stopped and its first read is the
-                          debugger's too. Without a
-                          proof, the debugger answers as without this option (default: off;
+                          debugger's too. Without a proof, and for a recorded session
+                          (MQD_PROXY_RECORD), the debugger answers as without this option
+                          (default: off;
                           docs/round-trips.md, "Reading the target on its node").
   --state-dir DIR         Where the server keeps what sessions learned: the look-ups made with
                           each DLL build, and the memory each process's last epoch read, so a

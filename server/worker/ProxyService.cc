@@ -95,14 +95,17 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   session.debugger.policy = options.getCachePolicy();
   session.debugger.compress = options.getCompress();
   session.debugger.blockSize = config_.blockSize;
-  session.debugger.nodeMemory = config_.nodeMemory;
+  // A recorded session's replay has only the debugger's answers: nothing read on this host.
+  session.debugger.nodeMemory = config_.nodeMemory && !options.getRecorded();
   session.stateDir = config_.stateDir;
-  MQD_LOG(Info, "session opened: %s for a %s debugger (cache policy %s%s)", dll->path().c_str(),
-          options.getClientArch().cStr(),
+  MQD_LOG(Info, "session opened: %s for a %s debugger (cache policy %s%s%s)",
+          dll->path().c_str(), options.getClientArch().cStr(),
           session.debugger.policy == wire::CachePolicy::OFF    ? "off"
           : session.debugger.policy == wire::CachePolicy::CALL ? "call"
                                                                : "epoch",
-          session.debugger.compress ? ", compressed" : "");
+          session.debugger.compress ? ", compressed" : "",
+          config_.nodeMemory && options.getRecorded() ? "; recorded: no memory read on this host"
+                                                      : "");
   auto results = context.getResults();
   if (SessionBoard::Slot* slot = config_.slot) {
     copyField(slot->dll, sizeof slot->dll, dll->path());
@@ -116,7 +119,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   }
   dll->describe(results.initDll());
   results.setTakesInfoTokens(true);
-  results.setReadsOnNode(config_.nodeMemory);
+  results.setReadsOnNode(session.debugger.nodeMemory);
   results.setSession(
       kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session,
                                metrics_));

@@ -15,6 +15,9 @@ state) with the same DLL:
     memory zeroed; a recorded result changed), must exit 1 and name a difference;
   * an unreadable recording (cut inside its file header) must exit 2 naming the file.
 
+The live server has --node-memory: a recorded session must be served from the debugger's
+answers alone, or its replay would lack the memory read on the node.
+
 It prints the recordings' sizes and how long each live dump and each replay took.
 
 usage: e2e_replay.py --build DIR --dll PATH --frontend PATH --ops N
@@ -105,8 +108,10 @@ def main():
             job = MpichJob(args.mpich, args.ranks, [args.program, str(args.ops)], work)
         else:
             job = Job(built.require("pending"), args.ranks, args.ops, work)
+        # A server that would read the ranks on this host (--node-memory) must not for a
+        # recorded session: its replay has only what the debugger answered.
         live_server = Server(server_bin, "unix:" + os.path.join(work, "live.sock"),
-                             args.dll, work, "live")
+                             args.dll, work, "live", extra=["--node-memory"])
         load = "mqd load --server %s --vendor-dll %s %s" % (live_server.endpoint,
                                                             args.dll, shim)
         attach = "mqd attach --launcher %d" % job.proc.pid if args.launcher else None
@@ -129,6 +134,12 @@ def main():
         print("live dump by a gdb killed right after it: recorded into %d bytes"
               % os.path.getsize(killed))
         live_server.stop()
+        with open(live_server.log) as f:
+            opened = f.read().count("recorded: no memory read on this host")
+        if opened != len(policies) + 1:
+            problems.append("the live server read on its host for %d of the %d recorded "
+                            "sessions: see %s" % (len(policies) + 1 - opened, len(policies) + 1,
+                                                  live_server.log))
         live_server = None
         job.stop()
         job = None
