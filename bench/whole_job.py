@@ -36,7 +36,7 @@ linear projection to 1,024 and 16,384 ranks. Written to bench/RESULTS-whole-job.
 
 usage: whole_job.py --build DIR [--ranks 1,16,64] [--ops 200] [--rtts 0,20]
                     [--topologies local,real] [--real-ranks R,...] [--debugger-rtt 20]
-                    [--native-max-ranks 1] [--output FILE]
+                    [--native-max-ranks 1] [--attach-options OPTS] [--output FILE]
 """
 import argparse
 import datetime
@@ -146,7 +146,8 @@ def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_en
     return found, texts
 
 
-def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_ranks):
+def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_ranks,
+            attach_options=""):
     """Rows for one job of `ranks` ranks, in each of `topologies`."""
     arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
     dll = OMPI_DLL_GLOB.format(arch=arch)
@@ -196,21 +197,21 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
                 proxied("local", "cold", 0, state, local)
             rows += measure_real(build, job, base, reference, work, rtt, debugger_rtt,
                                  native_max_ranks, lambda *a, **k: proxied("real", *a, **k),
-                                 state)
+                                 state, attach_options)
     finally:
         job.stop()
     return rows
 
 
 def measure_real(build, job, base, reference, work, rtt, debugger_rtt, native_max_ranks,
-                 proxied, state):
+                 proxied, state, attach_options=""):
     """The real topology's rows: one gdbserver --multi for this host behind a relay with
     `debugger_rtt`, every rank attached there."""
     rows = []
     gdbserver = GdbServer("gdbserver", work)
     link = Link(build, "127.0.0.1:%d" % gdbserver.port, debugger_rtt, work, "debugger-link")
-    attach = "mqd attach --launcher %d --gdbserver %s=%s" % (job.proc.pid, socket.gethostname(),
-                                                             link.address)
+    attach = "mqd attach --launcher %d --gdbserver %s=%s %s" % (
+        job.proc.pid, socket.gethostname(), link.address, attach_options)
     try:
         if base["ranks"] <= native_max_ranks:
             result, texts = run_gdb(build, attach, "mqd load",
@@ -338,10 +339,12 @@ def document(rows, args):
             "server's --node-memory. Every dump equals the local native one byte for byte. "
             "RSS after the refresh." % (args.ops, args.native_max_ranks), "",
             "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s "
-            "--topologies %s%s --debugger-rtt %g --native-max-ranks %d`"
+            "--topologies %s%s --debugger-rtt %g --native-max-ranks %d%s`"
             % (args.ranks, args.ops, args.rtts, args.topologies,
                " --real-ranks " + args.real_ranks if args.real_ranks else "",
-               args.debugger_rtt, args.native_max_ranks), ""] + table(rows) + [
+               args.debugger_rtt, args.native_max_ranks,
+               " --attach-options='%s'" % args.attach_options if args.attach_options else ""),
+            ""] + table(rows) + [
             "", "## Growth and projection", "",
             "Linear between the two largest rank counts measured.", ""] + growth(rows) + [""]
 
@@ -361,6 +364,9 @@ def main():
                     help="the debugger link's RTT (ms) in the real topology")
     ap.add_argument("--native-max-ranks", type=int, default=1,
                     help="the largest job dumped natively in the real topology")
+    ap.add_argument("--attach-options", default="",
+                    help="more options of `mqd attach` in the real topology "
+                    "(e.g. --without-thread-db)")
     ap.add_argument("--output", default=os.path.join(HERE, "RESULTS-whole-job.md"))
     args = ap.parse_args()
     topologies = args.topologies.split(",")
@@ -374,7 +380,8 @@ def main():
         these = [t for t in topologies if t == "local" or ranks in real]
         try:
             rows += measure(build, ranks, args.ops, [float(x) for x in args.rtts.split(",")],
-                            work, these, args.debugger_rtt, args.native_max_ranks)
+                            work, these, args.debugger_rtt, args.native_max_ranks,
+                            args.attach_options)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     lines = document(rows, args)

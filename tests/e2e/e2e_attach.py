@@ -17,9 +17,12 @@ attach, and the front end has it read their code from the files meanwhile
 (`set sysroot /`, as the benches have it) and gdb's log of the link (`set remotelogfile`), the
 last rank's attach must cost no more packets than the second's (it cost about 25 more per rank
 attached before it), and the user's own `trust-readonly-sections` must hold again afterwards.
-The dump that follows may fetch no rank's registers and no thread list: the front end switches
-through the thread gdb selected at each attach, reads no rank's frames, and read each rank's
-anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its registers.
+Once more with `mqd attach --without-thread-db`: each attach must cost fewer than 100 packets
+(gdbserver asks for no libthread_db symbols), and `remote symbol-lookup-packet` must be the
+user's again. The dump that follows each may fetch no rank's registers and no thread list:
+the front end switches through the thread gdb selected at each attach, reads no rank's
+frames, and read each rank's anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its
+registers.
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -112,27 +115,39 @@ def check_shared_symbols(pids, frontend, attach, work):
     return problems
 
 
-def check_attach_cost(pids, frontend, attach, ranks, work):
+# `mqd attach --without-thread-db` spares gdbserver's questions for libthread_db's symbols (81
+# packets of an attach of an Open MPI rank, 155 in all): an attach costs fewer than this.
+WITHOUT_THREAD_DB_MAX = 100
+
+
+def check_attach_cost(pids, frontend, attach, ranks, work, native_json, thread_db=True):
     """gdb attaches the job through gdbserver (`attach`) with its log of the link on: the
     packets gdb sent from one rank's vAttach to the next (a line "w $PACKET" per packet) may
     not grow with the ranks attached before, give or take 10 percent (the thread list gdb
     fetches grows with them, 4 KiB a packet); trust-readonly-sections is off (gdb's default)
-    before and after."""
-    log = os.path.join(work, "attach.link.log")
-    show = "python print('mqd-trust: %s' % gdb.parameter('trust-readonly-sections'))"
-    result = subprocess.run(gdb_command(pids, frontend, "mqd load", attach,
+    before and after. Without `thread_db`, attached with --without-thread-db: each attach
+    costs fewer than WITHOUT_THREAD_DB_MAX packets, and `remote symbol-lookup-packet` is auto
+    (gdb's default) after. The dump that follows must be `native_json`."""
+    name = "attach" if thread_db else "attach-without-thread-db"
+    log = os.path.join(work, name + ".link.log")
+    show = ("python print('mqd-trust: %s, mqd-symbols: %s' % (gdb.parameter("
+            "'trust-readonly-sections'), gdb.parameter('remote symbol-lookup-packet')))")
+    out = os.path.join(work, name + ".dump.json")
+    result = subprocess.run(gdb_command(pids, frontend, "mqd load",
+                                        attach if thread_db else attach + " --without-thread-db",
                                         before=["set sysroot /", "set remotelogfile " + log])
-                            + ["-ex", show, "-ex", "mqd dump --all --json --output " +
-                               os.path.join(work, "attach.dump.json")],
+                            + ["-ex", show, "-ex", "mqd dump --all --json --output " + out],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
     if result.returncode != 0 or not os.path.exists(log) or "Traceback" in result.stdout:
         return ["the attach through gdbserver failed (%d):\n%s"
                 % (result.returncode, result.stdout[-3000:])]
     problems = []
-    if "mqd-trust: False" not in result.stdout:
-        problems.append("trust-readonly-sections after mqd attach is not the user's (off):\n"
-                        + result.stdout[-1000:])
+    if "mqd-trust: False, mqd-symbols: None" not in result.stdout:
+        problems.append("trust-readonly-sections or remote symbol-lookup-packet after %s is not "
+                        "the user's (off, auto):\n%s" % (name, result.stdout[-1000:]))
+    if open(out).read() != native_json:
+        problems.append("the dump after %s differs from the native one: see %s" % (name, out))
     sent = [line for line in open(log, "rb").read().decode("latin-1").split("\n")
             if line.startswith(("w $", "w +$"))]
     starts = [i for i, line in enumerate(sent) if "$vAttach;" in line]
@@ -154,8 +169,11 @@ def check_attach_cost(pids, frontend, attach, ranks, work):
         problems.append("the dump fetched registers %d times and the thread list %d times "
                         "through gdbserver (at most once, and never): see %s"
                         % (registers, lists, log))
-    print("%-9s packets from each rank's attach to the next's, ranks 0 to %d: %s"
-          % ("gdbserver", ranks - 2, " ".join(map(str, costs))))
+    print("%-9s packets from each rank's attach to the next's (%s), ranks 0 to %d: %s"
+          % ("gdbserver", name, ranks - 2, " ".join(map(str, costs))))
+    if not thread_db and max(costs) >= WITHOUT_THREAD_DB_MAX:
+        problems.append("an attach --without-thread-db cost %d packets to gdbserver (fewer than "
+                        "%d): see %s" % (max(costs), WITHOUT_THREAD_DB_MAX, log))
     if ranks >= 3 and costs[-1] > costs[1] + max(10, costs[1] // 10):
         problems.append("the attach of rank %d cost %d packets to gdbserver, rank 1's %d: an "
                         "attach costs more with every rank attached before it (%s)"
@@ -220,8 +238,11 @@ def main():
                 problems.append("the dump through gdbserver (%s) differs from the native one: "
                                 "see %s" % (ext, work))
 
-        problems += check_attach_cost(job.pids, args.frontend, "%s --gdbserver %s=127.0.0.1:%d"
-                                      % (attach, host, server.port), args.ranks, work)
+        for thread_db in (True, False):
+            problems += check_attach_cost(job.pids, args.frontend,
+                                          "%s --gdbserver %s=127.0.0.1:%d"
+                                          % (attach, host, server.port), args.ranks, work,
+                                          outputs["native"][0], thread_db)
         problems += check_shared_symbols(job.pids, args.frontend, attach, work)
         dumps = json.loads(outputs["native"][0])
         problems += check_labels(dumps, job.manifests, host)

@@ -1,10 +1,12 @@
 """The gdb commands, and the one Session they share (None until `mqd load`):
 
-  mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | mqd attach PID [PID ...]
+  mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] [--without-thread-db]
+  mqd attach PID [PID ...]
       Attach a whole job, one inferior per rank: the ranks the launcher's MPIR process table
       names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
       with its rank and host, a remote host's through its gdbserver --multi (job); or the
-      processes named.
+      processes named. --without-thread-db: gdbserver loads no libthread_db for them, half
+      the exchanges of an attach (execute.WithoutThreadDb).
   mqd load [--server ENDPOINT] [--vendor-dll NAME] [DLL]
       Load an MQD DLL. Default: the target's MPIR_dll_name. DLL may be libmqdproxy.so; then
       --server and --vendor-dll set MQD_PROXY_SERVER and MQD_PROXY_DLL for it.
@@ -32,6 +34,7 @@ it); never a Python traceback. `mqd dump --all`, `mqd snapshot` and `mqd graph` 
 could read, and the failures of the other inferiors in their place, and do not fail for them. register() makes the commands known to
 gdb; ../mqd.py calls it each time it is sourced.
 """
+import contextlib
 import os
 
 import gdb
@@ -39,7 +42,7 @@ import gdb
 from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
-from .execute import CodeFromFiles
+from .execute import CodeFromFiles, WithoutThreadDb
 from .inferiors import SelectedInferior, find as find_inferior
 from .session import Session
 
@@ -86,7 +89,9 @@ class MqdAttach(gdb.Command):
 names every rank's host and pid. Each rank is attached in an inferior of its own, in
 MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on another host is
 attached through the gdbserver --multi that --gdbserver names for that host.
-PID...: attach these processes, one inferior each."""
+PID...: attach these processes, one inferior each.
+--without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
+through it costs half the exchanges, and gdb cannot read their thread-local variables."""
 
     def __init__(self):
         super().__init__("mqd attach", gdb.COMMAND_RUNNING)
@@ -96,23 +101,28 @@ PID...: attach these processes, one inferior each."""
         launcher = None
         servers = {}
         pids = []
+        thread_db = True
         while argv:
             a = argv.pop(0)
             if a == "--launcher" and argv:
                 launcher = _pid(argv.pop(0))
+            elif a == "--without-thread-db":
+                thread_db = False
             elif a == "--gdbserver" and argv and "=" in argv[0]:
                 host, address = argv.pop(0).split("=", 1)
                 servers[host] = address
             elif a.startswith("-"):
                 raise MqdError("unknown option %s (usage: mqd attach --launcher PID "
-                               "[--gdbserver HOST=ADDRESS ...] | mqd attach PID...)" % a)
+                               "[--gdbserver HOST=ADDRESS ...] [--without-thread-db] | "
+                               "mqd attach PID...)" % a)
             else:
                 pids.append(_pid(a))
         if (launcher is None) == (not pids):
-            raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | "
-                           "mqd attach PID...")
+            raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] "
+                           "[--without-thread-db] | mqd attach PID...")
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
-        with job.Quiet(), CodeFromFiles():
+        with job.Quiet(), CodeFromFiles(), \
+                (contextlib.nullcontext() if thread_db else WithoutThreadDb()):
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
             else:

@@ -6,6 +6,8 @@
                      own value given back afterwards
   CodeFromFiles()    for a `with` block: gdb reads code from the loaded files, not the target
                      (see the class)
+  WithoutThreadDb()  for a `with` block: gdbserver is offered no symbol look-ups (see the
+                     class)
 
 What gdb captures for to_string includes its debug logs: with `set debug remote 1` the remote
 protocol's packets, binary ones too (a library's bytes, vFile reads). gdb 13 decodes that
@@ -39,8 +41,9 @@ def output(command):
 
 
 class Setting:
-    """For a `with` block: gdb's boolean setting `name` is `on` (True or False) inside it, and
-    the user's own value comes back when the block ends, however it ends."""
+    """For a `with` block: gdb's boolean (or auto-boolean) setting `name` is `on` (True or
+    False) inside it, and the user's own value (auto too) comes back when the block ends,
+    however it ends."""
 
     def __init__(self, name, on):
         self.name = name
@@ -52,7 +55,8 @@ class Setting:
         quietly("set %s %s" % (self.name, "on" if self.on else "off"))
 
     def __exit__(self, *exc):
-        quietly("set %s %s" % (self.name, "on" if self.before else "off"))
+        before = {True: "on", False: "off", None: "auto"}[self.before]
+        quietly("set %s %s" % (self.name, before))
         return False
 
 
@@ -73,3 +77,20 @@ class CodeFromFiles(Setting):
 
     def __init__(self):
         super().__init__("trust-readonly-sections", True)
+
+
+class WithoutThreadDb(Setting):
+    """For a `with` block of attaches through gdbserver (`mqd attach --without-thread-db`): gdb
+    offers gdbserver no symbol look-ups (`remote symbol-lookup-packet`), so gdbserver does not
+    load libthread_db for the processes attached meanwhile.
+
+    Why: at each attach gdbserver asks gdb for libthread_db's symbols one packet each, 81 of
+    the 155 exchanges an attach of an Open MPI rank costs through gdbserver (74 without them).
+    What the user gives up, for those processes only: what gdbserver does with libthread_db,
+    chiefly thread-local variables (gdb cannot find their address), until gdb offers the
+    look-ups again (gdb does when a process loads a new library). The message queues and
+    everything else the front end shows do not use it. Outside the block the user's setting
+    holds (docs/round-trips.md, "The debugger's own link")."""
+
+    def __init__(self):
+        super().__init__("remote symbol-lookup-packet", False)
