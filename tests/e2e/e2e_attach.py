@@ -40,6 +40,7 @@ usage: e2e_attach.py --build DIR --ompi-dll PATH --frontend PATH [--ranks 16] [-
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -116,8 +117,9 @@ def check_shared_symbols(pids, frontend, attach, work):
 
 
 # `mqd attach --without-thread-db` spares gdbserver's questions for libthread_db's symbols (81
-# packets of an attach of an Open MPI rank, 155 in all): an attach costs fewer than this.
-WITHOUT_THREAD_DB_MAX = 100
+# packets of an attach of an Open MPI rank, 155 in all), and gdb keeps the pages it read while
+# it attaches (32 packets of the 74 left become 2): an attach costs fewer than this.
+WITHOUT_THREAD_DB_MAX = 60
 
 
 def check_attach_cost(pids, frontend, attach, ranks, work, native_json, thread_db=True):
@@ -126,26 +128,44 @@ def check_attach_cost(pids, frontend, attach, ranks, work, native_json, thread_d
     not grow with the ranks attached before, give or take 10 percent (the thread list gdb
     fetches grows with them, 4 KiB a packet); trust-readonly-sections is off (gdb's default)
     before and after. Without `thread_db`, attached with --without-thread-db: each attach
-    costs fewer than WITHOUT_THREAD_DB_MAX packets, and `remote symbol-lookup-packet` is auto
-    (gdb's default) after. The dump that follows must be `native_json`."""
+    costs fewer than WITHOUT_THREAD_DB_MAX packets (gdb keeps the pages it read while it
+    attaches, execute.PagesKept), `remote symbol-lookup-packet` is auto (gdb's default) after,
+    and so are the memory regions (none, the target's), with the user's dcache line size
+    (128 here). With `thread_db` the user has a memory region of their own over all memory,
+    which must be there after, alone and as it was. The dump that follows must be
+    `native_json`."""
     name = "attach" if thread_db else "attach-without-thread-db"
     log = os.path.join(work, name + ".link.log")
-    show = ("python print('mqd-trust: %s, mqd-symbols: %s' % (gdb.parameter("
-            "'trust-readonly-sections'), gdb.parameter('remote symbol-lookup-packet')))")
+    show = ("python print('mqd-trust: %s, mqd-symbols: %s, mqd-line: %s' % (gdb.parameter("
+            "'trust-readonly-sections'), gdb.parameter('remote symbol-lookup-packet'), "
+            "gdb.parameter('dcache line-size')))")
+    user = ["mem 0 0 rw"] if thread_db else ["set dcache line-size 128"]
     out = os.path.join(work, name + ".dump.json")
     result = subprocess.run(gdb_command(pids, frontend, "mqd load",
                                         attach if thread_db else attach + " --without-thread-db",
-                                        before=["set sysroot /", "set remotelogfile " + log])
-                            + ["-ex", show, "-ex", "mqd dump --all --json --output " + out],
+                                        before=["set sysroot /", "set remotelogfile " + log]
+                                        + user)
+                            + ["-ex", show, "-ex", "info mem",
+                               "-ex", "mqd dump --all --json --output " + out],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
     if result.returncode != 0 or not os.path.exists(log) or "Traceback" in result.stdout:
         return ["the attach through gdbserver failed (%d):\n%s"
                 % (result.returncode, result.stdout[-3000:])]
     problems = []
-    if "mqd-trust: False, mqd-symbols: None" not in result.stdout:
-        problems.append("trust-readonly-sections or remote symbol-lookup-packet after %s is not "
-                        "the user's (off, auto):\n%s" % (name, result.stdout[-1000:]))
+    line = 64 if thread_db else 128
+    if "mqd-trust: False, mqd-symbols: None, mqd-line: %d" % line not in result.stdout:
+        problems.append("trust-readonly-sections, remote symbol-lookup-packet or dcache "
+                        "line-size after %s is not the user's (off, auto, %d):\n%s"
+                        % (name, line, result.stdout[-1000:]))
+    regions = re.findall(r"^\d+\s+y\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+(.*?)\s*$",
+                         result.stdout, re.M)
+    mode = "user-defined" if thread_db else "provided by the target"
+    wanted = [("0x0000000000000000", "0x10000000000000000", "rw nocache")] if thread_db else []
+    if regions != wanted or "Using memory regions %s" % mode not in result.stdout and \
+            "Using %s memory regions" % mode not in result.stdout:
+        problems.append("the memory regions after %s are %s (%s), not the user's %s:\n%s"
+                        % (name, regions, mode, wanted, result.stdout[-1000:]))
     if open(out).read() != native_json:
         problems.append("the dump after %s differs from the native one: see %s" % (name, out))
     sent = [line for line in open(log, "rb").read().decode("latin-1").split("\n")

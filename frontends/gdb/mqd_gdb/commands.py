@@ -5,8 +5,8 @@
       Attach a whole job, one inferior per rank: the ranks the launcher's MPIR process table
       names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
       with its rank and host, a remote host's through its gdbserver --multi (job); or the
-      processes named. --without-thread-db: gdbserver loads no libthread_db for them, half
-      the exchanges of an attach (execute.WithoutThreadDb).
+      processes named. --without-thread-db: gdbserver loads no libthread_db for them, a third
+      of the exchanges of an attach (execute.WithoutThreadDb).
   mqd load [--server ENDPOINT] [--vendor-dll NAME] [DLL]
       Load an MQD DLL. Default: the target's MPIR_dll_name. DLL may be libmqdproxy.so; then
       --server and --vendor-dll set MQD_PROXY_SERVER and MQD_PROXY_DLL for it.
@@ -91,7 +91,7 @@ MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on anothe
 attached through the gdbserver --multi that --gdbserver names for that host.
 PID...: attach these processes, one inferior each.
 --without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
-through it costs half the exchanges, and gdb cannot read their thread-local variables."""
+through it costs a third of the exchanges, and gdb cannot read their thread-local variables."""
 
     def __init__(self):
         super().__init__("mqd attach", gdb.COMMAND_RUNNING)

@@ -8,6 +8,8 @@
                      (see the class)
   WithoutThreadDb()  for a `with` block: gdbserver is offered no symbol look-ups (see the
                      class)
+  PagesKept()        for a `with` block around one attach: gdb reads the target a page at a
+                     time and keeps what it read until the block ends (see the class)
 
 What gdb captures for to_string includes its debug logs: with `set debug remote 1` the remote
 protocol's packets, binary ones too (a library's bytes, vFile reads). gdb 13 decodes that
@@ -94,3 +96,51 @@ class WithoutThreadDb(Setting):
 
     def __init__(self):
         super().__init__("remote symbol-lookup-packet", False)
+
+
+class PagesKept:
+    """For a `with` block around one attach, with the attached inferior selected from start to
+    end: gdb reads that process's memory a page at a time and keeps each page it read for the
+    rest of the block (a memory region over the whole address space with gdb's `cache`
+    attribute, and `dcache line-size` of one page).
+
+    Why: through gdbserver each read is an exchange, and while it attaches gdb 13 reads the
+    executable's program headers and dynamic section four times over, in 56-byte pieces: 32
+    of the 74 exchanges an attach of an Open MPI rank costs without libthread_db, which
+    become 2.
+    The rule: the process is stopped for the whole block (an attach stops it) and nothing
+    else reads through the cache meanwhile, so a kept page is what a new read would give.
+    gdb keeps its cache per address space, so no other inferior's reads are served from this
+    one's pages. At the end the region goes, which empties the selected inferior's cache,
+    and the user's line size comes back, which empties it again and gives it back its lines
+    of the user's size; gdb's `mem auto` gives back the target's regions where gdb used them.
+    Where the user, or the target, defined memory regions, nothing is changed and gdb reads
+    as it would (docs/round-trips.md, "The debugger's own link")."""
+
+    PAGE = 4096  # a line of gdb's cache: the smallest page of any Linux target
+
+    def __init__(self):
+        self.region = None
+        self.line = None
+        self.from_target = False
+
+    def __enter__(self):
+        shown = output("info mem")
+        if "There are no memory regions defined." not in shown:
+            return self
+        self.from_target = "provided by the target" in shown
+        self.line = gdb.parameter("dcache line-size")
+        quietly("mem 0 0 cache")
+        # There was none: the one region listed is this one.
+        self.region = next(int(line.split()[0]) for line in output("info mem").splitlines()
+                           if line[:1].isdigit())
+        quietly("set dcache line-size %d" % self.PAGE)
+        return self
+
+    def __exit__(self, *exc):
+        if self.region is not None:
+            quietly("delete mem %d" % self.region)
+            if self.from_target:
+                quietly("mem auto")
+            quietly("set dcache line-size %d" % self.line)
+        return False

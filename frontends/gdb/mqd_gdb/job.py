@@ -21,7 +21,7 @@ import gdb
 
 from . import lookup
 from .errors import MqdError
-from .execute import Setting, quietly
+from .execute import PagesKept, Setting, quietly
 from .inferiors import SelectedInferior, big_endian, is_local, remember_thread
 
 # A launcher's table larger than this is taken for garbage, not a job.
@@ -174,7 +174,8 @@ def attach(ranks, servers):
                                        % (server, r.host, e))
                     connected[r.host] = num
                 try:
-                    quietly("attach %d" % r.pid)
+                    with PagesKept():
+                        quietly("attach %d" % r.pid)
                 except gdb.error as e:
                     raise MqdError("cannot attach to %s: %s" % (_who(r), e))
                 remember_thread(num)
