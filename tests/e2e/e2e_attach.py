@@ -178,6 +178,11 @@ def check_attach_cost(pids, frontend, attach, ranks, work, native_json, thread_d
     lines = open(log, "rb").read().decode("latin-1").split("\n")
     dump = next(i for i, line in enumerate(lines) if line.startswith("c mqd dump"))
     dumped = [line for line in lines[dump:] if line.startswith(("w $", "w +$"))]
+    offers = sum(1 for line in dumped if line.startswith("w $qSymbol"))
+    if offers:
+        problems.append("the dump after %s sent %d qSymbol packets (none: the debug types' "
+                        "add-symbol-file offers gdbserver no look-ups): see %s"
+                        % (name, offers, log))
     registers = sum(1 for line in dumped if line.startswith("w $g#"))
     lists = sum(1 for line in dumped if line.startswith("w $qXfer:threads:read"))
     print("%-9s the dump of %d ranks attached by mqd attach: %d packets, %d for registers, %d "

@@ -6,7 +6,7 @@
       names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
       with its rank and host, a remote host's through its gdbserver --multi (job); or the
       processes named. --without-thread-db: gdbserver loads no libthread_db for them, a third
-      of the exchanges of an attach (execute.WithoutThreadDb).
+      of the exchanges of an attach (execute.NoSymbolOffers).
   mqd load [--server ENDPOINT] [--vendor-dll NAME] [DLL]
       Load an MQD DLL. Default: the target's MPIR_dll_name. DLL may be libmqdproxy.so; then
       --server and --vendor-dll set MQD_PROXY_SERVER and MQD_PROXY_DLL for it.
@@ -42,7 +42,7 @@ import gdb
 from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
-from .execute import CodeFromFiles, WithoutThreadDb
+from .execute import CodeFromFiles, NoSymbolOffers
 from .inferiors import SelectedInferior, find as find_inferior
 from .session import Session
 
@@ -122,7 +122,7 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
                            "[--without-thread-db] | mqd attach PID...")
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
         with job.Quiet(), CodeFromFiles(), \
-                (contextlib.nullcontext() if thread_db else WithoutThreadDb()):
+                (contextlib.nullcontext() if thread_db else NoSymbolOffers()):
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
             else:

@@ -10,7 +10,8 @@ look-ups borrow it from there (lookup.Lookup.borrow): it holds types alone, the 
 rank. Loading it into every inferior instead costs a job quadratic time through gdbserver: each
 add-symbol-file makes gdb re-set its breakpoints in every inferior, reading each one's memory
 (about 4 exchanges per inferior on its remote link; 99 per rank at 16 ranks); the one
-add-symbol-file reads that code from the files instead (execute.CodeFromFiles).
+add-symbol-file reads that code from the files instead (execute.CodeFromFiles), and offers
+gdbserver no symbol look-ups (execute.NoSymbolOffers).
 
 Where the object is looked for, first found wins: the path `mqd types PATH` was last given,
 then $MQD_OMPI_TYPES, then ompi-types/<machine>/ompi_types.o in the front end's directory (the
@@ -24,7 +25,7 @@ import gdb
 
 from . import lookup
 from .errors import MqdError
-from .execute import CodeFromFiles, quietly
+from .execute import CodeFromFiles, NoSymbolOffers, quietly
 from .inferiors import SelectedInferior
 
 # The directory of mqd.py, which holds this package.
@@ -64,7 +65,7 @@ def load(path=None):
     tried = [path] if path else ([_types_path] if _types_path else []) + candidates()
     for candidate in tried:
         if candidate and os.path.exists(candidate):
-            with CodeFromFiles():
+            with CodeFromFiles(), NoSymbolOffers():
                 quietly("add-symbol-file %s" % shlex.quote(candidate))
             _types_path = candidate
             _loaded[candidate] = _objfile_of(candidate)

@@ -6,7 +6,7 @@
                      own value given back afterwards
   CodeFromFiles()    for a `with` block: gdb reads code from the loaded files, not the target
                      (see the class)
-  WithoutThreadDb()  for a `with` block: gdbserver is offered no symbol look-ups (see the
+  NoSymbolOffers()   for a `with` block: gdbserver is offered no symbol look-ups (see the
                      class)
   PagesKept()        for a `with` block around one attach: gdb reads the target a page at a
                      time and keeps what it read until the block ends (see the class)
@@ -81,18 +81,23 @@ class CodeFromFiles(Setting):
         super().__init__("trust-readonly-sections", True)
 
 
-class WithoutThreadDb(Setting):
-    """For a `with` block of attaches through gdbserver (`mqd attach --without-thread-db`): gdb
-    offers gdbserver no symbol look-ups (`remote symbol-lookup-packet`), so gdbserver does not
-    load libthread_db for the processes attached meanwhile.
+class NoSymbolOffers(Setting):
+    """For a `with` block of attaches or symbol files added through gdbserver: gdb offers
+    gdbserver no symbol look-ups (`remote symbol-lookup-packet`), so gdbserver does not load
+    libthread_db for the processes attached meanwhile.
 
     Why: at each attach gdbserver asks gdb for libthread_db's symbols one packet each, 81 of
-    the 155 exchanges an attach of an Open MPI rank costs through gdbserver (74 without them).
-    What the user gives up, for those processes only: what gdbserver does with libthread_db,
-    chiefly thread-local variables (gdb cannot find their address), until gdb offers the
-    look-ups again (gdb does when a process loads a new library). The message queues and
-    everything else the front end shows do not use it. Outside the block the user's setting
-    holds (docs/round-trips.md, "The debugger's own link")."""
+    the 155 exchanges an attach of an Open MPI rank costs through gdbserver
+    (`mqd attach --without-thread-db` uses this for its attaches). gdb makes the offer again
+    after every symbol file added: in a job attached without libthread_db the debug types'
+    add-symbol-file would have gdbserver load it for the one rank selected (72 exchanges),
+    and in one attached with it the offer costs an exchange that changes nothing (the type
+    object holds no symbol gdbserver asks for), so debug_types.load() uses it too.
+    What the user gives up, for the processes attached so: what gdbserver does with
+    libthread_db, chiefly thread-local variables (gdb cannot find their address), until gdb
+    offers the look-ups again (gdb does when a process loads a new library). The message
+    queues and everything else the front end shows do not use it. Outside the block the
+    user's setting holds (docs/round-trips.md, "The debugger's own link")."""
 
     def __init__(self):
         super().__init__("remote symbol-lookup-packet", False)
