@@ -17,12 +17,17 @@ attach, and the front end has it read their code from the files meanwhile
 (`set sysroot /`, as the benches have it) and gdb's log of the link (`set remotelogfile`), the
 last rank's attach must cost no more packets than the second's (it cost about 25 more per rank
 attached before it), and the user's own `trust-readonly-sections` must hold again afterwards.
-Once more with `mqd attach --without-thread-db`: each attach must cost fewer than 100 packets
-(gdbserver asks for no libthread_db symbols), and `remote symbol-lookup-packet` must be the
-user's again. The dump that follows each may fetch no rank's registers and no thread list:
-the front end switches through the thread gdb selected at each attach, reads no rank's
-frames, and read each rank's anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its
-registers.
+Once more with `mqd attach --without-thread-db`: each attach must cost fewer than 60 packets
+(gdbserver asks for no libthread_db symbols, and gdb keeps the pages it reads while a rank
+attaches: execute.PagesKept), and `remote symbol-lookup-packet`, the memory regions and the
+dcache line size must be the user's again (a region of the user's own stays as it was). The
+dump that follows each may fetch no rank's registers and no thread list, and send no
+`qSymbol`: the front end switches through the thread gdb selected at each attach, reads no
+rank's frames, read each rank's anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its
+registers, and adds the debug types offering gdbserver no look-ups. Once more with a
+`gdbserver --attach` per rank (--gdbserver named once per rank for this host, in rank order):
+rank i must be held through the i-th, and the dump, the native one, may send no `Hg` on any
+connection (none is pointed at another process).
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -206,6 +211,66 @@ def check_attach_cost(pids, frontend, attach, ranks, work, native_json, thread_d
     return problems
 
 
+def check_gdbserver_per_rank(pids, frontend, launcher, host, gdbserver, ranks, work,
+                             native_json):
+    """`mqd attach` with a `gdbserver --attach` per rank, all named for this host in rank
+    order (--gdbserver given once per rank): rank i must be held through the i-th (its
+    inferior's connection names that gdbserver's port), two dumps must be `native_json`, and
+    gdb, with the remote protocol traced for every connection, may point no connection at
+    another process (`Hg`) during the second: each rank has its own (the first may point the
+    connection gdb last used at its rank once)."""
+    servers = [GdbServer(gdbserver, work, attach_pid=pid, name="gdbserver-%d" % i)
+               for i, pid in enumerate(pids)]
+    try:
+        trace = os.path.join(work, "per-rank.remote.log")
+        out = os.path.join(work, "per-rank.dump.json")
+        attach = "mqd attach --launcher %d %s" % (launcher, " ".join(
+            "--gdbserver %s=127.0.0.1:%d" % (host, s.port) for s in servers))
+        show = ("python print('mqd-connections: %s' % ' '.join('%d:%s' % (i.num, "
+                "i.connection.details) for i in gdb.inferiors() if i.pid))")
+        result = subprocess.run(gdb_command(pids, frontend, "mqd load", attach,
+                                            before=["set sysroot /"])
+                                + ["-ex", show, "-ex", "set logging file " + trace,
+                                   "-ex", "set logging debugredirect on",
+                                   "-ex", "set logging enabled on", "-ex", "set debug remote 1",
+                                   "-ex", "mqd dump --all --json --output " + out,
+                                   "-ex", "echo mqd-second-dump\\n",
+                                   "-ex", "mqd dump --all --json --output " + out + ".2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", timeout=600)
+    finally:
+        for s in servers:
+            s.stop()
+    if result.returncode != 0 or not os.path.exists(out) or "Traceback" in result.stdout:
+        return ["the attach through a gdbserver per rank failed (%d):\n%s"
+                % (result.returncode, result.stdout[-3000:])]
+    problems = []
+    for path in (out, out + ".2"):
+        if open(path).read() != native_json:
+            problems.append("a dump through a gdbserver per rank differs from the native one: "
+                            "see %s" % path)
+    shown = re.search(r"^mqd-connections: (.*)$", result.stdout, re.M)
+    ports = [c.split(":")[-1] for c in shown.group(1).split()] if shown else []
+    if ports != [str(s.port) for s in servers]:
+        problems.append("ranks 0 to %d held through the gdbservers at ports %s, not %s"
+                        % (ranks - 1, ports, [s.port for s in servers]))
+    text = open(trace, errors="replace").read()
+    if "mqd-second-dump" not in text:
+        return problems + ["no second dump in gdb's trace: see " + trace]
+    counts = []
+    for part in text.split("mqd-second-dump", 1):
+        sent = [line for line in part.split("\n") if "[remote] Sending packet: " in line]
+        counts.append((len(sent), sum(1 for line in sent if "Sending packet: $Hg" in line)))
+    print("%-9s two dumps of %d ranks through a gdbserver --attach each: %d and %d packets, "
+          "%d and %d Hg" % ("gdbserver", ranks, counts[0][0], counts[1][0], counts[0][1],
+                            counts[1][1]))
+    if not counts[1][0] or counts[1][1]:
+        problems.append("the second dump through a gdbserver per rank sent %d packets, %d of "
+                        "them Hg (none: every rank has its own connection): see %s"
+                        % (counts[1][0], counts[1][1], trace))
+    return problems
+
+
 def check_labels(dumps, manifests, host):
     """Every rank in rank order, in increasing inferiors, with the launcher's pid and host."""
     problems = []
@@ -268,6 +333,9 @@ def main():
                                           "%s --gdbserver %s=127.0.0.1:%d"
                                           % (attach, host, server.port), args.ranks, work,
                                           outputs["native"][0], thread_db)
+        problems += check_gdbserver_per_rank(job.pids, args.frontend, job.proc.pid, host,
+                                             args.gdbserver, args.ranks, work,
+                                             outputs["native"][0])
         problems += check_shared_symbols(job.pids, args.frontend, attach, work)
         dumps = json.loads(outputs["native"][0])
         problems += check_labels(dumps, job.manifests, host)

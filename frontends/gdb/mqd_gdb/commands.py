@@ -4,9 +4,10 @@
   mqd attach PID [PID ...]
       Attach a whole job, one inferior per rank: the ranks the launcher's MPIR process table
       names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
-      with its rank and host, a remote host's through its gdbserver --multi (job); or the
-      processes named. --without-thread-db: gdbserver loads no libthread_db for them, a third
-      of the exchanges of an attach (execute.NoSymbolOffers).
+      with its rank and host, a remote host's through its gdbserver --multi (several named
+      for one host take its ranks in turn: job); or the processes named.
+      --without-thread-db: gdbserver loads no libthread_db for them, a third of the
+      exchanges of an attach (execute.NoSymbolOffers).
   mqd load [--server ENDPOINT] [--vendor-dll NAME] [DLL]
       Load an MQD DLL. Default: the target's MPIR_dll_name. DLL may be libmqdproxy.so; then
       --server and --vendor-dll set MQD_PROXY_SERVER and MQD_PROXY_DLL for it.
@@ -88,7 +89,8 @@ class MqdAttach(gdb.Command):
 --launcher PID: the job's launcher (Open MPI's mpirun, MPICH's mpiexec); its MPIR process table
 names every rank's host and pid. Each rank is attached in an inferior of its own, in
 MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on another host is
-attached through the gdbserver --multi that --gdbserver names for that host.
+attached through the gdbserver --multi that --gdbserver names for that host; name several for
+one host and its ranks go to them in turn (one per rank spares an exchange per rank and dump).
 PID...: attach these processes, one inferior each.
 --without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
 through it costs a third of the exchanges, and gdb cannot read their thread-local variables."""
@@ -110,7 +112,7 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
                 thread_db = False
             elif a == "--gdbserver" and argv and "=" in argv[0]:
                 host, address = argv.pop(0).split("=", 1)
-                servers[host] = address
+                servers.setdefault(host, []).append(address)
             elif a.startswith("-"):
                 raise MqdError("unknown option %s (usage: mqd attach --launcher PID "
                                "[--gdbserver HOST=ADDRESS ...] [--without-thread-db] | "

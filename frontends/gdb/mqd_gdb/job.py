@@ -3,9 +3,10 @@ order, each labelled with its rank and host.
 
   read_proctable(pid)     what the launcher (Open MPI's mpirun, MPICH's Hydra mpiexec) says:
                           its MPIR process table, read by attaching to it and detaching again
-  attach(ranks, servers)  one inferior per rank: attached locally, or through the gdbserver
-                          (--multi) named for the rank's host; a local process an inferior
-                          holds already is kept there
+  attach(ranks, servers)  one inferior per rank: attached locally, or through a gdbserver
+                          named for the rank's host (--multi; or --attach, holding the rank;
+                          the host's ranks in turn when it has several); a local process an
+                          inferior holds already is kept there
   label(num)              the Rank behind inferior `num`, if `mqd attach` made it
 
 The MPIR process table (the MPIR process acquisition interface that launchers publish for
@@ -19,10 +20,11 @@ import struct
 
 import gdb
 
-from . import lookup
+from . import lookup, memory
 from .errors import MqdError
 from .execute import PagesKept, Setting, quietly
-from .inferiors import SelectedInferior, big_endian, is_local, remember_thread
+from .inferiors import (SelectedInferior, big_endian, find as find_inferior, is_local,
+                        remember_thread)
 
 # A launcher's table larger than this is taken for garbage, not a job.
 MAX_RANKS = 1 << 20
@@ -146,41 +148,59 @@ def is_this_host(host):
 
 def attach(ranks, servers):
     """Attaches every rank, in the order given, one inferior each: locally when its host is
-    this machine and `servers` names no gdbserver for it, else through the gdbserver
-    `servers[host]` (an address for `target extended-remote`; one connection per host).
+    this machine and `servers` names no gdbserver for it, else through a gdbserver of the
+    list `servers[host]` (addresses for `target extended-remote`, one connection each): the
+    host's ranks go to its gdbservers in turn, the first rank to the first. A
+    `gdbserver --multi` attaches the rank; a `gdbserver --attach` must hold the rank's
+    process already. With a gdbserver per rank, gdb never has to point a connection at
+    another process (`Hg`) before it reads a rank: one exchange less per rank and command
+    through a remote link.
     Returns the inferior numbers. An inferior without a process and without a program (gdb's
     first, when it started with none) is used first."""
-    connected = {}  # host -> an inferior on that host's gdbserver connection
+    connected = {}  # gdbserver address -> an inferior on its connection
+    on_host = {}  # host -> how many of its ranks went to its gdbservers so far
     nums = []
     for r in ranks:
-        server = servers.get(r.host)
-        if server is None and not is_this_host(r.host):
+        listed = servers.get(r.host)
+        if not listed and not is_this_host(r.host):
             raise MqdError("rank %d runs on %s: name a gdbserver --multi there, as "
                            "--gdbserver %s=HOST:PORT" % (r.rank, r.host, r.host))
-        held = None if server else _local_inferior_of(r.pid)
+        held = None if listed else _local_inferior_of(r.pid)
         if held is not None:  # attached already (an earlier `mqd attach`, or by hand)
             if r.rank is not None:
                 _labels[held] = r
             nums.append(held)
             continue
-        num = _inferior_for(server, connected.get(r.host) if server else None)
+        server = None
+        if listed:
+            turn = on_host.get(r.host, 0)
+            on_host[r.host] = turn + 1
+            server = listed[turn % len(listed)]
+        num = _inferior_for(server, connected.get(server) if server else None)
         try:
             with SelectedInferior(num):
-                if server and r.host not in connected:
+                if server and server not in connected:
+                    _connect(server, r)
+                    connected[server] = num
+                if find_inferior(num).pid != r.pid:  # not held by a gdbserver --attach
                     try:
-                        quietly("target extended-remote %s" % server)
+                        with PagesKept():
+                            quietly("attach %d" % r.pid)
                     except gdb.error as e:
-                        raise MqdError("cannot reach the gdbserver %s for %s: %s"
-                                       % (server, r.host, e))
-                    connected[r.host] = num
-                try:
-                    with PagesKept():
-                        quietly("attach %d" % r.pid)
-                except gdb.error as e:
-                    raise MqdError("cannot attach to %s: %s" % (_who(r), e))
+                        raise MqdError("cannot attach to %s: %s" % (_who(r), e))
+                if server and find_inferior(num).progspace.filename is None:
+                    # gdb 13, attaching through its second extended-remote connection or
+                    # later, sometimes loads no program for the process: no symbols at all.
+                    raise MqdError("gdb attached %s through the gdbserver %s but loaded no "
+                                   "program for it (gdb 13 may not, attaching through more "
+                                   "than one gdbserver connection): name one gdbserver --multi "
+                                   "for the host, or a gdbserver --attach per rank"
+                                   % (_who(r), server))
                 remember_thread(num)
                 # While gdb holds the rank's registers (lookup.py's docstring).
                 lookup.of(num).read_anchors()
+                if server:
+                    memory.learn_stub(find_inferior(num))
         except MqdError:
             _discard(num, nums)  # the ranks attached so far stay
             raise
@@ -188,6 +208,23 @@ def attach(ranks, servers):
             _labels[num] = r
         nums.append(num)
     return nums
+
+
+def _connect(server, r):
+    """Connects the selected inferior, new, to the gdbserver `server` for rank `r`: a
+    `gdbserver --multi`, which holds no process yet, or a `gdbserver --attach` of that rank's
+    process (the pages gdb reads while it connects are kept, as for an attach: PagesKept).
+    MqdError if it cannot be reached or holds another process, which is left to it."""
+    try:
+        with PagesKept():
+            quietly("target extended-remote %s" % server)
+    except gdb.error as e:
+        raise MqdError("cannot reach the gdbserver %s for %s: %s" % (server, r.host, e))
+    held = find_inferior(gdb.selected_inferior().num).pid
+    if held not in (0, r.pid):
+        quietly("disconnect")
+        raise MqdError("the gdbserver %s holds process %d, not %s: name each host's gdbservers "
+                       "in the order of its ranks" % (server, held, _who(r)))
 
 
 def _discard(num, kept):
@@ -218,8 +255,8 @@ def _who(r):
 def _inferior_for(server, on_connection):
     """An inferior to attach a rank to: for a local rank, gdb's empty first inferior or a new
     one without a connection to a gdbserver; for a remote one, a new inferior on the
-    connection of `on_connection` (an inferior already on the host's gdbserver), or one
-    without any connection, to be connected."""
+    connection of `on_connection` (an inferior already on that gdbserver), or one without
+    any connection, to be connected."""
     if on_connection is not None:
         with SelectedInferior(on_connection):
             return _new_inferior(connected=True)

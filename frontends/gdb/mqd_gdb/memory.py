@@ -254,6 +254,16 @@ def _keeps(inferior, ask=True):
     return _stub_checks[connection.num]
 
 
+def learn_stub(inferior):
+    """Asks the stub of `inferior`'s connection whether it answers qCRC, unless known (one
+    exchange; call it with `inferior` selected). For `mqd attach`, right after it reached a
+    rank through a new connection: asking runs a command, and a command run while a rank is
+    selected makes gdb fetch the rank's registers, which gdb holds right after an attach
+    anyway (job.attach); asked in the first dump instead, it cost each rank reached through
+    a connection of its own that fetch too."""
+    _keeps(inferior)
+
+
 # CRC-32 as gdb's stubs compute it for qCRC: polynomial 0x04c11db7, most significant bit first,
 # all ones to start, no final inversion. zlib's CRC-32 is the same polynomial least
 # significant bit first, with a final inversion: computed over bit-reversed bytes and undone.
