@@ -26,7 +26,10 @@ real   gdb reaches every rank through one `gdbserver --multi` for the host, behi
          node      the proxy with the server's --node-memory: it reads each proved rank on
                    this host itself
        The debugger link's exchanges (a packet gdb sends and gdbserver's answer) are counted
-       per phase by its relay (mqd-relay --exchanges-file).
+       per phase by its relay (mqd-relay --exchanges-file). --gdbserver-per-rank: a
+       `gdbserver --attach` of each rank and a relay per rank instead, `--gdbserver` named
+       once per rank (gdb then never points a connection at another rank, `Hg`); the
+       exchanges of all.
 
 Printed per run: the time of `mqd attach`, `mqd load`, the first dump and the refresh; round
 trips and bytes on the server link for each dump (the server's session counters, `mqd-proxy
@@ -36,7 +39,8 @@ linear projection to 1,024 and 16,384 ranks. Written to bench/RESULTS-whole-job.
 
 usage: whole_job.py --build DIR [--ranks 1,16,64] [--ops 200] [--rtts 0,20]
                     [--topologies local,real] [--real-ranks R,...] [--debugger-rtt 20]
-                    [--native-max-ranks 1] [--attach-options OPTS] [--output FILE]
+                    [--native-max-ranks 1] [--attach-options OPTS]
+                    [--gdbserver-per-rank] [--output FILE]
 """
 import argparse
 import datetime
@@ -86,7 +90,7 @@ def children(pid):
     return out
 
 def exchanges():
-    return int(open(cfg["exchanges"]).read()) if cfg["exchanges"] else 0
+    return sum(int(open(f).read()) for f in cfg["exchanges"])
 
 def phase(command, quiet=True):
     t, before = time.time(), exchanges()
@@ -116,11 +120,11 @@ with open(cfg["out"] + ".result.json", "w") as f:
 
 
 def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_env=None,
-            link=None):
+            links=()):
     """One gdb over the whole job, attached by the front end's `attach` command, through the
-    debugger `link` (a real_topology.Link) if any; returns the script's result dict (with
-    `packets`, that link's exchanges in each phase: attach, load, each dump) and the dumps'
-    JSON."""
+    debugger `links` (real_topology.Link, one per gdbserver) if any; returns the script's
+    result dict (with `packets`, those links' exchanges in each phase: attach, load, each
+    dump) and the dumps' JSON."""
     script = out + ".gdb.py"
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
@@ -128,10 +132,10 @@ def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_en
     env["MQD_BENCH"] = json.dumps({
         "frontend": build.frontend, "attach": attach, "load": load, "out": out,
         "dumps": dumps, "cli": build.cli, "direct": direct, "server": server,
-        "exchanges": link.exchanges if link else None})
+        "exchanges": [link.exchanges for link in links]})
     # The target's files are this host's (a user with a copy of the nodes' files): gdb must
     # not fetch them over the debugger link.
-    files = ["-iex", "set sysroot /"] if link else []
+    files = ["-iex", "set sysroot /"] if links else []
     result = subprocess.run(["gdb", "-q", "-nx", "-batch", "-iex",
                              "set debuginfod enabled off"] + files + ["-x", script],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -140,14 +144,14 @@ def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_en
     if result.returncode != 0 or not os.path.exists(path):
         raise SystemExit("FAIL: gdb (%s):\n%s" % (out, result.stdout[-3000:]))
     found = json.load(open(path))
-    if not link:
+    if not links:
         del found["packets"]
     texts = [open("%s.%d.json" % (out, i)).read() for i in range(dumps)]
     return found, texts
 
 
 def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_ranks,
-            attach_options=""):
+            attach_options="", per_rank=False):
     """Rows for one job of `ranks` ranks, in each of `topologies`."""
     arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
     dll = OMPI_DLL_GLOB.format(arch=arch)
@@ -162,14 +166,14 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
                          for c in d.get("communicators", []) for q in c["queues"].values())
         base = {"ranks": ranks, "ops": operations}
 
-        def proxied(topology, mode, rtt, state, attach, options=(), link=None):
+        def proxied(topology, mode, rtt, state, attach, options=(), links=()):
             proxy = Proxy(build, dll, state, rtt, work, options)
             try:
                 load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
                 result, texts = run_gdb(build, attach, load,
                                         os.path.join(work, "%s-%s-%g" % (topology, mode, rtt)),
                                         proxy.proc.pid, proxy.direct,
-                                        shim_env=proxy_env(mode, proxy), link=link)
+                                        shim_env=proxy_env(mode, proxy), links=links)
             finally:
                 proxy.stop()
             check(texts, reference, "%s %s at %g ms" % (topology, mode, rtt), work)
@@ -197,36 +201,75 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
                 proxied("local", "cold", 0, state, local)
             rows += measure_real(build, job, base, reference, work, rtt, debugger_rtt,
                                  native_max_ranks, lambda *a, **k: proxied("real", *a, **k),
-                                 state, attach_options)
+                                 state, attach_options, per_rank)
     finally:
         job.stop()
     return rows
 
 
+class DebuggerLinks:
+    """The real topology's debugger side, for one gdb: one `gdbserver --multi` for this host
+    behind a relay with `rtt` (kept for every gdb), or with `per_rank` a `gdbserver --attach`
+    of each rank behind a relay of its own (made anew for each gdb: such a gdbserver ends
+    with its gdb). `attach` is the `mqd attach` command that reaches the ranks through them."""
+
+    def __init__(self, build, job, rtt, work, attach_options, per_rank):
+        self.build, self.job, self.rtt, self.work = build, job, rtt, work
+        self.attach_options, self.per_rank = attach_options, per_rank
+        self.gdbservers, self.links, self.runs = [], [], 0
+
+    def open(self):
+        """The relays for the next gdb (a real_topology.Link each)."""
+        if self.per_rank:
+            self.close()
+            self.runs += 1
+            for i, pid in enumerate(self.job.pids):
+                self.add(GdbServer("gdbserver", self.work, attach_pid=pid,
+                                   name="gdbserver-%d-%d" % (self.runs, i)),
+                         "debugger-link-%d-%d" % (self.runs, i))
+        elif not self.links:
+            self.add(GdbServer("gdbserver", self.work), "debugger-link")
+        self.attach = "mqd attach --launcher %d %s %s" % (self.job.proc.pid, " ".join(
+            "--gdbserver %s=%s" % (socket.gethostname(), link.address) for link in self.links),
+            self.attach_options)
+        return self.links
+
+    def add(self, gdbserver, name):
+        self.gdbservers.append(gdbserver)
+        self.links.append(Link(self.build, "127.0.0.1:%d" % gdbserver.port, self.rtt,
+                               self.work, name))
+
+    def close(self):
+        for link in self.links:
+            link.stop()
+        for gdbserver in self.gdbservers:
+            gdbserver.stop()
+        self.gdbservers, self.links = [], []
+
+
 def measure_real(build, job, base, reference, work, rtt, debugger_rtt, native_max_ranks,
-                 proxied, state, attach_options=""):
+                 proxied, state, attach_options="", per_rank=False):
     """The real topology's rows: one gdbserver --multi for this host behind a relay with
-    `debugger_rtt`, every rank attached there."""
+    `debugger_rtt`, every rank attached there; with `per_rank`, a gdbserver --attach and a
+    relay per rank, each rank reached through its own."""
     rows = []
-    gdbserver = GdbServer("gdbserver", work)
-    link = Link(build, "127.0.0.1:%d" % gdbserver.port, debugger_rtt, work, "debugger-link")
-    attach = "mqd attach --launcher %d --gdbserver %s=%s %s" % (
-        job.proc.pid, socket.gethostname(), link.address, attach_options)
+    debugger = DebuggerLinks(build, job, debugger_rtt, work, attach_options, per_rank)
     try:
         if base["ranks"] <= native_max_ranks:
-            result, texts = run_gdb(build, attach, "mqd load",
-                                    os.path.join(work, "real-native"), link=link)
+            links = debugger.open()
+            result, texts = run_gdb(build, debugger.attach, "mqd load",
+                                    os.path.join(work, "real-native"), links=links)
             check(texts, reference, "real native", work)
             rows.append(dict(base, topology="real", mode="native", rtt=None,
                              debugger_rtt=debugger_rtt, **timing(result)))
             report(rows[-1])
         for mode, options in (("learned", ()), ("node", ("--node-memory",))):
-            row = proxied(mode, rtt, state, attach, options, link=link)
+            links = debugger.open()
+            row = proxied(mode, rtt, state, debugger.attach, options, links=links)
             rows.append(dict(row, debugger_rtt=debugger_rtt))
             report(rows[-1])
     finally:
-        link.stop()
-        gdbserver.stop()
+        debugger.close()
     return rows
 
 
@@ -333,17 +376,21 @@ def document(rows, args):
             "One gdb attached to every rank of a live Open MPI job (`mqd attach --launcher`), "
             "`mqd dump --all --json` twice; %d pending operations per rank. Local topology: gdb "
             "attaches the ranks itself, the shim reaches the server through the RTT shown. "
-            "Real topology: gdb reaches every rank through one `gdbserver --multi` for the "
-            "host behind a relay with the debugger link's RTT (`mqd attach --gdbserver`); "
+            "Real topology: gdb reaches every rank through %s behind a relay with the "
+            "debugger link's RTT (`mqd attach --gdbserver`); "
             "native there only up to %d rank(s), as it costs minutes per rank; `node` is the "
             "server's --node-memory. Every dump equals the local native one byte for byte. "
-            "RSS after the refresh." % (args.ops, args.native_max_ranks), "",
+            "RSS after the refresh." % (
+                args.ops, "a `gdbserver --attach` of its own, each"
+                if args.gdbserver_per_rank else "one `gdbserver --multi` for the host",
+                args.native_max_ranks), "",
             "Reproduce: `python3 bench/whole_job.py --build build --ranks %s --ops %d --rtts %s "
-            "--topologies %s%s --debugger-rtt %g --native-max-ranks %d%s`"
+            "--topologies %s%s --debugger-rtt %g --native-max-ranks %d%s%s`"
             % (args.ranks, args.ops, args.rtts, args.topologies,
                " --real-ranks " + args.real_ranks if args.real_ranks else "",
                args.debugger_rtt, args.native_max_ranks,
-               " --attach-options='%s'" % args.attach_options if args.attach_options else ""),
+               " --attach-options='%s'" % args.attach_options if args.attach_options else "",
+               " --gdbserver-per-rank" if args.gdbserver_per_rank else ""),
             ""] + table(rows) + [
             "", "## Growth and projection", "",
             "Linear between the two largest rank counts measured.", ""] + growth(rows) + [""]
@@ -367,6 +414,9 @@ def main():
     ap.add_argument("--attach-options", default="",
                     help="more options of `mqd attach` in the real topology "
                     "(e.g. --without-thread-db)")
+    ap.add_argument("--gdbserver-per-rank", action="store_true",
+                    help="in the real topology, a gdbserver --attach and a relay per rank "
+                    "instead of one gdbserver --multi for the host")
     ap.add_argument("--output", default=os.path.join(HERE, "RESULTS-whole-job.md"))
     args = ap.parse_args()
     topologies = args.topologies.split(",")
@@ -381,7 +431,7 @@ def main():
         try:
             rows += measure(build, ranks, args.ops, [float(x) for x in args.rtts.split(",")],
                             work, these, args.debugger_rtt, args.native_max_ranks,
-                            args.attach_options)
+                            args.attach_options, args.gdbserver_per_rank)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     lines = document(rows, args)
