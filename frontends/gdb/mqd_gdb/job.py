@@ -213,11 +213,12 @@ def attach(ranks, servers):
 def _connect(server, r):
     """Connects the selected inferior, new, to the gdbserver `server` for rank `r`: a
     `gdbserver --multi`, which holds no process yet, or a `gdbserver --attach` of that rank's
-    process (the pages gdb reads while it connects are kept, as for an attach: PagesKept).
-    MqdError if it cannot be reached or holds another process, which is left to it."""
+    process. (gdb reads the program headers of a process it finds so four times over too, but
+    before it selects the process's thread, and gdb's cache serves only reads made with a
+    thread selected: PagesKept would change nothing here.) MqdError if it cannot be reached
+    or holds another process, which is left to it."""
     try:
-        with PagesKept():
-            quietly("target extended-remote %s" % server)
+        quietly("target extended-remote %s" % server)
     except gdb.error as e:
         raise MqdError("cannot reach the gdbserver %s for %s: %s" % (server, r.host, e))
     held = find_inferior(gdb.selected_inferior().num).pid
