@@ -191,6 +191,8 @@ def attach(ranks, servers):
                 if server and find_inferior(num).progspace.filename is None:
                     # gdb 13, attaching through its second extended-remote connection or
                     # later, sometimes loads no program for the process: no symbols at all.
+                    # Not left attached so: the inferior goes (_discard).
+                    quietly("detach")
                     raise MqdError("gdb attached %s through the gdbserver %s but loaded no "
                                    "program for it (gdb 13 may not, attaching through more "
                                    "than one gdbserver connection): name one gdbserver --multi "
@@ -221,7 +223,7 @@ def _connect(server, r):
         quietly("target extended-remote %s" % server)
     except gdb.error as e:
         raise MqdError("cannot reach the gdbserver %s for %s: %s" % (server, r.host, e))
-    held = find_inferior(gdb.selected_inferior().num).pid
+    held = gdb.selected_inferior().pid
     if held not in (0, r.pid):
         quietly("disconnect")
         raise MqdError("the gdbserver %s holds process %d, not %s: name each host's gdbservers "
