@@ -174,7 +174,9 @@ SetUpRecall::LookupList SetUpRecall::share(std::vector<LookupKey> lookups) const
 void SetUpRecall::keep(Record record) {
   if (file_.empty() || refuted_) return;
   for (auto it = records_.begin(); it != records_.end();) {
-    if (it->lookupDigest != record.lookupDigest) {
+    // The same record only for the same answers to the same look-ups: a digest alone may be
+    // a damaged (or forged) file's, which find() would never match with this list.
+    if (it->lookupDigest != record.lookupDigest || *it->lookups != *record.lookups) {
       ++it;
     } else if (!record.process) {
       if (it->process) return;  // the image's outcome is kept already, with a process's

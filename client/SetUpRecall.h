@@ -122,8 +122,10 @@ class SetUpRecall {
   // newest first: one per process recorded with such an image (several only where processes
   // share their addresses); empty when there is none (or after refute()).
   std::vector<const Record*> find(const Answers& answers) const;
-  // Keeps `record`, in place of one with the same look-up digest and the same process inputs
-  // (or none); a record without a process part is not kept beside one with it.
+  // Keeps `record`, in place of one with the same look-ups, the same look-up digest and the
+  // same process inputs (or none); a record without a process part is not kept beside one
+  // with it. A record of other look-ups with the same digest (a damaged or forged file) is
+  // another record: `record` is found afterwards, whatever the file held.
   void keep(Record record);
   // `lookups`, shared with the records that have the same list.
   LookupList share(std::vector<LookupKey> lookups) const;
