@@ -176,19 +176,20 @@ def attach(ranks, servers):
             turn = on_host.get(r.host, 0)
             on_host[r.host] = turn + 1
             server = listed[turn % len(listed)]
-        num = _inferior_for(server, connected.get(server) if server else None)
+        num = _inferior_for(server, connected.get(server))
+        inf = find_inferior(num)  # its pid and program follow the attach
         try:
             with SelectedInferior(num):
                 if server and server not in connected:
                     _connect(server, r)
                     connected[server] = num
-                if find_inferior(num).pid != r.pid:  # not held by a gdbserver --attach
+                if inf.pid != r.pid:  # not held by a gdbserver --attach
                     try:
                         with PagesKept():
                             quietly("attach %d" % r.pid)
                     except gdb.error as e:
                         raise MqdError("cannot attach to %s: %s" % (_who(r), e))
-                if server and find_inferior(num).progspace.filename is None:
+                if server and inf.progspace.filename is None:
                     # gdb 13, attaching through its second extended-remote connection or
                     # later, sometimes loads no program for the process: no symbols at all.
                     # Not left attached so: the inferior goes (_discard).
@@ -202,7 +203,7 @@ def attach(ranks, servers):
                 # While gdb holds the rank's registers (lookup.py's docstring).
                 lookup.of(num).read_anchors()
                 if server:
-                    memory.learn_stub(find_inferior(num))
+                    memory.learn_stub(inf)
         except MqdError:
             _discard(num, nums)  # the ranks attached so far stay
             raise
