@@ -228,10 +228,10 @@ void layOut(TargetModel& t, const Job& job) {
   uint64_t head = writeCommunicators(t, ty, job);
   if (job.brokenCommunicatorList) head = 0x10;  // unmapped
 
-  uint64_t list = t.allocate(static_cast<size_t>(t.pointerSize()));
+  uint64_t list = t.allocateData(static_cast<size_t>(t.pointerSize()));
   t.writePointer(list, head);
   t.defineSymbol("tmpi_comm_list", list);
-  uint64_t sequence = t.allocate(4);
+  uint64_t sequence = t.allocateData(4);
   t.writeInt(sequence, 4, job.sequence);
   t.defineSymbol("tmpi_comm_sequence", sequence);
 
@@ -243,17 +243,17 @@ void layOut(TargetModel& t, const Job& job) {
     writeString(t, at + nf.at("host"), job.newProcesses[i].host, 64);
     writeString(t, at + nf.at("image"), job.newProcesses[i].image, 128);
   }
-  uint64_t arrayPtr = t.allocate(static_cast<size_t>(t.pointerSize()));
+  uint64_t arrayPtr = t.allocateData(static_cast<size_t>(t.pointerSize()));
   t.writePointer(arrayPtr, array);
   t.defineSymbol("tmpi_new_processes", arrayPtr);
-  uint64_t count = t.allocate(4);
+  uint64_t count = t.allocateData(4);
   t.writeInt(count, 4, static_cast<int64_t>(job.newProcesses.size()));
   t.defineSymbol("tmpi_new_process_count", count);
 
   t.defineFunction("tmpi_debugger_hook", t.allocate(16));
-  if (job.ignoreQueues) t.defineSymbol("tmpi_ignore_queues", t.allocate(4));
-  if (job.warnOnStderr) t.defineSymbol("tmpi_warn_stderr", t.allocate(4));
-  if (job.lateIdentity) t.defineSymbol("tmpi_late_identity", t.allocate(4));
+  if (job.ignoreQueues) t.defineSymbol("tmpi_ignore_queues", t.allocateData(4));
+  if (job.warnOnStderr) t.defineSymbol("tmpi_warn_stderr", t.allocateData(4));
+  if (job.lateIdentity) t.defineSymbol("tmpi_late_identity", t.allocateData(4));
 }
 
 void replaceCommunicators(TargetModel& t, const Job& job) {

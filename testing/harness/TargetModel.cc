@@ -15,16 +15,26 @@ TargetModel::TargetModel(int pointerSize, bool bigEndian, uint64_t heapBase)
 uint64_t TargetModel::allocate(size_t size, size_t align) {
   // Like a heap: one contiguous mapping that grows. What lies outside it (address 0, the space
   // below the first allocation) is unmapped and fails to read.
+  return grow(&next_, &heapStart_, size, align);
+}
+
+uint64_t TargetModel::allocateData(size_t size, size_t align) {
+  return nextData_ == 0 ? allocate(size, align) : grow(&nextData_, &dataStart_, size, align);
+}
+
+uint64_t TargetModel::grow(uint64_t* next, std::optional<uint64_t>* start, size_t size,
+                           size_t align) {
   size = size == 0 ? 1 : size;
-  uint64_t start = (next_ + align - 1) / align * align;
-  if (regions_.empty()) {
-    regions_[start] = Region{start, std::vector<unsigned char>(size, 0)};
+  uint64_t at = (*next + align - 1) / align * align;
+  if (!*start) {
+    *start = at;
+    regions_[at] = Region{at, std::vector<unsigned char>(size, 0)};
   } else {
-    Region& heap = regions_.begin()->second;
-    heap.bytes.resize(start + size - heap.start, 0);
+    Region& mapping = regions_.at(**start);
+    mapping.bytes.resize(at + size - mapping.start, 0);
   }
-  next_ = start + size;
-  return start;
+  *next = at + size;
+  return at;
 }
 
 const TargetModel::Region* TargetModel::regionFor(uint64_t address, size_t size) const {

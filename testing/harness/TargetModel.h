@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ class TargetModel {
   // Memory. allocate() returns the target address of a fresh zeroed block; writeBytes and the
   // rest may change the target afterwards (as a running target does between two stops).
   uint64_t allocate(size_t size, size_t align = 8);
+  // The same in the program's data (its variables, where symbols point): in the heap too,
+  // unless placeData gave the data a mapping of its own at `base` (as a real process has,
+  // away from its heap, each mapping moved by address-space randomisation).
+  uint64_t allocateData(size_t size, size_t align = 8);
+  void placeData(uint64_t base) { nextData_ = base; }
   void writeInt(uint64_t address, int size, int64_t value);  // target byte order
   void writePointer(uint64_t address, uint64_t value) { writeInt(address, pointerSize_, static_cast<int64_t>(value)); }
   void writeBytes(uint64_t address, const void* data, size_t size);
@@ -69,6 +75,11 @@ class TargetModel {
   int pointerSize_;
   bool bigEndian_;
   uint64_t next_;
+  uint64_t nextData_ = 0;  // 0: the data is in the heap
+  // Grows the mapping that ends at *next (made at *next when there is none), for allocate
+  // and allocateData.
+  uint64_t grow(uint64_t* next, std::optional<uint64_t>* start, size_t size, size_t align);
+  std::optional<uint64_t> heapStart_, dataStart_;
   std::map<uint64_t, Region> regions_;
   std::map<std::string, uint64_t> symbols_;
   std::map<std::string, uint64_t> functions_;
