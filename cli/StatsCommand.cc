@@ -60,7 +60,7 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
     std::printf("  cache: memory %llu hits / %llu misses (%llu blocks, %llu fetched ahead, %llu read "
                 "on the node); "
                 "look-ups %llu hits / %llu misses (%llu fetched ahead); process %llu / %llu; "
-                "%llu walks (%llu refreshed ahead)\n",
+                "%llu walks (%llu refreshed ahead); %llu first updates guessed from a peer's\n",
                 static_cast<unsigned long long>(get("cache.memory_hits")),
                 static_cast<unsigned long long>(get("cache.memory_misses")),
                 static_cast<unsigned long long>(get("memory.blocks")),
@@ -72,7 +72,8 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
                 static_cast<unsigned long long>(get("cache.process_hits")),
                 static_cast<unsigned long long>(get("cache.process_misses")),
                 static_cast<unsigned long long>(get("walk.recorded")),
-                static_cast<unsigned long long>(get("walk.refreshed_ahead")));
+                static_cast<unsigned long long>(get("walk.refreshed_ahead")),
+                static_cast<unsigned long long>(get("memory.peer_guesses")));
     std::printf(
         "  shim (as of its last update_communicator_list): %llu calls forwarded, %llu answered "
         "locally (%llu from walks, %llu error texts), %llu callbacks served\n",

@@ -250,6 +250,7 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
   };
   auto params = context.getParams();
   uint64_t process = params.getProcess();
+  bool aside = params.getAside();
   std::vector<Request> requests;
   uint64_t total = 0;
   for (auto b : params.getBlocks()) {
@@ -262,12 +263,19 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
   using Blocks = std::vector<DebuggerSide::Block>;
   bool compress = connection_.compress();
   return onCallingThread<Blocks>("fetchBlocks",
-                                 [process, requests](DebuggerSide& d) {
+                                 [process, requests, aside](DebuggerSide& d) {
                                    ++d.answered.blockFetches;
                                    Blocks out;
                                    for (const Request& r : requests) {
-                                     out.push_back(d.readBlock(process, r.address, r.size,
-                                                               r.neededAddress, r.neededSize));
+                                     try {
+                                       out.push_back(d.readBlock(process, r.address, r.size,
+                                                                 r.neededAddress, r.neededSize));
+                                     } catch (const ProxyError& e) {
+                                       if (!aside) throw;
+                                       DebuggerSide::Block refused;
+                                       refused.rc = e.code();
+                                       out.push_back(std::move(refused));
+                                     }
                                    }
                                    return out;
                                  })

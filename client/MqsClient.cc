@@ -1421,6 +1421,10 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         return r.send();
       });
   keepNextEpoch(process, reply.get(), false);
+  takePeerGuesses(reply.get().getPeers());
+  // A first epoch refreshed ahead once is not offered again: kept, it is served at the
+  // process's own update; dropped, the reply named what it read, for that update.
+  for (const Other& o : batch) learnedFirstEpoch_.erase(o.process);
   for (auto refreshed : reply.get().getRefreshed()) {
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
@@ -1688,7 +1692,7 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
     if (bytes > budget) break;
     // A process refreshed ahead has its memory read twice: now, and at its own update for the
     // proof.
-    if (!worthReadingAgain(bytes)) {
+    if (!worthReading(bytes)) {
       MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
                      "more than a round trip",
               static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
@@ -1700,13 +1704,32 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
   return chosen;
 }
 
-bool MqsClient::worthReadingAgain(uint64_t bytes) const {
+bool MqsClient::worthReading(uint64_t bytes, uint64_t roundTrips) const {
   // Not so when the debugger's own link to its target is slow (gdbserver over a network reads
   // 1 MiB in seconds, the server answers in milliseconds). Below kNegligibleReadSeconds the
   // timings are noise (one preemption of the debugger's thread outweighs a small read).
   std::optional<double> perByte = side_.secondsPerByte();
   double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
-  return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ || again <= kNegligibleReadSeconds;
+  return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ * static_cast<double>(roundTrips) ||
+         again <= kNegligibleReadSeconds;
+}
+
+void MqsClient::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers) {
+  if (config_.cache != wire::CachePolicy::EPOCH) return;
+  for (auto peer : peers) {
+    uint64_t token = peer.getProcess();
+    std::vector<Window> windows = windowsOf(peer.getNextEpoch());
+    uint64_t bytes = bytesOf(windows);
+    if (visits_.count(token) != 0 || refreshedAhead_.count(token) != 0 ||
+        readOnNode_.count(token) != 0 || windows.empty() ||
+        bytes > wire::MAX_BLOCKS_AHEAD_BYTES || !worthReading(bytes, peer.getCallbacks())) {
+      MQD_LOG(Debug, "process %llu: the guess of its first update (%llu bytes) is not taken",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
+      continue;
+    }
+    nextEpoch_[token] = std::move(windows);
+    learnedFirstEpoch_.insert(token);
+  }
 }
 
 bool MqsClient::serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh) {

@@ -433,10 +433,15 @@ class MqsClient {
   // The quickest round trip to the server so far (roundTrip's wall time, callbacks served
   // included): what a refresh ahead saves per process (refreshCandidates). Zero: none yet.
   double fastestRoundTrip_ = 0;
-  // Whether reading `bytes` from the debugger once more (a refresh ahead's proof) costs less
-  // than the round trip to the server it saves, by the debugger's recent reads
-  // (DebuggerSide::secondsPerByte) and fastestRoundTrip_.
-  bool worthReadingAgain(uint64_t bytes) const;
+  // Whether reading `bytes` from the debugger (once more, for a refresh ahead's proof; or a
+  // peer's guess) costs less than the `roundTrips` to the server it saves, by the debugger's
+  // recent reads (DebuggerSide::secondsPerByte) and fastestRoundTrip_.
+  bool worthReading(uint64_t bytes, uint64_t roundTrips = 1) const;
+  // A reply's guesses for other processes' first updates (wire PeerEpoch): each becomes that
+  // process's nextEpoch_, and a candidate to refresh ahead like a learned one, if it was never
+  // updated nor refreshed ahead, is not read on the server's node, and reading it is worth
+  // the round trips the guess is about to save (worthReading).
+  void takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers);
   bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
   // A read of the debugger this short never decides against a refresh ahead: timings that
   // small are the scheduler's, not the debugger link's.

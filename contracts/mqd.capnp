@@ -421,6 +421,16 @@ struct RefreshAhead {
   blocks @2 :List(MemoryBlock);
 }
 
+struct PeerEpoch {
+  # Another set-up process never updated, of which nothing was learned, with what its first
+  # update is likely to read: guessed from the memory this update's process read
+  # (server/caches/PeerLayout.h). The shim may read it ahead with that process's update, or
+  # with another's as a refresh ahead, as if that process's own reply had named it.
+  process @0 :UInt64;
+  nextEpoch @1 :List(MemoryWindow);
+  callbacks @2 :UInt32;  # the round trips this update waited for: about what the guess saves
+}
+
 struct RefreshedAhead {
   # A process of `others` whose refresh asked the debugger nothing: the DLL answered mqs_ok,
   # printed nothing, and read only the blocks sent. Its walk and next windows, as its own
@@ -614,7 +624,8 @@ interface Session {
                              others :List(RefreshAhead), checkLate :List(MemoryWindow))
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
           refreshed :List(RefreshedAhead), readOnNode :Bool $readAhead,
-          nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead);
+          nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead,
+          peers :List(PeerEpoch) $readAhead);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
@@ -641,6 +652,8 @@ interface Session {
   # server could not serve it so (the process runs, a window is unreadable on the node, or
   # the DLL had something to show the debugger, held back): the shim sends the update again,
   # with `ahead`. A server that ignores checkLate sends neither, and its reply stands.
+  # peers: in the epoch policy, at the process's first update that walked, a guess for every
+  # other process never updated (see PeerEpoch).
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);
@@ -713,8 +726,12 @@ interface Debugger {
   # The same encoding a recorded walk keeps, and the shim delivers both the same way
   # (DebuggerSide::effect). Not waited for.
 
-  fetchBlocks @14 (process :UInt64, blocks :List(BlockRequest)) -> (blocks :List(MemoryBlock));
-  # Memory for the server's cache, one answer per request, in order.
+  fetchBlocks @14 (process :UInt64, blocks :List(BlockRequest), aside :Bool)
+      -> (blocks :List(MemoryBlock));
+  # Memory for the server's cache, one answer per request, in order. aside: memory no DLL read
+  # is served from (what the server reads to guess a peer's reads, server/caches/PeerLayout.h):
+  # a block the shim cannot read or refuses is answered with an error code, never fails the
+  # call, so a guess never changes what the debugger's own call answers.
 
   lookUp @15 (image :UInt64, lookups :List(Lookup)) -> (answers :List(LookupAnswer));
   # Many symbol and type look-ups at once (the server's learned prefetch).

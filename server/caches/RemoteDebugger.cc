@@ -255,6 +255,10 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
                                uint32_t size, void* buf) {
   TargetMemory& memory = *process.memory;
   TargetMemory::Request block = memory.requestFor(address, size);
+  MQD_LOG(Trace, "process %llu: a read of %u bytes at %#llx misses: block %#llx (%u bytes)",
+          static_cast<unsigned long long>(process.token), size,
+          static_cast<unsigned long long>(address), static_cast<unsigned long long>(block.address),
+          block.size);
   auto request = client_.fetchBlocksRequest();
   request.setProcess(process.token);
   setBlock(request.initBlocks(1)[0], block.address, block.size, address, size);
@@ -520,9 +524,11 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
     }
     return false;
   };
+  // Nor what a window the shim sent holds already (a guess's piece around a learned window).
   for (const auto* list : {&process.memory->previousWindows(), &learned, &setUpBlocks}) {
     for (const auto& w : *list) {
       if (list != &setUpBlocks && inSetUp(w)) continue;
+      if (process.memory->read(w.address, w.size, nullptr)) continue;
       if (seen.insert({w.address, w.size}).second) wanted.push_back(w);
     }
   }
@@ -642,6 +648,42 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
     auto blocks = response.getBlocks();
     for (unsigned i = 0; i < blocks.size() && first + i < next; ++i) {
       keepBlock(call, process, windows[first + i], blocks[i]);
+    }
+  }
+}
+
+void RemoteDebugger::readAside(DllCall& call, const std::vector<Aside>& wanted) {
+  if (wanted.empty()) return;
+  auto promises =
+      kj::heapArrayBuilder<kj::Promise<capnp::Response<wire::Debugger::FetchBlocksResults>>>(
+          wanted.size());
+  for (const Aside& a : wanted) {
+    auto request = client_.fetchBlocksRequest();
+    request.setProcess(a.process);
+    request.setAside(true);
+    auto list = request.initBlocks(static_cast<unsigned>(a.windows->size()));
+    for (unsigned i = 0; i < a.windows->size(); ++i) {
+      const auto& w = (*a.windows)[i];
+      setBlock(list[i], w.address, w.size, w.address, w.size);
+    }
+    promises.add(request.send());
+  }
+  call.host().relayDllOutput(call);
+  call.metrics().add(Count::Callbacks);
+  kj::Array<capnp::Response<wire::Debugger::FetchBlocksResults>> responses;
+  try {
+    AsanFiber::Wait onLoopStack;
+    responses = kj::joinPromises(promises.finish()).wait(call.waitScope());
+  } catch (const kj::Exception& e) {
+    call.recordCallbackFailure(e.getDescription().cStr());
+    return;
+  }
+  for (size_t p = 0; p < wanted.size(); ++p) {
+    auto blocks = responses[p].getBlocks();
+    for (unsigned i = 0; i < blocks.size() && i < wanted[p].windows->size(); ++i) {
+      if (blocks[i].getRc() != mqs_ok) continue;
+      wanted[p].into->store(blocks[i].getAddress(),
+                            takeBlock(call, blocks[i], (*wanted[p].windows)[i].size));
     }
   }
 }

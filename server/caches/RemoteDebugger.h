@@ -154,10 +154,22 @@ class RemoteDebugger {
   // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
 
- private:
+  // Reads windows of several processes in one round trip (the requests travel together), each
+  // process's into a memory of the caller's that no DLL read is served from: what PeerLayout
+  // needs to guess. Windows that cannot be read are left out; a failed request leaves them
+  // all out.
+  struct Aside {
+    uint64_t process;
+    const std::vector<TargetMemory::Window>* windows;
+    TargetMemory* into;
+  };
+  void readAside(DllCall& call, const std::vector<Aside>& wanted);
+
   // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).
   static std::vector<TargetMemory::Window> blocksAheadBound(
       std::vector<TargetMemory::Window> windows);
+
+ private:
   // Reads `windows` ahead of need, in bounded batches (see kPrefetchBatchBytes).
   void prefetch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& windows);

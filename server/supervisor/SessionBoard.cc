@@ -19,7 +19,7 @@ constexpr const char* kNames[] = {
     "cache.lookup_misses", "cache.process_hits", "cache.process_misses", "cache.memory_hits",
     "cache.memory_misses", "memory.blocks",   "memory.block_bytes", "memory.blocks_prefetched",
     "memory.node_blocks", "cache.lookups_prefetched", "walk.recorded", "walk.refreshed_ahead",
-    "dll.calls",        "rt.calls_behind",
+    "dll.calls",        "rt.calls_behind",   "memory.peer_guesses",
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == SessionBoard::kCounters, "a name per counter");
 
@@ -97,7 +97,8 @@ std::string SessionBoard::summary(const Slot& s) {
       line, sizeof line,
       "connection %llu (worker %d, %s): %llu round trips (%llu calls, %llu callbacks), "
       "%s in, %s out; memory %llu hits / %llu misses, %llu blocks; look-ups %llu hits / %llu "
-      "misses; %llu walks (%llu refreshed ahead); last call %s%s%s",
+      "misses; %llu walks (%llu refreshed ahead); %llu first updates guessed from a peer's; "
+      "last call %s%s%s",
       static_cast<unsigned long long>(s.connection), s.worker, s.dll[0] ? s.dll : "no DLL",
       static_cast<unsigned long long>(c(Count::Calls) + c(Count::Callbacks)),
       static_cast<unsigned long long>(c(Count::Calls)),
@@ -110,6 +111,7 @@ std::string SessionBoard::summary(const Slot& s) {
       static_cast<unsigned long long>(c(Count::LookupMisses)),
       static_cast<unsigned long long>(c(Count::Walks)),
       static_cast<unsigned long long>(c(Count::RefreshedAhead)),
+      static_cast<unsigned long long>(c(Count::PeerGuesses)),
       s.lastCall[0] ? s.lastCall : "none",
       s.exit[0] ? ", " : "", s.exit);
   return line;

@@ -43,6 +43,8 @@ enum class Count : int {
   DllCalls,         // vendor DLL entry points run (including for walks and repositioning)
   CallsBehind,      // Session calls the shim sent behind another, before its reply: no round
                     // trip of their own (a set-up's has-queues call), not among Calls
+  PeerGuesses,      // first updates' reads guessed from a peer's and named to the shim
+                    // (SessionService::guessPeers)
   kCount
 };
 

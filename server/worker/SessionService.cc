@@ -13,6 +13,7 @@
 #include "DllOutput.h"
 #include "Log.h"
 #include "OutputCapture.h"
+#include "PeerLayout.h"
 #include "ProxyErrors.h"
 #include "SessionBoard.h"
 
@@ -187,6 +188,96 @@ void SessionService::writeWindows(const std::vector<TargetMemory::Window>& windo
   }
 }
 
+std::vector<PeerLayout::SymbolPair> SessionService::symbolPairs(const RemoteImage& peer,
+                                                                const RemoteImage& own) {
+  std::vector<PeerLayout::SymbolPair> pairs;
+  for (const auto& [name, answer] : peer.symbols) {
+    auto mine = own.symbols.find(name);
+    if (answer.written && mine != own.symbols.end() && mine->second.written) {
+      pairs.push_back({answer.address, mine->second.address});
+    }
+  }
+  return pairs;
+}
+
+std::vector<TargetMemory::Window> SessionService::peerSetUp(const RemoteImage& image) {
+  constexpr size_t kPointer = 4;  // mqs_target_type_sizes.pointer_size
+  std::vector<TargetMemory::Window> out;
+  if (remote_.options().policy != wire::CachePolicy::EPOCH) return out;
+  objects_.forEachProcess([&](RemoteProcess& peer) {
+    if (!out.empty() || !peer.setUpOk || !peer.memory || !peer.image || !peer.typeSizes ||
+        !(*peer.typeSizes)[kPointer]) {
+      return;
+    }
+    std::vector<TargetMemory::Window> read = peer.memory->setUpWindows();
+    if (read.empty()) return;
+    PeerLayout layout(*peer.memory, read, *(*peer.typeSizes)[kPointer], peer.targetBigEndian);
+    out = layout.start(symbolPairs(objects_.image(*peer.image), image)).toRead();
+  });
+  return out;
+}
+
+std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call,
+                                                                  const RemoteProcess& peer,
+                                                                  uint64_t callbacks) {
+  std::vector<NamedEpoch> named;
+  // Not with the node's memory: a process proved there is read on its host for less.
+  constexpr size_t kPointer = 4;  // mqs_target_type_sizes.pointer_size
+  if (remote_.options().policy != wire::CachePolicy::EPOCH || remote_.options().nodeMemory ||
+      !peer.memory || !peer.image || !peer.typeSizes || !(*peer.typeSizes)[kPointer]) {
+    return named;
+  }
+  int pointerSize = *(*peer.typeSizes)[kPointer];
+  PeerLayout layout(*peer.memory, peer.memory->currentWindows(), pointerSize,
+                    peer.targetBigEndian);
+  const RemoteImage& peerImage = objects_.image(*peer.image);
+  std::vector<RemoteProcess*> learners;
+  std::vector<PeerLayout::Guess> guesses;
+  objects_.forEachProcess([&](RemoteProcess& p) {
+    if (&p == &peer || !p.setUpOk || p.info == nullptr || !p.memory || !p.image ||
+        !p.memory->setUpEpoch() || updatedOnce_.count(p.token) != 0 || p.node.proven() ||
+        p.targetBigEndian != peer.targetBigEndian || !p.typeSizes ||
+        (*p.typeSizes)[kPointer] != pointerSize || !earlierSession(p).windows.empty() ||
+        !peerGuessed_.insert(p.token).second) {
+      return;
+    }
+    learners.push_back(&p);
+    guesses.push_back(layout.start(symbolPairs(peerImage, objects_.image(*p.image))));
+  });
+  // The rounds: each reads what every guess needs next, in one round trip.
+  for (int round = 0; round < PeerLayout::kRounds; ++round) {
+    std::vector<RemoteDebugger::Aside> wanted;
+    std::vector<size_t> asked;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < guesses.size(); ++i) {
+      const auto& windows = guesses[i].toRead();
+      uint64_t n = 0;
+      for (const auto& w : windows) n += w.size;
+      if (windows.empty() || bytes + n > wire::MAX_REFRESH_AHEAD_BYTES) continue;
+      bytes += n;
+      wanted.push_back({learners[i]->token, &windows, &guesses[i].own()});
+      asked.push_back(i);
+    }
+    if (wanted.empty()) break;
+    remote_.readAside(call, wanted);
+    for (size_t i : asked) guesses[i].learn();
+  }
+  for (size_t i = 0; i < learners.size(); ++i) {
+    RemoteProcess& p = *learners[i];
+    std::vector<TargetMemory::Window> guess = guesses[i].windows();
+    MQD_LOG(Debug, "process %llu: %zu windows guessed for its first update from process %llu's "
+                   "(%s)",
+            static_cast<unsigned long long>(p.token), guess.size(),
+            static_cast<unsigned long long>(peer.token), guesses[i].summary().c_str());
+    if (guess.empty()) continue;
+    bool learned = false;
+    std::vector<TargetMemory::Window> next = firstEpochWindows(p, &learned);
+    next.insert(next.end(), guess.begin(), guess.end());
+    named.push_back({p.token, RemoteDebugger::blocksAheadBound(std::move(next)), callbacks});
+  }
+  return named;
+}
+
 void SessionService::requireBasicCallbacks(const char* entryPoint) const {
   if (!basicCallbacksSet_) {
     throw ProxyError(MQD_PROXY_ERR_NOT_SET_UP,
@@ -317,8 +408,9 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     int rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
     results.setRc(rc);
     captureMessage(message, results.initMessage());
-    std::vector<TargetMemory::Window> ahead =
-        remote_.imageSetUpAheadWindows(learnedMemory_.load(fingerprint(image)).setUp);
+    std::vector<TargetMemory::Window> setUp = learnedMemory_.load(fingerprint(image)).setUp;
+    if (setUp.empty()) setUp = peerSetUp(image);
+    std::vector<TargetMemory::Window> ahead = remote_.imageSetUpAheadWindows(setUp);
     writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
   }, behindOrNot(context.getParams().getAfterSetUp()));
 }
@@ -506,6 +598,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     auto results = context.getResults();
     std::vector<TargetMemory::Window> late;
     for (auto w : params.getCheckLate()) late.push_back({w.getAddress(), w.getSize()});
+    std::vector<NamedEpoch> peers;
     if (!late.empty() && process.node.proven() &&
         remote_.options().policy == wire::CachePolicy::EPOCH) {
       if (!refreshCheckedLate(call, process, late, results)) {
@@ -513,13 +606,27 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
         return;
       }
     } else {
+      bool firstWalk = updatedOnce_.count(process.token) == 0;
+      uint64_t callbacks = metrics_.get(Count::Callbacks);
       results.setRc(refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
                             results.initWalk()));
+      if (firstWalk && updatedOnce_.count(process.token) != 0) {
+        peers = guessPeers(call, process, metrics_.get(Count::Callbacks) - callbacks);
+        metrics_.add(Count::PeerGuesses, peers.size());
+      }
     }
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setReadOnNode(process.node.proven());
-    if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results);
+    if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results, &peers);
+    auto out = results.initPeers(static_cast<unsigned>(peers.size()));
+    for (unsigned i = 0; i < peers.size(); ++i) {
+      out[i].setProcess(peers[i].process);
+      writeWindows(peers[i].windows,
+                   out[i].initNextEpoch(static_cast<unsigned>(peers[i].windows.size())));
+      out[i].setCallbacks(
+          static_cast<uint32_t>(std::min<uint64_t>(peers[i].callbacks, UINT32_MAX)));
+    }
   });
 }
 
@@ -554,7 +661,8 @@ bool SessionService::refreshCheckedLate(
 
 void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
                                   capnp::List<wire::RefreshAhead>::Reader others,
-                                  wire::Session::UpdateCommunicatorListResults::Builder results) {
+                                  wire::Session::UpdateCommunicatorListResults::Builder results,
+                                  std::vector<NamedEpoch>* dropped) {
   if (remote_.options().policy != wire::CachePolicy::EPOCH) return;
   relayDllOutput(call);  // what the asked process's refresh printed is its own
   uint64_t bytes = 0;
@@ -607,6 +715,12 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
               static_cast<unsigned long long>(metrics_.get(Count::MemoryMisses) - misses),
               static_cast<unsigned long long>(metrics_.get(Count::BlocksPrefetched) - prefetched),
               other.getAhead().size());
+      // What it read, its misses included, for its own update to read ahead: that update
+      // then asks for nothing the last epoch read.
+      if (rc == mqs_ok && process->memory && !process->node.proven()) {
+        dropped->push_back({token, remote_.nextEpochWindows(*process),
+                            metrics_.get(Count::Callbacks) - callbacks});
+      }
       continue;
     }
     out.get().setProcess(token);

@@ -16,6 +16,7 @@
 #include "DllCall.h"
 #include "LearnedLookups.h"
 #include "LearnedMemory.h"
+#include "PeerLayout.h"
 #include "RemoteDebugger.h"
 #include "SessionBoard.h"
 #include "VendorDll.h"
@@ -94,6 +95,25 @@ class SessionService final : public wire::Session::Server, public DllHost {
   const LearnedMemory::Record& earlierSession(RemoteProcess& process);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
+  // The addresses of the symbols both images resolved: the peer's and its own.
+  static std::vector<PeerLayout::SymbolPair> symbolPairs(const RemoteImage& peer,
+                                                         const RemoteImage& own);
+  // Nothing learned of `image`'s set-ups: what a process set up with it is likely to read,
+  // from what another process's set-up read, moved as the symbols both images resolved show
+  // (PeerLayout's first round): its image's has-queues reply's setUpAhead.
+  std::vector<TargetMemory::Window> peerSetUp(const RemoteImage& image);
+  // What an update's reply names for other processes' next updates (wire PeerEpoch).
+  struct NamedEpoch {
+    uint64_t process;
+    std::vector<TargetMemory::Window> windows;
+    uint64_t callbacks;
+  };
+  // At `peer`'s first update that walked: for every other process set up, never updated and
+  // of which nothing was learned, what its first update is likely to read (PeerLayout), each
+  // guessed once per session (the bytes it needs of them read in one round trip);
+  // `callbacks`: the round trips that update waited for.
+  std::vector<NamedEpoch> guessPeers(DllCall& call, const RemoteProcess& peer,
+                                    uint64_t callbacks);
 
   // A new memory epoch for the process: an update (`kind` other than SetUp) also asks for what
   // an earlier session of this process read, the first time; `ahead` is what the shim read at
@@ -122,10 +142,12 @@ class SessionService final : public wire::Session::Server, public DllHost {
                           const std::vector<TargetMemory::Window>& windows,
                           wire::Session::UpdateCommunicatorListResults::Builder results);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
-  // their effects held back; those that asked the debugger nothing go into `refreshed`.
+  // their effects held back; those that asked the debugger nothing go into `refreshed`, and
+  // what each other one read into `dropped`, for its own update to read ahead.
   void refreshAhead(DllCall& call, const RemoteProcess& asked,
                     capnp::List<wire::RefreshAhead>::Reader others,
-                    wire::Session::UpdateCommunicatorListResults::Builder results);
+                    wire::Session::UpdateCommunicatorListResults::Builder results,
+                    std::vector<NamedEpoch>* dropped);
   // A set-up's infoToken (mqd.capnp): the token the shim gave the debugger for the info this
   // set-up puts on `handle`; 0: none. Throws ProxyError(PROTOCOL) for a token outside the
   // shim's range.
@@ -145,6 +167,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
   LearnedMemory learnedMemory_;
   std::set<uint64_t> learnedMemoryUsed_;   // processes whose learned memory was asked for
   std::set<uint64_t> updatedOnce_;         // processes whose update was kept (LearnedMemory)
+  std::set<uint64_t> peerGuessed_;         // processes a peer's update guessed for (guessPeers)
   size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
   // The DLL calls, one after another (runDll); null once the session is ending.

@@ -197,7 +197,10 @@ struct RankByRank {
   DebuggerHarness d;
   std::vector<mqs_process*> processes;
 
-  explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr)
+  // `apart`: each rank's data and heap are mappings of their own, at other places in each
+  // rank (as address-space randomisation leaves a real job's).
+  explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr,
+                      bool apart = false)
       : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
         server(shared ? *shared : *ownServer),
         relay(mqd::test::kRelay,
@@ -207,7 +210,10 @@ struct RankByRank {
         d(mqd::test::kShim, options) {
     configure(relay.endpoint(), "epoch", "auto", dir);  // read when the session opens
     for (int r = 0; r < kRanks; ++r) {
-      targets.push_back(std::make_unique<TargetModel>(8, false));
+      uint64_t moved = static_cast<uint64_t>(r) * 0x2345000;
+      targets.push_back(
+          std::make_unique<TargetModel>(8, false, apart ? 0x5555a0000000 + moved : 0));
+      if (apart) targets.back()->placeData(0x555500000000 + static_cast<uint64_t>(r) * 0x7000);
       layOut(*targets.back(), standardJob(50, kRanks, r));
     }
     d.dll().setup_basic_callbacks(d.basicCallbacks());
@@ -225,12 +231,18 @@ struct RankByRank {
   }
 
   // One refresh of every rank in order; `change(r)` runs before rank r's update. Returns the
-  // round trips it cost.
-  uint64_t round(const std::function<void(int)>& change) {
+  // round trips it cost; `perRank`, if given, gets each rank's.
+  uint64_t round(const std::function<void(int)>& change,
+                 std::vector<uint64_t>* perRank = nullptr) {
     Counters now = lastSession(server.endpoint());
     uint64_t before = roundTrips(now);
     for (int r = 0; r < kRanks; ++r) {
       if (change) change(r);
+      uint64_t rankBefore = 0;
+      if (perRank) {
+        Counters c = lastSession(server.endpoint());
+        rankBefore = roundTrips(c);
+      }
       int ops = 0;
       REQUIRE(d.dll().update_communicator_list(processes[r]) == mqs_ok);
       REQUIRE(d.dll().setup_communicator_iterator(processes[r]) == mqs_ok);
@@ -242,6 +254,10 @@ struct RankByRank {
         }
       } while (d.dll().next_communicator(processes[r]) == mqs_ok);
       CHECK(ops > 0);
+      if (perRank) {
+        Counters c = lastSession(server.endpoint());
+        perRank->push_back(roundTrips(c) - rankBefore);
+      }
     }
     Counters after = lastSession(server.endpoint());
     return roundTrips(after) - before;
@@ -301,6 +317,27 @@ TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the o
   // Every rank after the first is refreshed ahead.
   CHECK(learned["walk.refreshed_ahead"] == RankByRank::kRanks - 1);
   CHECK(learnedFirst == 1);
+}
+
+TEST_CASE("epoch policy: in a first session, the others' first updates are guessed from the "
+          "first rank's") {
+  // Nothing learned of these ranks: the server guesses, from what rank 0's first update read,
+  // what each other rank's will read (server/caches/PeerLayout.h), reading what it needs of
+  // them in one round trip for all per round; the shim reads the guesses with rank 1's update
+  // and refreshes ranks 2 and 3 ahead with it. Without the guesses each rank's first update
+  // asks for its memory block by block, as rank 0's does.
+  RankByRank job(DebuggerHarness::Options{}, nullptr, true);
+  std::vector<uint64_t> perRank;
+  job.round(nullptr, &perRank);
+  Counters c = lastSession(job.server.endpoint());
+  MESSAGE("round trips of each rank's first refresh, ranks never seen: rank 0 ", perRank[0],
+          " (its misses, then the guesses' rounds), rank 1 ", perRank[1], ", rank 2 ",
+          perRank[2], ", rank 3 ", perRank[3]);
+  CHECK(c["memory.peer_guesses"] == RankByRank::kRanks - 1);
+  CHECK(c["walk.refreshed_ahead"] == RankByRank::kRanks - 2);
+  CHECK(perRank[0] >= 2);  // its heap is nowhere near what its set-up read: a miss at least
+  CHECK(perRank[1] == 1);
+  for (int r = 2; r < RankByRank::kRanks; ++r) CHECK(perRank[r] == 0);
 }
 
 TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learned of memory") {
