@@ -14,10 +14,12 @@ The proxied runs, in order: unix (cache epoch; the first session ever, nothing l
 (epoch, compressed, a fresh session with learned look-ups and memory, the server behind an
 mqd-relay with a round trip of TCP_RTT_MS: on another machine), unix-call and unix-off
 (the conservative cache modes), node (a server new to the DLL, with --node-memory, which
-reads each rank on this host once it has proved it is the debugger's) and node-learned (a
+reads each rank on this host once it has proved it is the debugger's), node-learned (a
 second session with that server, which has learned what the first read: nothing may spare it
-the proof). Every run's shim keeps its learned look-ups in WORK/shim-state
-(MQD_PROXY_STATE_DIR), so the node server gets them all with each mqs_setup_image.
+the proof) and tcp-new (a server that never saw the job, behind a relay like tcp's: each
+rank's first update is guessed from the first rank's). Every run's shim keeps its learned
+look-ups in WORK/shim-state (MQD_PROXY_STATE_DIR), so the node server gets them all with each
+mqs_setup_image.
 differences() also requires, from the node server's log, the proof for every rank in each of
 its sessions and that the server asked the debugger for no look-up one by one; from the tcp
 run's shim, that it answered the set-ups the unix run recorded from those records; and,
@@ -46,9 +48,12 @@ class DumpMatrix:
                         Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp"),
                         Server(server_bin, "unix:" + os.path.join(work, "node.sock"), dll, work,
                                "node", state_dir=os.path.join(work, "node-state"),
-                               extra=["--node-memory"])]
-        unix, direct, node = (s.endpoint for s in self.servers)
+                               extra=["--node-memory"]),
+                        Server(server_bin, "tcp:127.0.0.1:0", dll, work, "tcp-new",
+                               state_dir=os.path.join(work, "tcp-new-state"))]
+        unix, direct, node, direct_new = (s.endpoint for s in self.servers)
         self.relay = Relay(relay_bin, direct, TCP_RTT_MS, work, "tcp-relay")
+        self.relay_new = Relay(relay_bin, direct_new, TCP_RTT_MS, work, "tcp-new-relay")
         tcp = self.relay.endpoint
         self.node_log = self.servers[2].log
         self.pids = []
@@ -64,7 +69,8 @@ class DumpMatrix:
                         ("unix-off", unix, {"MQD_PROXY_CACHE": "off"}),
                         ("node", node, {"MQD_PROXY_LOG": "info",
                                         "MQD_PROXY_LOG_FILE": self.node_shim_log}),
-                        ("node-learned", node, {})]
+                        ("node-learned", node, {}),
+                        ("tcp-new", self.relay_new.endpoint, {})]
         self.node_runs = 2
 
     def add(self, name, endpoint, env):
@@ -149,6 +155,19 @@ class DumpMatrix:
         if not late or int(late[-1][0]) != 2 * len(self.pids) or int(late[-1][1]) != 0:
             problems.append("node: %s epoch checks made late (sent again), not %d (0): see %s"
                             % (late[-1:], 2 * len(self.pids), self.node_shim_log))
+        # The tcp-new run, a job the server never saw (its state is new) behind the relay:
+        # every rank's first update after the first was guessed from the first rank's, and
+        # with three ranks or more the second rank's update refreshed some ahead in the first
+        # dump already: more than the refresh's `others` in all
+        # (docs/round-trips.md, "A job never seen").
+        new_log = self._log_with_session(self.servers[3].log)
+        guessed = re.findall(r"\((\d+) refreshed ahead\); (\d+) first updates guessed", new_log)
+        others = len(self.pids) - 1
+        if others > 0 and (not guessed or int(guessed[0][1]) != others or
+                           (others >= 2 and int(guessed[0][0]) <= others)):
+            problems.append("tcp-new: %s (refreshed ahead, first updates guessed), not %d "
+                            "guessed and some refreshed ahead: see %s"
+                            % (guessed[:1], others, self.servers[3].log))
         misses = [int(m) for m in re.findall(r"look-ups \d+ hits / (\d+) misses", log)]
         if not misses or max(misses) != 0:
             problems.append("the node server, new to the DLL, asked for look-ups one by one "
@@ -158,6 +177,7 @@ class DumpMatrix:
 
     def stop(self):
         self.relay.stop()
+        self.relay_new.stop()
         for s in self.servers:
             s.stop()
 
