@@ -163,6 +163,16 @@ def forget(state):
             shutil.rmtree(path)
 
 
+def forget_job(state):
+    """A job never seen with a DLL already known: the look-ups stay learned on both sides, what
+    the processes read (blocks-*) and their set-ups (setups-*) are forgotten."""
+    for path in (state, state + "-shim"):
+        if os.path.isdir(path):
+            for name in os.listdir(path):
+                if name.startswith(("blocks-", "setups-")):
+                    os.unlink(os.path.join(path, name))
+
+
 def proxy_env(mode, proxy):
     """The shim's settings for a mode; its learned look-ups go to proxy.shim_state."""
     env = {"MQD_PROXY_STATE_DIR": proxy.shim_state}

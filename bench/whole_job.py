@@ -15,6 +15,10 @@ local  gdb attaches every rank itself (ptrace); the shim reaches the server thro
                    by the shim)
          learned   through the proxy, a fresh gdb and session after `cold` (learned look-ups,
                    memory)
+         new-job   through the proxy after `learned`, with what the ranks read and their
+                   set-ups forgotten, the look-ups kept: a job never seen, with a DLL the
+                   server and the shim know (each rank's first update is guessed from the
+                   first rank's: docs/round-trips.md, "A job never seen")
 real   gdb reaches every rank through one `gdbserver --multi` for the host, behind an
        mqd-relay with --debugger-rtt (`mqd attach --launcher <mpirun> --gdbserver
        HOST=RELAY`, the target's files local: `set sysroot /`); the shim reaches the server
@@ -57,8 +61,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
-from bench import (Build, OMPI_DLL_GLOB, Proxy, delta, forget, human, proxy_env,  # noqa: E402
-                   round_trips, wire_bytes)
+from bench import (Build, OMPI_DLL_GLOB, Proxy, delta, forget, forget_job, human,  # noqa: E402
+                   proxy_env, round_trips, wire_bytes)
 from gdbserver import GdbServer  # noqa: E402
 from mpi_job import Job  # noqa: E402
 from real_topology import Link  # noqa: E402
@@ -190,7 +194,9 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
             for rtt in rtts:
                 state = os.path.join(work, "state-%g" % rtt)
                 forget(state)
-                for mode in ("cold", "learned"):
+                for mode in ("cold", "learned", "new-job"):
+                    if mode == "new-job":
+                        forget_job(state)
                     rows.append(proxied("local", mode, rtt, state, local))
                     report(rows[-1])
         if "real" in topologies:
