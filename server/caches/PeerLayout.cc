@@ -67,12 +67,25 @@ PeerLayout::PeerLayout(const TargetMemory& peer, const std::vector<Window>& walk
     if (!regions_.empty() && r.start - regions_.back().end < kRegionGap) {
       regions_.back().end = r.end;
     } else {
-      regions_.push_back({r.start, r.end, {}});
+      regions_.push_back({r.start, r.end, {}, {}});
     }
   }
   for (const Window& w : sorted) {
     size_t i = regionOf(w.address);
     if (i < regions_.size()) regions_[i].windows.push_back(w);
+  }
+  // The peer's words that point into a region: the same for every process guessed, found once.
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    for (const Window& w : regions_[i].windows) {
+      uint64_t first = (w.address + pointerSize_ - 1) / pointerSize_ * pointerSize_;
+      for (uint64_t at = first; at >= w.address && at - w.address + pointerSize_ <= w.size;
+           at += pointerSize_) {
+        std::optional<uint64_t> value = word(peer_, at, pointerSize_, bigEndian_);
+        if (!value) continue;
+        size_t to = regionOf(*value);
+        if (to != regions_.size() && to != i) regions_[i].pointers.push_back({at, *value, to});
+      }
+    }
   }
 }
 
@@ -142,22 +155,16 @@ void PeerLayout::Guess::learn() {
   using Votes = std::map<uint64_t, std::set<uint64_t>>;
   std::vector<Votes> exact(l.regions_.size()), drifting(l.regions_.size());
   for (size_t i : reading_) {
-    for (const Window& w : l.regions_[i].windows) {
-      uint64_t first = (w.address + size - 1) / size * size;
-      for (uint64_t at = first; at >= w.address && at - w.address + size <= w.size; at += size) {
-        std::optional<uint64_t> theirs = word(l.peer_, at, size, l.bigEndian_);
-        if (!theirs) continue;
-        size_t to = l.regionOf(*theirs);
-        if (to == l.regions_.size() || by_[to] != By::None) continue;
-        std::optional<uint64_t> mine = word(own_, moved(i, at), size, l.bigEndian_);
-        if (!mine || *mine == 0) continue;  // a null pointer shows nothing
-        uint64_t delta = *mine - *theirs;
-        if (by_[i] == By::Symbols) {
-          exact[to][delta].insert(*theirs);
-          landmarks_.emplace(*theirs, delta);
-        } else if (delta % kPage == 0) {
-          drifting[to][delta].insert(*theirs);
-        }
+    for (const Pointer& p : l.regions_[i].pointers) {
+      if (by_[p.to] != By::None) continue;
+      std::optional<uint64_t> mine = word(own_, moved(i, p.at), size, l.bigEndian_);
+      if (!mine || *mine == 0) continue;  // a null pointer shows nothing
+      uint64_t delta = *mine - p.value;
+      if (by_[i] == By::Symbols) {
+        exact[p.to][delta].insert(p.value);
+        landmarks_.emplace(p.value, delta);
+      } else if (delta % kPage == 0) {
+        drifting[p.to][delta].insert(p.value);
       }
     }
   }
@@ -240,10 +247,14 @@ std::vector<Window> PeerLayout::Guess::windows() const {
       at += n;
     }
   }
+  // In pieces; near a run's ends, where the mapping may end (the heap's top), a page each.
   for (const Range& r : joined(std::move(widened))) {
     for (uint64_t at = r.start; at < r.end;) {
-      uint64_t pieceEnd = (at / kPiece + 1) * kPiece;
+      bool nearEnd = at - r.start < kDrift || r.end - at <= kDrift;
+      uint64_t piece = nearEnd ? kPage : kPiece;
+      uint64_t pieceEnd = (at / piece + 1) * piece;
       if (pieceEnd == 0 || pieceEnd > r.end) pieceEnd = r.end;
+      if (!nearEnd && r.end - pieceEnd < kDrift) pieceEnd = r.end - kDrift;
       add(at, pieceEnd - at);
       at = pieceEnd;
     }

@@ -35,9 +35,9 @@
 //   * A region still not moved takes the displacement of the nearest moved by pointers (the
 //     heap moves as a whole, its objects only drift).
 //   * The guess is the peer's windows in every moved region, moved, and each region moved by
-//     pointers widened by kDrift on both sides as well, in pieces of at most kPiece bytes (a
-//     piece the debugger cannot read, past the heap's end, loses no more); at most
-//     kMaxGuessBytes in all.
+//     pointers widened by kDrift on both sides as well, in pieces of at most kPiece bytes, and
+//     of a page within kDrift of either end (a piece the debugger cannot read, past the heap's
+//     top, loses no more); at most kMaxGuessBytes in all.
 #pragma once
 
 #include <cstdint>
@@ -111,10 +111,17 @@ class PeerLayout {
   Guess start(const std::vector<SymbolPair>& symbols) const { return Guess(*this, symbols); }
 
  private:
+  // A word of the peer's that points into another region.
+  struct Pointer {
+    uint64_t at;
+    uint64_t value;
+    size_t to;  // the region it points into
+  };
   struct Region {
     uint64_t start;
     uint64_t end;
     std::vector<Window> windows;  // the peer's, in address order
+    std::vector<Pointer> pointers;  // its words that point into another region, in order
   };
   // The region holding `address`, or regions_.size().
   size_t regionOf(uint64_t address) const;

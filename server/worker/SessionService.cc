@@ -1,6 +1,7 @@
 #include "SessionService.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 
@@ -244,6 +245,9 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
     learners.push_back(&p);
     guesses.push_back(layout.start(symbolPairs(peerImage, objects_.image(*p.image))));
   });
+  if (learners.empty()) return named;
+  auto started = std::chrono::steady_clock::now();
+  int rounds = 0;
   // The rounds: each reads what every guess needs next, in one round trip.
   for (int round = 0; round < PeerLayout::kRounds; ++round) {
     std::vector<RemoteDebugger::Aside> wanted;
@@ -260,6 +264,7 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
     }
     if (wanted.empty()) break;
     remote_.readAside(call, wanted);
+    ++rounds;
     for (size_t i : asked) guesses[i].learn();
   }
   for (size_t i = 0; i < learners.size(); ++i) {
@@ -275,6 +280,10 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
     next.insert(next.end(), guess.begin(), guess.end());
     named.push_back({p.token, RemoteDebugger::blocksAheadBound(std::move(next)), callbacks});
   }
+  MQD_LOG(Debug, "first updates of %zu processes guessed from process %llu's: %d rounds, %.1f ms",
+          named.size(), static_cast<unsigned long long>(peer.token), rounds,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count());
   return named;
 }
 
