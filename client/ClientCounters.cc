@@ -41,7 +41,7 @@ std::string ClientCounters::summary() const {
                 "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
                 "(%llu more found stale), %llu set-ups answered from records (%llu "
                 "contradicted, %llu waits for their replies), %llu epoch checks made late (%llu "
-                "sent again)",
+                "sent again), %llu other processes' updates named by the server (%llu taken)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -57,7 +57,9 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(setUpsContradicted.load()),
                 static_cast<unsigned long long>(recalledWaits.load()),
                 static_cast<unsigned long long>(lateChecks.load()),
-                static_cast<unsigned long long>(lateChecksRedone.load()));
+                static_cast<unsigned long long>(lateChecksRedone.load()),
+                static_cast<unsigned long long>(peersNamed.load()),
+                static_cast<unsigned long long>(peersTaken.load()));
   return buf;
 }
 

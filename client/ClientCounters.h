@@ -36,6 +36,11 @@ struct ClientCounters {
   // trip (MqsClient::sendUpdateCheckedLate), and those sent again with the debugger's bytes.
   std::atomic<uint64_t> lateChecks{0};
   std::atomic<uint64_t> lateChecksRedone{0};
+  // What other processes' updates would read, as replies named it (wire PeerEpoch: a guess
+  // from a peer's first update, or what a dropped refresh ahead read), and of those what the
+  // shim took (MqsClient::takePeerGuesses). In the summary only: the session board holds 16.
+  std::atomic<uint64_t> peersNamed{0};
+  std::atomic<uint64_t> peersTaken{0};
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;

@@ -269,7 +269,8 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
                                    for (const Request& r : requests) {
                                      try {
                                        out.push_back(d.readBlock(process, r.address, r.size,
-                                                                 r.neededAddress, r.neededSize));
+                                                                 r.neededAddress, r.neededSize,
+                                                                 !aside));
                                      } catch (const ProxyError& e) {
                                        if (!aside) throw;
                                        DebuggerSide::Block refused;

@@ -324,12 +324,15 @@ std::optional<double> DebuggerSide::secondsPerByte() const {
 }
 
 DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, uint32_t size,
-                                            uint64_t neededAddress, uint32_t neededSize) {
+                                            uint64_t neededAddress, uint32_t neededSize,
+                                            bool timed) {
   auto started = std::chrono::steady_clock::now();
   Block out = readBlockUntimed(process, address, size, neededAddress, neededSize);
-  reads_[readCount_++ % kReadSamples] = {
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-      out.bytes.size()};
+  if (timed) {
+    reads_[readCount_++ % kReadSamples] = {
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        out.bytes.size()};
+  }
   if (onRead) onRead(process, address, size, neededAddress, neededSize, out);
   return out;
 }

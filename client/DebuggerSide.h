@@ -121,8 +121,10 @@ class DebuggerSide {
     uint64_t address = 0;
     std::vector<unsigned char> bytes;
   };
+  // `timed`: the read counts among the samples of secondsPerByte (not the few words a guess
+  // reads aside, whose cost is the call's, not the bytes').
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
-                  uint32_t neededSize);
+                  uint32_t neededSize, bool timed = true);
   // Told of every readBlock, with its arguments and result (null: nobody listens).
   std::function<void(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                      uint32_t neededSize, const Block& block)>

@@ -1717,6 +1717,7 @@ bool MqsClient::worthReading(uint64_t bytes, uint64_t roundTrips) const {
 void MqsClient::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers) {
   if (config_.cache != wire::CachePolicy::EPOCH) return;
   for (auto peer : peers) {
+    ++counters_.peersNamed;
     uint64_t token = peer.getProcess();
     std::vector<Window> windows = windowsOf(peer.getNextEpoch());
     uint64_t bytes = bytesOf(windows);
@@ -1729,6 +1730,7 @@ void MqsClient::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers) {
     }
     nextEpoch_[token] = std::move(windows);
     learnedFirstEpoch_.insert(token);
+    ++counters_.peersTaken;
   }
 }
 

@@ -126,10 +126,23 @@ void PeerLayout::Guess::readMoved(const std::vector<size_t>& regions) {
   reading_ = regions;
   toRead_.clear();
   if (round_++ >= kRounds) return;
+  // Only the words that can move another region: the peer's pointers into regions not moved
+  // yet, each where it is in the process; words closer than kTouchGap are read as one window.
+  const int size = layout_->pointerSize_;
   for (size_t i : regions) {
-    for (const Window& w : layout_->regions_[i].windows) {
-      Window there{moved(i, w.address), w.size};
-      if (there.address + there.size >= there.address) toRead_.push_back(there);
+    for (const Pointer& p : layout_->regions_[i].pointers) {
+      if (by_[p.to] != By::None) continue;
+      uint64_t at = moved(i, p.at);
+      if (at + static_cast<uint64_t>(size) < at) continue;  // across the top of the address space
+      Window* last = toRead_.empty() ? nullptr : &toRead_.back();
+      if (last != nullptr && at >= last->address &&
+          at - (last->address + last->size) <= TargetMemory::kTouchGap &&
+          at + size - last->address <= kPiece) {
+        uint64_t end = std::max<uint64_t>(last->address + last->size, at + size);
+        last->size = static_cast<uint32_t>(end - last->address);
+      } else {
+        toRead_.push_back({at, static_cast<uint32_t>(size)});
+      }
     }
   }
 }
@@ -186,6 +199,18 @@ void PeerLayout::Guess::learn() {
     }
   }
   readMoved(moved);
+}
+
+std::vector<Window> PeerLayout::Guess::movedBySymbols() const {
+  std::vector<Window> out;
+  for (size_t i = 0; i < layout_->regions_.size(); ++i) {
+    if (by_[i] != By::Symbols) continue;
+    for (const Window& w : layout_->regions_[i].windows) {
+      Window there{w.address + *shift_[i], w.size};
+      if (there.address + there.size >= there.address) out.push_back(there);
+    }
+  }
+  return out;
 }
 
 std::string PeerLayout::Guess::summary() const {

@@ -19,16 +19,17 @@
 //   * A region is a run of the peer's update windows less than kRegionGap apart.
 //   * A symbol both processes' images resolved, within kTouchGap of a region, moves that
 //     region by the difference of its two addresses (a library's data: laid out alike, moved
-//     as a whole). Those regions are read first: the peer's windows there, moved.
-//   * Each pointer-sized word read so far that, in the peer, points into a region not yet
-//     moved gives that region's displacement: the process's word (not null) minus the
-//     peer's. A region takes the displacement most of its symbols give, else most pointers
-//     read where a symbol moved, else most pointers read elsewhere whose displacement is
-//     whole pages (kPage): where objects drift (a heap), a word at the peer's place is often
-//     another object's, but what moves a mapping is whole pages. Pointers count once per
-//     place they point to; ties go to the lowest. The peer's windows in the regions moved so
-//     are read in the next round (the heap's first objects point to the executable's data),
-//     up to kRounds rounds.
+//     as a whole). Read first, from the process: the words of those regions that, in the
+//     peer, point into a region not yet moved (nothing else of it serves the guess).
+//   * Each such word gives the region it points into a displacement: the process's word
+//     (not null) minus the peer's. A region takes the displacement most of its symbols give,
+//     else most pointers read where a symbol moved, else most pointers read elsewhere whose
+//     displacement is whole pages (kPage): where objects drift (a heap), a word at the
+//     peer's place is often another object's, but what moves a mapping is whole pages.
+//     Pointers count once per place they point to; ties go to the lowest. The words of the
+//     regions moved so are read in the next round (the heap's first objects point to the
+//     executable's data), up to kRounds rounds: a few KiB of each process in all, however
+//     large its heap.
 //   * Inside a region moved by pointers, objects drift: a byte there is taken to move as the
 //     nearest object below it that a pointer read where a symbol moved points to (a
 //     landmark), else as the region.
@@ -78,7 +79,8 @@ class PeerLayout {
   // One process's guess.
   class Guess {
    public:
-    // What to read of the process in this round; empty: no more rounds.
+    // What to read of the process in this round (the words that can move another region);
+    // empty: no more rounds.
     const std::vector<Window>& toRead() const { return toRead_; }
     // Where the process's bytes of toRead() go (what could be read of them) before learn().
     TargetMemory& own() { return own_; }
@@ -86,6 +88,9 @@ class PeerLayout {
     void learn();
     // The windows to read ahead for the process's first update (empty: no guess).
     std::vector<Window> windows() const;
+    // The peer's windows in the regions the symbols moved, moved (a set-up's reads: the
+    // libraries' data).
+    std::vector<Window> movedBySymbols() const;
     // For the log: how each region was moved ("4 regions: 1 by symbols, 2 by pointers, ...").
     std::string summary() const;
 

@@ -213,7 +213,7 @@ std::vector<TargetMemory::Window> SessionService::peerSetUp(const RemoteImage& i
     std::vector<TargetMemory::Window> read = peer.memory->setUpWindows();
     if (read.empty()) return;
     PeerLayout layout(*peer.memory, read, *(*peer.typeSizes)[kPointer], peer.targetBigEndian);
-    out = layout.start(symbolPairs(objects_.image(*peer.image), image)).toRead();
+    out = layout.start(symbolPairs(objects_.image(*peer.image), image)).movedBySymbols();
   });
   return out;
 }

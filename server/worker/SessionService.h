@@ -100,7 +100,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
                                                          const RemoteImage& own);
   // Nothing learned of `image`'s set-ups: what a process set up with it is likely to read,
   // from what another process's set-up read, moved as the symbols both images resolved show
-  // (PeerLayout's first round): its image's has-queues reply's setUpAhead.
+  // (PeerLayout::Guess::movedBySymbols): its image's has-queues reply's setUpAhead.
   std::vector<TargetMemory::Window> peerSetUp(const RemoteImage& image);
   // What an update's reply names for other processes' next updates (wire PeerEpoch).
   struct NamedEpoch {

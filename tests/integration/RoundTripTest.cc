@@ -340,6 +340,23 @@ TEST_CASE("epoch policy: in a first session, the others' first updates are guess
   for (int r = 2; r < RankByRank::kRanks; ++r) CHECK(perRank[r] == 0);
 }
 
+TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a guess is updated "
+          "again") {
+  // Rank 3's refresh ahead is made from its guess with rank 1's update; the rank then changes
+  // before its own update, whose proof finds its memory changed: that update goes to the
+  // server (one round trip), as without a guess. Rank 2's, unchanged, is served by the shim.
+  RankByRank job(DebuggerHarness::Options{}, nullptr, true);
+  std::vector<uint64_t> perRank;
+  job.round([&](int r) {
+    if (r == 3) CHECK(progressRequests(*job.targets[3], 1) > 0);
+  }, &perRank);
+  Counters c = lastSession(job.server.endpoint());
+  CHECK(c["walk.refreshed_ahead"] == RankByRank::kRanks - 2);
+  CHECK(perRank[1] == 1);
+  CHECK(perRank[2] == 0);
+  CHECK(perRank[3] == 1);
+}
+
 TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learned of memory") {
   // Its set-ups' reads alone would make the next session's set-up replies say "learned": the
   // shim would offer the others, and their refreshes ahead would miss memory at every block

@@ -84,19 +84,23 @@ struct Job {
   std::vector<PeerLayout::SymbolPair> symbols() const { return {{kLib, kLib + dLib}}; }
 };
 
-// Runs a guess to its end as the session does, the shim reading from `job.own`.
-std::vector<Window> guessed(const Job& job, int* rounds = nullptr) {
+// Runs a guess to its end as the session does, the shim reading from `job.own`; `rounds` and
+// `bytes`, if given, get how many rounds read the process and how much.
+std::vector<Window> guessed(const Job& job, int* rounds = nullptr, uint64_t* bytes = nullptr) {
   TargetMemory peerMemory(65536);
   job.peer.fill(peerMemory);
   PeerLayout layout(peerMemory, job.walked, 8, false);
   PeerLayout::Guess guess = layout.start(job.symbols());
   int n = 0;
+  uint64_t read = 0;
   while (!guess.toRead().empty()) {
+    for (const Window& w : guess.toRead()) read += w.size;
     job.own.serve(guess.toRead(), guess.own());
     guess.learn();
     ++n;
   }
   if (rounds != nullptr) *rounds = n;
+  if (bytes != nullptr) *bytes = read;
   return guess.windows();
 }
 
@@ -105,8 +109,12 @@ std::vector<Window> guessed(const Job& job, int* rounds = nullptr) {
 TEST_CASE("PeerLayout: each region is moved as the process's own pointers say, round by round") {
   Job job(0x1000000, 0x2345000, uint64_t(0) - 0x100000);
   int rounds = 0;
-  std::vector<Window> guess = guessed(job, &rounds);
-  CHECK(rounds == 3);  // the library, then the heap it points to, then the executable's data
+  uint64_t bytes = 0;
+  std::vector<Window> guess = guessed(job, &rounds, &bytes);
+  // The library's words that point into the heap, then the heap's that point into the
+  // executable's data (which points nowhere new): only those words are read.
+  CHECK(rounds == 2);
+  CHECK(bytes == 24 + 16);
   CHECK(holds(guess, kLib + job.dLib, 1624));
   CHECK(holds(guess, kHeap1 + job.dHeap, 96));
   CHECK(holds(guess, kHeap2 + job.dHeap, 48));
@@ -124,6 +132,20 @@ TEST_CASE("PeerLayout: each region is moved as the process's own pointers say, r
       CHECK(w.size <= PeerLayout::kPage);
     }
   }
+}
+
+TEST_CASE("PeerLayout: what a set-up read, moved by the symbols alone, read nothing") {
+  // A set-up reads the libraries' data where the symbols point: another process's set-up
+  // reads, moved as the symbols both resolved show, with nothing read to find it out.
+  Job job(0x1000000, 0x2345000, 0x300000);
+  TargetMemory peerMemory(65536);
+  job.peer.fill(peerMemory);
+  PeerLayout layout(peerMemory, {{kLib + 0x100, 28}}, 8, false);
+  std::vector<Window> moved = layout.start(job.symbols()).movedBySymbols();
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0].address == kLib + 0x100 + job.dLib);
+  CHECK(moved[0].size == 28);
+  CHECK(layout.start({{0x10000, 0x20000}}).movedBySymbols().empty());  // no symbol near it
 }
 
 TEST_CASE("PeerLayout: a heap word off by less than a page moves nothing; the rest follows "
