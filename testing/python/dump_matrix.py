@@ -156,18 +156,16 @@ class DumpMatrix:
             problems.append("node: %s epoch checks made late (sent again), not %d (0): see %s"
                             % (late[-1:], 2 * len(self.pids), self.node_shim_log))
         # The tcp-new run, a job the server never saw (its state is new) behind the relay:
-        # every rank's first update after the first was guessed from the first rank's, and
-        # with three ranks or more the second rank's update refreshed some ahead in the first
-        # dump already: more than the refresh's `others` in all
-        # (docs/round-trips.md, "A job never seen").
+        # every rank's first update after the first was guessed from the first rank's
+        # (docs/round-trips.md, "A job never seen"). Whether a guess was whole enough to serve
+        # a refresh ahead depends on the MPI's heap (Open MPI's are: round-trips and the bench
+        # count them; MPICH's at 1,000 operations a rank were not).
         new_log = self._log_with_session(self.servers[3].log)
         guessed = re.findall(r"\((\d+) refreshed ahead\); (\d+) first updates guessed", new_log)
         others = len(self.pids) - 1
-        if others > 0 and (not guessed or int(guessed[0][1]) != others or
-                           (others >= 2 and int(guessed[0][0]) <= others)):
+        if others > 0 and (not guessed or int(guessed[0][1]) != others):
             problems.append("tcp-new: %s (refreshed ahead, first updates guessed), not %d "
-                            "guessed and some refreshed ahead: see %s"
-                            % (guessed[:1], others, self.servers[3].log))
+                            "guessed: see %s" % (guessed[:1], others, self.servers[3].log))
         misses = [int(m) for m in re.findall(r"look-ups \d+ hits / (\d+) misses", log)]
         if not misses or max(misses) != 0:
             problems.append("the node server, new to the DLL, asked for look-ups one by one "
