@@ -480,7 +480,7 @@ void MqsClient::settleBehind() {
         std::move(b.pending), b.entryPoint, token, imageHasQueuesAhead_,
         [this, token, before](wire::Session::ImageHasQueuesResults::Reader r) {
           keepNamed(imageSetUpAhead_, token, r.getSetUpAhead());
-          recordImageHasQueues(token, before, r.getRc(), r.getMessage());
+          recordImageHasQueues(token, before, r);
         });
   } else {
     holdAnswer<wire::Session::ProcessHasQueuesResults>(
@@ -488,7 +488,7 @@ void MqsClient::settleBehind() {
         [this, token, before](wire::Session::ProcessHasQueuesResults::Reader r) {
           keepNextEpoch(token, r, r.getLearned());
           setUpAhead_.erase(token);  // what it would have been sent with: read already
-          recordProcessHasQueues(token, before, r.getRc(), r.getMessage(), r.getSetUpRead());
+          recordProcessHasQueues(token, before, r);
         });
   }
 }
@@ -740,11 +740,10 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
     std::vector<SetUpRecall::Effect> effects;
     if (rc == mqs_ok && !ahead.keys.empty() &&
         answeredOnly(before, wire::InfoKind::IMAGE, token, false, &effects)) {
+      // Keyed at its has-queues reply, which names what the two calls consumed.
       SetUpRecall::Record record;
-      record.lookupDigest = *SetUpRecall::digestOf(ahead.keys, answersOf(ahead));
-      record.lookups = recall_->share(std::move(ahead.keys));
       record.image.setUp = SetUpRecall::Call{rc, {}, std::move(effects)};
-      imageRecords_[token] = ImageRecord{std::move(record), false, false, {}};
+      imageRecords_[token] = ImageRecord{std::move(record), answersOf(ahead), false, false, {}};
     }
     return rc;
   });
@@ -764,7 +763,7 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
     setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNamed(imageSetUpAhead_, token, reply.get().getSetUpAhead());
-    recordImageHasQueues(token, before, rc, reply.get().getMessage());
+    recordImageHasQueues(token, before, reply.get());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });
@@ -793,10 +792,14 @@ bool MqsClient::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
   if (ahead.keys.empty() || side_.replaying) return false;
   std::vector<const SetUpRecall::Record*> found = recall_->find(answersOf(ahead));
   if (found.empty()) return false;
-  ImageRecord kept{*found.front(), true, true, {}};
+  ImageRecord kept{*found.front(), answersOf(ahead), true, true, {}};
   kept.record.process.reset();
+  // Of the processes recorded with it, those whose set-up consumed look-ups answered the same
+  // for this image: the same process again (or one that shares its addresses).
   for (const SetUpRecall::Record* r : found) {
-    if (r->process) kept.processes.push_back(*r->process);
+    if (r->process && SetUpRecall::lookupsProve(*r->process, kept.answers)) {
+      kept.processes.push_back(*r->process);
+    }
   }
   const SetUpRecall::ImageOutcome& outcome = kept.record.image;
   uint64_t info = 0;
@@ -1050,16 +1053,21 @@ bool MqsClient::answeredOnly(const Mark& from, wire::InfoKind kind, uint64_t tok
   return true;
 }
 
-void MqsClient::recordImageHasQueues(uint64_t image, const Mark& from, int rc,
-                                     wire::OutString::Reader message) {
+void MqsClient::recordImageHasQueues(uint64_t image, const Mark& from,
+                                     wire::Session::ImageHasQueuesResults::Reader reply) {
   auto it = imageRecords_.find(image);
   if (it == imageRecords_.end() || it->second.complete) return;
-  SetUpRecall::Call call{rc, SetUpRecall::Message::from(message), {}};
-  if (!answeredOnly(from, wire::InfoKind::IMAGE, image, false, &call.effects) ||
+  SetUpRecall::Call call{reply.getRc(), SetUpRecall::Message::from(reply.getMessage()), {}};
+  std::optional<ConsumedLookups::Lookups> consumed = ConsumedLookups::from(reply);
+  std::optional<SetUpRecall::Digest> digest;
+  if (consumed) digest = SetUpRecall::digestOf(*consumed, it->second.answers);
+  if (!digest || !answeredOnly(from, wire::InfoKind::IMAGE, image, false, &call.effects) ||
       call.putsInfo()) {
     imageRecords_.erase(it);
     return;
   }
+  it->second.record.lookups = recall_->share(std::move(*consumed));
+  it->second.record.lookupDigest = *digest;
   it->second.record.image.hasQueues = std::move(call);
   it->second.complete = true;
   recall_->keep(it->second.record);  // the image alone answers its set-up, if its process's is not kept
@@ -1118,13 +1126,12 @@ bool sliceOf(const std::map<uint64_t, std::vector<unsigned char>>& read, uint64_
 
 }  // namespace
 
-void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
-                                       wire::OutString::Reader message,
-                                       capnp::List<wire::MemoryWindow>::Reader setUpRead) {
+void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from,
+                                       wire::Session::ProcessHasQueuesResults::Reader reply) {
   if (!processRecording_ || processRecording_->process != process) return;
   ProcessRecording rec = std::move(*processRecording_);
   stopProcessRecording();
-  SetUpRecall::Call call{rc, SetUpRecall::Message::from(message), {}};
+  SetUpRecall::Call call{reply.getRc(), SetUpRecall::Message::from(reply.getMessage()), {}};
   if (rec.bytes > 2 * uint64_t{wire::MAX_BLOCKS_AHEAD_BYTES} ||
       !answeredOnly(from, wire::InfoKind::PROCESS, process, true, &call.effects) ||
       call.putsInfo()) {
@@ -1132,6 +1139,13 @@ void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from, int r
   }
   auto it = imageRecords_.find(rec.image);
   if (it == imageRecords_.end() || !it->second.complete) return;
+  std::optional<ConsumedLookups::Lookups> consumed = ConsumedLookups::from(reply);
+  std::optional<SetUpRecall::Digest> lookupDigest;
+  if (consumed) lookupDigest = SetUpRecall::digestOf(*consumed, it->second.answers);
+  if (!lookupDigest) return;  // a look-up not answered ahead, or one unknown
+  rec.outcome.lookups = recall_->share(std::move(*consumed));
+  rec.outcome.lookupDigest = *lookupDigest;
+  capnp::List<wire::MemoryWindow>::Reader setUpRead = reply.getSetUpRead();
   // The proof: the bytes the DLL read, which the shim read for it (ahead or asked).
   SetUpRecall::ProcessInputs inputs(rec.bigEndian, rec.sizes);
   uint64_t bytes = 0;
@@ -1230,9 +1244,7 @@ MqsClient::LookupsAhead MqsClient::lookupsAhead(uint64_t image) {
 
 SetUpRecall::Answers MqsClient::answersOf(const LookupsAhead& ahead) {
   SetUpRecall::Answers answers;
-  for (size_t i = 0; i < ahead.keys.size(); ++i) {
-    answers.emplace(ahead.keys[i], SetUpRecall::canonical(ahead.keys[i], ahead.answers[i]));
-  }
+  for (size_t i = 0; i < ahead.keys.size(); ++i) answers.emplace(ahead.keys[i], ahead.answers[i]);
   return answers;
 }
 
@@ -1597,8 +1609,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
     setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
     int rc = resultOf(reply, reply.get().getRc());
     keepNextEpoch(token, reply.get(), reply.get().getLearned());
-    recordProcessHasQueues(token, before, rc, reply.get().getMessage(),
-                           reply.get().getSetUpRead());
+    recordProcessHasQueues(token, before, reply.get());
     applyMessage(reply.get().getMessage(), message, strings_);
     return rc;
   });

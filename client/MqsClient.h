@@ -310,6 +310,7 @@ class MqsClient {
   // process parts recorded with it, newest first, for its process's set-up to try.
   struct ImageRecord {
     SetUpRecall::Record record;
+    SetUpRecall::Answers answers;  // answered ahead with the image's set-up: what proves it
     bool complete = false;  // its mqs_image_has_queues' outcome is in
     bool recalled = false;
     std::vector<SetUpRecall::ProcessOutcome> processes;
@@ -343,14 +344,14 @@ class MqsClient {
   // itself. Its effects, in order, go to *effects.
   bool answeredOnly(const Mark& from, wire::InfoKind kind, uint64_t token, bool allowReads,
                     std::vector<SetUpRecall::Effect>* effects) const;
-  // The image's mqs_image_has_queues outcome, for its record.
-  void recordImageHasQueues(uint64_t image, const Mark& from, int rc,
-                            wire::OutString::Reader message);
-  // The process's mqs_process_has_queues outcome, with what the DLL read in its set-up
-  // (`setUpRead`): its record is complete and kept.
-  void recordProcessHasQueues(uint64_t process, const Mark& from, int rc,
-                              wire::OutString::Reader message,
-                              capnp::List<wire::MemoryWindow>::Reader setUpRead);
+  // The image's mqs_image_has_queues outcome, with the look-ups its set-up consumed, for its
+  // record.
+  void recordImageHasQueues(uint64_t image, const Mark& from,
+                            wire::Session::ImageHasQueuesResults::Reader reply);
+  // The process's mqs_process_has_queues outcome, with the look-ups its set-up consumed and
+  // what the DLL read in it (setUpRead): its record is complete and kept.
+  void recordProcessHasQueues(uint64_t process, const Mark& from,
+                              wire::Session::ProcessHasQueuesResults::Reader reply);
 
   // Look-ups answered ahead at mqs_setup_image, under the epoch policy: what the server asked
   // for in this session (DebuggerSide::lookedUp) and, with MQD_PROXY_STATE_DIR, what this DLL

@@ -94,11 +94,16 @@ bool SetUpRecall::Call::putsInfo() const {
   return false;
 }
 
-std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::LookupResult& a) {
+std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::LookupResult& a,
+                                   bool address) {
   char buf[64];
   switch (key.kind) {
     case LookupKey::Symbol:
     case LookupKey::Function:
+      if (!address) {
+        std::snprintf(buf, sizeof buf, "%d", a.rc);
+        break;
+      }
       std::snprintf(buf, sizeof buf, "%d:%llx", a.rc,
                     static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address : 0));
       break;
@@ -113,17 +118,22 @@ std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::Loo
   return buf;
 }
 
-std::optional<SetUpRecall::Digest> SetUpRecall::digestOf(const std::vector<LookupKey>& keys,
-                                                        const Answers& answers) {
+std::optional<SetUpRecall::Digest> SetUpRecall::digestOf(
+    const ConsumedLookups::Lookups& lookups, const Answers& answers) {
   Sha256 sha;
-  sha.number(static_cast<int64_t>(keys.size()));
-  for (const LookupKey& key : keys) {
+  sha.number(static_cast<int64_t>(lookups.size()));
+  for (const auto& [key, address] : lookups) {
     auto it = answers.find(key);
     if (it == answers.end()) return std::nullopt;
     feedKey(sha, key);
-    sha.text(it->second);
+    sha.number(address ? 1 : 0).text(canonical(key, it->second, address));
   }
   return sha.finish();
+}
+
+bool SetUpRecall::lookupsProve(const ProcessOutcome& process, const Answers& answers) {
+  std::optional<Digest> digest = digestOf(*process.lookups, answers);
+  return digest && *digest == process.lookupDigest;
 }
 
 SetUpRecall::ProcessInputs::ProcessInputs(bool bigEndian, const DebuggerSide::TypeSizes& sizes) {
@@ -143,7 +153,7 @@ bool SetUpRecall::ProcessInputs::read(const Read& r, const DebuggerSide::Block& 
 
 SetUpRecall::SetUpRecall(std::string stateDir, std::string buildId)
     : buildId_(std::move(buildId)) {
-  if (stateDir.empty() || buildId_.empty()) return;
+  if (stateDir.empty() || buildId_.empty()) return;  // kept in memory only, or not at all
   file_ = stateDir + "/setups-" + buildId_ + ".capnp";
   load();
 }
@@ -151,8 +161,8 @@ SetUpRecall::SetUpRecall(std::string stateDir, std::string buildId)
 std::vector<const SetUpRecall::Record*> SetUpRecall::find(const Answers& answers) const {
   std::vector<const Record*> found;
   if (refuted_) return found;
-  // Records made in one session share their look-up list: one digest per list.
-  std::map<const std::vector<LookupKey>*, std::optional<Digest>> digests;
+  // Records of one image's set-up share their look-up list: one digest per list.
+  std::map<const ConsumedLookups::Lookups*, std::optional<Digest>> digests;
   for (auto r = records_.rbegin(); r != records_.rend(); ++r) {
     auto it = digests.find(r->lookups.get());
     if (it == digests.end()) {
@@ -163,25 +173,32 @@ std::vector<const SetUpRecall::Record*> SetUpRecall::find(const Answers& answers
   return found;
 }
 
-SetUpRecall::LookupList SetUpRecall::share(std::vector<LookupKey> lookups) const {
-  std::set<const std::vector<LookupKey>*> compared;  // each list once: most records share one
+SetUpRecall::LookupList SetUpRecall::share(ConsumedLookups::Lookups lookups) const {
+  std::set<const ConsumedLookups::Lookups*> compared;  // each list once: most records share one
+  auto same = [&](const LookupList& list) {
+    return list && compared.insert(list.get()).second && *list == lookups;
+  };
   for (const Record& r : records_) {
-    if (compared.insert(r.lookups.get()).second && *r.lookups == lookups) return r.lookups;
+    if (same(r.lookups)) return r.lookups;
+    if (r.process && same(r.process->lookups)) return r.process->lookups;
   }
-  return std::make_shared<const std::vector<LookupKey>>(std::move(lookups));
+  return std::make_shared<const ConsumedLookups::Lookups>(std::move(lookups));
 }
 
 void SetUpRecall::keep(Record record) {
-  if (file_.empty() || refuted_) return;
+  if (buildId_.empty() || refuted_) return;
+  // The same part only for the same answers to the same look-ups: a digest alone may be a
+  // damaged (or forged) file's, which find() would never match with this list.
+  auto sameProcess = [](const ProcessOutcome& a, const ProcessOutcome& b) {
+    return a.digest == b.digest && a.lookupDigest == b.lookupDigest && *a.lookups == *b.lookups;
+  };
   for (auto it = records_.begin(); it != records_.end();) {
-    // The same record only for the same answers to the same look-ups: a digest alone may be
-    // a damaged (or forged) file's, which find() would never match with this list.
     if (it->lookupDigest != record.lookupDigest || *it->lookups != *record.lookups) {
       ++it;
     } else if (!record.process) {
       if (it->process) return;  // the image's outcome is kept already, with a process's
       it = records_.erase(it);
-    } else if (!it->process || it->process->digest == record.process->digest) {
+    } else if (!it->process || sameProcess(*it->process, *record.process)) {
       it = records_.erase(it);
     } else {
       ++it;
@@ -205,35 +222,41 @@ void SetUpRecall::load() {
   std::vector<Record> loaded;
   bool ok = readStateFile(file_, kMaxFileWords, [&](capnp::MessageReader& reader) {
     auto root = reader.getRoot<wire::SetUpRecords>();
-    if (root.getBuildId() != buildId_) return;
+    if (root.getBuildId() != buildId_ || !root.getConsumedOnly()) return;
     std::vector<std::optional<LookupKey>> table;
     for (auto l : root.getLookups()) table.push_back(LookupKey::from(l));
-    std::map<std::vector<uint32_t>, LookupList> lists;
+    std::map<ConsumedLookups::Lookups, LookupList> lists;
+    // A list of the file's, shared with the records that have the same; nullopt for an index
+    // out of the table, or a look-up of a kind this build does not know.
+    auto listOf = [&](capnp::List<wire::RecordedLookup>::Reader in) -> std::optional<LookupList> {
+      ConsumedLookups::Lookups lookups;
+      for (auto l : in) {
+        if (l.getIndex() >= table.size() || !table[l.getIndex()]) return std::nullopt;
+        lookups[*table[l.getIndex()]] |= l.getAddress();
+      }
+      auto it = lists.find(lookups);
+      if (it == lists.end()) {
+        auto shared = std::make_shared<const ConsumedLookups::Lookups>(lookups);
+        it = lists.emplace(std::move(lookups), std::move(shared)).first;
+      }
+      return it->second;
+    };
     for (auto in : root.getRecords()) {
       Record r;
-      std::vector<uint32_t> indices;
-      std::vector<LookupKey> keys;
-      bool usable = true;
-      for (uint32_t i : in.getLookups()) {
-        usable = usable && i < table.size() && table[i].has_value();
-        if (!usable) break;
-        indices.push_back(i);
-        keys.push_back(*table[i]);
+      std::optional<LookupList> lookups = listOf(in.getConsumed());
+      if (!lookups || !digestFrom(in.getLookupDigest(), &r.lookupDigest) ||
+          in.getImage().getRc() != mqs_ok) {
+        continue;  // damage, or a newer writer's look-up
       }
-      usable = usable && digestFrom(in.getLookupDigest(), &r.lookupDigest) &&
-               in.getImage().getRc() == mqs_ok;
-      if (!usable) continue;  // a look-up of a kind this build does not know, or damage
-      auto list = lists.find(indices);
-      if (list == lists.end()) {
-        list = lists.emplace(indices, std::make_shared<const std::vector<LookupKey>>(
-                                          std::move(keys))).first;
-      }
-      r.lookups = list->second;
+      r.lookups = *lookups;
       r.image.setUp = callFrom(in.getImage());
       r.image.hasQueues = callFrom(in.getImageHasQueues());
       if (in.getHasProcess() && in.getProcess().getRc() == mqs_ok) {
         ProcessOutcome p;
-        if (digestFrom(in.getProcessDigest(), &p.digest)) {
+        std::optional<LookupList> consumed = listOf(in.getProcessConsumed());
+        if (consumed && digestFrom(in.getProcessLookupDigest(), &p.lookupDigest) &&
+            digestFrom(in.getProcessDigest(), &p.digest)) {
+          p.lookups = *consumed;
           for (auto read : in.getReads()) {
             p.reads.push_back({read.getAddress(), read.getSize(), read.getNeededAddress(),
                                read.getNeededSize()});
@@ -257,28 +280,44 @@ void SetUpRecall::save() {
   if (!makeStateDir(file_.substr(0, file_.rfind('/')))) return;
   std::map<LookupKey, uint32_t> index;
   std::vector<const LookupKey*> table;
-  for (const Record& r : records_) {
-    for (const LookupKey& k : *r.lookups) {
-      if (index.emplace(k, static_cast<uint32_t>(table.size())).second) table.push_back(&k);
+  auto enter = [&](const ConsumedLookups::Lookups& lookups) {
+    for (const auto& entry : lookups) {
+      if (index.emplace(entry.first, static_cast<uint32_t>(table.size())).second) {
+        table.push_back(&entry.first);
+      }
     }
+  };
+  for (const Record& r : records_) {
+    enter(*r.lookups);
+    if (r.process) enter(*r.process->lookups);
   }
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<wire::SetUpRecords>();
   root.setBuildId(buildId_);
+  root.setConsumedOnly(true);
   auto lookups = root.initLookups(static_cast<unsigned>(table.size()));
   for (unsigned i = 0; i < table.size(); ++i) table[i]->writeTo(lookups[i]);
+  auto write = [&](const ConsumedLookups::Lookups& from,
+                   capnp::List<wire::RecordedLookup>::Builder to) {
+    unsigned k = 0;
+    for (const auto& [key, address] : from) {
+      to[k].setIndex(index.at(key));
+      to[k++].setAddress(address);
+    }
+  };
   auto out = root.initRecords(static_cast<unsigned>(records_.size()));
   for (unsigned i = 0; i < records_.size(); ++i) {
     const Record& r = records_[i];
     auto o = out[i];
-    auto keys = o.initLookups(static_cast<unsigned>(r.lookups->size()));
-    for (unsigned k = 0; k < r.lookups->size(); ++k) keys.set(k, index.at((*r.lookups)[k]));
+    write(*r.lookups, o.initConsumed(static_cast<unsigned>(r.lookups->size())));
     o.setLookupDigest(kj::arrayPtr(r.lookupDigest.data(), r.lookupDigest.size()));
     writeCall(r.image.setUp, o.initImage());
     writeCall(r.image.hasQueues, o.initImageHasQueues());
     if (!r.process) continue;
     const ProcessOutcome& p = *r.process;
     o.setHasProcess(true);
+    write(*p.lookups, o.initProcessConsumed(static_cast<unsigned>(p.lookups->size())));
+    o.setProcessLookupDigest(kj::arrayPtr(p.lookupDigest.data(), p.lookupDigest.size()));
     o.setProcessDigest(kj::arrayPtr(p.digest.data(), p.digest.size()));
     auto reads = o.initReads(static_cast<unsigned>(p.reads.size()));
     for (unsigned k = 0; k < p.reads.size(); ++k) {

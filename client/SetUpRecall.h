@@ -1,28 +1,32 @@
-// SetUpRecall: set-ups answered from what the same vendor DLL build answered in an earlier
-// session, once everything the DLL consumed then is proved the same now.
+// SetUpRecall: set-ups answered from what the same vendor DLL build answered earlier, in this
+// session or an earlier one, once everything the DLL consumed then is proved the same now.
 //
-// In a learned session a rank's set-up still costs two round trips: the image's and the
-// process's, each with its has-queues call behind it (docs/round-trips.md, "Set-up"). For a job
-// of 64 ranks that is 128 of the first dump's 130. Yet a DLL's set-up is a function of what it
-// consumes: the debugger's answers to its look-ups, the process's byte order and type sizes,
-// and the bytes of target memory it reads. Under the epoch policy the shim sends all of them
-// with the set-up, so it knows them. It records, per DLL build, every set-up that consumed
-// nothing else (no callback but the reads it answered, at most one info put, on the object
-// itself), with SHA-256 digests of those inputs (of the memory, what the server says the DLL
-// read: setUpRead) and each call's outcome: result, message and effects in order (the info,
-// dprints, output). A later set-up whose inputs have the same digests is answered from the
-// record before the server replies (MqsClient::recallSetupImage, recallSetupProcess). The
-// server still runs it, and its reply is compared with what the debugger was told
-// (MqsClient::settleRecalled): the rule and what a contradiction does are in
+// Without records a rank's set-up costs two round trips: the image's and the process's, each
+// with its has-queues call behind it (docs/round-trips.md, "Set-up"). For a job of 64 ranks
+// that is 128 of the first dump's. Yet a DLL's set-up is a function of what it consumes: the
+// debugger's answers to its look-ups, the process's byte order and type sizes, and the bytes
+// of target memory it reads. Under the epoch policy the shim sends all of them with the
+// set-up, so it knows them; the server names the look-ups each object's set-up made
+// (ConsumedLookups, in the has-queues replies). The shim records, per DLL build, every set-up
+// that consumed nothing else (no callback but the reads it answered, at most one info put, on
+// the object itself), with SHA-256 digests of those inputs (of the image's and the process's
+// look-ups, each its own; of the memory, what the server says the DLL read: setUpRead) and
+// each call's outcome: result, message and effects in order (the info, dprints, output). A
+// later set-up whose inputs have the same digests is answered from the record before the
+// server replies (MqsClient::recallSetupImage, recallSetupProcess). The server still runs it,
+// and its reply is compared with what the debugger was told (MqsClient::settleRecalled): the
+// rule and what a contradiction does are in
 // docs/round-trips.md, "Set-ups answered from a record".
 //
 // A record covers one image's set-up and that of the process set up with it. Address-space
-// randomisation makes the symbol answers particular to one process, so a record serves a
-// debugger that sets up the same process again in a later session (a job attached again).
-// Processes that share their addresses (no randomisation, a test harness) share the image's
-// record: each of their process parts is tried.
+// randomisation makes a symbol's address particular to one process, so a process part (whose
+// reads start at symbols) serves the same process again (a job attached again); an image part
+// whose set-up took no address (Open MPI's) serves every rank of the job, from the second on,
+// in the same session. Processes that share their addresses (no randomisation, a test harness)
+// share the image's record: each of their process parts is tried.
 // One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
-// kMaxRecords, the newest kept; an unreadable file is ignored and rewritten.
+// kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Without a state
+// directory, records serve the session that made them.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "ConsumedLookups.h"
 #include "DebuggerSide.h"
 #include "LookupKey.h"
 #include "Sha256.h"
@@ -77,28 +82,36 @@ class SetUpRecall {
     Call setUp;  // mqs_setup_image: rc mqs_ok
     Call hasQueues;
   };
+  // What one object's set-up consumed of the look-ups (shared by the records with the same).
+  using LookupList = std::shared_ptr<const ConsumedLookups::Lookups>;
   struct ProcessOutcome {
+    LookupList lookups;       // consumed by its two calls
+    Digest lookupDigest{};    // of their answers (digestOf)
     Digest digest{};          // ProcessInputs of the set-up
     std::vector<Read> reads;  // in order
     Call setUp;               // mqs_setup_process: rc mqs_ok
     std::string warning;      // the set-up reply's (ByteOrderCheck)
     Call hasQueues;
   };
-  // Look-ups answered ahead, in order: shared by the records of one session's images.
-  using LookupList = std::shared_ptr<const std::vector<LookupKey>>;
   struct Record {
-    LookupList lookups;  // answered ahead with the image's set-up
-    Digest lookupDigest{};
+    LookupList lookups;  // consumed by the image's two calls
+    Digest lookupDigest{};  // of their answers (digestOf)
     ImageOutcome image;
     std::optional<ProcessOutcome> process;
   };
 
-  // The look-ups answered ahead, by look-up: what a DLL can consume of each answer (canonical).
-  using Answers = std::map<LookupKey, std::string>;
-  static std::string canonical(const LookupKey& key, const DebuggerSide::LookupResult& answer);
-  // The digest of `keys`' answers, nullopt if one of them was not answered.
-  static std::optional<Digest> digestOf(const std::vector<LookupKey>& keys,
+  // The look-ups answered ahead with an image's set-up, by look-up.
+  using Answers = std::map<LookupKey, DebuggerSide::LookupResult>;
+  // What a DLL consumes of an answer: of a symbol or function its result, and its address only
+  // if it took it (`address`); of a type whether there is one (its handle is the session's
+  // own); of a field or size the value.
+  static std::string canonical(const LookupKey& key, const DebuggerSide::LookupResult& answer,
+                               bool address);
+  // The digest of the answers to `lookups`, nullopt if one of them was not answered.
+  static std::optional<Digest> digestOf(const ConsumedLookups::Lookups& lookups,
                                         const Answers& answers);
+  // Whether `answers` prove a record's process part as to the look-ups.
+  static bool lookupsProve(const ProcessOutcome& process, const Answers& answers);
 
   // The digest of a process set-up's inputs: its byte order and type sizes, then every read,
   // in order. A read that failed or came back short makes the set-up unrecordable (read()
@@ -114,21 +127,22 @@ class SetUpRecall {
     Sha256 sha_;
   };
 
-  // `stateDir` or `buildId` empty: nothing is kept or found.
+  // `buildId` empty: nothing is kept or found; `stateDir` empty: nothing is kept on disk.
   SetUpRecall(std::string stateDir, std::string buildId);
 
   const std::string& buildId() const { return buildId_; }
-  // The records of image set-ups whose look-ups were all answered now, with the same answers,
-  // newest first: one per process recorded with such an image (several only where processes
-  // share their addresses); empty when there is none (or after refute()).
+  // The records of image set-ups whose consumed look-ups were all answered now, with the same
+  // answers, newest first: one per process recorded with such an image; empty when there is
+  // none (or after refute()).
   std::vector<const Record*> find(const Answers& answers) const;
-  // Keeps `record`, in place of one with the same look-ups, the same look-up digest and the
-  // same process inputs (or none); a record without a process part is not kept beside one
-  // with it. A record of other look-ups with the same digest (a damaged or forged file) is
-  // another record: `record` is found afterwards, whatever the file held.
+  // Keeps `record`, in place of one with the same image part (look-ups and digest) and the
+  // same process part (look-ups, their digest and the process inputs), or none; a record
+  // without a process part is not kept beside one with it. A record of other look-ups with the
+  // same digest (a damaged or forged file) is another record: `record` is found afterwards,
+  // whatever the file held.
   void keep(Record record);
   // `lookups`, shared with the records that have the same list.
-  LookupList share(std::vector<LookupKey> lookups) const;
+  LookupList share(ConsumedLookups::Lookups lookups) const;
   // Writes the file if something was kept since it was read or written. Never throws.
   void save();
   // A record was contradicted by the DLL: none is used again by this client, and the file is

@@ -325,6 +325,13 @@ struct FieldLookup {
   field @1 :Text;
 }
 
+struct ConsumedLookup {
+  # A look-up the DLL made during a set-up (Session.imageHasQueues' and processHasQueues'
+  # consumed): what a record of the set-up must find answered the same (client/SetUpRecall.h).
+  lookup @0 :Lookup;
+  address @1 :Bool;  # a symbol's or function's address was taken, not only its result
+}
+
 struct LookupAnswer {
   rc @0 :Int32;           # symbol / function
   address @1 :OutAddress; # symbol / function
@@ -382,13 +389,16 @@ struct SetUpRecords {
   buildId @0 :Text;
   lookups @1 :List(Lookup);   # the look-ups the records name, by index
   records @2 :List(SetUpRecord);
+  consumedOnly @3 :Bool;
+  # The records are keyed by the look-ups each set-up consumed; a file without the mark (an
+  # older shim's, keyed by every look-up answered ahead) is ignored.
 }
 
 struct SetUpRecord {
   # One image's set-up and the set-up of the process set up with it, each call's outcome: its
   # result, message and effects in order.
-  lookups @0 :List(UInt32);   # what was answered ahead with the image's set-up (indices)
-  lookupDigest @1 :Data;      # SHA-256 of those answers
+  lookups @0 :List(UInt32);   # an older file's: what was answered ahead (no longer written)
+  lookupDigest @1 :Data;      # SHA-256 of the answers to `consumed`
   image @2 :RecordedCall;     # mqs_setup_image (it answered mqs_ok: only such set-ups are kept)
   imageHasQueues @3 :RecordedCall;
   hasProcess @4 :Bool;        # the process part below is set
@@ -397,6 +407,14 @@ struct SetUpRecord {
   process @7 :RecordedCall;   # mqs_setup_process (mqs_ok)
   warning @8 :Text;           # its reply's warning (ByteOrderCheck), empty if none
   processHasQueues @9 :RecordedCall;
+  consumed @10 :List(RecordedLookup);  # what the image's two calls consumed
+  processConsumed @11 :List(RecordedLookup);  # what the process's two calls consumed
+  processLookupDigest @12 :Data;  # SHA-256 of the answers to processConsumed
+}
+
+struct RecordedLookup {
+  index @0 :UInt32;   # in SetUpRecords.lookups
+  address @1 :Bool;   # as ConsumedLookup's
 }
 
 struct RecordedCall {
@@ -569,10 +587,14 @@ interface Session {
   # reply, so the server counts it as a call behind (rt.calls_behind), not a round trip.
   imageHasQueues @3 (image :UInt64, afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
-          setUpAhead :List(MemoryWindow) $readAhead, skipped :Bool);
+          setUpAhead :List(MemoryWindow) $readAhead, skipped :Bool,
+          consumed :List(ConsumedLookup), consumedKnown :Bool);
   # afterSetUp: the shim sent this call right behind the image's setupImage, before its reply
   # (docs/round-trips.md, "Set-up"): the server runs mqs_image_has_queues only if that set-up
   # answered mqs_ok, and otherwise answers `skipped`, with nothing else set.
+  # consumed: in the epoch policy, the look-ups the image's mqs_setup_image and this call made,
+  # each once; consumedKnown: they are all named (not when the DLL used a type handle that no
+  # look-up by name found, nor in another policy).
   # setUpAhead: in the epoch policy, what an earlier session's set-up of a process of this
   # image read (the image's look-ups resolved as that process's did: the same fingerprint).
   # The shim reads it from a process it sets up with this image, inside mqs_setup_process,
@@ -603,8 +625,10 @@ interface Session {
                        afterSetUp :Bool)
       -> (rc :Int32, message :OutString, failure :Failure,
           nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool,
-          setUpRead :List(MemoryWindow) $readAhead, readOnNode :Bool $readAhead);
-  # afterSetUp, skipped: as for imageHasQueues, behind the process's setupProcess.
+          setUpRead :List(MemoryWindow) $readAhead, readOnNode :Bool $readAhead,
+          consumed :List(ConsumedLookup), consumedKnown :Bool);
+  # afterSetUp, skipped, consumed, consumedKnown: as for imageHasQueues, behind the process's
+  # setupProcess, and the look-ups its mqs_setup_process and this call made.
   # setUpRead: in the epoch policy, what the DLL read of the process in its set-up so far
   # (mqs_setup_process and this call), as windows: the bytes a record of the set-up proves
   # (client/SetUpRecall.h).

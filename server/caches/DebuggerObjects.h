@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "ConsumedLookups.h"
 #include "LocalProcess.h"
 #include "TargetMemory.h"
 
@@ -47,6 +48,8 @@ struct RemoteImage {
   std::map<std::string, AddressAnswer> symbols;
   std::map<std::pair<std::string, int>, AddressAnswer> functions;
   std::map<std::pair<std::string, int>, uint64_t> types;
+  // The look-ups its last mqs_setup_image and mqs_image_has_queues made (epoch policy).
+  ConsumedLookups setUpConsumed;
 };
 
 using TypeSizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
@@ -58,6 +61,8 @@ struct RemoteProcess {
   bool setUpOk = false;         // and its last one answered mqs_ok
   bool targetBigEndian = false; // learned once, at set-up
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
+  // The look-ups its last mqs_setup_process and mqs_process_has_queues made (epoch policy).
+  ConsumedLookups setUpConsumed;
   // The debugger's answers about the process, kept as long as it cannot answer differently
   // (cache policies call and epoch; docs: "Answers the proxy asks for or keeps"). Each is
   // asked for when the DLL first asks, except what the shim sent with mqs_setup_process.

@@ -96,7 +96,9 @@ AddressAnswer addressAnswer(int rc, bool asked, wire::OutAddress::Reader out) {
 int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* name,
                                mqs_taddr_t* addr) {
   bool want = addr != nullptr;
-  if (caches()) seen_.insert({LookupKey::Symbol, name, 0, ""});
+  LookupKey key{LookupKey::Symbol, name, 0, ""};
+  consume(&key, want);
+  if (caches()) seen_.insert(key);
   return cachedAddress(call, caches(), image.symbols, std::string(name), want, [&]() {
     auto request = client_.findSymbolRequest();
     request.setImage(image.token);
@@ -110,7 +112,9 @@ int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* na
 int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* name, int lang,
                                  mqs_taddr_t* addr) {
   bool want = addr != nullptr;
-  if (caches()) seen_.insert({LookupKey::Function, name, lang, ""});
+  LookupKey key{LookupKey::Function, name, lang, ""};
+  consume(&key, want);
+  if (caches()) seen_.insert(key);
   return cachedAddress(call, caches(), image.functions, std::make_pair(std::string(name), lang),
                        want, [&]() {
                          auto request = client_.findFunctionRequest();
@@ -127,8 +131,10 @@ int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* 
 uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char* name,
                                   int lang) {
   auto key = std::make_pair(std::string(name), lang);
+  LookupKey named{LookupKey::Type, name, lang, ""};
+  consume(&named);
   if (caches()) {
-    seen_.insert({LookupKey::Type, name, lang, ""});
+    seen_.insert(named);
     auto it = image.types.find(key);
     hit(call, it != image.types.end(), Count::LookupHits, Count::LookupMisses);
     if (it != image.types.end()) return it->second;
@@ -147,11 +153,14 @@ uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char*
 
 int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field) {
   auto key = std::make_pair(type, std::string(field));
+  auto named = typeNames_.find(type);
+  std::optional<LookupKey> lookup;
+  if (named != typeNames_.end()) {
+    lookup = LookupKey{LookupKey::Field, named->second.first, named->second.second, field};
+  }
+  consume(lookup ? &*lookup : nullptr);
   if (caches()) {
-    auto named = typeNames_.find(type);
-    if (named != typeNames_.end()) {
-      seen_.insert({LookupKey::Field, named->second.first, named->second.second, field});
-    }
+    if (lookup) seen_.insert(*lookup);
     auto it = fieldOffsets_.find(key);
     hit(call, it != fieldOffsets_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != fieldOffsets_.end()) return it->second;
@@ -165,11 +174,14 @@ int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field)
 }
 
 int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
+  auto named = typeNames_.find(type);
+  std::optional<LookupKey> lookup;
+  if (named != typeNames_.end()) {
+    lookup = LookupKey{LookupKey::SizeOf, named->second.first, named->second.second, ""};
+  }
+  consume(lookup ? &*lookup : nullptr);
   if (caches()) {
-    auto named = typeNames_.find(type);
-    if (named != typeNames_.end()) {
-      seen_.insert({LookupKey::SizeOf, named->second.first, named->second.second, ""});
-    }
+    if (lookup) seen_.insert(*lookup);
     auto it = sizes_.find(type);
     hit(call, it != sizes_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != sizes_.end()) return it->second;
@@ -179,6 +191,15 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
   int size = await(call, request).getSize();
   if (caches()) sizes_[type] = size;
   return size;
+}
+
+void RemoteDebugger::consume(const LookupKey* key, bool address) {
+  if (consumed_ == nullptr) return;
+  if (key == nullptr) {
+    consumed_->unnamed = true;
+  } else {
+    consumed_->add(*key, address);
+  }
 }
 
 namespace {

@@ -30,6 +30,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ConsumedLookups.h"
 #include "DebuggerObjects.h"
 #include "DllCall.h"
 #include "StringPool.h"
@@ -153,6 +154,9 @@ class RemoteDebugger {
 
   // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
+  // While `sink` is set (SessionService, for a set-up's calls), every look-up the DLL makes is
+  // added to it; nullptr stops. Under the epoch policy only (the caller's to decide).
+  void consumeInto(ConsumedLookups* sink) { consumed_ = sink; }
 
   // Reads windows of several processes in one round trip (the requests travel together), each
   // process's into a memory of the caller's that no DLL read is served from: what PeerLayout
@@ -224,6 +228,9 @@ class RemoteDebugger {
   std::map<uint64_t, int> sizes_;
   std::map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> (name, lang)
   std::set<LookupKey> seen_;
+  ConsumedLookups* consumed_ = nullptr;
+  // Adds to consumed_, if set: `key`, or for a field or size of an unnamed type, unknown.
+  void consume(const LookupKey* key, bool address = false);
 };
 
 }  // namespace mqd::server

@@ -27,6 +27,21 @@ constexpr size_t kFiberStackBytes = 8u << 20;
 // Marker for "the DLL did not store into this char** output".
 char kUntouched;
 
+// While alive, under the epoch policy, the look-ups the DLL makes go to `sink`: what a set-up
+// consumed, which its has-queues reply names for the shim's records (client/SetUpRecall.h).
+class Consuming {
+ public:
+  Consuming(RemoteDebugger& remote, ConsumedLookups& sink) : remote_(remote) {
+    if (remote_.options().policy == wire::CachePolicy::EPOCH) remote_.consumeInto(&sink);
+  }
+  ~Consuming() { remote_.consumeInto(nullptr); }
+  Consuming(const Consuming&) = delete;
+  Consuming& operator=(const Consuming&) = delete;
+
+ private:
+  RemoteDebugger& remote_;
+};
+
 
 void captureMessage(char* message, wire::OutString::Builder out) {
   if (message == &kUntouched) {
@@ -397,6 +412,8 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     if (!ahead.empty()) {
       remote_.prefetchLookups(call, image, std::vector<LookupKey>(ahead.begin(), ahead.end()));
     }
+    image.setUpConsumed.clear();
+    Consuming consuming(remote_, image.setUpConsumed);
     int rc = dll_->entry().mqs_setup_image(reinterpret_cast<mqs_image*>(&image),
                                            imageCallbackTable());
     image.setUpOk = rc == mqs_ok;
@@ -414,9 +431,16 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
       return;
     }
     char* message = &kUntouched;
-    int rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
+    int rc;
+    {
+      Consuming consuming(remote_, image.setUpConsumed);
+      rc = dll_->entry().mqs_image_has_queues(reinterpret_cast<mqs_image*>(&image), &message);
+    }
     results.setRc(rc);
     captureMessage(message, results.initMessage());
+    if (remote_.options().policy == wire::CachePolicy::EPOCH) {
+      image.setUpConsumed.writeTo(results);
+    }
     std::vector<TargetMemory::Window> setUp = learnedMemory_.load(fingerprint(image)).setUp;
     if (setUp.empty()) setUp = peerSetUp(image);
     std::vector<TargetMemory::Window> ahead = remote_.imageSetUpAheadWindows(setUp);
@@ -452,6 +476,8 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     }
     startEpoch(call, process, RemoteDebugger::EpochKind::SetUp);
     remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
+    process.setUpConsumed.clear();
+    Consuming consuming(remote_, process.setUpConsumed);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
                                              processCallbackTable());
     process.setUpOk = rc == mqs_ok;
@@ -485,10 +511,17 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     }
     remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     char* message = &kUntouched;
-    int rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
-                                                  &message);
+    int rc;
+    {
+      Consuming consuming(remote_, process.setUpConsumed);
+      rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
+                                                &message);
+    }
     results.setRc(rc);
     captureMessage(message, results.initMessage());
+    if (remote_.options().policy == wire::CachePolicy::EPOCH) {
+      process.setUpConsumed.writeTo(results);
+    }
     bool learned = false;
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));

@@ -248,16 +248,23 @@ void fuzzSetUps(const uint8_t* data, size_t size) {
   writeFile(path, data, size);
   mqd::client::SetUpRecall recall(stateDir, build);
   // Whatever the file held: look-ups that answer as its records might, and a record kept.
+  mqd::client::DebuggerSide::LookupResult symbol, type;
+  symbol.written = true;
+  symbol.address = 0x1000;
+  type.type = 1;
   mqd::client::SetUpRecall::Answers answers{
-      {{mqd::LookupKey::Symbol, "MPIR_debug_typedefs_sizeof", 0, ""}, "0:1000"},
-      {{mqd::LookupKey::Type, "t", 1, ""}, "1"}};
+      {{mqd::LookupKey::Symbol, "MPIR_debug_typedefs_sizeof", 0, ""}, symbol},
+      {{mqd::LookupKey::Type, "t", 1, ""}, type}};
   for (const auto* r : recall.find(answers)) {
     (void)r->image.setUp.putsInfo();
-    if (r->process) (void)r->process->reads.size();
+    if (r->process) {
+      (void)r->process->reads.size();
+      (void)mqd::client::SetUpRecall::lookupsProve(*r->process, answers);
+    }
   }
   mqd::client::SetUpRecall::Record record;
-  std::vector<mqd::LookupKey> keys;
-  for (const auto& [key, answer] : answers) keys.push_back(key);
+  mqd::ConsumedLookups::Lookups keys;
+  for (const auto& [key, answer] : answers) keys[key] = key.kind == mqd::LookupKey::Symbol;
   record.lookupDigest = *mqd::client::SetUpRecall::digestOf(keys, answers);
   record.lookups = recall.share(keys);
   record.image.setUp.effects.push_back({mqd::client::SetUpRecall::Effect::PutInfo, {}});

@@ -387,18 +387,24 @@ TEST_CASE("record real sessions as fuzz seeds") {
   // 6: the shim's set-up records, as SetUpRecall writes them.
   {
     mqd::client::SetUpRecall recall(dir / "shim-state", "seed");
-    mqd::client::SetUpRecall::Answers answers{
-        {{mqd::LookupKey::Symbol, "tmpi_comm_list", 0, ""}, "0:1000"},
-        {{mqd::LookupKey::Field, "tmpi_comm", 1, "next"}, "8"}};
-    std::vector<mqd::LookupKey> keys;
-    for (const auto& [key, answer] : answers) keys.push_back(key);
+    mqd::client::DebuggerSide::LookupResult symbol, field;
+    symbol.written = true;
+    symbol.address = 0x1000;
+    field.value = 8;
+    const mqd::LookupKey kSymbol{mqd::LookupKey::Symbol, "tmpi_comm_list", 0, ""};
+    const mqd::LookupKey kField{mqd::LookupKey::Field, "tmpi_comm", 1, "next"};
+    mqd::client::SetUpRecall::Answers answers{{kSymbol, symbol}, {kField, field}};
     mqd::client::SetUpRecall::Record record;
-    record.lookupDigest = *mqd::client::SetUpRecall::digestOf(keys, answers);
-    record.lookups = recall.share(keys);
+    mqd::ConsumedLookups::Lookups image{{kField, false}, {kSymbol, false}};
+    mqd::ConsumedLookups::Lookups taken{{kSymbol, true}};
+    record.lookupDigest = *mqd::client::SetUpRecall::digestOf(image, answers);
+    record.lookups = recall.share(image);
     record.image.setUp.effects = {{mqd::client::SetUpRecall::Effect::PutInfo, {}},
                                   {mqd::client::SetUpRecall::Effect::Dprints, "image set up"}};
     record.image.hasQueues.message = {mqd::client::SetUpRecall::Message::Null, {}};
     mqd::client::SetUpRecall::ProcessOutcome process;
+    process.lookupDigest = *mqd::client::SetUpRecall::digestOf(taken, answers);
+    process.lookups = recall.share(taken);
     process.reads = {{0x1000, 8, 0x1000, 8}};
     process.setUp.effects = {{mqd::client::SetUpRecall::Effect::PutInfo, {}}};
     process.hasQueues.message = {mqd::client::SetUpRecall::Message::Text, "none in %s"};

@@ -39,6 +39,8 @@ void configure(const std::string& endpoint, const char* cache, const char* compr
   setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
   setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
   setenv("MQD_PROXY_LOG_FILE", (dir / "shim.log").c_str(), 1);
+  // The shim's state of this test alone: another run's records would answer its set-ups.
+  setenv("MQD_PROXY_STATE_DIR", (dir / "shim-state").c_str(), 1);
   setenv("MQD_PROXY_CACHE", cache, 1);
   setenv("MQD_PROXY_COMPRESS", compress, 1);
   unsetenv("MQD_PROXY_TIMEOUT");
@@ -198,9 +200,11 @@ struct RankByRank {
   std::vector<mqs_process*> processes;
 
   // `apart`: each rank's data and heap are mappings of their own, at other places in each
-  // rank (as address-space randomisation leaves a real job's).
+  // rank (as address-space randomisation leaves a real job's). `imagesFirst`: rank 0 is set
+  // up whole, then every other image, then every other process (as `mqd dump --all` does);
+  // else rank by rank. setUpRoundTrips: what the set-ups of the ranks after the first cost.
   explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr,
-                      bool apart = false)
+                      bool apart = false, bool imagesFirst = false)
       : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
         server(shared ? *shared : *ownServer),
         relay(mqd::test::kRelay,
@@ -217,18 +221,35 @@ struct RankByRank {
       layOut(*targets.back(), standardJob(50, kRanks, r));
     }
     d.dll().setup_basic_callbacks(d.basicCallbacks());
+    std::vector<mqs_image*> images;
     for (int r = 0; r < kRanks; ++r) {
       auto* image = d.addImage(*targets[r], "a.out");
-      auto* process = d.addProcess(image, r, "rank" + std::to_string(r));
-      char* m = nullptr;
-      REQUIRE(d.dll().setup_image(reinterpret_cast<mqs_image*>(image), d.imageCallbacks()) ==
-              mqs_ok);
-      REQUIRE(d.dll().image_has_queues(reinterpret_cast<mqs_image*>(image), &m) == mqs_ok);
-      processes.push_back(reinterpret_cast<mqs_process*>(process));
-      REQUIRE(d.dll().setup_process(processes.back(), d.processCallbacks()) == mqs_ok);
-      REQUIRE(d.dll().process_has_queues(processes.back(), &m) == mqs_ok);
+      images.push_back(reinterpret_cast<mqs_image*>(image));
+      processes.push_back(reinterpret_cast<mqs_process*>(
+          d.addProcess(image, r, "rank" + std::to_string(r))));
     }
+    auto setUpImage = [&](int r) {
+      char* m = nullptr;
+      REQUIRE(d.dll().setup_image(images[r], d.imageCallbacks()) == mqs_ok);
+      REQUIRE(d.dll().image_has_queues(images[r], &m) == mqs_ok);
+    };
+    auto setUpProcess = [&](int r) {
+      char* m = nullptr;
+      REQUIRE(d.dll().setup_process(processes[r], d.processCallbacks()) == mqs_ok);
+      REQUIRE(d.dll().process_has_queues(processes[r], &m) == mqs_ok);
+    };
+    setUpImage(0);
+    setUpProcess(0);
+    Counters before = lastSession(server.endpoint());
+    for (int r = 1; r < kRanks; ++r) {
+      setUpImage(r);
+      if (!imagesFirst) setUpProcess(r);
+    }
+    for (int r = 1; r < kRanks && imagesFirst; ++r) setUpProcess(r);
+    Counters after = lastSession(server.endpoint());
+    setUpRoundTrips = roundTrips(after) - roundTrips(before);
   }
+  uint64_t setUpRoundTrips = 0;
 
   // One refresh of every rank in order; `change(r)` runs before rank r's update. Returns the
   // round trips it cost; `perRank`, if given, gets each rank's.
@@ -338,6 +359,35 @@ TEST_CASE("epoch policy: in a first session, the others' first updates are guess
   CHECK(perRank[0] >= 2);  // its heap is nowhere near what its set-up read: a miss at least
   CHECK(perRank[1] == 1);
   for (int r = 2; r < RankByRank::kRanks; ++r) CHECK(perRank[r] == 0);
+}
+
+TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answers the "
+          "others'") {
+  // The ranks' symbols resolve at addresses of their own, but the image set-up asks only
+  // whether they exist (with types and fields): rank 1's record (rank 0's set-up asked its
+  // look-ups one by one: nothing learned) answers the next images' set-ups
+  // (client/SetUpRecall.h). Each costs no round trip of its own, but its reply is waited for
+  // before the next process's set-up: set up image after image, they are waited for once.
+  // (This DLL's process set-up asks the debugger for the rank: not recorded, a round trip
+  // more per process; Open MPI's does not.)
+  // The shim's counters reach the server with the first update.
+  auto setUps = [](bool imagesFirst) {
+    RankByRank job(DebuggerHarness::Options{}, nullptr, true, imagesFirst);
+    job.round(nullptr);
+    return std::make_pair(job.setUpRoundTrips, lastSession(job.server.endpoint()));
+  };
+  auto [interleaved, a] = setUps(false);
+  auto [imagesFirst, b] = setUps(true);
+  MESSAGE("round trips of the set-ups of ranks 1 to ", RankByRank::kRanks - 1,
+          ", ranks never seen: rank by rank ", interleaved, " and ", a["client.recalled_waits"],
+          " waits, images first ", imagesFirst, " and ", b["client.recalled_waits"], " waits");
+  CHECK(a["client.setups_recalled"] == RankByRank::kRanks - 2);
+  CHECK(b["client.setups_recalled"] == RankByRank::kRanks - 2);
+  CHECK(a["client.setups_contradicted"] == 0);
+  CHECK(b["client.setups_contradicted"] == 0);
+  CHECK(a["client.recalled_waits"] == RankByRank::kRanks - 2);
+  CHECK(b["client.recalled_waits"] == 1);
+  CHECK(imagesFirst == interleaved);
 }
 
 TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a guess is updated "

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
 #include "ServerProcess.h"
 #include "SetUpRecall.h"
 
@@ -28,15 +31,23 @@ DebuggerSide::LookupResult symbolAt(uint64_t address) {
   return r;
 }
 
-SetUpRecall::Answers answers(uint64_t symbol, uint64_t typeToken, int offset) {
+SetUpRecall::Answers answers(uint64_t symbol, uint64_t typeToken, int offset,
+                             int symbolRc = mqs_ok) {
+  DebuggerSide::LookupResult found = symbolAt(symbol);
+  found.rc = symbolRc;
+  found.written = symbolRc == mqs_ok;
   DebuggerSide::LookupResult type;
   type.type = typeToken;
   DebuggerSide::LookupResult field;
   field.value = offset;
-  return {{kSymbol, SetUpRecall::canonical(kSymbol, symbolAt(symbol))},
-          {kType, SetUpRecall::canonical(kType, type)},
-          {kField, SetUpRecall::canonical(kField, field)}};
+  return {{kSymbol, found}, {kType, type}, {kField, field}};
 }
+
+// What Open MPI's image set-up consumes: types, fields, and whether a symbol exists; its
+// process set-up takes the symbol's address.
+const mqd::ConsumedLookups::Lookups kImageConsumed{{kField, false}, {kSymbol, false},
+                                                  {kType, false}};
+const mqd::ConsumedLookups::Lookups kProcessConsumed{{kSymbol, true}};
 
 DebuggerSide::Block block(uint64_t address, std::vector<unsigned char> bytes) {
   DebuggerSide::Block b;
@@ -50,13 +61,14 @@ DebuggerSide::Block block(uint64_t address, std::vector<unsigned char> bytes) {
 // `byte` the one byte its set-up read.
 SetUpRecall::Record record(SetUpRecall& recall, uint64_t symbol, unsigned char byte) {
   SetUpRecall::Record r;
-  std::vector<LookupKey> keys{kField, kSymbol, kType};
-  r.lookupDigest = *SetUpRecall::digestOf(keys, answers(symbol, 7, 8));
-  r.lookups = recall.share(keys);
+  r.lookupDigest = *SetUpRecall::digestOf(kImageConsumed, answers(symbol, 7, 8));
+  r.lookups = recall.share(kImageConsumed);
   r.image.setUp = {mqs_ok, {}, {{SetUpRecall::Effect::PutInfo, {}},
                                 {SetUpRecall::Effect::Dprints, "image set up"}}};
   r.image.hasQueues = {mqs_ok, {SetUpRecall::Message::Null, {}}, {}};
   SetUpRecall::ProcessOutcome p;
+  p.lookupDigest = *SetUpRecall::digestOf(kProcessConsumed, answers(symbol, 7, 8));
+  p.lookups = recall.share(kProcessConsumed);
   SetUpRecall::Read read{symbol, 1, symbol, 1};
   SetUpRecall::ProcessInputs inputs(false, DebuggerSide::TypeSizes{});
   REQUIRE(inputs.read(read, block(symbol, {byte})));
@@ -70,19 +82,27 @@ SetUpRecall::Record record(SetUpRecall& recall, uint64_t symbol, unsigned char b
 
 }  // namespace
 
-TEST_CASE("set-up records: a type's handle is the session's own, an address is the process's") {
+TEST_CASE("set-up records: a type's handle is the session's own, a taken address the process's") {
   // Two sessions hand out other type tokens for the same type: only whether it was found is
-  // consumed. Address-space randomisation gives each process its own symbol addresses.
-  std::vector<LookupKey> keys{kSymbol, kType, kField};
-  auto digest = SetUpRecall::digestOf(keys, answers(0x1000, 7, 8));
+  // consumed. Address-space randomisation gives each process its own symbol addresses, which
+  // count where the DLL took one.
+  mqd::ConsumedLookups::Lookups taken{{kSymbol, true}, {kType, false}, {kField, false}};
+  auto digest = SetUpRecall::digestOf(taken, answers(0x1000, 7, 8));
   REQUIRE(digest);
-  CHECK(SetUpRecall::digestOf(keys, answers(0x1000, 99, 8)) == digest);
-  CHECK(SetUpRecall::digestOf(keys, answers(0x1000, 0, 8)) != digest);   // not found
-  CHECK(SetUpRecall::digestOf(keys, answers(0x2000, 7, 8)) != digest);   // another process
-  CHECK(SetUpRecall::digestOf(keys, answers(0x1000, 7, 16)) != digest);  // another layout
+  CHECK(SetUpRecall::digestOf(taken, answers(0x1000, 99, 8)) == digest);
+  CHECK(SetUpRecall::digestOf(taken, answers(0x1000, 0, 8)) != digest);   // not found
+  CHECK(SetUpRecall::digestOf(taken, answers(0x2000, 7, 8)) != digest);   // another process
+  CHECK(SetUpRecall::digestOf(taken, answers(0x1000, 7, 16)) != digest);  // another layout
+  // A set-up that asked only whether the symbol exists: the same for every process, as long
+  // as it is found; and never the same digest as one that took the address.
+  auto rcOnly = SetUpRecall::digestOf(kImageConsumed, answers(0x1000, 7, 8));
+  REQUIRE(rcOnly);
+  CHECK(rcOnly != digest);
+  CHECK(SetUpRecall::digestOf(kImageConsumed, answers(0x2000, 7, 8)) == rcOnly);
+  CHECK(SetUpRecall::digestOf(kImageConsumed, answers(0x1000, 7, 8, 5)) != rcOnly);
   // A look-up not answered now proves nothing.
-  keys.push_back({LookupKey::SizeOf, "ompi_communicator_t", 1, ""});
-  CHECK_FALSE(SetUpRecall::digestOf(keys, answers(0x1000, 7, 8)));
+  taken[{LookupKey::SizeOf, "ompi_communicator_t", 1, ""}] = false;
+  CHECK_FALSE(SetUpRecall::digestOf(taken, answers(0x1000, 7, 8)));
 }
 
 TEST_CASE("set-up records: a process's inputs are its byte order, type sizes and every byte") {
@@ -117,9 +137,12 @@ TEST_CASE("set-up records: kept in the state directory per DLL build, found by t
   }
   CHECK(::access((dir / "setups-build-a.capnp").c_str(), F_OK) == 0);
   SetUpRecall again(dir.path(), "build-a");
-  auto found = again.find(answers(0x2000, 42, 8));  // another session's type token
-  REQUIRE(found.size() == 1);
-  const SetUpRecall::Record& r = *found.front();
+  // The image part took no address: both records answer an image of either process (or of
+  // a third), in another session with its own type tokens.
+  auto found = again.find(answers(0x2000, 42, 8));
+  REQUIRE(found.size() == 2);
+  CHECK(again.find(answers(0x3000, 7, 8)).size() == 2);
+  const SetUpRecall::Record& r = *found.front();  // the newest
   CHECK(r.image.setUp.putsInfo());
   CHECK(r.image.setUp.effects[1].bytes == "image set up");
   CHECK(r.image.hasQueues.message.kind == SetUpRecall::Message::Null);
@@ -127,13 +150,59 @@ TEST_CASE("set-up records: kept in the state directory per DLL build, found by t
   CHECK(r.process->reads.size() == 1);
   CHECK(r.process->reads[0].address == 0x2000);
   CHECK(r.process->hasQueues.message.text == "no queues in %s");
-  CHECK(again.find(answers(0x3000, 7, 8)).empty());  // a process never recorded
+  // A process part serves only the process whose symbol resolved where it did.
+  CHECK(SetUpRecall::lookupsProve(*r.process, answers(0x2000, 42, 8)));
+  CHECK_FALSE(SetUpRecall::lookupsProve(*found.back()->process, answers(0x2000, 42, 8)));
+  CHECK(SetUpRecall::lookupsProve(*found.back()->process, answers(0x1000, 42, 8)));
+  CHECK_FALSE(SetUpRecall::lookupsProve(*r.process, answers(0x3000, 7, 8)));
+  // An image whose symbol is missing consumed another answer.
+  CHECK(again.find(answers(0x2000, 7, 8, 5)).empty());
   // Another build of the DLL has records of its own.
   CHECK(SetUpRecall(dir.path(), "build-b").find(answers(0x2000, 7, 8)).empty());
-  // Without a state directory nothing is kept.
+  // Without a state directory records serve the session that made them, and no file is
+  // written.
   SetUpRecall none("", "build-a");
   none.keep(record(none, 0x1000, 1));
-  CHECK(none.find(answers(0x1000, 7, 8)).empty());
+  none.save();
+  CHECK(none.find(answers(0x1000, 7, 8)).size() == 1);
+  // Without a build id, nothing is kept.
+  SetUpRecall unknown(dir.path(), "");
+  unknown.keep(record(unknown, 0x1000, 1));
+  CHECK(unknown.find(answers(0x1000, 7, 8)).empty());
+}
+
+TEST_CASE("set-up records: an older shim's file, keyed otherwise, is ignored") {
+  TempDir dir;
+  {
+    SetUpRecall recall(dir.path(), "build-a");
+    recall.keep(record(recall, 0x1000, 1));
+    recall.save();
+  }
+  std::string path = dir / "setups-build-a.capnp";
+  // The same file without the mark that its records are keyed by what each set-up consumed.
+  capnp::MallocMessageBuilder older;
+  {
+    FILE* f = std::fopen(path.c_str(), "r");
+    REQUIRE(f != nullptr);
+    std::string bytes;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) bytes.append(buf, n);
+    std::fclose(f);
+    REQUIRE(bytes.size() % 8 == 0);
+    kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(bytes.data()),
+                                          bytes.size() / 8);
+    capnp::FlatArrayMessageReader reader(words);
+    older.setRoot(reader.getRoot<mqd::wire::SetUpRecords>());
+  }
+  older.getRoot<mqd::wire::SetUpRecords>().setConsumedOnly(false);
+  {
+    kj::Array<capnp::word> flat = capnp::messageToFlatArray(older);
+    FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fwrite(flat.begin(), sizeof(capnp::word), flat.size(), f);
+    std::fclose(f);
+  }
+  CHECK(SetUpRecall(dir.path(), "build-a").find(answers(0x1000, 7, 8)).empty());
 }
 
 TEST_CASE("set-up records: one per process part; an image's alone never hides them") {
@@ -142,6 +211,12 @@ TEST_CASE("set-up records: one per process part; an image's alone never hides th
   recall.keep(record(recall, 0x1000, 1));
   recall.keep(record(recall, 0x1000, 1));  // the same process again: replaced
   CHECK(recall.find(answers(0x1000, 7, 8)).size() == 1);
+  {
+    SetUpRecall job(dir.path(), "build-b");  // two ranks of one job: one image part, two kept
+    job.keep(record(job, 0x1000, 1));
+    job.keep(record(job, 0x2000, 1));
+    CHECK(job.find(answers(0x3000, 7, 8)).size() == 2);
+  }
   recall.keep(record(recall, 0x1000, 2));  // processes sharing their addresses: both kept
   auto both = recall.find(answers(0x1000, 7, 8));
   REQUIRE(both.size() == 2);

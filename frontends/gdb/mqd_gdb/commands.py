@@ -200,15 +200,19 @@ def _read_dumps(everything):
         [gdb.selected_inferior().num]
     if len(nums) > 1:
         # Every process set up before the first is refreshed: libmqdproxy.so can then refresh
-        # the others ahead with the first one's update. A set-up the DLL refuses is kept, and
-        # reported in the loop below.
+        # the others ahead with the first one's update. The first rank is set up whole, then
+        # every other image, then every other process: libmqdproxy.so answers the images'
+        # set-ups from the first one's record without waiting, and waits once for all of
+        # them. A set-up the DLL refuses is kept, and reported in the loop below.
         # docs/round-trips.md, "The whole job"
-        for num in nums:
-            with SelectedInferior(num):
-                try:
-                    _set_up(num)
-                except MqdError:
-                    pass
+        for step, todo in ((_set_up, nums[:1]), (_set_up_image, nums[1:]),
+                           (_set_up, nums[1:])):
+            for num in todo:
+                with SelectedInferior(num):
+                    try:
+                        step(num)
+                    except MqdError:
+                        pass
     dumps = []
     for num in nums:
         with SelectedInferior(num):
@@ -228,6 +232,13 @@ def _set_up(num):
     if _session.is_open_mpi():
         debug_types.ensure(num)
     _session.ensure_process(num)
+
+
+def _set_up_image(num):
+    """The image of inferior `num` set up (Session.ensure_image), as _set_up."""
+    if _session.is_open_mpi():
+        debug_types.ensure(num)
+    _session.ensure_image(num)
 
 
 def _write_file(path, text):

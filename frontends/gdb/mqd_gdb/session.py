@@ -112,9 +112,10 @@ class Session:
 
     # ---- set-up, cached per inferior ----
 
-    def ensure_process(self, num):
-        """Sets up the image and process of inferior `num`; raises MqdError when the DLL
-        says no (with its message). The answers are kept: a refused set-up is not retried."""
+    def ensure_image(self, num):
+        """Sets up the image of inferior `num` (and asks whether it has queues); raises
+        MqdError when the DLL says no (with its message). The answers are kept: a refused
+        set-up is not retried. Returns the inferior's process handle."""
         process = self.handles.process_for(num)
         image = process.image
         inf = find_inferior(num)
@@ -136,6 +137,13 @@ class Session:
         rc, message = image.has_queues
         if rc != abi.MQS_OK:
             raise MqdError(self._explain("image", rc, message, image_name(num)))
+        return process
+
+    def ensure_process(self, num):
+        """Sets up the image and process of inferior `num`; raises MqdError when the DLL
+        says no (with its message). The answers are kept: a refused set-up is not retried."""
+        process = self.ensure_image(num)
+        inf = find_inferior(num)
         if process.set_up is None:
             if os.environ.get("MQD_PROXY_RECORD"):
                 # The shim's recording keeps what only gdb knows of this process, so that
