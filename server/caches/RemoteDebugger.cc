@@ -1,6 +1,7 @@
 #include "RemoteDebugger.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <cstring>
@@ -56,6 +57,24 @@ void hit(DllCall& call, bool cached, Count hitCounter, Count missCounter) {
 
 }  // namespace
 
+template <typename Request>
+auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
+  auto started = std::chrono::steady_clock::now();
+  auto response = await(call, request);
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  lastCallback_ = took.count();
+  if (fastestCallback_ == 0 || lastCallback_ < fastestCallback_) fastestCallback_ = lastCallback_;
+  return response;
+}
+
+uint64_t RemoteDebugger::aroundBudget() const {
+  if (options_.aroundBytes) return std::min(*options_.aroundBytes, kMaxAroundBytes);
+  if (!bulkSecondsPerByte_ || fastestCallback_ == 0) return 0;
+  double bytes = fastestCallback_ / 2 / std::max(*bulkSecondsPerByte_, kFastestRead);
+  return bytes >= static_cast<double>(kMaxAroundBytes) ? kMaxAroundBytes
+                                                       : static_cast<uint64_t>(bytes);
+}
+
 RemoteDebugger::RemoteDebugger(wire::Debugger::Client client, Options options)
     : client_(kj::mv(client)), options_(options) {}
 
@@ -104,7 +123,7 @@ int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* na
     request.setImage(image.token);
     request.setName(name);
     request.setWantAddress(want);
-    auto response = await(call, request);
+    auto response = awaitAnswer(call, request);
     return addressAnswer(response.getRc(), want, response.getAddress());
   }, addr);
 }
@@ -122,7 +141,7 @@ int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* 
                          request.setName(name);
                          request.setLang(lang);
                          request.setWantAddress(want);
-                         auto response = await(call, request);
+                         auto response = awaitAnswer(call, request);
                          return addressAnswer(response.getRc(), want, response.getAddress());
                        },
                        addr);
@@ -143,7 +162,7 @@ uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char*
   request.setImage(image.token);
   request.setName(name);
   request.setLang(lang);
-  uint64_t token = await(call, request).getType();
+  uint64_t token = awaitAnswer(call, request).getType();
   if (caches()) {
     image.types[key] = token;
     if (token != 0) typeNames_[token] = key;
@@ -168,7 +187,7 @@ int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field)
   auto request = client_.fieldOffsetRequest();
   request.setType(type);
   request.setField(field);
-  int offset = await(call, request).getOffset();
+  int offset = awaitAnswer(call, request).getOffset();
   if (caches()) fieldOffsets_[key] = offset;
   return offset;
 }
@@ -188,7 +207,7 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
   }
   auto request = client_.sizeOfRequest();
   request.setType(type);
-  int size = await(call, request).getSize();
+  int size = awaitAnswer(call, request).getSize();
   if (caches()) sizes_[type] = size;
   return size;
 }
@@ -229,7 +248,7 @@ void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
   TypeSizes answer = attribute(call, caches(), process.typeSizes, [&]() {
     auto request = client_.getTypeSizesRequest();
     request.setProcess(process.token);
-    return typeSizesOf(await(call, request).getSizes());
+    return typeSizesOf(awaitAnswer(call, request).getSizes());
   });
   if (sizes == nullptr) return;
   int* fields = &sizes->short_size;
@@ -280,12 +299,41 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
           static_cast<unsigned long long>(process.token), size,
           static_cast<unsigned long long>(address), static_cast<unsigned long long>(block.address),
           block.size);
+  // The blocks around it a walk is likely to read next, not held yet, half below and half
+  // above (see kMaxAroundBytes).
+  std::vector<TargetMemory::Window> around;
+  const uint32_t blockSize = memory.blockSize();
+  uint32_t misses = memory.countMiss();
+  uint64_t more = misses >= 2 ? (uint64_t{1} << std::min<uint32_t>(misses - 1, 30)) - 1 : 0;
+  uint64_t bytes = std::min(more * blockSize, aroundBudget());
+  uint64_t below = std::min<uint64_t>(bytes / blockSize / 2 * blockSize, block.address);
+  auto add = [&](uint64_t at) {
+    if (!memory.read(at, blockSize, nullptr)) around.push_back({at, blockSize});
+  };
+  for (uint64_t at = block.address - below; at < block.address; at += blockSize) add(at);
+  uint64_t start = block.address + block.size;
+  for (uint64_t at = start; at > address && at - start < bytes - below; at += blockSize) add(at);
   auto request = client_.fetchBlocksRequest();
   request.setProcess(process.token);
-  setBlock(request.initBlocks(1)[0], block.address, block.size, address, size);
-  auto response = await(call, request);
+  auto list = request.initBlocks(static_cast<unsigned>(1 + around.size()));
+  setBlock(list[0], block.address, block.size, address, size);
+  for (unsigned i = 0; i < around.size(); ++i) {
+    setBlock(list[i + 1], around[i].address, around[i].size, around[i].address, around[i].size);
+  }
+  auto response = awaitAnswer(call, request);
   auto blocks = response.getBlocks();
-  if (blocks.size() != 1) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
+  if (blocks.size() != list.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
+  }
+  uint64_t fetched = 0;
+  for (auto b : blocks) fetched += b.getRc() == mqs_ok ? b.getData().getSize() : 0;
+  if (fetched >= kBulkFetch) {
+    bulkSecondsPerByte_ = std::max(0.0, lastCallback_ - fastestCallback_) /
+                          static_cast<double>(fetched);
+  }
+  for (unsigned i = 0; i < around.size(); ++i) {
+    keepBlock(call, process, around[i], blocks[i + 1]);
+  }
   auto b = blocks[0];
   if (b.getRc() != mqs_ok) {
     memory.storeFailure(address, size, b.getRc());
@@ -355,7 +403,7 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
     uint64_t at = candidates[i].randomAddress();
     setBlock(list[static_cast<unsigned>(1 + i)], at, kRandom, at, kRandom);
   }
-  auto response = await(call, request);
+  auto response = awaitAnswer(call, request);
   auto blocks = response.getBlocks();
   if (blocks.size() != list.size()) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
@@ -487,7 +535,7 @@ int RemoteDebugger::fetchData(DllCall& call, RemoteProcess& process, uint64_t ad
     request.setProcess(process.token);
     request.setAddress(address);
     request.setSize(size);
-    auto response = await(call, request);
+    auto response = awaitAnswer(call, request);
     int rc = response.getRc();
     if (rc != mqs_ok) return rc;
     auto data = response.getData();
@@ -665,7 +713,7 @@ void RemoteDebugger::prefetch(DllCall& call, RemoteProcess& process,
       r.setNeededAddress(windows[i].address);
       r.setNeededSize(windows[i].size);
     }
-    auto response = await(call, request);
+    auto response = awaitAnswer(call, request);
     auto blocks = response.getBlocks();
     for (unsigned i = 0; i < blocks.size() && first + i < next; ++i) {
       keepBlock(call, process, windows[first + i], blocks[i]);
@@ -735,7 +783,7 @@ int RemoteDebugger::globalRank(DllCall& call, RemoteProcess& process) {
   return attribute(call, caches(), process.call.globalRank, [&]() {
     auto request = client_.getGlobalRankRequest();
     request.setProcess(process.token);
-    return await(call, request).getRank();
+    return awaitAnswer(call, request).getRank();
   });
 }
 
@@ -743,7 +791,7 @@ uint64_t RemoteDebugger::image(DllCall& call, RemoteProcess& process) {
   return attribute(call, caches(), process.image, [&]() {
     auto request = client_.getImageRequest();
     request.setProcess(process.token);
-    return await(call, request).getImage();
+    return awaitAnswer(call, request).getImage();
   });
 }
 
@@ -751,7 +799,7 @@ uint64_t RemoteDebugger::job(DllCall& call, RemoteProcess& process) {
   return attribute(call, caches(), process.call.job, [&]() {
     auto request = client_.getProcessJobRequest();
     request.setProcess(process.token);
-    return await(call, request).getJob();
+    return awaitAnswer(call, request).getJob();
   });
 }
 
@@ -759,7 +807,7 @@ int RemoteDebugger::identity(DllCall& call, RemoteProcess& process) {
   return attribute(call, caches(), process.call.identity, [&]() {
     auto request = client_.getProcessIdentityRequest();
     request.setProcess(process.token);
-    return await(call, request).getIdentity();
+    return awaitAnswer(call, request).getIdentity();
   });
 }
 
@@ -767,7 +815,7 @@ uint64_t RemoteDebugger::process(DllCall& call, RemoteJob& job, int index) {
   auto request = client_.getProcessRequest();
   request.setJob(job.token);
   request.setIndex(index);
-  return await(call, request).getProcess();
+  return awaitAnswer(call, request).getProcess();
 }
 
 // ---- basic ----
@@ -780,7 +828,7 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
   if (!caches() || kept == errorTexts_.end()) {
     auto request = client_.errorStringRequest();
     request.setCode(code);
-    auto response = await(call, request);  // owns the message `answer` points into
+    auto response = awaitAnswer(call, request);  // owns the message `answer` points into
     auto answer = response.getText();
     std::optional<std::string> text;
     if (answer.isText()) text = std::string(answer.getText());
@@ -812,7 +860,7 @@ void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
   request.setImage(image.token);
   auto list = request.initLookups(static_cast<unsigned>(lookups.size()));
   for (size_t i = 0; i < lookups.size(); ++i) lookups[i].writeTo(list[static_cast<unsigned>(i)]);
-  auto response = await(call, request);
+  auto response = awaitAnswer(call, request);
   if (response.getAnswers().size() != lookups.size()) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "lookUp answer count");
   }

@@ -47,6 +47,9 @@ class RemoteDebugger {
     bool compress = false;
     uint32_t blockSize = 64 * 1024;
     bool nodeMemory = false;  // --node-memory: read a proved target on this host (fromNode)
+    // The bound on the blocks read around a miss (aroundBudget), fixed: for tests, whose
+    // callbacks take microseconds either way. nullopt: from the callbacks' timings.
+    std::optional<uint64_t> aroundBytes;
   };
 
   RemoteDebugger(wire::Debugger::Client client, Options options);
@@ -137,6 +140,24 @@ class RemoteDebugger {
   // Returns the windows it was sent.
   std::set<std::pair<uint64_t, uint32_t>> keepAhead(DllCall& call, RemoteProcess& process,
                                                     const std::vector<BlockAhead>& ahead);
+
+  // An epoch that misses again and again is a walk through memory the server was never told
+  // of (a job's first update: lists of heap objects): its n-th miss reads 2^(n-1) - 1 blocks
+  // around the one it needs, half below and half above, in the same round trip (0, 1, 3, 7,
+  // ... blocks; the heap's objects lie on both sides of one another), at most
+  // kMaxAroundBytes and what the debugger reads in half a round trip (aroundBudget).
+  static constexpr uint64_t kMaxAroundBytes = 1u << 20;
+  // That bound, from the callbacks' own timings: the quickest one is the link's round trip;
+  // what a miss's fetch of kBulkFetch bytes or more took past it, the debugger's reading.
+  // None before such a fetch, nor from a debugger behind a slow link of its own (gdbserver
+  // over a network reads 64 KiB in several of its round trips).
+  // A fetch's time past the quickest is the reading's, at kFastestRead at least (seconds per
+  // byte: gdb reads no faster than 500 MB/s; a fetch that took no longer than the quickest
+  // callback says nothing more): a server on a unix socket beside the debugger (round trips
+  // of 0.1 ms) reads nothing around, one behind a network link up to kMaxAroundBytes.
+  uint64_t aroundBudget() const;
+  static constexpr uint64_t kBulkFetch = 16 * 1024;
+  static constexpr double kFastestRead = 2e-9;
 
   // Prefetch bounds: bytes per fetchBlocks round trip, and in all at the start of an epoch.
   static constexpr uint64_t kPrefetchBatchBytes = wire::MAX_BLOCKS_AHEAD_BYTES;
@@ -229,6 +250,13 @@ class RemoteDebugger {
   std::map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> (name, lang)
   std::set<LookupKey> seen_;
   ConsumedLookups* consumed_ = nullptr;
+  // Sends `request` and waits for the debugger's answer on the call's fiber, timing it (see
+  // aroundBudget).
+  template <typename Request>
+  auto awaitAnswer(DllCall& call, Request& request);
+  double fastestCallback_ = 0;  // seconds, 0: none yet
+  double lastCallback_ = 0;
+  std::optional<double> bulkSecondsPerByte_;  // the last bulk fetch's
   // Adds to consumed_, if set: `key`, or for a field or size of an unnamed type, unknown.
   void consume(const LookupKey* key, bool address = false);
 };

@@ -150,6 +150,7 @@ void TargetMemory::newEpoch(bool setUp) {
     setUpRead_ = previous_;
   }
   setUp_ = setUp;
+  misses_ = 0;
   windows_.clear();
   largestWindow_ = 0;
   allTouched_.addAll(touched_);

@@ -52,6 +52,8 @@ class TargetMemory {
 
   // The aligned block (or run of blocks) to ask for when [address, address + size) misses.
   Request requestFor(uint64_t address, uint32_t size) const;
+  // Counts a read that missed this epoch; returns how many did, this one included.
+  uint32_t countMiss() { return ++misses_; }
 
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
   // `address`; windows it holds entirely are dropped.
@@ -84,6 +86,7 @@ class TargetMemory {
   std::vector<Window> setUpWindows() const;
 
  private:
+  uint32_t misses_ = 0;  // countMiss, this epoch
   // The window holding the byte at `address` (its start in *start), or null.
   const kj::Array<kj::byte>* holding(uint64_t address, uint64_t* start) const;
 

@@ -203,8 +203,9 @@ struct RankByRank {
   // rank (as address-space randomisation leaves a real job's). `imagesFirst`: rank 0 is set
   // up whole, then every other image, then every other process (as `mqd dump --all` does);
   // else rank by rank. setUpRoundTrips: what the set-ups of the ranks after the first cost.
+  // `ops`: pending operations per queue of each rank.
   explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr,
-                      bool apart = false, bool imagesFirst = false)
+                      bool apart = false, bool imagesFirst = false, int ops = 50)
       : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
         server(shared ? *shared : *ownServer),
         relay(mqd::test::kRelay,
@@ -218,7 +219,7 @@ struct RankByRank {
       targets.push_back(
           std::make_unique<TargetModel>(8, false, apart ? 0x5555a0000000 + moved : 0));
       if (apart) targets.back()->placeData(0x555500000000 + static_cast<uint64_t>(r) * 0x7000);
-      layOut(*targets.back(), standardJob(50, kRanks, r));
+      layOut(*targets.back(), standardJob(ops, kRanks, r));
     }
     d.dll().setup_basic_callbacks(d.basicCallbacks());
     std::vector<mqs_image*> images;
@@ -405,6 +406,30 @@ TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a gues
   CHECK(perRank[1] == 1);
   CHECK(perRank[2] == 0);
   CHECK(perRank[3] == 1);
+}
+
+TEST_CASE("epoch policy: an epoch that misses again and again reads blocks around the next "
+          "miss, unless the debugger is slow to read") {
+  // Rank 0's first update walks heap objects the server was never told of: from its second
+  // miss on, each reads more blocks around the one it needs, within what the debugger reads
+  // in half a round trip by the callbacks' timings (RemoteDebugger::aroundBudget). A debugger
+  // slower to read than the round trip gets none, and pays a round trip a block.
+  auto firstUpdate = [](DebuggerHarness::Options options) {
+    RankByRank job(options, nullptr, true, false, 1000);
+    std::vector<uint64_t> perRank;
+    job.round(nullptr, &perRank);
+    return std::make_pair(perRank[0], lastSession(job.server.endpoint()));
+  };
+  auto [fast, f] = firstUpdate(DebuggerHarness::Options{});
+  DebuggerHarness::Options slowOptions;
+  slowOptions.fetchDelay = std::chrono::milliseconds(RankByRank::kRelayRoundTripMs + 5);
+  auto [slow, s] = firstUpdate(slowOptions);
+  MESSAGE("round trips of rank 0's first update: a debugger fast to read ", fast, " (",
+          f["cache.memory_misses"], " misses), slow ", slow, " (", s["cache.memory_misses"],
+          " misses)");
+  CHECK(s["cache.memory_misses"] >= 4);
+  CHECK(f["cache.memory_misses"] < s["cache.memory_misses"]);
+  CHECK(fast < slow);
 }
 
 TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learned of memory") {

@@ -111,15 +111,17 @@ struct Rig {
   RemoteProcess& process;
   RemoteImage& image;
 
-  Rig(wire::CachePolicy policy, uint64_t start, uint64_t end)
-      : host(kj::heap<FakeDebugger>(start, end, asked), options(policy)),
+  // `around`: the bound on the blocks read around a miss (none unless a test asks).
+  Rig(wire::CachePolicy policy, uint64_t start, uint64_t end, uint64_t around = 0)
+      : host(kj::heap<FakeDebugger>(start, end, asked), options(policy, around)),
         process(host.objects().process(7)),
         image(host.objects().image(3)) {}
 
-  static RemoteDebugger::Options options(wire::CachePolicy policy) {
+  static RemoteDebugger::Options options(wire::CachePolicy policy, uint64_t around) {
     RemoteDebugger::Options o;
     o.policy = policy;
     o.blockSize = kBlock;
+    o.aroundBytes = around;
     return o;
   }
 
@@ -209,6 +211,48 @@ TEST_CASE("RemoteDebugger, policy epoch: memory is kept across calls, and the ne
   rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x10040, 8) == 0); });
   CHECK(rig.asked.fetchBlocks == 4);
   CHECK(rig.asked.blocks.back() == std::make_pair(uint64_t{0x10000}, kBlock));
+}
+
+TEST_CASE("RemoteDebugger, policy epoch: an epoch's n-th miss reads 2^(n-1) - 1 blocks "
+          "around its own, within the bound") {
+  // Readable from 0x100000 to 0x400000; a walk that misses at 0x200000, 0x280000, 0x300000
+  // and then at 0x180000.
+  Rig rig(wire::CachePolicy::EPOCH, 0x100000, 0x400000, 4 * kBlock);
+  using Blocks = std::vector<std::pair<uint64_t, uint32_t>>;
+  std::vector<Blocks> requests;
+  auto miss = [&](uint64_t address) {
+    rig.asked.blocks.clear();
+    rig.call([&](DllCall& call) { CHECK(rig.read(call, address + 8, 8) == 0); });
+    requests.push_back(rig.asked.blocks);
+  };
+  rig.call([&](DllCall& call) { rig.host.remote().newEpoch(call, rig.process); });
+  miss(0x200000);  // the first: its block alone
+  miss(0x280000);  // the second: one more, above
+  miss(0x300000);  // the third: three, one below and two above
+  miss(0x180000);  // the fourth: seven, bounded to four: two below, two above
+  auto block = [](uint64_t at) { return std::make_pair(at, kBlock); };
+  CHECK(requests[0] == Blocks{block(0x200000)});
+  CHECK(requests[1] == Blocks{block(0x280000), block(0x290000)});
+  CHECK(requests[2] == Blocks{block(0x300000), block(0x2f0000), block(0x310000),
+                                             block(0x320000)});
+  CHECK(requests[3] == Blocks{block(0x180000), block(0x160000), block(0x170000),
+                                             block(0x190000), block(0x1a0000)});
+  // What was read around serves the walk: no round trip.
+  int before = rig.asked.fetchBlocks;
+  rig.call([&](DllCall& call) {
+    CHECK(rig.read(call, 0x290000, 8) == 0);
+    CHECK(rig.read(call, 0x2f0100, 8) == 0);
+    CHECK(rig.read(call, 0x1a0000, 8) == 0);
+  });
+  CHECK(rig.asked.fetchBlocks == before);
+  // A new epoch starts counting again; blocks around it that cannot be read are left out.
+  rig.call([&](DllCall& call) { rig.host.remote().newEpoch(call, rig.process); });
+  miss(0x3e0000);
+  rig.asked.blocks.clear();
+  rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x3f0008, 8) == 0); });
+  CHECK(rig.asked.blocks ==
+        Blocks{block(0x3f0000), block(0x400000)});  // past the end
+  rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x400008, 8) == kUnreadable); });
 }
 
 TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's blocks whole, "
