@@ -1372,8 +1372,37 @@ std::vector<MqsClient::ReadAhead> MqsClient::readAhead(uint64_t process,
                                                       const std::vector<Window>& windows) {
   std::vector<ReadAhead> read;
   try {
-    for (const Window& w : windows) {
-      read.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
+    for (size_t first = 0, next; first < windows.size(); first = next) {
+      // The span: the windows after `first` that start within kReadGap of the one before.
+      uint64_t start = windows[first].address;
+      uint64_t end = start + windows[first].size;
+      for (next = first + 1; next < windows.size(); ++next) {
+        const Window& w = windows[next];
+        if (w.address < end || w.address - end > kReadGap || w.address + w.size < w.address ||
+            w.address + w.size - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
+          break;
+        }
+        end = w.address + w.size;
+      }
+      if (next - first > 1) {
+        auto size = static_cast<uint32_t>(end - start);
+        DebuggerSide::Block span = side_.readBlock(process, start, size, start, size);
+        if (span.rc == mqs_ok && span.address == start && span.bytes.size() == size) {
+          for (size_t i = first; i < next; ++i) {
+            DebuggerSide::Block b;
+            b.rc = mqs_ok;
+            b.address = windows[i].address;
+            auto from = span.bytes.begin() + static_cast<std::ptrdiff_t>(b.address - start);
+            b.bytes.assign(from, from + windows[i].size);
+            read.push_back({windows[i], std::move(b)});
+          }
+          continue;
+        }
+      }
+      for (size_t i = first; i < next; ++i) {
+        const Window& w = windows[i];
+        read.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
+      }
     }
   } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
     MQD_LOG(Debug, "no memory read ahead: %s", e.what());

@@ -126,8 +126,12 @@ class MqsClient {
   Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(
       uint64_t process, const std::vector<ReadAhead>& ahead = {});
   // `windows` of the process's memory, each read now from the debugger as one block; empty
-  // when the debugger refused one.
+  // when the debugger refused one. Windows that follow each other within kReadGap bytes are
+  // read as one span and cut (each a callback into the debugger, a packet exchange through
+  // gdbserver); a span the debugger does not give whole is read window by window, so every
+  // block is what a read of its window alone gets.
   std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows);
+  static constexpr uint64_t kReadGap = 4096;
   // Writes what was read ahead into a request's parallel lists `ahead` and `blocks` (left
   // unset when nothing was).
   template <typename Builder>
