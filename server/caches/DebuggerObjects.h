@@ -71,6 +71,8 @@ struct RemoteProcess {
   //   the shim sends them with the set-up: wire ProcessFacts).
   std::optional<uint64_t> image;
   std::optional<TypeSizes> typeSizes;
+  // Its pointer size, of the type sizes kept (mqs_target_type_sizes.pointer_size).
+  std::optional<int> pointerSize() const { return typeSizes ? (*typeSizes)[4] : std::nullopt; }
   //   Kept for one mqs_* call only: its MPI rank, job and identity, which a debugger may learn
   //   after the set-up (padb's minfo tells the rank only once mqs_setup_process returned) or
   //   change (mqs_set_process_identity).

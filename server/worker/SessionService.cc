@@ -217,17 +217,15 @@ std::vector<PeerLayout::SymbolPair> SessionService::symbolPairs(const RemoteImag
 }
 
 std::vector<TargetMemory::Window> SessionService::peerSetUp(const RemoteImage& image) {
-  constexpr size_t kPointer = 4;  // mqs_target_type_sizes.pointer_size
   std::vector<TargetMemory::Window> out;
   if (remote_.options().policy != wire::CachePolicy::EPOCH) return out;
   objects_.forEachProcess([&](RemoteProcess& peer) {
-    if (!out.empty() || !peer.setUpOk || !peer.memory || !peer.image || !peer.typeSizes ||
-        !(*peer.typeSizes)[kPointer]) {
+    if (!out.empty() || !peer.setUpOk || !peer.memory || !peer.image || !peer.pointerSize()) {
       return;
     }
     std::vector<TargetMemory::Window> read = peer.memory->setUpWindows();
     if (read.empty()) return;
-    PeerLayout layout(*peer.memory, read, *(*peer.typeSizes)[kPointer], peer.targetBigEndian);
+    PeerLayout layout(*peer.memory, read, *peer.pointerSize(), peer.targetBigEndian);
     out = layout.start(symbolPairs(objects_.image(*peer.image), image)).movedBySymbols();
   });
   return out;
@@ -238,12 +236,11 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
                                                                   uint64_t callbacks) {
   std::vector<NamedEpoch> named;
   // Not with the node's memory: a process proved there is read on its host for less.
-  constexpr size_t kPointer = 4;  // mqs_target_type_sizes.pointer_size
   if (remote_.options().policy != wire::CachePolicy::EPOCH || remote_.options().nodeMemory ||
-      !peer.memory || !peer.image || !peer.typeSizes || !(*peer.typeSizes)[kPointer]) {
+      !peer.memory || !peer.image || !peer.pointerSize()) {
     return named;
   }
-  int pointerSize = *(*peer.typeSizes)[kPointer];
+  int pointerSize = *peer.pointerSize();
   PeerLayout layout(*peer.memory, peer.memory->currentWindows(), pointerSize,
                     peer.targetBigEndian);
   const RemoteImage& peerImage = objects_.image(*peer.image);
@@ -252,8 +249,8 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
   objects_.forEachProcess([&](RemoteProcess& p) {
     if (&p == &peer || !p.setUpOk || p.info == nullptr || !p.memory || !p.image ||
         !p.memory->setUpEpoch() || updatedOnce_.count(p.token) != 0 || p.node.proven() ||
-        p.targetBigEndian != peer.targetBigEndian || !p.typeSizes ||
-        (*p.typeSizes)[kPointer] != pointerSize || !earlierSession(p).windows.empty() ||
+        p.targetBigEndian != peer.targetBigEndian || p.pointerSize() != pointerSize ||
+        !earlierSession(p).windows.empty() ||
         !peerGuessed_.insert(p.token).second) {
       return;
     }
