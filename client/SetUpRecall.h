@@ -25,8 +25,8 @@
 // in the same session. Processes that share their addresses (no randomisation, a test harness)
 // share the image's record: each of their process parts is tried.
 // One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
-// kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Without a state
-// directory, records serve the session that made them.
+// kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Records serve
+// the session that made them as well (MqsClient makes none without a state directory).
 #pragma once
 
 #include <cstdint>
