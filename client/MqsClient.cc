@@ -1058,19 +1058,27 @@ void MqsClient::recordImageHasQueues(uint64_t image, const Mark& from,
   auto it = imageRecords_.find(image);
   if (it == imageRecords_.end() || it->second.complete) return;
   SetUpRecall::Call call{reply.getRc(), SetUpRecall::Message::from(reply.getMessage()), {}};
-  std::optional<ConsumedLookups::Lookups> consumed = ConsumedLookups::from(reply);
-  std::optional<SetUpRecall::Digest> digest;
-  if (consumed) digest = SetUpRecall::digestOf(*consumed, it->second.answers);
-  if (!digest || !answeredOnly(from, wire::InfoKind::IMAGE, image, false, &call.effects) ||
+  if (!keyBy(ConsumedLookups::from(reply), it->second.answers, &it->second.record.lookups,
+             &it->second.record.lookupDigest) ||
+      !answeredOnly(from, wire::InfoKind::IMAGE, image, false, &call.effects) ||
       call.putsInfo()) {
     imageRecords_.erase(it);
     return;
   }
-  it->second.record.lookups = recall_->share(std::move(*consumed));
-  it->second.record.lookupDigest = *digest;
   it->second.record.image.hasQueues = std::move(call);
   it->second.complete = true;
   recall_->keep(it->second.record);  // the image alone answers its set-up, if its process's is not kept
+}
+
+bool MqsClient::keyBy(std::optional<ConsumedLookups::Lookups> consumed,
+                      const SetUpRecall::Answers& answers, SetUpRecall::LookupList* lookups,
+                      SetUpRecall::Digest* digest) const {
+  std::optional<SetUpRecall::Digest> d;
+  if (consumed) d = SetUpRecall::digestOf(*consumed, answers);
+  if (!d) return false;
+  *lookups = recall_->share(std::move(*consumed));
+  *digest = *d;
+  return true;
 }
 
 void MqsClient::startProcessRecording(uint64_t process, bool bigEndian) {
@@ -1139,12 +1147,10 @@ void MqsClient::recordProcessHasQueues(uint64_t process, const Mark& from,
   }
   auto it = imageRecords_.find(rec.image);
   if (it == imageRecords_.end() || !it->second.complete) return;
-  std::optional<ConsumedLookups::Lookups> consumed = ConsumedLookups::from(reply);
-  std::optional<SetUpRecall::Digest> lookupDigest;
-  if (consumed) lookupDigest = SetUpRecall::digestOf(*consumed, it->second.answers);
-  if (!lookupDigest) return;  // a look-up not answered ahead, or one unknown
-  rec.outcome.lookups = recall_->share(std::move(*consumed));
-  rec.outcome.lookupDigest = *lookupDigest;
+  if (!keyBy(ConsumedLookups::from(reply), it->second.answers, &rec.outcome.lookups,
+             &rec.outcome.lookupDigest)) {
+    return;
+  }
   capnp::List<wire::MemoryWindow>::Reader setUpRead = reply.getSetUpRead();
   // The proof: the bytes the DLL read, which the shim read for it (ahead or asked).
   SetUpRecall::ProcessInputs inputs(rec.bigEndian, rec.sizes);

@@ -352,6 +352,11 @@ class MqsClient {
   // record.
   void recordImageHasQueues(uint64_t image, const Mark& from,
                             wire::Session::ImageHasQueuesResults::Reader reply);
+  // A record's part keyed by what a set-up consumed (a has-queues reply's, nullopt when
+  // unknown) and the answers given ahead: false, nothing set, when one was not answered.
+  bool keyBy(std::optional<ConsumedLookups::Lookups> consumed,
+             const SetUpRecall::Answers& answers, SetUpRecall::LookupList* lookups,
+             SetUpRecall::Digest* digest) const;
   // The process's mqs_process_has_queues outcome, with the look-ups its set-up consumed and
   // what the DLL read in it (setUpRead): its record is complete and kept.
   void recordProcessHasQueues(uint64_t process, const Mark& from,

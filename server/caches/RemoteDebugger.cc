@@ -172,11 +172,7 @@ uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char*
 
 int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field) {
   auto key = std::make_pair(type, std::string(field));
-  auto named = typeNames_.find(type);
-  std::optional<LookupKey> lookup;
-  if (named != typeNames_.end()) {
-    lookup = LookupKey{LookupKey::Field, named->second.first, named->second.second, field};
-  }
+  std::optional<LookupKey> lookup = byTypeName(LookupKey::Field, type, field);
   consume(lookup ? &*lookup : nullptr);
   if (caches()) {
     if (lookup) seen_.insert(*lookup);
@@ -193,11 +189,7 @@ int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field)
 }
 
 int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
-  auto named = typeNames_.find(type);
-  std::optional<LookupKey> lookup;
-  if (named != typeNames_.end()) {
-    lookup = LookupKey{LookupKey::SizeOf, named->second.first, named->second.second, ""};
-  }
+  std::optional<LookupKey> lookup = byTypeName(LookupKey::SizeOf, type, "");
   consume(lookup ? &*lookup : nullptr);
   if (caches()) {
     if (lookup) seen_.insert(*lookup);
@@ -210,6 +202,13 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
   int size = awaitAnswer(call, request).getSize();
   if (caches()) sizes_[type] = size;
   return size;
+}
+
+std::optional<LookupKey> RemoteDebugger::byTypeName(LookupKey::Kind kind, uint64_t type,
+                                                    const char* field) const {
+  auto named = typeNames_.find(type);
+  if (named == typeNames_.end()) return std::nullopt;
+  return LookupKey{kind, named->second.first, named->second.second, field};
 }
 
 void RemoteDebugger::consume(const LookupKey* key, bool address) {

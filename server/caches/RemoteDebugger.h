@@ -259,6 +259,10 @@ class RemoteDebugger {
   std::optional<double> bulkSecondsPerByte_;  // the last bulk fetch's
   // Adds to consumed_, if set: `key`, or for a field or size of an unnamed type, unknown.
   void consume(const LookupKey* key, bool address = false);
+  // The look-up by name of a field (`kind` Field) or size (SizeOf) of the type behind a
+  // token, nullopt when no look-up by name found that type.
+  std::optional<LookupKey> byTypeName(LookupKey::Kind kind, uint64_t type,
+                                      const char* field) const;
 };
 
 }  // namespace mqd::server
