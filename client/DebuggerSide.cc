@@ -305,33 +305,14 @@ void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) 
   }
 }
 
-std::optional<double> DebuggerSide::secondsPerByte() const {
-  size_t n = std::min(readCount_, kReadSamples);
-  std::vector<double> times;
-  for (size_t i = 0; i < n; ++i) times.push_back(reads_[i].seconds);
-  if (times.empty()) return std::nullopt;
-  std::nth_element(times.begin(), times.begin() + static_cast<long>(n / 2), times.end());
-  double limit = times[n / 2] * kReadOutlier;
-  double seconds = 0;
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (reads_[i].seconds > limit) continue;
-    seconds += reads_[i].seconds;
-    bytes += reads_[i].bytes;
-  }
-  if (bytes == 0) return std::nullopt;
-  return seconds / static_cast<double>(bytes);
-}
-
 DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, uint32_t size,
                                             uint64_t neededAddress, uint32_t neededSize,
                                             bool timed) {
   auto started = std::chrono::steady_clock::now();
   Block out = readBlockUntimed(process, address, size, neededAddress, neededSize);
   if (timed) {
-    reads_[readCount_++ % kReadSamples] = {
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-        out.bytes.size()};
+    readCost_.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                  out.bytes.size());
   }
   if (onRead) onRead(process, address, size, neededAddress, neededSize, out);
   return out;

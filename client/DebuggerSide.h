@@ -19,6 +19,7 @@
 
 #include "HandleTokens.h"
 #include "LookupKey.h"
+#include "ReadCost.h"
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
@@ -129,14 +130,9 @@ class DebuggerSide {
   std::function<void(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                      uint32_t neededSize, const Block& block)>
       onRead;
-  // What the debugger's recent reads (readBlock, the last kReadSamples) cost, in seconds per
-  // byte read; nullopt before the first. A debugger whose own link to its target is slow
-  // (gdbserver over a network) takes seconds per MiB, a local one milliseconds. A read that
-  // took over kReadOutlier times the median read is left out: a preemption of the debugger's
-  // thread, whose milliseconds would otherwise outweigh every fast read.
-  std::optional<double> secondsPerByte() const;
-  static constexpr size_t kReadSamples = 64;
-  static constexpr double kReadOutlier = 10;
+  // What the debugger's recent reads (readBlock) cost, in seconds per byte (ReadCost.h);
+  // nullopt before the first.
+  std::optional<double> secondsPerByte() const { return readCost_.secondsPerByte(); }
 
   // The answers to look-ups (wire Lookup / LookupAnswer), one per look-up, in order.
   struct LookupResult {
@@ -171,12 +167,7 @@ class DebuggerSide {
   std::map<std::pair<int, uint64_t>, uint64_t> held_;  // (kind, handle) -> info token
   std::unordered_map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> name, lang
   std::set<LookupKey> lookedUp_;
-  struct ReadSample {
-    double seconds;  // in readBlock
-    uint64_t bytes;  // that it returned
-  };
-  std::array<ReadSample, kReadSamples> reads_{};  // a ring: the last kReadSamples reads
-  size_t readCount_ = 0;                          // in all
+  ReadCost readCost_;  // of readBlock's timed reads
 };
 
 }  // namespace mqd::client
