@@ -239,8 +239,9 @@ void MqsClient::connect() {
 }
 
 void MqsClient::openSetUpRecall(bool takesInfoTokens) {
-  if (config_.cache != wire::CachePolicy::EPOCH || config_.stateDir.empty() ||
-      dll_.buildId.empty() || !takesInfoTokens) {
+  // Without a state directory the records are kept for the session only: a job never seen
+  // has its later images' set-ups answered from the first one's all the same.
+  if (config_.cache != wire::CachePolicy::EPOCH || dll_.buildId.empty() || !takesInfoTokens) {
     recall_ = nullptr;
     side_.effectLog = nullptr;
     return;

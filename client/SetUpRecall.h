@@ -26,7 +26,7 @@
 // share the image's record: each of their process parts is tried.
 // One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
 // kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Records serve
-// the session that made them as well (MqsClient makes none without a state directory).
+// the session that made them as well; without a state directory, only that session.
 #pragma once
 
 #include <cstdint>

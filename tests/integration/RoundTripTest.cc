@@ -203,9 +203,11 @@ struct RankByRank {
   // rank (as address-space randomisation leaves a real job's). `imagesFirst`: rank 0 is set
   // up whole, then every other image, then every other process (as `mqd dump --all` does);
   // else rank by rank. setUpRoundTrips: what the set-ups of the ranks after the first cost.
-  // `ops`: pending operations per queue of each rank.
+  // `ops`: pending operations per queue of each rank. `shimState`: the shim keeps its state
+  // in a directory of this job's (else MQD_PROXY_STATE_DIR=off: nothing past the session).
   explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr,
-                      bool apart = false, bool imagesFirst = false, int ops = 50)
+                      bool apart = false, bool imagesFirst = false, int ops = 50,
+                      bool shimState = true)
       : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
         server(shared ? *shared : *ownServer),
         relay(mqd::test::kRelay,
@@ -214,6 +216,7 @@ struct RankByRank {
               false),
         d(mqd::test::kShim, options) {
     configure(relay.endpoint(), "epoch", "auto", dir);  // read when the session opens
+    if (!shimState) setenv("MQD_PROXY_STATE_DIR", "off", 1);
     for (int r = 0; r < kRanks; ++r) {
       uint64_t moved = static_cast<uint64_t>(r) * 0x2345000;
       targets.push_back(
@@ -372,23 +375,29 @@ TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answ
   // (This DLL's process set-up asks the debugger for the rank: not recorded, a round trip
   // more per process; Open MPI's does not.)
   // The shim's counters reach the server with the first update.
-  auto setUps = [](bool imagesFirst) {
-    RankByRank job(DebuggerHarness::Options{}, nullptr, true, imagesFirst);
+  // The records serve within the session: without a state directory too.
+  auto setUps = [](bool imagesFirst, bool shimState) {
+    RankByRank job(DebuggerHarness::Options{}, nullptr, true, imagesFirst, 50, shimState);
     job.round(nullptr);
     return std::make_pair(job.setUpRoundTrips, lastSession(job.server.endpoint()));
   };
-  auto [interleaved, a] = setUps(false);
-  auto [imagesFirst, b] = setUps(true);
+  auto [interleaved, a] = setUps(false, true);
+  auto [imagesFirst, b] = setUps(true, true);
+  auto [stateOff, c] = setUps(true, false);
   MESSAGE("round trips of the set-ups of ranks 1 to ", RankByRank::kRanks - 1,
           ", ranks never seen: rank by rank ", interleaved, " and ", a["client.recalled_waits"],
-          " waits, images first ", imagesFirst, " and ", b["client.recalled_waits"], " waits");
-  CHECK(a["client.setups_recalled"] == RankByRank::kRanks - 2);
-  CHECK(b["client.setups_recalled"] == RankByRank::kRanks - 2);
-  CHECK(a["client.setups_contradicted"] == 0);
-  CHECK(b["client.setups_contradicted"] == 0);
+          " waits, images first ", imagesFirst, " and ", b["client.recalled_waits"],
+          " waits, the same without a state directory ", stateOff, " and ",
+          c["client.recalled_waits"], " waits");
+  for (Counters* s : {&a, &b, &c}) {
+    CHECK((*s)["client.setups_recalled"] == RankByRank::kRanks - 2);
+    CHECK((*s)["client.setups_contradicted"] == 0);
+  }
   CHECK(a["client.recalled_waits"] == RankByRank::kRanks - 2);
   CHECK(b["client.recalled_waits"] == 1);
+  CHECK(c["client.recalled_waits"] == 1);
   CHECK(imagesFirst == interleaved);
+  CHECK(stateOff == imagesFirst);
 }
 
 TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a guess is updated "
