@@ -19,13 +19,14 @@
 namespace mqd::server {
 namespace {
 
-constexpr size_t kMaxFilesPerBuild = 64;
 constexpr size_t kMaxWindows = 1u << 16;
 
 }  // namespace
 
-LearnedMemory::LearnedMemory(std::string stateDir, std::string buildId)
-    : dir_(buildId.empty() ? "" : std::move(stateDir)), buildId_(std::move(buildId)) {}
+LearnedMemory::LearnedMemory(std::string stateDir, std::string buildId, size_t maxFiles)
+    : dir_(buildId.empty() ? "" : std::move(stateDir)),
+      buildId_(std::move(buildId)),
+      maxFiles_(maxFiles) {}
 
 std::string LearnedMemory::file(uint64_t fingerprint) const {
   char name[64];
@@ -77,7 +78,8 @@ void LearnedMemory::save(uint64_t fingerprint, const Record& record) {
   write(record.windows, kept.windows, [&](unsigned n) { return learned.initWindows(n); });
   write(record.setUp, kept.setUp, [&](unsigned n) { return learned.initSetUp(n); });
   records_[fingerprint] = std::move(kept);
-  if (!writeStateFile(file(fingerprint), message)) return;
+  if (!writeStateFile(file(fingerprint), message) || pruned_) return;
+  pruned_ = true;
   prune();
 }
 
@@ -93,9 +95,9 @@ void LearnedMemory::prune() const {
     if (::stat(path.c_str(), &st) == 0) files.push_back({st.st_mtime, path});
   }
   ::closedir(d);
-  if (files.size() <= kMaxFilesPerBuild) return;
+  if (files.size() <= maxFiles_) return;
   std::sort(files.begin(), files.end());
-  for (size_t i = 0; i + kMaxFilesPerBuild < files.size(); ++i) ::unlink(files[i].second.c_str());
+  for (size_t i = 0; i + maxFiles_ < files.size(); ++i) ::unlink(files[i].second.c_str());
 }
 
 }  // namespace mqd::server

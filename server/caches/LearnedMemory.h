@@ -14,8 +14,12 @@
 // update is likely to read nothing else (docs/round-trips.md, "Learned state") when it reads
 // everything else. A file without the mark (an older server's) is ignored.
 //
-// Files: <state-dir>/blocks-<build-id>-<fingerprint>.capnp; the oldest are removed beyond
-// kMaxFilesPerBuild. Each record is read from disk once per session.
+// Files: <state-dir>/blocks-<build-id>-<fingerprint>.capnp, one per process. At a session's
+// first save, the oldest beyond kMaxFilesPerBuild are removed: a record per process of a job
+// of that many ranks, as many as the shim's set-up records (client/SetUpRecall.h). Pruned
+// once per session, not at every save, so that a session never removes what it saved itself
+// and a job of thousands of ranks does not scan the directory once per rank. Each record is
+// read from disk once per session.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +33,11 @@ namespace mqd::server {
 
 class LearnedMemory {
  public:
-  LearnedMemory(std::string stateDir, std::string buildId);
+  static constexpr size_t kMaxFilesPerBuild = 16384;
+
+  // `maxFiles`: kMaxFilesPerBuild but in tests.
+  LearnedMemory(std::string stateDir, std::string buildId,
+                size_t maxFiles = kMaxFilesPerBuild);
 
   bool enabled() const { return !dir_.empty(); }
 
@@ -51,6 +59,8 @@ class LearnedMemory {
 
   std::string dir_;
   std::string buildId_;
+  size_t maxFiles_;
+  bool pruned_ = false;  // this session pruned the directory (at its first save)
   // Records read or written in this session, by fingerprint.
   std::map<uint64_t, Record> records_;
 };

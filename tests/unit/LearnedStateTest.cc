@@ -2,9 +2,11 @@
 
 #include <capnp/message.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -91,6 +93,40 @@ TEST_CASE("LearnedMemory: a record without the mark of a whole one (an older ser
   CHECK(LearnedMemory(state, "abc123").load(0xaa).windows.size() == 1);
   REQUIRE(writeStateFile(path, message));  // the same, but not marked whole
   CHECK(LearnedMemory(state, "abc123").load(0xaa).windows.empty());
+}
+
+TEST_CASE("LearnedMemory: a job of more ranks than the cap keeps every rank's record; the next "
+          "session prunes the oldest") {
+  TempDir dir;
+  std::string state = dir / "state";
+  constexpr size_t kCap = 4;
+  auto path = [&](uint64_t fingerprint) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(fingerprint));
+    return state + "/blocks-abc123-" + name + ".capnp";
+  };
+  auto kept = [&](uint64_t fingerprint) { return ::access(path(fingerprint).c_str(), F_OK) == 0; };
+  {
+    LearnedMemory job(state, "abc123", kCap);  // one session over 6 ranks
+    for (uint64_t rank = 1; rank <= 6; ++rank) job.save(rank, {{{0x1000 * rank, 512}}, {}});
+  }
+  for (uint64_t rank = 1; rank <= 6; ++rank) {
+    CHECK(kept(rank));
+    CHECK(LearnedMemory(state, "abc123", kCap).load(rank).windows.size() == 1);
+  }
+  // The next session's first save keeps the newest kCap files: ranks 1 to 3, the oldest, go.
+  for (uint64_t rank = 1; rank <= 6; ++rank) {
+    struct timespec times[2] = {{static_cast<time_t>(1000 + rank), 0},
+                                {static_cast<time_t>(1000 + rank), 0}};
+    REQUIRE(::utimensat(AT_FDCWD, path(rank).c_str(), times, 0) == 0);
+  }
+  LearnedMemory next(state, "abc123", kCap);
+  next.save(7, {{{0x7000, 512}}, {}});
+  next.save(8, {{{0x8000, 512}}, {}});  // pruned once per session: not again
+  CHECK_FALSE(kept(1));
+  CHECK_FALSE(kept(2));
+  CHECK_FALSE(kept(3));
+  for (uint64_t rank = 4; rank <= 8; ++rank) CHECK(kept(rank));
 }
 
 TEST_CASE("LearnedLookups: a link planted in the state directory is neither written through "
