@@ -242,8 +242,8 @@ const std::vector<Setting>& settings() {
        "that never saw the DLL (a new node) then need not ask one by one; and the\n"
        "set-ups it records, to answer a later session's set-up of the same process\n"
        "without waiting once its inputs prove the same. Under the epoch cache only;\n"
-       "off: keep nothing on disk (set-up records then serve their own session\n"
-       "only). Default $XDG_STATE_HOME/mqd-proxy, else\n"
+       "off: keep nothing on disk (set-up records are then kept in memory, for\n"
+       "the debugger process's sessions only). Default $XDG_STATE_HOME/mqd-proxy, else\n"
        "~/.local/state/mqd-proxy (the server's default --state-dir)",
        setStateDir,
        [](const ClientConfig& c) { return c.stateDir.empty() ? std::string("off") : c.stateDir; }},

@@ -239,8 +239,8 @@ void MqsClient::connect() {
 }
 
 void MqsClient::openSetUpRecall(bool takesInfoTokens) {
-  // Without a state directory the records are kept for the session only: a job never seen
-  // has its later images' set-ups answered from the first one's all the same.
+  // Without a state directory the records are kept in memory only (SetUpRecall): a job never
+  // seen has its later images' set-ups answered from the first one's all the same.
   if (config_.cache != wire::CachePolicy::EPOCH || dll_.buildId.empty() || !takesInfoTokens) {
     recall_ = nullptr;
     side_.effectLog = nullptr;

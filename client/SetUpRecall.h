@@ -26,7 +26,8 @@
 // share the image's record: each of their process parts is tried.
 // One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
 // kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Records serve
-// the session that made them as well; without a state directory, only that session.
+// the session that made them as well; without a state directory, only the debugger
+// process's sessions (in memory).
 #pragma once
 
 #include <cstdint>
