@@ -438,6 +438,11 @@ def write_results(sections, path, args):
              "TCP); RTT 0 is a direct unix socket. Round trips and bytes come from the server's",
              "session counters (`mqd-proxy stats`).",
              "",
+             "Here gdb attaches the rank itself. The topology users have, gdb reaching the rank",
+             "through gdbserver over its own link (`bench/real_topology.py`, with an aarch64",
+             "rank under qemu-user), has its tables in RESULTS-real-topology.md; the whole job",
+             "of 1 to 64 ranks (`bench/whole_job.py`) in RESULTS-whole-job.md.",
+             "",
              "Reproduce: `python3 bench/bench.py --build build --suites %s --sizes %s --rtts %s`"
              % (args.suites, args.sizes, args.rtts), ""]
     for name, rows in sections:
