@@ -351,7 +351,7 @@ TEST_CASE("epoch policy: in a first session, the others' first updates are guess
   // them in one round trip for all per round; the shim reads the guesses with rank 1's update
   // and refreshes ranks 2 and 3 ahead with it. Without the guesses each rank's first update
   // asks for its memory block by block, as rank 0's does.
-  RankByRank job(DebuggerHarness::Options{}, nullptr, true);
+  RankByRank job(DebuggerHarness::Options{}, nullptr, /*apart=*/true);
   std::vector<uint64_t> perRank;
   job.round(nullptr, &perRank);
   Counters c = lastSession(job.server.endpoint());
@@ -377,7 +377,8 @@ TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answ
   // The shim's counters reach the server with the first update.
   // The records serve within the session: without a state directory too.
   auto setUps = [](bool imagesFirst, bool shimState) {
-    RankByRank job(DebuggerHarness::Options{}, nullptr, true, imagesFirst, 50, shimState);
+    RankByRank job(DebuggerHarness::Options{}, nullptr, /*apart=*/true, imagesFirst, /*ops=*/50,
+                   shimState);
     job.round(nullptr);
     return std::make_pair(job.setUpRoundTrips, lastSession(job.server.endpoint()));
   };
@@ -405,7 +406,7 @@ TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a gues
   // Rank 3's refresh ahead is made from its guess with rank 1's update; the rank then changes
   // before its own update, whose proof finds its memory changed: that update goes to the
   // server (one round trip), as without a guess. Rank 2's, unchanged, is served by the shim.
-  RankByRank job(DebuggerHarness::Options{}, nullptr, true);
+  RankByRank job(DebuggerHarness::Options{}, nullptr, /*apart=*/true);
   std::vector<uint64_t> perRank;
   job.round([&](int r) {
     if (r == 3) CHECK(progressRequests(*job.targets[3], 1) > 0);
@@ -424,7 +425,7 @@ TEST_CASE("epoch policy: an epoch that misses again and again reads blocks aroun
   // in half a round trip by the callbacks' timings (RemoteDebugger::aroundBudget). A debugger
   // slower to read than the round trip gets none, and pays a round trip a block.
   auto firstUpdate = [](DebuggerHarness::Options options) {
-    RankByRank job(options, nullptr, true, false, 1000);
+    RankByRank job(options, nullptr, /*apart=*/true, /*imagesFirst=*/false, /*ops=*/1000);
     std::vector<uint64_t> perRank;
     job.round(nullptr, &perRank);
     return std::make_pair(perRank[0], lastSession(job.server.endpoint()));
