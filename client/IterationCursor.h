@@ -28,6 +28,9 @@ struct IterationCursor {
     operations = 0;
   }
   void nextOperation() { ++operations; }
+  // For the calls that leave the position where it is (get_communicator, get_comm_group,
+  // get_comm_coll_state).
+  static void stay(IterationCursor&) {}
   void reset() { *this = IterationCursor{}; }
 
   void writeTo(wire::WalkCursor::Builder out) const {

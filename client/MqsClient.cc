@@ -630,6 +630,38 @@ void MqsClient::replay(RecordedWalk::Effects effects) {
   for (auto e : effects) side_.effect(e);
 }
 
+template <typename Recorded, typename Results, typename Ask, typename Request, typename Step,
+          typename Deliver>
+int MqsClient::walkOrForward(EntryPoint entryPoint, mqs_process* process, Ask&& ask,
+                             Request&& request, Step&& step, Deliver&& deliver) {
+  return call(entryPoint, [&]() -> int {
+    // Where an earlier iteration stood no longer matters, even if this call fails.
+    if (entryPoint == EntryPoint::setup_communicator_iterator) restartIteration(process);
+    KJ_IF_MAYBE(absent, openFor(entryPoint)) {
+      setUpProcess(process, entryPoint);  // a process never set up is refused all the same
+      return *absent;
+    }
+    uint64_t token = setUpProcess(process, entryPoint);
+    if (RecordedWalk* walk = walkOf(token)) {
+      typename Recorded::Reader recorded;
+      if (ask(*walk, &recorded)) {
+        step(setUp_.cursor(token));
+        replay(recorded.getEffects());
+        deliver(recorded, token);
+        return recorded.getRc();
+      }
+      leaveWalk(token);
+    }
+    auto reply = roundTrip<Results>(
+        entryPoint, [&](wire::Session::Client& s) { return request(s, token); });
+    step(setUp_.cursor(token));
+    auto results = reply.get();
+    int rc = resultOf(reply, results.getRc());
+    deliver(results, token);
+    return rc;
+  });
+}
+
 // ---- version and errors ----
 
 void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
@@ -1834,168 +1866,98 @@ void MqsClient::forgetRefreshesAhead() {
 }
 
 int MqsClient::setupCommunicatorIterator(mqs_process* process) {
-  return call(EntryPoint::setup_communicator_iterator, [&]() {
-    restartIteration(process);
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_communicator_iterator)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::setup_communicator_iterator);
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedRc::Reader r;
-      if (walk->setupCommunicatorIterator(&r)) {
-        setUp_.cursor(token).setupCommunicatorIterator();
-        replay(r.getEffects());
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::SetupCommunicatorIteratorResults>(
-        EntryPoint::setup_communicator_iterator, [token](wire::Session::Client& s) {
-          auto r = s.setupCommunicatorIteratorRequest();
-          r.setProcess(token);
-          return r.send();
-        });
-    setUp_.cursor(token).setupCommunicatorIterator();
-    return resultOf(reply, reply.get().getRc());
-  });
+  return walkOrForward<wire::RecordedRc, wire::Session::SetupCommunicatorIteratorResults>(
+      EntryPoint::setup_communicator_iterator, process,
+      [](RecordedWalk& walk, auto* out) { return walk.setupCommunicatorIterator(out); },
+      [](wire::Session::Client& s, uint64_t token) {
+        auto r = s.setupCommunicatorIteratorRequest();
+        r.setProcess(token);
+        return r.send();
+      },
+      [](IterationCursor& at) { at.setupCommunicatorIterator(); }, [](auto, uint64_t) {});
 }
 
 int MqsClient::nextCommunicator(mqs_process* process) {
-  return call(EntryPoint::next_communicator, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_communicator)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::next_communicator);
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedRc::Reader r;
-      if (walk->nextCommunicator(&r)) {
-        setUp_.cursor(token).nextCommunicator();
-        replay(r.getEffects());
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::NextCommunicatorResults>(
-        EntryPoint::next_communicator, [token](wire::Session::Client& s) {
-          auto r = s.nextCommunicatorRequest();
-          r.setProcess(token);
-          return r.send();
-        });
-    setUp_.cursor(token).nextCommunicator();
-    return resultOf(reply, reply.get().getRc());
-  });
+  return walkOrForward<wire::RecordedRc, wire::Session::NextCommunicatorResults>(
+      EntryPoint::next_communicator, process,
+      [](RecordedWalk& walk, auto* out) { return walk.nextCommunicator(out); },
+      [](wire::Session::Client& s, uint64_t token) {
+        auto r = s.nextCommunicatorRequest();
+        r.setProcess(token);
+        return r.send();
+      },
+      [](IterationCursor& at) { at.nextCommunicator(); }, [](auto, uint64_t) {});
 }
 
 int MqsClient::getCommunicator(mqs_process* process, mqs_communicator* communicator) {
-  return call(EntryPoint::get_communicator, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_communicator)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::get_communicator);
-    auto deliver = [&](int rc, wire::Communicator::Reader out) {
-      if (communicator != nullptr) {
+  return walkOrForward<wire::RecordedCommunicator, wire::Session::GetCommunicatorResults>(
+      EntryPoint::get_communicator, process,
+      [](RecordedWalk& walk, auto* out) { return walk.getCommunicator(out); },
+      [](wire::Session::Client& s, uint64_t token) {
+        auto r = s.getCommunicatorRequest();
+        r.setProcess(token);
+        return r.send();
+      },
+      IterationCursor::stay,
+      [&](auto answer, uint64_t token) {
+        if (communicator == nullptr) return;
+        wire::Communicator::Reader out = answer.getCommunicator();
         apply(out, *communicator);
         if (out.getWritten() & wire::Communicator::WRITTEN_SIZE) {
           communicatorSize_[token] =
               communicator->size < 0 ? 0 : static_cast<size_t>(communicator->size);
         }
-      }
-      return rc;
-    };
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedCommunicator::Reader r;
-      if (walk->getCommunicator(&r)) {
-        replay(r.getEffects());
-        return deliver(r.getRc(), r.getCommunicator());
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::GetCommunicatorResults>(
-        EntryPoint::get_communicator, [token](wire::Session::Client& s) {
-          auto r = s.getCommunicatorRequest();
-          r.setProcess(token);
-          return r.send();
-        });
-    auto results = reply.get();
-    return deliver(resultOf(reply, results.getRc()), results.getCommunicator());
-  });
+      });
 }
 
 int MqsClient::getCommGroup(mqs_process* process, int* ranks) {
-  return call(EntryPoint::get_comm_group, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_comm_group)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::get_comm_group);
-    auto known = communicatorSize_.find(token);
-    size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedGroup::Reader r;
-      if (walk->getCommGroup(&r)) {
-        replay(r.getEffects());
-        applyGroup(r.getRanks(), r.getWritten(), ranks, limit);
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::GetCommGroupResults>(
-        EntryPoint::get_comm_group, [token](wire::Session::Client& s) {
-          auto r = s.getCommGroupRequest();
-          r.setProcess(token);
-          return r.send();
-        });
-    auto results = reply.get();
-    int rc = resultOf(reply, results.getRc());
-    applyGroup(results.getRanks(), results.getWritten(), ranks, limit);
-    return rc;
-  });
+  return walkOrForward<wire::RecordedGroup, wire::Session::GetCommGroupResults>(
+      EntryPoint::get_comm_group, process,
+      [](RecordedWalk& walk, auto* out) { return walk.getCommGroup(out); },
+      [](wire::Session::Client& s, uint64_t token) {
+        auto r = s.getCommGroupRequest();
+        r.setProcess(token);
+        return r.send();
+      },
+      IterationCursor::stay,
+      [&](auto answer, uint64_t token) {
+        auto known = communicatorSize_.find(token);
+        size_t limit = known == communicatorSize_.end() ? SIZE_MAX : known->second;
+        applyGroup(answer.getRanks(), answer.getWritten(), ranks, limit);
+      });
 }
 
 // ---- operations ----
 
 int MqsClient::setupOperationIterator(mqs_process* process, int opClass) {
-  return call(EntryPoint::setup_operation_iterator, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_operation_iterator)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::setup_operation_iterator);
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedRc::Reader r;
-      if (walk->setupOperationIterator(opClass, &r)) {
-        setUp_.cursor(token).setupOperationIterator(opClass);
-        replay(r.getEffects());
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::SetupOperationIteratorResults>(
-        EntryPoint::setup_operation_iterator, [token, opClass](wire::Session::Client& s) {
-          auto r = s.setupOperationIteratorRequest();
-          r.setProcess(token);
-          r.setOpClass(opClass);
-          return r.send();
-        });
-    setUp_.cursor(token).setupOperationIterator(opClass);
-    return resultOf(reply, reply.get().getRc());
-  });
+  return walkOrForward<wire::RecordedRc, wire::Session::SetupOperationIteratorResults>(
+      EntryPoint::setup_operation_iterator, process,
+      [opClass](RecordedWalk& walk, auto* out) {
+        return walk.setupOperationIterator(opClass, out);
+      },
+      [opClass](wire::Session::Client& s, uint64_t token) {
+        auto r = s.setupOperationIteratorRequest();
+        r.setProcess(token);
+        r.setOpClass(opClass);
+        return r.send();
+      },
+      [opClass](IterationCursor& at) { at.setupOperationIterator(opClass); },
+      [](auto, uint64_t) {});
 }
 
 int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operation) {
-  return call(EntryPoint::next_operation, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_operation)) return *absent;
-    uint64_t token = setUpProcess(process, EntryPoint::next_operation);
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedOperation::Reader r;
-      if (walk->nextOperation(&r)) {
-        setUp_.cursor(token).nextOperation();
-        replay(r.getEffects());
-        if (operation != nullptr) apply(r.getOperation(), *operation);
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::NextOperationResults>(
-        EntryPoint::next_operation, [token](wire::Session::Client& s) {
-          auto r = s.nextOperationRequest();
-          r.setProcess(token);
-          return r.send();
-        });
-    setUp_.cursor(token).nextOperation();
-    auto results = reply.get();
-    int rc = resultOf(reply, results.getRc());
-    if (operation != nullptr) apply(results.getOperation(), *operation);
-    return rc;
-  });
+  return walkOrForward<wire::RecordedOperation, wire::Session::NextOperationResults>(
+      EntryPoint::next_operation, process,
+      [](RecordedWalk& walk, auto* out) { return walk.nextOperation(out); },
+      [](wire::Session::Client& s, uint64_t token) {
+        auto r = s.nextOperationRequest();
+        r.setProcess(token);
+        return r.send();
+      },
+      [](IterationCursor& at) { at.nextOperation(); },
+      [operation](auto answer, uint64_t) {
+        if (operation != nullptr) apply(answer.getOperation(), *operation);
+      });
 }
 
 // ---- level 3 and extensions ----
@@ -2088,36 +2050,22 @@ int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
 
 int MqsClient::getCommCollState(mqs_process* process, int collective, int* sequence,
                                 int* active) {
-  return call(EntryPoint::get_comm_coll_state, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::get_comm_coll_state)) {
-      // A process never set up is still BAD_HANDLE when the DLL lacks the extension.
-      setUpProcess(process, EntryPoint::get_comm_coll_state);
-      return *absent;
-    }
-    uint64_t token = setUpProcess(process, EntryPoint::get_comm_coll_state);
-    if (RecordedWalk* walk = walkOf(token)) {
-      wire::RecordedCollState::Reader r;
-      if (walk->getCommCollState(collective, &r)) {
-        replay(r.getEffects());
-        apply(r.getSequence(), sequence);
-        apply(r.getActive(), active);
-        return r.getRc();
-      }
-      leaveWalk(token);
-    }
-    auto reply = roundTrip<wire::Session::GetCommCollStateResults>(
-        EntryPoint::get_comm_coll_state, [token, collective](wire::Session::Client& s) {
-          auto r = s.getCommCollStateRequest();
-          r.setProcess(token);
-          r.setCollective(collective);
-          return r.send();
-        });
-    auto results = reply.get();
-    int rc = resultOf(reply, results.getRc());
-    apply(results.getSequence(), sequence);
-    apply(results.getActive(), active);
-    return rc;
-  });
+  return walkOrForward<wire::RecordedCollState, wire::Session::GetCommCollStateResults>(
+      EntryPoint::get_comm_coll_state, process,
+      [collective](RecordedWalk& walk, auto* out) {
+        return walk.getCommCollState(collective, out);
+      },
+      [collective](wire::Session::Client& s, uint64_t token) {
+        auto r = s.getCommCollStateRequest();
+        r.setProcess(token);
+        r.setCollective(collective);
+        return r.send();
+      },
+      IterationCursor::stay,
+      [sequence, active](auto answer, uint64_t) {
+        apply(answer.getSequence(), sequence);
+        apply(answer.getActive(), active);
+      });
 }
 
 }  // namespace mqd::client

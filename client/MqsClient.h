@@ -256,6 +256,18 @@ class MqsClient {
   void leaveWalk(uint64_t process);
   // Replays the debugger-visible effects recorded with a call served from a walk.
   void replay(RecordedWalk::Effects effects);
+  // The one path of the seven entry points a walk answers (the iteration, and its
+  // communicators' groups and collective states): from the process's walk while the debugger
+  // follows it, else forwarded.
+  // docs/round-trips.md, "When the debugger leaves the recorded path"
+  // `ask(walk, &recorded)` asks the walk, `request(session, token)` sends the call,
+  // `step(cursor)` moves the debugger's position the same way either time, and
+  // `deliver(answer)` writes the out-parameters from either answer: a `Recorded` reader or the
+  // server's `Results`, which name their fields alike.
+  template <typename Recorded, typename Results, typename Ask, typename Request, typename Step,
+            typename Deliver>
+  int walkOrForward(EntryPoint entryPoint, mqs_process* process, Ask&& ask, Request&& request,
+                    Step&& step, Deliver&& deliver);
 
   // ---- set-ups answered from a record (SetUpRecall; docs/round-trips.md) ----
   // Under the epoch policy, with MQD_PROXY_STATE_DIR and a server that takes info tokens, a

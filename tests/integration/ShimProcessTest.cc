@@ -287,6 +287,39 @@ TEST_CASE("session lost between calls: the next call re-establishes it and answe
   CHECK(now[0] != workers[0]);
 }
 
+TEST_CASE("session lost in an iteration served from the walk: the next call goes on where "
+          "the debugger stood") {
+  ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "walk.sock"),
+                                            "--dll", mqd::test::kTestDll3, "--log-file",
+                                            scratch() / "walk.log"});
+  useServer(server.endpoint(), mqd::test::kTestDll3);
+  setenv("MQD_PROXY_CACHE", "epoch", 1);  // the calls below are answered from the walk
+  Rig rig;
+  rig.setUp();
+  // Third communicator, receive queue, its first request: every call from the walk.
+  REQUIRE(rig.dll().update_communicator_list(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
+  REQUIRE(rig.dll().setup_operation_iterator(rig.p(), 1) == mqs_ok);
+  mqs_pending_operation first;
+  REQUIRE(rig.dll().next_operation(rig.p(), &first) == mqs_ok);
+  std::vector<pid_t> workers = childrenOf(server.pid());
+  REQUIRE(workers.size() == 1);
+  kill(workers[0], SIGKILL);
+  std::this_thread::sleep_for(100ms);
+  // A new worker's DLL is brought to where the debugger stands, whoever answered its calls.
+  mqs_pending_operation op;
+  REQUIRE(rig.dll().next_operation(rig.p(), &op) == mqs_ok);
+  const auto& queue = standardJob(3).communicators[2].queues[1];
+  CHECK(std::string(first.extra_text[0]) == queue[0].note);
+  CHECK(std::string(op.extra_text[0]) == queue[1].note);
+  mqs_communicator communicator;
+  REQUIRE(rig.dll().get_communicator(rig.p(), &communicator) == mqs_ok);
+  CHECK(static_cast<int64_t>(communicator.unique_id) == standardJob(3).communicators[2].id);
+  unsetenv("MQD_PROXY_CACHE");
+}
+
 TEST_CASE("a stopped server: the call times out after MQD_PROXY_TIMEOUT instead of hanging") {
   ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "stop.sock"),
                                             "--dll", mqd::test::kTestDll3, "--log-file",
