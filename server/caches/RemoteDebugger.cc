@@ -279,13 +279,12 @@ void setBlock(wire::BlockRequest::Builder r, uint64_t address, uint32_t size, ui
   r.setNeededSize(neededSize);
 }
 
-// Copies what was needed out of a block answer; the answer must hold it.
-void copyNeeded(uint64_t start, const kj::Array<kj::byte>& data, uint64_t address, uint32_t size,
-                void* buf) {
-  if (address < start || address - start + size > data.size()) {
+// Keeps a block answer and serves the DLL's read from it; the answer must hold the read.
+void storeAndRead(TargetMemory& memory, wire::MemoryBlock::Reader b, kj::Array<kj::byte> data,
+                  uint64_t address, uint32_t size, void* buf) {
+  if (!memory.storeAndRead(b.getAddress(), kj::mv(data), address, size, buf)) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer does not hold what was needed");
   }
-  std::memcpy(buf, data.begin() + (address - start), size);
 }
 
 }  // namespace
@@ -338,9 +337,7 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
     memory.storeFailure(address, size, b.getRc());
     return b.getRc();
   }
-  auto data = takeBlock(call, b, block.size);
-  copyNeeded(b.getAddress(), data, address, size, buf);
-  memory.store(b.getAddress(), kj::mv(data));
+  storeAndRead(memory, b, takeBlock(call, b, block.size), address, size, buf);
   return mqs_ok;
 }
 
@@ -367,9 +364,8 @@ std::optional<int> RemoteDebugger::fromNode(DllCall& call, RemoteProcess& proces
     bytes = kj::heapArray<kj::byte>(end - start);
     if (!node.process->read(start, bytes.begin(), bytes.size())) return std::nullopt;
   }
-  std::memcpy(buf, bytes.begin() + (address - start), size);
   call.metrics().add(Count::NodeBlocks);
-  process.memory->store(start, kj::mv(bytes));
+  process.memory->storeAndRead(start, kj::mv(bytes), address, size, buf);  // it holds the read
   return mqs_ok;
 }
 
@@ -441,15 +437,13 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
     process.memory->storeFailure(address, size, b.getRc());
     return b.getRc();
   }
-  auto data = takeBlock(call, b, size);
-  copyNeeded(b.getAddress(), data, address, size, buf);
+  storeAndRead(*process.memory, b, takeBlock(call, b, size), address, size, buf);
   if (node.state == State::Proven) {
     if (nodeShows(process, address, static_cast<const kj::byte*>(buf), size, "read")) {
       node.checkedThisEpoch = true;
       node.checked = TargetMemory::Window{address, size};
     }
   }
-  process.memory->store(b.getAddress(), kj::mv(data));
   return mqs_ok;
 }
 

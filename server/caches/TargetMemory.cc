@@ -79,6 +79,17 @@ void TargetMemory::store(uint64_t address, kj::Array<kj::byte> bytes) {
   windows_[address] = kj::mv(bytes);
 }
 
+bool TargetMemory::storeAndRead(uint64_t address, kj::Array<kj::byte> bytes, uint64_t needed,
+                                uint32_t size, void* out) {
+  if (needed < address || needed - address > bytes.size() ||
+      size > bytes.size() - (needed - address)) {
+    return false;
+  }
+  std::memcpy(out, bytes.begin() + (needed - address), size);
+  store(address, kj::mv(bytes));
+  return true;
+}
+
 void TargetMemory::storeFailure(uint64_t address, uint32_t size, int rc) {
   failures_[{address, size}] = rc;
 }

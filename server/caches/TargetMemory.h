@@ -58,6 +58,11 @@ class TargetMemory {
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
   // `address`; windows it holds entirely are dropped.
   void store(uint64_t address, kj::Array<kj::byte> bytes);
+  // store(), and copies [needed, needed + size) out of the new window into `out`: the one way a
+  // block fetched for a read that missed reaches the DLL. False, keeping nothing, if the
+  // window does not hold that range.
+  bool storeAndRead(uint64_t address, kj::Array<kj::byte> bytes, uint64_t needed,
+                    uint32_t size, void* out);
   // The DLL was answered [address, address + size) this epoch (from a window, or not).
   void touch(uint64_t address, uint32_t size);
   void storeFailure(uint64_t address, uint32_t size, int rc);

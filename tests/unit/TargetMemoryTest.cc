@@ -50,6 +50,28 @@ TEST_CASE("TargetMemory: reads miss into aligned blocks, and hit inside what was
   CHECK_FALSE(m.read(0x203f8, 16, out));
 }
 
+TEST_CASE("TargetMemory: a fetched block serves the read that missed, and is kept") {
+  TargetMemory m(4096);
+  unsigned char out[8] = {};
+  REQUIRE(m.storeAndRead(0x10000, bytes(pattern(0x10000, 4096)), 0x10ff8, 8, out));
+  CHECK(std::memcmp(out, pattern(0x10ff8, 8).data(), 8) == 0);
+  CHECK(m.read(0x10000, 8, nullptr));  // kept: the next read of it is a hit
+
+  // A window that does not hold the read (a short answer, a wrong address) serves nothing
+  // and is not kept.
+  unsigned char untouched[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  unsigned char copy[8];
+  std::memcpy(copy, untouched, 8);
+  CHECK_FALSE(m.storeAndRead(0x20000, bytes(pattern(0x20000, 1024)), 0x203fc, 8, untouched));
+  CHECK_FALSE(m.storeAndRead(0x30000, bytes(pattern(0x30000, 1024)), 0x2fff8, 8, untouched));
+  CHECK_FALSE(m.storeAndRead(0x40000, bytes(pattern(0x40000, 1024)), UINT64_MAX - 2, 8,
+                             untouched));
+  CHECK(std::memcmp(untouched, copy, 8) == 0);
+  CHECK_FALSE(m.read(0x20000, 8, nullptr));
+  CHECK_FALSE(m.read(0x30000, 8, nullptr));
+  CHECK_FALSE(m.read(0x40000, 8, nullptr));
+}
+
 TEST_CASE("TargetMemory: refusals are remembered exactly, and an epoch forgets everything") {
   TargetMemory m(4096);
   int rc = 0;
