@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -67,14 +66,17 @@ std::string safePrintfFormat(const std::string& text) {
 }
 
 void apply(wire::Communicator::Reader in, mqs_communicator& out) {
-  mqs_communicator next = out;
+  // Every check that can refuse the reply first, as for an operation (below).
   using C = wire::Communicator;
   uint8_t w = in.getWritten();
-  if (w & C::WRITTEN_UNIQUE_ID) next.unique_id = narrowAddress(in.getUniqueId(), "communicator id");
-  if (w & C::WRITTEN_LOCAL_RANK) next.local_rank = narrowWord(in.getLocalRank());
-  if (w & C::WRITTEN_SIZE) next.size = narrowWord(in.getSize());
-  applyChars(in.getName(), next.name, sizeof next.name);
-  out = next;
+  mqs_taddr_t id =
+      (w & C::WRITTEN_UNIQUE_ID) ? narrowAddress(in.getUniqueId(), "communicator id") : 0;
+  checkChars(in.getName(), sizeof out.name);
+
+  if (w & C::WRITTEN_UNIQUE_ID) out.unique_id = id;
+  if (w & C::WRITTEN_LOCAL_RANK) out.local_rank = narrowWord(in.getLocalRank());
+  if (w & C::WRITTEN_SIZE) out.size = narrowWord(in.getSize());
+  applyChars(in.getName(), out.name, sizeof out.name);
 }
 
 void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
@@ -111,11 +113,15 @@ void apply(wire::PendingOperation::Reader in, mqs_pending_operation& out) {
 }
 
 void apply(wire::ProcessLocation::Reader in, mqs_process_location& out) {
-  auto next = std::make_unique<mqs_process_location>(out);
-  if (in.getWritten() & wire::ProcessLocation::WRITTEN_PID) next->pid = static_cast<long>(narrowWord(in.getPid()));
-  applyChars(in.getImageName(), next->image_name, sizeof next->image_name);
-  applyChars(in.getHostName(), next->host_name, sizeof next->host_name);
-  out = *next;
+  // Every check that can refuse the reply first, as for an operation (above).
+  checkChars(in.getImageName(), sizeof out.image_name);
+  checkChars(in.getHostName(), sizeof out.host_name);
+
+  if (in.getWritten() & wire::ProcessLocation::WRITTEN_PID) {
+    out.pid = static_cast<long>(narrowWord(in.getPid()));
+  }
+  applyChars(in.getImageName(), out.image_name, sizeof out.image_name);
+  applyChars(in.getHostName(), out.host_name, sizeof out.host_name);
 }
 
 void apply(wire::OutInt::Reader in, int* out) {

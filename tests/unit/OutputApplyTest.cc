@@ -76,3 +76,72 @@ TEST_CASE("apply: exactly the written fields are written in place, and a refused
   CHECK_THROWS_AS(apply(op.asReader(), out), mqd::ProxyError);
   CHECK(std::memcmp(&out, &applied, sizeof out) == 0);
 }
+
+TEST_CASE("apply: a communicator or a process location is written in place, and a refused "
+          "reply leaves it untouched") {
+  const kj::byte text[] = {'w', 'x'};
+  SUBCASE("communicator") {
+    using C = mqd::wire::Communicator;
+    capnp::MallocMessageBuilder message;
+    auto c = message.initRoot<C>();
+    c.setWritten(C::WRITTEN_SIZE | C::WRITTEN_UNIQUE_ID);
+    c.setSize(4);
+    c.setUniqueId(0x1000);
+    c.setLocalRank(9);  // not marked written: must not be applied
+    auto run = c.initName().initRuns(1)[0];
+    run.setOffset(1);
+    run.setBytes(kj::arrayPtr(text, 2));
+    mqs_communicator out;
+    std::memset(&out, 0x5a, sizeof out);
+    mqs_communicator before = out;
+    apply(c.asReader(), out);
+    CHECK(out.size == 4);
+    CHECK(out.unique_id == 0x1000);
+    CHECK(out.local_rank == before.local_rank);
+    CHECK(out.name[0] == before.name[0]);
+    CHECK(out.name[1] == 'w');
+    CHECK(out.name[2] == 'x');
+
+    // A name run past the field, and (separately) an id too wide for this debugger's
+    // mqs_taddr_t: nothing of the reply is applied.
+    c.setSize(8);
+    run.setOffset(sizeof out.name - 1);
+    mqs_communicator applied = out;
+    CHECK_THROWS_AS(apply(c.asReader(), out), mqd::ProxyError);
+    CHECK(std::memcmp(&out, &applied, sizeof out) == 0);
+    if (sizeof(mqs_taddr_t) < 8) {
+      run.setOffset(1);
+      c.setUniqueId(0x7f5a10000000ull);
+      CHECK_THROWS_AS(apply(c.asReader(), out), mqd::ProxyError);
+      CHECK(std::memcmp(&out, &applied, sizeof out) == 0);
+    }
+  }
+  SUBCASE("process location") {
+    using L = mqd::wire::ProcessLocation;
+    capnp::MallocMessageBuilder message;
+    auto l = message.initRoot<L>();
+    l.setWritten(L::WRITTEN_PID);
+    l.setPid(4242);
+    auto image = l.initImageName().initRuns(1)[0];
+    image.setOffset(0);
+    image.setBytes(kj::arrayPtr(text, 2));
+    mqs_process_location out;
+    std::memset(&out, 0x5a, sizeof out);
+    mqs_process_location before = out;
+    apply(l.asReader(), out);
+    CHECK(out.pid == 4242);
+    CHECK(out.image_name[0] == 'w');
+    CHECK(out.image_name[2] == before.image_name[2]);
+    CHECK(std::memcmp(out.host_name, before.host_name, sizeof out.host_name) == 0);
+
+    // The host name's run does not fit: the pid and the image name are not applied either.
+    l.setPid(7);
+    image.setOffset(5);
+    auto host = l.initHostName().initRuns(1)[0];
+    host.setOffset(sizeof out.host_name);
+    host.setBytes(kj::arrayPtr(text, 2));
+    mqs_process_location applied = out;
+    CHECK_THROWS_AS(apply(l.asReader(), out), mqd::ProxyError);
+    CHECK(std::memcmp(&out, &applied, sizeof out) == 0);
+  }
+}
