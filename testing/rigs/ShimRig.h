@@ -76,6 +76,15 @@ struct Rig {
     return ops;
   }
 
+  // A refresh, then the debugger's iteration brought to queue `opClass` of communicator
+  // `communicator` (counted from 0), as a debugger walks there by hand.
+  void enterQueue(int communicator, int opClass) {
+    REQUIRE(dll().update_communicator_list(p()) == mqs_ok);
+    REQUIRE(dll().setup_communicator_iterator(p()) == mqs_ok);
+    for (int c = 0; c < communicator; ++c) REQUIRE(dll().next_communicator(p()) == mqs_ok);
+    REQUIRE(dll().setup_operation_iterator(p(), opClass) == mqs_ok);
+  }
+
   std::string errorText(int code) {
     const char* t = dll().dll_error_string(code);
     return t ? t : "(NULL)";

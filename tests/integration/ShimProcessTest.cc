@@ -297,11 +297,7 @@ TEST_CASE("session lost in an iteration served from the walk: the next call goes
   Rig rig;
   rig.setUp();
   // Third communicator, receive queue, its first request: every call from the walk.
-  REQUIRE(rig.dll().update_communicator_list(rig.p()) == mqs_ok);
-  REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
-  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
-  REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
-  REQUIRE(rig.dll().setup_operation_iterator(rig.p(), 1) == mqs_ok);
+  rig.enterQueue(2, 1);
   mqs_pending_operation first;
   REQUIRE(rig.dll().next_operation(rig.p(), &first) == mqs_ok);
   std::vector<pid_t> workers = childrenOf(server.pid());
