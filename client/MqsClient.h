@@ -262,8 +262,8 @@ class MqsClient {
   // docs/round-trips.md, "When the debugger leaves the recorded path"
   // `ask(walk, &recorded)` asks the walk, `request(session, token)` sends the call,
   // `step(cursor)` moves the debugger's position the same way either time, and
-  // `deliver(answer)` writes the out-parameters from either answer: a `Recorded` reader or the
-  // server's `Results`, which name their fields alike.
+  // `deliver(answer, token)` writes the out-parameters from either answer: a `Recorded` reader
+  // or the server's `Results`, which name their fields alike.
   template <typename Recorded, typename Results, typename Ask, typename Request, typename Step,
             typename Deliver>
   int walkOrForward(EntryPoint entryPoint, mqs_process* process, Ask&& ask, Request&& request,
