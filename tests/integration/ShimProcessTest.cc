@@ -307,12 +307,13 @@ TEST_CASE("session lost in an iteration served from the walk: the next call goes
   // A new worker's DLL is brought to where the debugger stands, whoever answered its calls.
   mqs_pending_operation op;
   REQUIRE(rig.dll().next_operation(rig.p(), &op) == mqs_ok);
-  const auto& queue = standardJob(3).communicators[2].queues[1];
+  const Job job = standardJob(3);
+  const auto& queue = job.communicators[2].queues[1];
   CHECK(std::string(first.extra_text[0]) == queue[0].note);
   CHECK(std::string(op.extra_text[0]) == queue[1].note);
   mqs_communicator communicator;
   REQUIRE(rig.dll().get_communicator(rig.p(), &communicator) == mqs_ok);
-  CHECK(static_cast<int64_t>(communicator.unique_id) == standardJob(3).communicators[2].id);
+  CHECK(static_cast<int64_t>(communicator.unique_id) == job.communicators[2].id);
   unsetenv("MQD_PROXY_CACHE");
 }
 
