@@ -8,6 +8,7 @@
 // session's one-line summary, and records how it ended. Ended slots are reused, oldest first.
 #pragma once
 
+#include <kj/common.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -105,7 +106,7 @@ void copyField(char* field, size_t size, const std::string& text);
 // (runWorker) and hands it to everything that counts; no lock and no system call.
 class Metrics {
  public:
-  explicit Metrics(SessionBoard::Slot* slot) : slot_(slot != nullptr ? *slot : sink_) {}
+  explicit Metrics(kj::Maybe<SessionBoard::Slot&> slot) : slot_(slot.orDefault(sink_)) {}
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 

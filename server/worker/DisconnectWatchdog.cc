@@ -37,40 +37,29 @@ std::string boardText(const char* field, size_t size) {
 }  // namespace
 
 DisconnectWatchdog::DisconnectWatchdog(int connectionFd, std::chrono::milliseconds grace,
-                                       const SessionBoard::Slot* slot)
+                                       kj::Maybe<const SessionBoard::Slot&> slot)
     : grace_(grace), slot_(slot) {
-  connectionFd_ = ::fcntl(connectionFd, F_DUPFD_CLOEXEC, 3);
-  if (connectionFd_ < 0) throw std::system_error(errno, std::generic_category(), "dup");
+  int duplicate = ::fcntl(connectionFd, F_DUPFD_CLOEXEC, 3);
+  if (duplicate < 0) throw std::system_error(errno, std::generic_category(), "dup");
+  connectionFd_ = kj::AutoCloseFd(duplicate);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    int e = errno;
-    ::close(connectionFd_);
-    throw std::system_error(e, std::generic_category(), "pipe2");
+    throw std::system_error(errno, std::generic_category(), "pipe2");
   }
-  stopRead_ = fds[0];
-  stopWrite_ = fds[1];
-  try {
-    thread_ = std::thread([this] { watch(); });
-  } catch (...) {
-    ::close(connectionFd_);
-    ::close(stopRead_);
-    ::close(stopWrite_);
-    throw;
-  }
+  stopRead_ = kj::AutoCloseFd(fds[0]);
+  stopWrite_ = kj::AutoCloseFd(fds[1]);
+  thread_ = std::thread([this] { watch(); });
 }
 
 DisconnectWatchdog::~DisconnectWatchdog() {
   char byte = 0;
-  while (::write(stopWrite_, &byte, 1) < 0 && errno == EINTR) {
+  while (::write(stopWrite_.get(), &byte, 1) < 0 && errno == EINTR) {
   }
   thread_.join();
-  ::close(connectionFd_);
-  ::close(stopRead_);
-  ::close(stopWrite_);
 }
 
 void DisconnectWatchdog::watch() {
-  pollfd fds[2] = {{stopRead_, POLLIN, 0}, {connectionFd_, POLLRDHUP, 0}};
+  pollfd fds[2] = {{stopRead_.get(), POLLIN, 0}, {connectionFd_.get(), POLLRDHUP, 0}};
   // Until the peer hangs up (POLLHUP and POLLERR are always reported too).
   for (;;) {
     if (pollFor(fds, 2, -1) < 0) return;  // cannot watch: leave the worker alone
@@ -81,9 +70,9 @@ void DisconnectWatchdog::watch() {
   if (pollFor(fds, 1, static_cast<int>(grace_.count())) != 0) return;
   std::string dll = "(none loaded)";
   std::string call = "(no call yet)";
-  if (slot_ != nullptr) {
-    if (slot_->dll[0] != '\0') dll = boardText(slot_->dll, sizeof slot_->dll);
-    if (slot_->lastCall[0] != '\0') call = boardText(slot_->lastCall, sizeof slot_->lastCall);
+  KJ_IF_MAYBE(slot, slot_) {
+    if (slot->dll[0] != '\0') dll = boardText(slot->dll, sizeof slot->dll);
+    if (slot->lastCall[0] != '\0') call = boardText(slot->lastCall, sizeof slot->lastCall);
   }
   MQD_LOG(Warn,
           "the debugger disconnected, and %lld ms later this worker is still busy in vendor DLL "

@@ -10,6 +10,8 @@
 // SIGKILL, which the supervisor reports like any other death of a worker.
 #pragma once
 
+#include <kj/io.h>
+
 #include <chrono>
 #include <thread>
 
@@ -19,11 +21,11 @@ namespace mqd::server {
 
 class DisconnectWatchdog {
  public:
-  // Watches `connectionFd` (not taken: the watchdog polls its own duplicate). `slot` (may be
-  // null) names the DLL and the last call in the log line. Throws std::system_error when the
-  // thread or its descriptors cannot be created.
+  // Watches `connectionFd` (not taken: the watchdog polls its own duplicate). `slot`, if any,
+  // names the DLL and the last call in the log line. Throws std::system_error when the thread
+  // or its descriptors cannot be created.
   DisconnectWatchdog(int connectionFd, std::chrono::milliseconds grace,
-                     const SessionBoard::Slot* slot);
+                     kj::Maybe<const SessionBoard::Slot&> slot);
   // Stops and joins the thread: the worker is ending normally.
   ~DisconnectWatchdog();
   DisconnectWatchdog(const DisconnectWatchdog&) = delete;
@@ -32,11 +34,11 @@ class DisconnectWatchdog {
  private:
   void watch();
 
-  int connectionFd_ = -1;  // duplicate, owned
-  int stopRead_ = -1;      // a pipe: the destructor writes to stop the thread
-  int stopWrite_ = -1;
+  kj::AutoCloseFd connectionFd_;  // a duplicate
+  kj::AutoCloseFd stopRead_;      // a pipe: the destructor writes to stop the thread
+  kj::AutoCloseFd stopWrite_;
   std::chrono::milliseconds grace_;
-  const SessionBoard::Slot* slot_;
+  kj::Maybe<const SessionBoard::Slot&> slot_;
   std::thread thread_;
 };
 

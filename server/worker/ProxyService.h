@@ -19,7 +19,7 @@ class DllOutput;
 class ProxyService final : public wire::Proxy::Server {
  public:
   // `timer` paces postMortem's wait for the supervisor; `metrics` counts for the session.
-  ProxyService(const WorkerConfig& config, DllOutput* output, kj::Timer& timer,
+  ProxyService(const WorkerConfig& config, kj::Maybe<DllOutput&> output, kj::Timer& timer,
                Metrics& metrics)
       : config_(config), output_(output), timer_(timer), metrics_(metrics) {}
 
@@ -37,7 +37,7 @@ class ProxyService final : public wire::Proxy::Server {
                                      uint64_t key, kj::TimePoint deadline);
 
   const WorkerConfig& config_;
-  DllOutput* output_;
+  kj::Maybe<DllOutput&> output_;
   kj::Timer& timer_;
   Metrics& metrics_;
   bool sessionOpened_ = false;

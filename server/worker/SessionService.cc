@@ -70,7 +70,7 @@ std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWind
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                               DllOutput* output, const SessionConfig& config,
+                               kj::Maybe<DllOutput&> output, const SessionConfig& config,
                                Metrics& metrics)
     : metrics_(metrics),
       dll_(std::move(dll)),
@@ -128,10 +128,10 @@ void SessionService::destroyLeftInfos() {
 }
 
 void SessionService::relayDllOutput(DllCall& call) {
-  if (output_ == nullptr) return;
-  std::string text = output_->drain();
-  if (text.empty()) return;
-  remote_.notify(call, Effect{Effect::Kind::DllOutput, std::move(text)});
+  KJ_IF_MAYBE(output, output_) {
+    std::string text = output->drain();
+    if (!text.empty()) remote_.notify(call, Effect{Effect::Kind::DllOutput, std::move(text)});
+  }
 }
 
 uint64_t SessionService::fingerprint(RemoteProcess& process) {

@@ -36,11 +36,11 @@ struct SessionConfig {
 
 class SessionService final : public wire::Session::Server, public DllHost {
  public:
-  // `output` (may be null) captures what the DLL writes to stdout/stderr; it is relayed to the
-  // debugger after every callback and at the end of every call. `metrics` (the worker's) must
-  // outlive the session.
+  // `output`, if any, captures what the DLL writes to stdout/stderr; it is relayed to the
+  // debugger after every callback and at the end of every call. `output` and `metrics` (the
+  // worker's) must outlive the session.
   SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
-                 DllOutput* output, const SessionConfig& config, Metrics& metrics);
+                 kj::Maybe<DllOutput&> output, const SessionConfig& config, Metrics& metrics);
   ~SessionService() noexcept(false);
 
   // DllHost, for the callback trampolines (only valid inside a DllCall).
@@ -160,7 +160,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
   Metrics& metrics_;
   std::unique_ptr<VendorDll> dll_;
   RemoteDebugger remote_;
-  DllOutput* output_;
+  kj::Maybe<DllOutput&> output_;
   DebuggerObjects objects_;
   LearnedLookups learned_;
   std::vector<LookupKey> learnedAtStart_;  // what earlier sessions looked up

@@ -23,7 +23,8 @@ capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config) {
 }
 
 kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
-                                  DllOutput* output, kj::Timer& timer, Metrics& metrics) {
+                                  kj::Maybe<DllOutput&> output, kj::Timer& timer,
+                                  Metrics& metrics) {
   auto messages = kj::heap<capnp::AsyncIoMessageStream>(stream);
   // Says why an oversized message ends the session.
   auto logged = kj::heap<LoggingMessageStream>(*messages);

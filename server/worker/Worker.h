@@ -9,6 +9,7 @@
 
 #include <capnp/message.h>
 #include <kj/async-io.h>
+#include <kj/common.h>
 
 #include <cstdint>
 #include <string>
@@ -60,11 +61,12 @@ capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config);
 // peer disconnects (an orderly close, end of stream, or a protocol error that made the RPC
 // system drop the connection, an oversized message included, which is logged). Destroying the
 // promise tears down the connection: the RPC system, every capability and session on it, and
-// the DLL it loaded. `stream`, `config`, `output` (may be null: DLL output is not captured),
-// `timer` (paces Proxy.postMortem) and `metrics` (the session's counters) must outlive the
-// promise. Must run on a thread with a kj event loop.
+// the DLL it loaded. `stream`, `config`, `output` (none: DLL output is not captured), `timer`
+// (paces Proxy.postMortem) and `metrics` (the session's counters) must outlive the promise.
+// Must run on a thread with a kj event loop.
 kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,
-                                  DllOutput* output, kj::Timer& timer, Metrics& metrics);
+                                  kj::Maybe<DllOutput&> output, kj::Timer& timer,
+                                  Metrics& metrics);
 
 // Admits the connection on `fd` (taking ownership; see Admission.h), then serves it
 // (serveConnection) until the peer disconnects, a message exceeds the traversal limit, or the
