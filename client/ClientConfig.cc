@@ -82,6 +82,33 @@ std::string showTimeout(const ClientConfig& c) {
   return buf;
 }
 
+// read_cost is written in seconds per MiB (a debugger's reads are seconds per MiB over a
+// network, milliseconds locally) and kept per byte.
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr double kMaxReadCostPerMiB = 1e6;
+
+std::string setReadCost(ClientConfig& c, const std::string& v) {
+  if (v == "measured") {
+    c.readCost.reset();
+    return "";
+  }
+  char* end = nullptr;
+  double perMiB = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || std::isnan(perMiB) || !(perMiB >= 0) ||
+      perMiB > kMaxReadCostPerMiB) {
+    return "\"" + v + "\" is not measured or a number of seconds per MiB from 0 to 1e6";
+  }
+  c.readCost = perMiB / kBytesPerMiB;
+  return "";
+}
+
+std::string showReadCost(const ClientConfig& c) {
+  if (!c.readCost) return "measured";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", *c.readCost * kBytesPerMiB);
+  return buf;
+}
+
 std::string setLog(ClientConfig& c, const std::string& v) {
   try {
     c.logLevel = parseLogLevel(v);
@@ -251,6 +278,13 @@ const std::vector<Setting>& settings() {
        "zstd for bulk data: auto (on for TCP and ssh, off for unix sockets), on, off.\n"
        "Default auto",
        setCompress, showCompress},
+      {"read_cost", "MQD_PROXY_READ_COST",
+       "what the debugger's own reads of target memory cost, in seconds per MiB, for\n"
+       "the one rule that weighs reading memory again (to prove a rank refreshed ahead,\n"
+       "or a guess of its first update) against the round trips to the server it saves:\n"
+       "measured (from the debugger's last 64 reads) or a number from 0 (reading is\n"
+       "free) to 1e6, fixed, for a debugger whose read timings mislead. Default measured",
+       setReadCost, showReadCost},
       {"log", "MQD_PROXY_LOG",
        "error, warn, info, debug or trace (trace: every mqs_* call with its duration\n"
        "and the callbacks it caused). Default warn",

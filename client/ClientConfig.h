@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct ClientConfig {
   std::string ssh = "ssh";           // the ssh program for ssh:// servers
   std::string sshOptions;            // extra ssh arguments, split at white space
   std::string record;                // record the session into this file (SessionRecorder)
+  // What the debugger's reads of target memory cost, in seconds per byte, for the shim's cost
+  // rule (CostRule.h), pinned by the read_cost setting; nullopt: measured from its reads.
+  std::optional<double> readCost;
 
   // The largest configuration file read (a few lines are expected); a larger one, or anything
   // but a regular file (a FIFO, a device, a directory), is a problem and is not read.

@@ -195,6 +195,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
 void MqsClient::openSession() {
   std::vector<std::string> problems;
   config_ = ClientConfig::load(&problems);
+  costRule_ = CostRule(config_.readCost);
   logSetComponent("libmqdproxy");
   logSetLevel(config_.logLevel);
   if (!config_.logFile.empty()) {
@@ -380,7 +381,7 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
   std::shared_ptr<PendingCall> pending = start(entryPoint, std::forward<Send>(send));
   Reply<Results> reply = finish<Results>(std::move(pending), entryPoint);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (fastestRoundTrip_ == 0 || took < fastestRoundTrip_) fastestRoundTrip_ = took;
+  costRule_.roundTripTook(took);
   return reply;
 }
 
@@ -1784,13 +1785,7 @@ std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
 }
 
 bool MqsClient::worthReading(uint64_t bytes, uint64_t roundTrips) const {
-  // Not so when the debugger's own link to its target is slow (gdbserver over a network reads
-  // 1 MiB in seconds, the server answers in milliseconds). Below kNegligibleReadSeconds the
-  // timings are noise (one preemption of the debugger's thread outweighs a small read).
-  std::optional<double> perByte = side_.secondsPerByte();
-  double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
-  return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ * static_cast<double>(roundTrips) ||
-         again <= kNegligibleReadSeconds;
+  return costRule_.worthReading(bytes, roundTrips, side_.secondsPerByte());
 }
 
 void MqsClient::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers) {

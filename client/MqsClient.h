@@ -26,6 +26,7 @@
 #include "ClientConfig.h"
 #include "Connection.h"
 #include "ClientCounters.h"
+#include "CostRule.h"
 #include "DebuggerSide.h"
 #include "EntryPoints.h"
 #include "LearnedLookups.h"
@@ -452,12 +453,11 @@ class MqsClient {
   };
   std::unordered_map<uint64_t, Visits> visits_;
   uint64_t updates_ = 0;
-  // The quickest round trip to the server so far (roundTrip's wall time, callbacks served
-  // included): what a refresh ahead saves per process (refreshCandidates). Zero: none yet.
-  double fastestRoundTrip_ = 0;
-  // Whether reading `bytes` from the debugger (once more, for a refresh ahead's proof; or a
-  // peer's guess) costs less than the `roundTrips` to the server it saves, by the debugger's
-  // recent reads (DebuggerSide::secondsPerByte) and fastestRoundTrip_.
+  // Whether reading target memory again through the debugger is worth the round trips it
+  // saves (CostRule.h): its round trips measured by roundTrip, its read cost by side_ or
+  // pinned by the read_cost setting.
+  CostRule costRule_;
+  // costRule_'s answer for `bytes` read again against `roundTrips`, by side_'s recent reads.
   bool worthReading(uint64_t bytes, uint64_t roundTrips = 1) const;
   // A reply's guesses for other processes' first updates (wire PeerEpoch): each becomes that
   // process's nextEpoch_, and a candidate to refresh ahead like a learned one, if it was never
@@ -465,9 +465,6 @@ class MqsClient {
   // the round trips the guess is about to save (worthReading).
   void takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers);
   bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
-  // A read of the debugger this short never decides against a refresh ahead: timings that
-  // small are the scheduler's, not the debugger link's.
-  static constexpr double kNegligibleReadSeconds = 1e-3;
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

@@ -69,8 +69,13 @@ auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
 
 uint64_t RemoteDebugger::aroundBudget() const {
   if (options_.aroundBytes) return std::min(*options_.aroundBytes, kMaxAroundBytes);
-  if (!bulkSecondsPerByte_ || fastestCallback_ == 0) return 0;
-  double bytes = fastestCallback_ / 2 / std::max(*bulkSecondsPerByte_, kFastestRead);
+  return aroundBudgetFor(fastestCallback_, bulkSecondsPerByte_);
+}
+
+uint64_t RemoteDebugger::aroundBudgetFor(double fastestCallback,
+                                         std::optional<double> bulkSecondsPerByte) {
+  if (!bulkSecondsPerByte || fastestCallback == 0) return 0;
+  double bytes = fastestCallback / 2 / std::max(*bulkSecondsPerByte, kFastestRead);
   return bytes >= static_cast<double>(kMaxAroundBytes) ? kMaxAroundBytes
                                                        : static_cast<uint64_t>(bytes);
 }

@@ -47,8 +47,9 @@ class RemoteDebugger {
     bool compress = false;
     uint32_t blockSize = 64 * 1024;
     bool nodeMemory = false;  // --node-memory: read a proved target on this host (fromNode)
-    // The bound on the blocks read around a miss (aroundBudget), fixed: for tests, whose
-    // callbacks take microseconds either way. nullopt: from the callbacks' timings.
+    // The bound on the blocks read around a miss (aroundBudget), fixed (--read-around: a
+    // debugger whose timings mislead, and tests, whose verdicts must not depend on the
+    // machine's speed). nullopt: from the callbacks' timings.
     std::optional<uint64_t> aroundBytes;
   };
 
@@ -156,6 +157,9 @@ class RemoteDebugger {
   // callback says nothing more): a server on a unix socket beside the debugger (round trips
   // of 0.1 ms) reads nothing around, one behind a network link up to kMaxAroundBytes.
   uint64_t aroundBudget() const;
+  // The same from those two timings (seconds; 0 or nullopt: none yet): the rule alone, which
+  // reads no clock.
+  static uint64_t aroundBudgetFor(double fastestCallback, std::optional<double> bulkSecondsPerByte);
   static constexpr uint64_t kBulkFetch = 16 * 1024;
   static constexpr double kFastestRead = 2e-9;
 

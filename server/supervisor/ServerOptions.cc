@@ -74,6 +74,13 @@ ServerOptions parseServerOptions(int argc, char** argv) {
       int size = parseInt(arg, next(), 4096, 1 << 20);
       if ((size & (size - 1)) != 0) throw UsageError("--block-size must be a power of two");
       o.blockSize = static_cast<uint32_t>(size);
+    } else if (arg == "--read-around") {
+      std::string v = next();
+      if (v == "measured") {
+        o.readAround.reset();
+      } else {
+        o.readAround = static_cast<uint64_t>(parseInt(arg, v, 0, 1 << 20));
+      }
     } else if (arg == "--node-memory") {
       o.nodeMemory = true;
     } else if (arg == "--token-file") {
@@ -182,6 +189,11 @@ Options:
                           the debugger for the aligned block of this many bytes around it (a
                           power of two, 4096 to 1048576; default 65536) instead of the DLL's 4-
                           and 8-byte reads. The next epoch asks only for the bytes read.
+  --read-around BYTES     From an epoch's second miss on, how much target memory a miss may
+                          read around the block it needs, in the same round trip (0 to
+                          1048576, or "measured"; default measured: what the debugger
+                          reads in half a round trip, by the callbacks' own timings). A
+                          fixed bound for a debugger whose timings mislead, and for tests.
   --node-memory           Read the target's memory on this host when the debugger's process is
                           proved to be one of this user's processes here, instead of asking
                           the debugger for every block (for a server beside gdbserver or the

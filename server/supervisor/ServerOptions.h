@@ -2,6 +2,8 @@
 // home here, with its default and its --help text.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +24,9 @@ struct ServerOptions {
   std::string stateDir;            // --state-dir: learned look-ups; default defaultStateDir()
   uint32_t blockSize = 64 * 1024;  // --block-size: target memory read granularity
   bool nodeMemory = false;         // --node-memory: read a proved target on this host
+  // --read-around: the bound on what a miss reads around its block (RemoteDebugger::
+  // aroundBudget), fixed; nullopt ("measured"): from the callbacks' timings.
+  std::optional<uint64_t> readAround;
   // Security (docs/security.md, "Security model").
   std::string tokenFile;           // --token-file: clients must present this token
   std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)

@@ -412,7 +412,8 @@ void Supervisor::forkWorker(int fd, const std::string& refusal) {
                         options_.idleTimeoutS,
                         options_.dllCpuLimitS,
                         options_.shutdownGraceMs,
-                        options_.nodeMemory};
+                        options_.nodeMemory,
+                        options_.readAround};
     ::_exit(leakCheckedStatus(runWorker(worker, config)));
   }
   if (slot != nullptr) slot->worker = pid;

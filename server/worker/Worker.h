@@ -12,6 +12,7 @@
 #include <kj/common.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "Admission.h"
@@ -36,6 +37,7 @@ struct WorkerConfig {
                                      // this long after its debugger hung up is killed
                                      // (DisconnectWatchdog)
   bool nodeMemory;                   // --node-memory (RemoteDebugger::fromNode)
+  std::optional<uint64_t> readAround;  // --read-around (RemoteDebugger::aroundBudget)
 };
 
 // Limits on every message a client sends on a connection (the ReaderOptions of the RPC

@@ -96,7 +96,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
                         /*idleTimeoutS=*/0,
                         /*dllCpuLimitS=*/0,  // the fuzzer's own -timeout
                         /*disconnectGraceMs=*/0,
-                        /*nodeMemory=*/false};
+                        /*nodeMemory=*/false,
+                        /*readAround=*/uint64_t{0}};  // pinned: an input's path never the clock's
   config = &c;
   return 0;
 }

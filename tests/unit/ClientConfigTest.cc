@@ -24,7 +24,8 @@ struct Env {
                           "MQD_PROXY_LOG", "MQD_PROXY_LOG_FILE", "MQD_PROXY_TOKEN_FILE",
                           "MQD_PROXY_TLS_CA", "MQD_PROXY_TLS_NAME", "MQD_PROXY_CACHE",
                           "MQD_PROXY_COMPRESS", "MQD_PROXY_SSH", "MQD_PROXY_SSH_OPTIONS",
-                          "MQD_PROXY_SERVER_UID", "MQD_PROXY_STATE_DIR"}) {
+                          "MQD_PROXY_SERVER_UID", "MQD_PROXY_STATE_DIR",
+                          "MQD_PROXY_READ_COST"}) {
       unsetenv(v);
     }
   }
@@ -135,6 +136,30 @@ TEST_CASE("ClientConfig: a timeout under a millisecond is refused, not taken as 
   CHECK(c.timeout.count() == 30000);
   CHECK(c.set("timeout", "4").empty());
   CHECK(c.timeout.count() == 4000);
+}
+
+TEST_CASE("ClientConfig: read_cost is measured or pinned in seconds per MiB") {
+  Env env;
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::load(&problems);
+  CHECK_FALSE(c.readCost.has_value());  // measured
+  CHECK(c.set("read_cost", "2").empty());
+  REQUIRE(c.readCost.has_value());
+  CHECK(*c.readCost == doctest::Approx(2.0 / (1024 * 1024)));
+  CHECK(c.set("read_cost", "0").empty());
+  CHECK(*c.readCost == 0);
+  for (const char* bad : {"-1", "nan", "inf", "1e7", "fast", ""}) {
+    INFO(bad);
+    CHECK(c.set("read_cost", bad).find("seconds per MiB") != std::string::npos);
+    CHECK(*c.readCost == 0);  // the previous value stays
+  }
+  CHECK(c.set("read_cost", "measured").empty());
+  CHECK_FALSE(c.readCost.has_value());
+  setenv("MQD_PROXY_READ_COST", "0.5", 1);
+  c = ClientConfig::load(&problems);
+  CHECK(problems.empty());
+  CHECK(*c.readCost * 1024 * 1024 == doctest::Approx(0.5));
+  CHECK(c.sources["read_cost"] == "MQD_PROXY_READ_COST");
 }
 
 TEST_CASE("ClientConfig: the server's user a unix socket may belong to, by name or number") {

@@ -255,6 +255,27 @@ TEST_CASE("RemoteDebugger, policy epoch: an epoch's n-th miss reads 2^(n-1) - 1 
   rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x400008, 8) == kUnreadable); });
 }
 
+TEST_CASE("RemoteDebugger: the bound on reads around a miss, from pinned callback timings") {
+  // What the debugger reads in half a round trip: the quickest callback is the round trip, a
+  // bulk fetch's time past it the reading (RemoteDebugger.h, kMaxAroundBytes).
+  using R = RemoteDebugger;
+  auto near = [](uint64_t bytes, double expected) {  // within a byte of the arithmetic
+    return static_cast<double>(bytes) >= expected - 1 && static_cast<double>(bytes) <= expected;
+  };
+  CHECK(R::aroundBudgetFor(0, 1e-9) == 0);              // no round trip yet
+  CHECK(R::aroundBudgetFor(0.020, std::nullopt) == 0);  // no bulk fetch yet
+  // 20 ms away, a debugger reading 100 MB/s: 10 ms of reading, 1 MB.
+  CHECK(near(R::aroundBudgetFor(0.020, 1e-8), 1e6));
+  // ... reading 500 MB/s or faster (kFastestRead): 5 MB, bounded to kMaxAroundBytes.
+  CHECK(R::aroundBudgetFor(0.020, 2e-9) == R::kMaxAroundBytes);
+  CHECK(R::aroundBudgetFor(0.020, 0.0) == R::kMaxAroundBytes);
+  // 20 ms away, a debugger reading 1 MB/s (gdbserver over a network): 10 KB, under a block.
+  CHECK(near(R::aroundBudgetFor(0.020, 1e-6), 1e4));
+  // A server beside the debugger (0.1 ms): 25 KB at most, however fast the reading.
+  CHECK(near(R::aroundBudgetFor(1e-4, 0.0), 25000));
+  CHECK(R::aroundBudgetFor(1e-4, 1e-12) == R::aroundBudgetFor(1e-4, R::kFastestRead));
+}
+
 TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's blocks whole, "
           "unless an earlier session's windows are known") {
   for (bool learnedBefore : {false, true}) {

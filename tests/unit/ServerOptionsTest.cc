@@ -35,13 +35,24 @@ TEST_CASE("ServerOptions: usage errors name the problem") {
                        UsageError);
 }
 
+TEST_CASE("ServerOptions: --read-around is measured or a fixed number of bytes") {
+  CHECK_FALSE(parse({}).readAround.has_value());
+  CHECK(parse({"--read-around", "0"}).readAround == uint64_t{0});
+  CHECK(parse({"--read-around=1048576"}).readAround == uint64_t{1048576});
+  CHECK_FALSE(parse({"--read-around", "4096", "--read-around", "measured"}).readAround);
+  CHECK_THROWS_WITH_AS(parse({"--read-around", "1048577"}), doctest::Contains("between"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--read-around", "lots"}), doctest::Contains("--read-around"),
+                       UsageError);
+}
+
 TEST_CASE("ServerOptions: --help documents every option") {
   std::string help = serverHelp();
   for (const char* option : {"--dll", "--listen", "--log-level", "--log-file", "--ready-file",
                              "--shutdown-grace-ms", "--version", "--help", "SIGTERM", "0600",
                              "--token-file", "--tls-cert", "--tls-key", "--max-sessions",
                              "--max-message-mib", "--idle-timeout", "--handshake-timeout-ms",
-                             "--worker-user", "tls:HOST:PORT", "tcp:PORT", "loopback"}) {
+                             "--worker-user", "--read-around", "tls:HOST:PORT", "tcp:PORT", "loopback"}) {
     INFO(option);
     CHECK(help.find(option) != std::string::npos);
   }
