@@ -511,8 +511,10 @@ void MqsClient::failLost(int code, const std::string& detail, const char* entryP
   std::string again = "; the next call re-establishes the session";
   if (ticket_.key == 0) throw ProxyError(code, detail + again);
   // A crash of the vendor DLL and a network failure look the same from here: ask the server,
-  // on a new connection, how the worker ended. Bounded like every call.
-  auto wait = std::min<std::chrono::milliseconds>(config_.timeout, std::chrono::seconds(3));
+  // on a new connection, how the worker ended. Bounded like every call, by the timeout: the
+  // server waits for a worker going away for half of it (Connection::postMortem), however
+  // slowly a loaded node reaps it.
+  auto wait = config_.timeout;
   PostMortem pm;
   try {
     pm = loop_->run([&]() -> kj::Promise<PostMortem> {

@@ -550,10 +550,12 @@ interface Proxy {
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.
 
-  postMortem @3 (ticket :SessionTicket) -> (report :PostMortem);
+  postMortem @3 (ticket :SessionTicket, waitMs :UInt32) -> (report :PostMortem);
   # How the session named by `ticket` ended: asked by a client whose connection broke, to tell
   # a crash of the vendor DLL (the worker died of a signal) from a network failure. Waits up to
-  # about a second for the supervisor to reap a worker that is going away.
+  # `waitMs` for the supervisor to reap a worker that is going away: the client's own bound on
+  # the question, less what connecting and answering take (0, from a client that sends none:
+  # 1500 ms).
 }
 
 interface Session {

@@ -2,6 +2,7 @@
 
 #include <kj/one-of.h>
 #include <algorithm>
+#include <limits>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
@@ -300,6 +301,10 @@ kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
     auto request = c->proxy().postMortemRequest();
     request.getTicket().setConnection(ticket.connection);
     request.getTicket().setKey(ticket.key);
+    // The server waits for the worker's end for half of this call's bound: the rest is for
+    // connecting, which is done, and the answer's way back.
+    request.setWaitMs(static_cast<uint32_t>(
+        std::min<int64_t>(timeout.count() / 2, std::numeric_limits<uint32_t>::max())));
     auto asked = request.send().then(
         [](capnp::Response<wire::Proxy::PostMortemResults>&& response) {
           auto r = response.getReport();

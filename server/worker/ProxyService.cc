@@ -95,6 +95,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   session.debugger.policy = options.getCachePolicy();
   session.debugger.compress = options.getCompress();
   session.debugger.blockSize = config_.blockSize;
+  session.debugger.aroundBytes = config_.readAround;
   // A recorded session's replay has only the debugger's answers: nothing read on this host.
   session.debugger.nodeMemory = config_.nodeMemory && !options.getRecorded();
   session.stateDir = config_.stateDir;
@@ -128,17 +129,19 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
 
 namespace {
 
-// How long postMortem waits for the supervisor to reap a worker whose connection broke, and
-// how often it looks.
-constexpr int kPostMortemWaitMs = 1500;
+// How long postMortem waits for the supervisor to reap a worker whose connection broke when
+// the client names no wait (mqd.capnp, Proxy.postMortem), and how often it looks.
+constexpr uint32_t kPostMortemDefaultWaitMs = 1500;
 constexpr int kPostMortemPollMs = 10;
 
 }  // namespace
 
 kj::Promise<void> ProxyService::postMortem(PostMortemContext context) {
-  auto ticket = context.getParams().getTicket();
+  auto params = context.getParams();
+  auto ticket = params.getTicket();
+  uint32_t waitMs = params.getWaitMs() != 0 ? params.getWaitMs() : kPostMortemDefaultWaitMs;
   return answerPostMortem(context, ticket.getConnection(), ticket.getKey(),
-                          timer_.now() + kPostMortemWaitMs * kj::MILLISECONDS);
+                          timer_.now() + waitMs * kj::MILLISECONDS);
 }
 
 kj::Promise<void> ProxyService::answerPostMortem(PostMortemContext context, uint64_t connection,
