@@ -19,8 +19,9 @@ import sys
 
 
 # Variables reset to a value rather than unset: no configuration file; no learned look-ups
-# shared through the default state directory in $HOME.
-SET_TO = {"MQD_PROXY_CONFIG": "", "MQD_PROXY_STATE_DIR": "off"}
+# shared through the default state directory in $HOME; the cost rule's read cost pinned, so
+# that no verdict depends on the machine's speed.
+SET_TO = {"MQD_PROXY_CONFIG": "", "MQD_PROXY_STATE_DIR": "off", "MQD_PROXY_READ_COST": "0"}
 
 
 def client_variables(source):

@@ -141,12 +141,8 @@ mqs_image* cbGetImage(mqs_process* process) {
   return reinterpret_cast<mqs_image*>(processOf(process)->image);
 }
 int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
-  long n = count("fetch_data");
+  count("fetch_data");
   h().early("fetch_data", processOf(process), false);
-  if (h().options().fetchDelay.count() > 0) std::this_thread::sleep_for(h().options().fetchDelay);
-  if (n == 1 && h().options().firstFetchDelay.count() > 0) {
-    std::this_thread::sleep_for(h().options().firstFetchDelay);
-  }
   if (size < 0) return DebuggerHarness::kUnmapped;
   return processOf(process)->target->read(addr, static_cast<size_t>(size), buf)
              ? static_cast<int>(mqs_ok)

@@ -42,11 +42,6 @@ class DebuggerHarness {
     // Members of mqs_target_type_sizes this debugger writes: 5 (MPICH header) or 7 (Open MPI).
     int typeSizeInts = 7;
     Timing timing = Timing::Always;
-    // How long each fetch_data takes: a debugger that reaches its target over a network.
-    std::chrono::microseconds fetchDelay{0};
-    // How long the first fetch_data takes besides: a read during which the debugger's thread
-    // was preempted.
-    std::chrono::microseconds firstFetchDelay{0};
   };
 
   struct Job;

@@ -2,6 +2,9 @@
 // mqd-proxy CLI) match what the debugger really served; the epoch policy, learned look-ups and
 // memory, and compression do what they promise; mqd-relay adds the delay and bandwidth cap it
 // is told to. Only counts and lower bounds are asserted, never speeds (bench/ measures those).
+// The two decisions the proxy takes from measured time are pinned in every test, so that no
+// count depends on how fast or loaded the machine is: the shim's cost rule by its read cost
+// (MQD_PROXY_READ_COST, PinReadCost) and the server's reads around a miss (--read-around).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -28,10 +31,27 @@ using namespace mqd::harness;
 
 namespace {
 
+// The shim's read cost by its cost rule (client/CostRule.h), seconds per MiB, for the sessions
+// configure() sets up: "0" (reading is free: reading again is always worth a round trip),
+// unless a test pins kReadCostly (a KiB read again costs more than any round trip) for a scope.
+const char* gReadCost = "0";
+constexpr const char* kReadCostly = "1e6";
+struct PinReadCost {
+  explicit PinReadCost(const char* perMiB) : was(gReadCost) { gReadCost = perMiB; }
+  ~PinReadCost() { gReadCost = was; }
+  const char* was;
+};
+
+// The server's bound on what a miss reads around its block (--read-around): what its timings
+// give a debugger beside the server (none: a unix socket's round trip is shorter than reading
+// a block), and one fast to read 20 ms away (RankByRank: the most, 1 MiB).
+constexpr const char* kAroundBeside = "0";
+constexpr const char* kAroundFar = "1048576";
+
 ServerProcess startServer(TempDir& dir, const std::string& listen) {
   return ServerProcess(mqd::test::kServer,
                        {"--listen", listen, "--dll", mqd::test::kTestDll3, "--log-file",
-                        dir / "server.log"});
+                        dir / "server.log", "--read-around", kAroundBeside});
 }
 
 void configure(const std::string& endpoint, const char* cache, const char* compress,
@@ -43,6 +63,7 @@ void configure(const std::string& endpoint, const char* cache, const char* compr
   setenv("MQD_PROXY_STATE_DIR", (dir / "shim-state").c_str(), 1);
   setenv("MQD_PROXY_CACHE", cache, 1);
   setenv("MQD_PROXY_COMPRESS", compress, 1);
+  setenv("MQD_PROXY_READ_COST", gReadCost, 1);
   unsetenv("MQD_PROXY_TIMEOUT");
 }
 
@@ -172,22 +193,23 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
 }
 
-// The server of a RankByRank job, listening in `dir` and keeping what it learns in
-// `stateDir`.
-std::unique_ptr<ServerProcess> rankByRankServer(TempDir& dir, const std::string& stateDir) {
+// The server of a RankByRank job, listening in `dir`, keeping what it learns in `stateDir`
+// and reading `around` bytes at most around a miss.
+std::unique_ptr<ServerProcess> rankByRankServer(TempDir& dir, const std::string& stateDir,
+                                                const char* around = kAroundFar) {
   return std::make_unique<ServerProcess>(
       mqd::test::kServer,
       std::vector<std::string>{"--listen", "unix:" + (dir / "s.sock"), "--dll",
                                mqd::test::kTestDll3, "--log-file", dir / "server.log",
-                               "--state-dir", stateDir});
+                               "--state-dir", stateDir, "--read-around", around});
 }
 
 // A job of kRanks ranks set up by the harness through the shim (the server on a unix socket:
 // `shared`, or one of its own), then refreshed rank by rank by round(). The shim reaches the
 // server through an mqd-relay with a round trip of kRelayRoundTripMs, as a server on another
-// machine: the harness reads a rank's memory in well under that on any machine, so the shim's
-// cost rule always finds a refresh ahead worth it (against the unix socket alone, a loaded
-// machine's slow reads made it leave ranks out: CI r35, r38).
+// machine. Whether a refresh ahead is worth it is the pinned read cost's answer (gReadCost),
+// never the timings' (a loaded machine's slow reads made it leave ranks out: CI r35, r38, and
+// a fresh machine's sanitized run at f33674d).
 struct RankByRank {
   static constexpr int kRanks = 4;
   static constexpr int kRelayRoundTripMs = 20;
@@ -406,37 +428,54 @@ TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a gues
   // Rank 3's refresh ahead is made from its guess with rank 1's update; the rank then changes
   // before its own update, whose proof finds its memory changed: that update goes to the
   // server (one round trip), as without a guess. Rank 2's, unchanged, is served by the shim.
-  RankByRank job(DebuggerHarness::Options{}, nullptr, /*apart=*/true);
-  std::vector<uint64_t> perRank;
-  job.round([&](int r) {
-    if (r == 3) CHECK(progressRequests(*job.targets[3], 1) > 0);
-  }, &perRank);
-  Counters c = lastSession(job.server.endpoint());
-  CHECK(c["walk.refreshed_ahead"] == RankByRank::kRanks - 2);
-  CHECK(perRank[1] == 1);
-  CHECK(perRank[2] == 0);
-  CHECK(perRank[3] == 1);
+  // Refreshes ahead are made only where reading a rank again is worth a round trip: with the
+  // read cost pinned so that it never is, no rank is refreshed ahead and each rank's update is
+  // its own round trip at least.
+  auto firstRound = [](const char* readCost) {
+    PinReadCost pinned(readCost);
+    RankByRank job(DebuggerHarness::Options{}, nullptr, /*apart=*/true);
+    std::vector<uint64_t> perRank;
+    job.round([&](int r) {
+      if (r == 3) CHECK(progressRequests(*job.targets[3], 1) > 0);
+    }, &perRank);
+    return std::make_pair(perRank, lastSession(job.server.endpoint()));
+  };
+  SUBCASE("reading again worth a round trip") {
+    auto [perRank, c] = firstRound("0");
+    CHECK(c["walk.refreshed_ahead"] == RankByRank::kRanks - 2);
+    CHECK(perRank[1] == 1);
+    CHECK(perRank[2] == 0);
+    CHECK(perRank[3] == 1);
+  }
+  SUBCASE("reading again never worth a round trip") {
+    auto [perRank, c] = firstRound(kReadCostly);
+    CHECK(c["walk.refreshed_ahead"] == 0);
+    for (int r = 0; r < RankByRank::kRanks; ++r) CHECK(perRank[r] >= 1);
+  }
 }
 
 TEST_CASE("epoch policy: an epoch that misses again and again reads blocks around the next "
-          "miss, unless the debugger is slow to read") {
+          "miss, within the server's bound") {
   // Rank 0's first update walks heap objects the server was never told of: from its second
-  // miss on, each reads more blocks around the one it needs, within what the debugger reads
-  // in half a round trip by the callbacks' timings (RemoteDebugger::aroundBudget). A debugger
-  // slower to read than the round trip gets none, and pays a round trip a block.
-  auto firstUpdate = [](DebuggerHarness::Options options) {
-    RankByRank job(options, nullptr, /*apart=*/true, /*imagesFirst=*/false, /*ops=*/1000);
+  // miss on, each reads more blocks around the one it needs, within the server's bound: what
+  // the debugger reads in half a round trip by the callbacks' timings
+  // (RemoteDebugger::aroundBudget, whose rule RemoteDebuggerTest checks for pinned timings),
+  // pinned here by --read-around. A debugger slower to read than the round trip gets none, and
+  // pays a round trip a block.
+  auto firstUpdate = [](const char* around) {
+    TempDir shared;
+    auto server = rankByRankServer(shared, shared / "state", around);
+    RankByRank job(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
+                   /*imagesFirst=*/false, /*ops=*/1000);
     std::vector<uint64_t> perRank;
     job.round(nullptr, &perRank);
     return std::make_pair(perRank[0], lastSession(job.server.endpoint()));
   };
-  auto [fast, f] = firstUpdate(DebuggerHarness::Options{});
-  DebuggerHarness::Options slowOptions;
-  slowOptions.fetchDelay = std::chrono::milliseconds(RankByRank::kRelayRoundTripMs + 5);
-  auto [slow, s] = firstUpdate(slowOptions);
-  MESSAGE("round trips of rank 0's first update: a debugger fast to read ", fast, " (",
-          f["cache.memory_misses"], " misses), slow ", slow, " (", s["cache.memory_misses"],
-          " misses)");
+  auto [fast, f] = firstUpdate(kAroundFar);
+  auto [slow, s] = firstUpdate("0");
+  MESSAGE("round trips of rank 0's first update: reading up to 1 MiB around a miss ", fast, " (",
+          f["cache.memory_misses"], " misses), nothing around ", slow, " (",
+          s["cache.memory_misses"], " misses)");
   CHECK(s["cache.memory_misses"] >= 4);
   CHECK(f["cache.memory_misses"] < s["cache.memory_misses"]);
   CHECK(fast < slow);
@@ -474,28 +513,16 @@ TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learne
 
 TEST_CASE("epoch policy: a debugger slow to read its targets gets no refresh ahead") {
   // Reading a rank's memory again for the proof would cost more than the round trip a refresh
-  // ahead saves (here each fetch_data takes longer than the relay's round trip): each rank's
-  // update is its own round trip, with its memory read once.
-  DebuggerHarness::Options slow;
-  slow.fetchDelay = std::chrono::milliseconds(RankByRank::kRelayRoundTripMs + 5);
-  RankByRank job(slow);
+  // ahead saves (the read cost pinned where a KiB costs more than any round trip; the rule's
+  // measured inputs are CostRuleTest's and ReadCostTest's): each rank's update is its own round
+  // trip, with its memory read once.
+  PinReadCost costly(kReadCostly);
+  RankByRank job(DebuggerHarness::Options{});
   job.round(nullptr);
   uint64_t second = job.round(nullptr);
   Counters c = lastSession(job.server.endpoint());
   CHECK(second == RankByRank::kRanks);
   CHECK(c["walk.refreshed_ahead"] == 0);
-}
-
-TEST_CASE("epoch policy: one read of the debugger's that was preempted does not stop the "
-          "refreshes ahead") {
-  // The first read takes 50 ms more, as when the debugger's thread lost its core: counted
-  // with the others it made every rank's memory look 10 ms to read again, more than a round
-  // trip. Reads that far past the median are left out of the estimate.
-  DebuggerHarness::Options preempted;
-  preempted.firstFetchDelay = std::chrono::milliseconds(50);
-  RankByRank job(preempted);
-  job.round(nullptr);
-  CHECK(job.round(nullptr) == 1);
 }
 
 TEST_CASE("epoch policy: the images after the first in a session get their look-ups ahead") {
