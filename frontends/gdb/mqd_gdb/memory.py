@@ -31,6 +31,7 @@ read directly, as before, and nothing is kept. A page is the smallest unit a map
 every architecture gdb debugs here, so no read of a kept page could have failed where the page
 read succeeded.
 """
+import os
 import re
 import time
 import zlib
@@ -56,6 +57,33 @@ CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
 MAX_RUN = 256 << 10
 _exchange = {}
 _crc_per_byte = {}
+
+# MQD_GDB_CRC_COST: the stub's time per byte checked, in seconds per MiB, fixed instead of
+# measured ("measured", the default): for a stub whose timings mislead, and for tests, whose
+# verdicts must not depend on the machine's speed.
+CRC_COST_VARIABLE = "MQD_GDB_CRC_COST"
+
+
+def _pinned_crc_per_byte():
+    """The pinned time per byte checked, or None (measured); a value that is no number from 0
+    to 1e6 is reported once by gdb and left unused."""
+    value = os.environ.get(CRC_COST_VARIABLE, "measured")
+    if value in ("", "measured"):
+        return None
+    try:
+        per_mib = float(value)
+    except ValueError:
+        per_mib = -1.0
+    if not 0 <= per_mib <= 1e6:
+        if value not in _refused_pins:
+            _refused_pins.add(value)
+            gdb.write("mqd: %s=%s is not measured or a number of seconds per MiB from 0 to "
+                      "1e6; measuring instead\n" % (CRC_COST_VARIABLE, value), gdb.STDERR)
+        return None
+    return per_mib / (1 << 20)
+
+
+_refused_pins = set()
 
 # inferior number -> {page address: its bytes}; None when nothing may be kept (outside a command)
 _pages = None
@@ -222,7 +250,10 @@ def _worth_checking(link, size):
     if exchange is None:
         return False
     again = -(-size // PACKET) * exchange
-    return exchange + size * _crc_per_byte.get(link, CRC_PER_BYTE) < again
+    per_byte = _pinned_crc_per_byte()
+    if per_byte is None:
+        per_byte = _crc_per_byte.get(link, CRC_PER_BYTE)
+    return exchange + size * per_byte < again
 
 
 def string(inferior, address, limit=4096):
