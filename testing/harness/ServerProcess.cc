@@ -50,8 +50,8 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
     std::perror("exec mqd-proxy-server");
     ::_exit(127);
   }
-  // An emulated server (qemu-user) starts slower than a native one.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(emulator.empty() ? 20 : 60);
+  // A loaded machine's slack, an emulated server's (qemu-user) too.
+  auto deadline = std::chrono::steady_clock::now() + kLoadedMachineSlack;
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream ready(readyFile_);
     std::string line;
@@ -74,7 +74,7 @@ int ServerProcess::stop(int signal) {
   if (pid_ <= 0) return 0;
   ::kill(pid_, signal);
   int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + kLoadedMachineSlack;
   while (::waitpid(pid_, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid_, SIGKILL);
@@ -145,6 +145,47 @@ std::vector<pid_t> childrenOf(pid_t pid) {
   pid_t child;
   while (in >> child) out.push_back(child);
   return out;
+}
+
+bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+pid_t killWorkerBetweenCalls(pid_t server, const std::string& shimLog) {
+  std::vector<pid_t> workers = childrenOnceThere(server, 1);
+  if (workers.size() != 1) {
+    throw std::runtime_error("the server has " + std::to_string(workers.size()) +
+                             " workers, not one");
+  }
+  // client/transport/Connection.cc, markBroken, for a connection the server closed.
+  const std::string lost = "unusable: the server closed the connection";
+  auto seen = [&] {
+    std::string log = fileText(shimLog);
+    size_t n = 0;
+    for (size_t at = log.find(lost); at != std::string::npos; at = log.find(lost, at + 1)) ++n;
+    return n;
+  };
+  size_t before = seen();
+  ::kill(workers[0], SIGKILL);
+  if (!waitFor([&] { return seen() > before; })) {
+    throw std::runtime_error("the shim never logged its connection closed in " + shimLog +
+                             " (MQD_PROXY_LOG=info when its session opened?)");
+  }
+  return workers[0];
+}
+
+std::vector<pid_t> childrenOnceThere(pid_t pid, size_t count) {
+  std::vector<pid_t> children;
+  waitFor([&] {
+    children = childrenOf(pid);
+    return children.size() == count;
+  });
+  return children;
 }
 
 }  // namespace mqd::harness

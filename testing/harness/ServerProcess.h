@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,5 +70,25 @@ std::string fileText(const std::string& path);
 
 // The child processes of `pid` (a server's workers), from /proc.
 std::vector<pid_t> childrenOf(pid_t pid);
+
+// How long a test waits for what must happen (a process to start or end, a line in a log)
+// before it fails: the slack of a loaded machine (two tests at once, a sanitized copy, a CPU
+// hog beside them). Only a failure waits this long; what happens sooner ends the wait.
+constexpr std::chrono::seconds kLoadedMachineSlack{60};
+
+// Polls `condition` until it holds or `limit` has passed; its last answer.
+bool waitFor(const std::function<bool()>& condition,
+             std::chrono::milliseconds limit = kLoadedMachineSlack);
+
+// Kills the server's one worker (SIGKILL) between two calls of the debugger, and returns once
+// the shim has seen its connection close, as a debugger's next call a moment later finds it
+// (not racing the shim's event loop, which a loaded machine delays): by the shim's log, where
+// MQD_PROXY_LOG=info when its session opened writes it. Returns the worker's pid; throws when
+// the server has not one worker, or the shim never says so within kLoadedMachineSlack.
+pid_t killWorkerBetweenCalls(pid_t server, const std::string& shimLog);
+
+// childrenOf(pid) once it counts `count` (a worker that ended leaves when its server has
+// reaped it, at the server's own pace), or as it is after kLoadedMachineSlack.
+std::vector<pid_t> childrenOnceThere(pid_t pid, size_t count);
 
 }  // namespace mqd::harness

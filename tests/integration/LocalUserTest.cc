@@ -171,7 +171,7 @@ Background plantListener(const User& u, const std::string& socket, const std::st
   Command r = as(u, "python3 " + script + " " + socket + " " + received + " >/dev/null 2>&1 & " +
                         "echo $! > " + b.pidFile);
   REQUIRE(r.status == 0);
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto deadline = std::chrono::steady_clock::now() + kLoadedMachineSlack;
   while (access((received + ".ready").c_str(), F_OK) != 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
@@ -216,8 +216,10 @@ std::string victimFile(const std::string& name) {
   return writeFile(scratch() / name, "precious\n", 0644);
 }
 
-// Runs `command` with a deadline; 124 means it was still running (blocked) at the deadline.
-Command bounded(const std::string& command, int seconds = 10) {
+// Runs `command` with a deadline (a loaded machine's slack); killed, it was still running
+// (blocked) at the deadline.
+Command bounded(const std::string& command,
+                int seconds = static_cast<int>(kLoadedMachineSlack.count())) {
   return run("timeout -s KILL " + std::to_string(seconds) + " " + command);
 }
 
@@ -288,10 +290,10 @@ TEST_CASE("--ready-file and log files: a planted link or someone else's file is 
   Command started = bounded(
       "sh -c " + shellWord(std::string(mqd::test::kServer) + " --listen unix:" + sock + " --dll " +
                         dll + " --state-dir none --ready-file " + ready +
-                        " & pid=$!; for i in $(seq 100); do [ -s " + ready +
+                        " & pid=$!; for i in $(seq 600); do [ -s " + ready +
                         " ] && break; sleep 0.1; done; stat -c '%F %u %a' " + ready + "; cat " +
                         ready + "; kill $pid; wait $pid"),
-      30);
+      120);
   INFO(started.output);
   CHECK(started.status == 0);
   CHECK(contains(started.output, "regular file 0 644\nunix:" + sock + "\n"));
@@ -307,8 +309,7 @@ TEST_CASE("--ready-file and log files: a planted link or someone else's file is 
   for (const std::string& log : {linkedLog, plantedLog}) {
     INFO(log);
     Command r = bounded(std::string(mqd::test::kServer) + " --listen unix:" +
-                            (scratch() / "log.sock") + " --dll " + dll + " --log-file " + log,
-                        3);
+                            (scratch() / "log.sock") + " --dll " + dll + " --log-file " + log);
     INFO(r.output);
     CHECK(r.status == 1);
     CHECK(contains(r.output, log));
@@ -381,14 +382,14 @@ TEST_CASE("FIFOs, devices and directories as configuration, token or TLS files: 
     CHECK(config.status == 1);
     CHECK(contains(config.output, file + ": "));
     CHECK(contains(config.output, "not a regular file"));
-    CHECK(seconds < 5);
+    CHECK(seconds < kLoadedMachineSlack.count());  // not reading the endless one: no deadline
   }
 
   // The shim reads the same file when its session opens: a FIFO there costs the debugger
   // nothing but a warning.
-  Command shim = bounded("env MQD_PROXY_CONFIG=" + fifo + " MQD_PROXY_TIMEOUT=2 " +
+  Command shim = bounded("env MQD_PROXY_CONFIG=" + fifo + " MQD_PROXY_TIMEOUT=60 " +
                          "MQD_PROXY_SERVER=" + s.endpoint() + " MQD_PROXY_DLL=" + dll + " " +
-                         mqd::test::kDumpClient + " --dumps 1 --quiet", 20);
+                         mqd::test::kDumpClient + " --dumps 1 --quiet", 120);
   INFO(shim.output);
   CHECK(shim.status == 0);
   CHECK(contains(shim.output, fifo + ": a FIFO"));
@@ -433,7 +434,7 @@ TEST_CASE("a unix socket another user holds: the client refuses it, naming the o
                          " --state-dir none --ready-file " + (sharedDir() / "server.ready") +
                          " >/dev/null 2>&1 & echo $! > " + server.pidFile)
               .status == 0);
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto deadline = std::chrono::steady_clock::now() + kLoadedMachineSlack;
   while (fileText(sharedDir() / "server.ready").empty() &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
@@ -490,7 +491,7 @@ TEST_CASE("the default socket without XDG_RUNTIME_DIR: a private directory, neve
   REQUIRE(as(nobody, "mkdir -m 777 " + privateDir).status == 0);
   Background atOld = plantListener(nobody, oldDefault, received + "-old");
   Background inDir = plantListener(nobody, privateDir + "/mqd-proxy.sock", received);
-  Command ping = as(victim, asVictim + "MQD_PROXY_TOKEN_FILE=" + token + " timeout -s KILL 10 " +
+  Command ping = as(victim, asVictim + "MQD_PROXY_TOKEN_FILE=" + token + " timeout -s KILL 60 " +
                                 bin.cli + " ping");
   INFO(ping.output);
   CHECK(ping.status == 1);
@@ -500,7 +501,7 @@ TEST_CASE("the default socket without XDG_RUNTIME_DIR: a private directory, neve
   CHECK(fileText(received).empty());
   CHECK(fileText(received + "-old").empty());
   // The server refuses that directory too, saying whose it is.
-  Command serve = as(victim, asVictim + "timeout -s KILL 10 " + bin.server + " --dll " + bin.dll +
+  Command serve = as(victim, asVictim + "timeout -s KILL 60 " + bin.server + " --dll " + bin.dll +
                                  " --state-dir none");
   INFO(serve.output);
   CHECK(serve.status == 1);
@@ -509,7 +510,7 @@ TEST_CASE("the default socket without XDG_RUNTIME_DIR: a private directory, neve
   // Without a squatter, the first of client and server makes the directory, 0700, and both
   // use it.
   cleanUp();
-  Command nothing = as(victim, asVictim + "timeout -s KILL 10 " + bin.cli + " ping");
+  Command nothing = as(victim, asVictim + "timeout -s KILL 60 " + bin.cli + " ping");
   INFO(nothing.output);
   CHECK(nothing.status == 1);
   CHECK(contains(nothing.output, "cannot reach"));
@@ -523,12 +524,12 @@ TEST_CASE("the default socket without XDG_RUNTIME_DIR: a private directory, neve
                          "--ready-file " + ready + " >/dev/null 2>&1 & echo $! > " +
                          server.pidFile)
               .status == 0);
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto deadline = std::chrono::steady_clock::now() + kLoadedMachineSlack;
   while (fileText(ready).empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
   CHECK(fileText(ready) == "unix:" + privateDir + "/mqd-proxy.sock\n");
-  Command works = as(victim, asVictim + "timeout -s KILL 10 " + bin.cli + " ping");
+  Command works = as(victim, asVictim + "timeout -s KILL 60 " + bin.cli + " ping");
   INFO(works.output);
   CHECK(works.status == 0);
   kill(std::stoi(fileText(server.pidFile)), SIGTERM);

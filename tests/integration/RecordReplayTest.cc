@@ -44,6 +44,7 @@ void configure(const ServerProcess& server, const char* cache, const std::string
   setenv("MQD_PROXY_SERVER", server.endpoint().c_str(), 1);
   setenv("MQD_PROXY_DLL", mqd::test::kTestDll3, 1);
   setenv("MQD_PROXY_LOG_FILE", (dir / "shim.log").c_str(), 1);
+  setenv("MQD_PROXY_LOG", "info", 1);  // a lost connection (killWorkerBetweenCalls)
   setenv("MQD_PROXY_CACHE", cache, 1);
   setenv("MQD_PROXY_COMPRESS", "on", 1);
   setenv("MQD_PROXY_RECORD", recording.c_str(), 1);
@@ -119,10 +120,7 @@ TEST_CASE("record and replay: a session lost and re-established replays as two s
     configure(live, "epoch", recording, dir);
     Rig rig(5);
     rig.setUp();
-    std::vector<pid_t> workers = childrenOf(live.pid());
-    REQUIRE(workers.size() == 1);
-    kill(workers[0], SIGKILL);
-    std::this_thread::sleep_for(100ms);
+    killWorkerBetweenCalls(live.pid(), dir / "shim.log");
     CHECK(rig.refresh() == 5 * 3 * 5);  // on a new worker, the set-up replayed first
   }
   unsetenv("MQD_PROXY_RECORD");
@@ -236,7 +234,7 @@ TEST_CASE("replay: a compression bomb, /dev/zero, a FIFO, a directory: exit 2 at
           "bounded memory") {
   TempDir dir;
   std::string cli =
-      "timeout -s KILL 60 " + addressSpaceLimit("2000000000") + std::string(mqd::test::kCli);
+      "timeout -s KILL 120 " + addressSpaceLimit("2000000000") + std::string(mqd::test::kCli);
   // A right file header and recording Header, then one chunk that decompresses to 256 MiB of
   // the smallest valid message there is (16 bytes: one segment, one word, a null root), 16 Mi
   // of them. The unfixed reader needed some 5.8 GB for it, and ran out under this limit.
@@ -268,7 +266,7 @@ TEST_CASE("replay: a compression bomb, /dev/zero, a FIFO, a directory: exit 2 at
   CHECK(r.status == 2);
   CHECK(contains(r.output, bomb + ": chunk 2 at byte "));
   CHECK(contains(r.output, " holds more than 65536 messages, more than a chunk may"));
-  CHECK(seconds < 30);
+  CHECK(seconds < kLoadedMachineSlack.count());  // at once, not after decompressing it all
 
   std::string fifo = dir / "fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);

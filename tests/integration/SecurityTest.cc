@@ -55,14 +55,6 @@ std::string writeFile(const std::string& name, const std::string& text, mode_t m
   return path;
 }
 
-bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
 
 // The port of "tcp:HOST:PORT" / "tls:HOST:PORT".
 std::string portOf(const std::string& endpoint) { return endpoint.substr(endpoint.rfind(':') + 1); }
@@ -138,7 +130,7 @@ void sendHello(int fd, const std::string& token) {
 }
 
 // Everything the server sends until it closes or `limit` passes; `closed` says which.
-std::string readAll(int fd, bool* closed, std::chrono::milliseconds limit = 5s) {
+std::string readAll(int fd, bool* closed, std::chrono::milliseconds limit = kLoadedMachineSlack) {
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + limit;
   *closed = false;
@@ -243,7 +235,7 @@ TEST_CASE("token: the right one opens a session; a wrong or missing one is refus
   std::string log = scratch() / "token.log";
   ServerProcess s(mqd::test::kServer, {"--listen", "tcp:0.0.0.0:0", "--token-file", good, "--dll",
                                        mqd::test::kTestDll3, "--log-file", log,
-                                       "--handshake-timeout-ms", "500"});
+                                       "--handshake-timeout-ms", "2000"});
   std::string local = "tcp:127.0.0.1:" + portOf(s.endpoint());
 
   useServer(local, good);
@@ -266,13 +258,12 @@ TEST_CASE("token: the right one opens a session; a wrong or missing one is refus
   CHECK(rc3 == MQD_PROXY_ERR_AUTH_FAILED);
   CHECK(text3.find("chmod 600 " + unsafe) != std::string::npos);
 
-  // A client that connects and says nothing is dropped after --handshake-timeout-ms.
+  // A client that connects and says nothing is dropped after --handshake-timeout-ms (within
+  // a loaded machine's slack: readAll's limit).
   int silent = connectTo(local);
-  auto start = std::chrono::steady_clock::now();
   bool closed = false;
-  readAll(silent, &closed, 5s);
+  readAll(silent, &closed);
   CHECK(closed);
-  CHECK(std::chrono::steady_clock::now() - start < 3s);
   close(silent);
 
   CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }));
@@ -290,7 +281,7 @@ TEST_CASE("token: the right one opens a session; a wrong or missing one is refus
   waitFor([&] { return refusedSummaries() >= 3; });
   std::string text4 = fileText(log);
   CHECK(text4.find("connection refused: authentication failed: wrong token") != std::string::npos);
-  CHECK(text4.find("no handshake within 500 ms") != std::string::npos);
+  CHECK(text4.find("no handshake within 2000 ms") != std::string::npos);
   size_t noDll = refusedSummaries();
   CHECK(noDll == 3);  // wrong token, no token, silent (the unsafe token never connected)
 }
@@ -355,7 +346,10 @@ TEST_CASE("--max-sessions: one connection too many is refused, saying so, over T
   const Certificates& c = certificates();
   for (bool tls : {false, true}) {
     INFO(tls);
-    std::vector<std::string> args = {"--max-sessions", "1", "--dll", mqd::test::kTestDll3};
+    // The holder never makes its TLS handshake: it must hold its slot however long the next
+    // client's handshake takes on a loaded machine (the default handshake timeout is 5 s).
+    std::vector<std::string> args = {"--max-sessions", "1", "--dll", mqd::test::kTestDll3,
+                                     "--handshake-timeout-ms", "600000"};
     if (tls) {
       args.insert(args.end(), {"--listen", "tls:0", "--tls-cert", c.cert, "--tls-key", c.key});
     } else {
@@ -395,7 +389,7 @@ TEST_CASE("--max-message-mib: an oversized message ends that connection only") {
   uint32_t frame[2] = {0, (2u << 20) / 8};  // segment count - 1, segment size in words (LE)
   REQUIRE(write(big, frame, sizeof frame) == sizeof frame);
   bool closed = false;
-  std::string answer = readAll(big, &closed, 5s);
+  std::string answer = readAll(big, &closed);
   CHECK(closed);
   // Cap'n Proto aborts the connection, telling the peer why.
   CHECK(answer.find("Message is too large") != std::string::npos);
@@ -411,20 +405,26 @@ TEST_CASE("--max-message-mib: an oversized message ends that connection only") {
 TEST_CASE("--idle-timeout: a silent session is ended, and the worker says why") {
   std::string log = scratch() / "idle.log";
   ServerProcess s(mqd::test::kServer, {"--listen", "unix:" + (scratch() / "idle.sock"),
-                                       "--idle-timeout", "1", "--dll", mqd::test::kTestDll3,
+                                       "--idle-timeout", "3", "--dll", mqd::test::kTestDll3,
                                        "--log-file", log});
   useServer(s.endpoint());
   Rig rig;
   rig.setUp();
   CHECK(rig.refresh() == 5 * 3 * 3);
-  std::this_thread::sleep_for(500ms);
-  CHECK(rig.refresh() == 5 * 3 * 3);  // activity restarts the count
-  CHECK(childrenOf(s.pid()).size() == 1);
-  CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }, 4s));
+  // Activity restarts the count: a refresh a second after the last (a loaded machine's second
+  // may be longer, never past the 3 s) finds the same worker.
+  std::vector<pid_t> first = childrenOf(s.pid());
+  REQUIRE(first.size() == 1);
+  std::this_thread::sleep_for(1s);
+  CHECK(rig.refresh() == 5 * 3 * 3);
+  CHECK(childrenOf(s.pid()) == first);
+  CHECK(waitFor([&] { return childrenOf(s.pid()).empty(); }));
   // No call was waiting: the next one re-establishes the session on a new worker.
   CHECK(rig.refresh() == 5 * 3 * 3);
-  CHECK(childrenOf(s.pid()).size() == 1);
-  CHECK(fileText(log).find("session idle for 1 s (--idle-timeout): ending it") !=
+  std::vector<pid_t> next = childrenOnceThere(s.pid(), 1);
+  REQUIRE(next.size() == 1);
+  CHECK(next != first);
+  CHECK(fileText(log).find("session idle for 3 s (--idle-timeout): ending it") !=
         std::string::npos);
 }
 

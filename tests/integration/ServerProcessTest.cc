@@ -69,14 +69,6 @@ size_t childCount(pid_t pid) {
   return n;
 }
 
-bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
 
 }  // namespace
 
@@ -137,9 +129,12 @@ TEST_CASE("unix socket: a stale socket is replaced, a live one is not stolen") {
 
 TEST_CASE("one worker process per connection; workers end with their connection") {
   std::string sock = scratch() / "workers.sock";
+  // Connections that never say hello: their workers must outlive the test's waits, however
+  // slowly a loaded machine forks them (the default handshake timeout is 5 s).
   ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + sock, "--dll",
                                             mqd::test::kTestDll3, "--log-file",
-                                            scratch() / "workers.log"});
+                                            scratch() / "workers.log",
+                                            "--handshake-timeout-ms", "600000"});
   int a = connectUnix(sock);
   int b = connectUnix(sock);
   REQUIRE(a >= 0);
@@ -158,12 +153,12 @@ TEST_CASE("one worker process per connection; workers end with their connection"
 TEST_CASE("SIGINT with connected clients: workers are ended and the server exits cleanly") {
   std::string sock = scratch() / "busy.sock";
   ServerProcess server(mqd::test::kServer, {"--listen", "unix:" + sock, "--dll",
-                                            mqd::test::kTestDll3, "--shutdown-grace-ms", "2000"});
+                                            mqd::test::kTestDll3, "--shutdown-grace-ms", "120000"});
   int a = connectUnix(sock);
   REQUIRE(waitFor([&] { return childCount(server.pid()) == 1; }));
-  auto start = std::chrono::steady_clock::now();
+  // The workers end at SIGTERM, long before the grace: a server that waited it out would be
+  // killed by stop() after kLoadedMachineSlack, and not have exited.
   int status = server.stop(SIGINT);
-  CHECK(std::chrono::steady_clock::now() - start < 3s);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   char byte;

@@ -34,7 +34,8 @@ TempDir& scratch() {
 void configure(const std::string& endpoint, const std::string& dll) {
   setenv("MQD_PROXY_SERVER", endpoint.c_str(), 1);
   setenv("MQD_PROXY_DLL", dll.c_str(), 1);
-  setenv("MQD_PROXY_TIMEOUT", "10", 1);
+  // No call here may wait out a silence: the timeout is a loaded machine's slack.
+  setenv("MQD_PROXY_TIMEOUT", "60", 1);
   setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
 }
 
@@ -96,11 +97,8 @@ TEST_CASE("a DLL that loops forever is ended by --dll-cpu-limit: WORKER_DIED, SI
   REQUIRE(d.dll().setup_image(reinterpret_cast<mqs_image*>(image), d.imageCallbacks()) ==
           mqs_ok);
   REQUIRE(d.dll().setup_process(p, d.processCallbacks()) == mqs_ok);
-  auto start = std::chrono::steady_clock::now();
   int rc = d.dll().next_communicator(p);
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(rc == MQD_PROXY_ERR_WORKER_DIED);
-  CHECK(took < 5);  // one CPU second, not the 10 s MQD_PROXY_TIMEOUT
+  CHECK(rc == MQD_PROXY_ERR_WORKER_DIED);  // after one CPU second, not MQD_PROXY_TIMEOUT's 60 s
   std::string text = d.dll().dll_error_string(rc);
   CHECK(text.find("SIGPROF") != std::string::npos);
   CHECK(text.find("during mqs_next_communicator") != std::string::npos);

@@ -45,6 +45,7 @@ void configure(const std::string& endpoint, const char* cache, const char* timeo
   setenv("MQD_PROXY_CACHE", cache, 1);
   setenv("MQD_PROXY_TIMEOUT", timeout, 1);
   setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
+  setenv("MQD_PROXY_LOG", "info", 1);  // a lost connection (killWorkerBetweenCalls)
 }
 
 // A child process (mqd-dump-client) with its stdout in a file.
@@ -139,7 +140,8 @@ TEST_CASE("a vendor DLL that crashes: WORKER_DIED naming signal, DLL and call; o
       rig.setUp();
       auto start = std::chrono::steady_clock::now();
       QueueDump d = dumpQueues(rig.dll(), rig.p());
-      CHECK(secondsSince(start) < 5);
+      // Contained at once, not after MQD_PROXY_TIMEOUT: within a loaded machine's slack.
+      CHECK(secondsSince(start) < kLoadedMachineSlack.count());
       REQUIRE_FALSE(d.complete());
       CHECK(d.failedRc == MQD_PROXY_ERR_WORKER_DIED);
       // Under the epoch policy the server meets the crash recording the walk at the update;
@@ -243,10 +245,8 @@ TEST_CASE("a communicator list that shrank while the session was lost: the re-es
         REQUIRE(rig.dll().setup_communicator_iterator(rig.p()) == mqs_ok);
         for (int k = 0; k < 3; ++k) REQUIRE(rig.dll().next_communicator(rig.p()) == mqs_ok);
       }
-      std::vector<pid_t> workers = childrenOf(server.pid());
-      REQUIRE(workers.size() == 1);
-      kill(workers[0], SIGKILL);
-      std::this_thread::sleep_for(100ms);
+      // (The previous round's worker, killed, leaves when the server has reaped it.)
+      killWorkerBetweenCalls(server.pid(), scratch() / "shim.log");
       replaceCommunicators(rig.target, two);
       if (std::string(next) == "go on") {
         // The debugger goes on where it stood: the fresh DLL's list has no fourth
@@ -289,7 +289,9 @@ TEST_CASE("broken connections: drop, stall, truncate, corrupt, either way, mid-c
                                             "--dll", mqd::test::kTestDll3, "--log-file",
                                             scratch() / "fault.log"});
   const std::string reference = nativeDump(3);
-  const double timeout = 1.5;
+  // A stall (and a message cut short) is found by the timeout alone: short, so that the test
+  // stays short, yet long past a loaded machine's pauses.
+  const double timeout = 3;
   int cases = 0, faultsSeen = 0;
   for (const char* kind : {"drop", "stall", "truncate", "corrupt"}) {
     for (const char* dir : {"up", "down"}) {
@@ -304,7 +306,7 @@ TEST_CASE("broken connections: drop, stall, truncate, corrupt, either way, mid-c
                             {"--listen", "unix:" + (scratch() / "relay.sock"), "--connect",
                              server.endpoint(), "--fault", spec, "--fault-log", log},
                             false);
-        configure(relay.endpoint(), "off", "1.5");
+        configure(relay.endpoint(), "off", "3");
         Rig rig(3);
         int setUpErrors = setUpDespiteFaults(rig);
         int complete = 0, errors = 0;
@@ -312,8 +314,9 @@ TEST_CASE("broken connections: drop, stall, truncate, corrupt, either way, mid-c
           auto start = std::chrono::steady_clock::now();
           QueueDump d = dumpQueues(rig.dll(), rig.p());
           // Every call gives up within the timeout; a dump makes at most two attempts
-          // (the failed call, and the post-mortem question).
-          CHECK(secondsSince(start) < 2 * timeout + 2);
+          // (the failed call, and the post-mortem question): within those and a loaded
+          // machine's slack.
+          CHECK(secondsSince(start) < 2 * timeout + kLoadedMachineSlack.count());
           if (d.complete()) {
             CHECK(d.text == reference);
             ++complete;

@@ -83,7 +83,7 @@ struct SoakServer {
   }
   // The one worker serving the current session.
   pid_t worker() const {
-    std::vector<pid_t> w = childrenOf(process.pid());
+    std::vector<pid_t> w = childrenOnceThere(process.pid(), 1);
     REQUIRE(w.size() == 1);
     return w[0];
   }
@@ -156,7 +156,7 @@ TEST_CASE("loads: the shim loaded and unloaded hundreds of times, a session each
   }
   ProcessUsage end = ProcessUsage::of();
   // Workers end when their session's connection closes; let the supervisor reap the last.
-  for (int i = 0; i < 200 && !childrenOf(server.process.pid()).empty(); ++i) usleep(10000);
+  childrenOnceThere(server.process.pid(), 0);
   ProcessUsage serverEnd = ProcessUsage::of(server.process.pid());
   std::printf("soak: %d loads (after %d warm-up) in %.1f s\n", loads, warmUp, secondsSince(start));
   report("debugger (loads)", warm, end);
@@ -239,7 +239,7 @@ TEST_CASE("sessions: thousands of full dumps spread over several sessions, every
       total += count;
       if (s > 0) workerGrowth.push_back(rssGrowth(workerFirst, ProcessUsage::of(worker)));
     }
-    for (int i = 0; i < 200 && !childrenOf(server.process.pid()).empty(); ++i) usleep(10000);
+    childrenOnceThere(server.process.pid(), 0);  // (a worker exits with its leak check)
     if (s == 0) warm = ProcessUsage::of();
   }
   end = ProcessUsage::of();

@@ -31,6 +31,7 @@
 #include "ProxyErrors.h"
 #include "RemoteDebugger.h"
 #include "RunAsDllCall.h"
+#include "ServerProcess.h"
 #include "SessionBoard.h"
 
 using namespace mqd::server;
@@ -61,19 +62,19 @@ class Child {
       ::execve(a[0], a.data(), e.data());
       ::_exit(127);
     }
-    std::string exe = "/proc/" + std::to_string(pid_) + "/exe";
+    // Started: the program is its own (execve has replaced the fork's), and the kernel has laid
+    // out its stack (its environment and AT_RANDOM, in the auxiliary vector), which comes
+    // after.
+    std::string proc = "/proc/" + std::to_string(pid_);
     char program[PATH_MAX] = {};
     REQUIRE(::realpath(argv[0].c_str(), program) != nullptr);
-    for (int i = 0; i < 500; ++i) {
+    bool started = mqd::harness::waitFor([&] {
       char target[256] = {};
-      if (::readlink(exe.c_str(), target, sizeof target - 1) > 0 &&
-          std::string(target) == program) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its own stack set up
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("child did not start " << argv[0]);
+      return ::readlink((proc + "/exe").c_str(), target, sizeof target - 1) > 0 &&
+             std::string(target) == program && !mqd::harness::fileText(proc + "/auxv").empty() &&
+             (env.empty() || !mqd::harness::fileText(proc + "/environ").empty());
+    });
+    if (!started) FAIL("child did not start " << argv[0]);
   }
   ~Child() {
     ::kill(-pid_, SIGKILL);
@@ -85,12 +86,11 @@ class Child {
   void stop() {
     REQUIRE(::kill(-pid_, SIGSTOP) == 0);
     std::string why;
-    for (int i = 0; i < 500; ++i) {
+    bool stopped = mqd::harness::waitFor([&] {
       auto p = LocalProcess::at(pid_, &why);
-      if (p && p->stopped()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("child did not stop");
+      return p && p->stopped();
+    });
+    if (!stopped) FAIL("child did not stop");
   }
 
  private:
@@ -213,6 +213,7 @@ struct Rig {
     RemoteDebugger::Options o;
     o.policy = wire::CachePolicy::EPOCH;
     o.nodeMemory = true;
+    o.aroundBytes = 0;  // pinned: what is asked of the debugger never depends on timings
     return o;
   }
 
@@ -426,7 +427,7 @@ TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers e
     // and the same environment.
     Child shell({"/bin/dash", "-c", "( while :; do sleep 1; done ) & wait"},
                 {"OMPI_COMM_WORLD_RANK=" + std::to_string(rank + 3), "PATH=/bin"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the subshell exists
+    REQUIRE(mqd::harness::waitFor([&] { return !mqd::harness::childrenOf(shell.pid()).empty(); }));
     shell.stop();
     ProcDebugger::Script script{shell.pid(), rank + 3};
     Rig rig(script);
@@ -520,10 +521,7 @@ TEST_CASE("RemoteDebugger --node-memory: the epoch check made late gives the shi
   std::string why;
   auto live = LocalProcess::at(target->pid(), &why);
   REQUIRE_MESSAGE(live, why);
-  for (int i = 0; i < 500 && live->stopped(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  REQUIRE_FALSE(live->stopped());
+  REQUIRE(mqd::harness::waitFor([&] { return !live->stopped(); }));
   test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
     remote.newEpoch(call, rig.process);
     CHECK(remote.readForLateCheck(call, rig.process, windows).empty());
