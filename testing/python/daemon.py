@@ -4,16 +4,18 @@ condition holds, without leaving it behind when it is not.
     from daemon import start_daemon
     proc = start_daemon(argv, lambda: os.path.exists(ready), "the relay")
 
-A start that fails (the process exits first, the condition stays false for `seconds`, or the
-condition raises) kills and reaps the process before the Failure propagates: a test that fails
-while starting its servers must not leave one running, holding ctest's output pipe open.
+A start that fails (the process exits first, the condition stays false for `seconds`, by
+default LOADED_MACHINE_SLACK, or the condition raises) kills and reaps the process before the
+Failure propagates: a test that fails while starting its servers must not leave one running,
+holding ctest's output pipe open.
 """
 import subprocess
 
-from failure import Failure, wait_for
+from failure import LOADED_MACHINE_SLACK, Failure, wait_for
 
 
-def start_daemon(argv, ready, what, seconds=20, log=None, **popen):
+# A daemon that must start gets the slack of a loaded machine; a ready one ends the wait at once.
+def start_daemon(argv, ready, what, seconds=LOADED_MACHINE_SLACK, log=None, **popen):
     """Runs argv (Popen's keyword arguments in `popen`) and returns the Popen once ready() is
     true. On failure the Failure names `what` and, with `log`, ends with that file's text."""
     proc = subprocess.Popen(argv, **popen)

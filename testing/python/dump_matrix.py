@@ -32,6 +32,7 @@ import os
 import re
 import time
 
+from failure import LOADED_MACHINE_SLACK
 from gdb_driver import gdb_dump
 from servers import Relay, Server
 
@@ -85,7 +86,9 @@ class DumpMatrix:
         WORK/NAME.json and WORK/NAME.txt. Prints each run's time. Returns {name: (json, text)};
         a gdb or front-end failure raises Failure. `attach`: the front end's command that
         attaches the ranks, instead of an `attach PID` per rank (gdb_driver.gdb_command)."""
-        shim_state = {"MQD_PROXY_STATE_DIR": os.path.join(self.work, "shim-state")}
+        # Read cost pinned, as ctest pins it: measured, "refreshed ahead" follows machine speed.
+        shim_state = {"MQD_PROXY_STATE_DIR": os.path.join(self.work, "shim-state"),
+                      "MQD_PROXY_READ_COST": "0"}
         runs = [("native", "mqd load", {})] + [
             (name, "mqd load --server %s --vendor-dll %s %s" % (endpoint, self.dll, self.shim),
              dict(shim_state, **env)) for name, endpoint, env in self.proxied]
@@ -101,8 +104,9 @@ class DumpMatrix:
 
     def _log_with_session(self, path, sessions=1):
         """The server log at `path` once it holds the summaries of `sessions` sessions with the
-        DLL: each is logged when its worker has exited, shortly after gdb did (20 s at most)."""
-        deadline = time.time() + 20
+        DLL: each is logged when its worker has exited, shortly after gdb did (waited for with
+        the slack of a loaded machine, LOADED_MACHINE_SLACK)."""
+        deadline = time.time() + LOADED_MACHINE_SLACK
         while True:
             with open(path) as f:
                 log = f.read()

@@ -19,7 +19,7 @@ import os
 import signal
 
 from daemon import start_daemon, stop_daemon
-from failure import Failure
+from failure import LOADED_MACHINE_SLACK, Failure
 
 
 class Server:
@@ -39,10 +39,11 @@ class Server:
         self.endpoint = open(ready).read().strip()
 
     def stop(self, check_exit=True):
-        """SIGTERM, then waits (20 s at most). With check_exit, an exit status other than 0 is
-        a Failure. Returns the exit status."""
+        """SIGTERM, then waits (LOADED_MACHINE_SLACK at most: the slack of a loaded machine for
+        an exit that must come). With check_exit, an exit status other than 0 is a Failure.
+        Returns the exit status."""
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=20)
+        self.proc.wait(timeout=LOADED_MACHINE_SLACK)
         if check_exit and self.proc.returncode != 0:
             raise Failure("server exited with %d" % self.proc.returncode)
         return self.proc.returncode

@@ -45,9 +45,11 @@ def test_1024_rank_ring_is_one_relative_class_and_quick():
     job = JobBuilder(n)
     for r in range(n):
         job.call(r, "MPI_Send").send(r, (r + 1) % n, length=1 << 20 if r % 2 else 1 << 21)
-    started = time.time()
+    # Guards against a blow-up (exponential in the ranks), not a speed: this process's CPU
+    # time, which a loaded machine's waiting does not count, against a bound far past it.
+    started = time.process_time()
     a = job.analyse()
-    assert time.time() - started < 30
+    assert time.process_time() - started < 300
     assert knots(a) == [list(range(n))]
     assert len(a.classes) == 1 and a.classes[0].relative
     assert a.classes[0].description == "in MPI_Send: send to rank+1 on MPI_COMM_WORLD (tag 1)"

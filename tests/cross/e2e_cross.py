@@ -26,7 +26,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing",
                                 "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure, wait_for  # noqa: E402
+from failure import LOADED_MACHINE_SLACK, Failure, wait_for  # noqa: E402
 from mpi_job import check_against_manifests  # noqa: E402
 
 TRIPLES = {"aarch64": "aarch64-linux-gnu", "ppc64el": "powerpc64le-linux-gnu",
@@ -104,10 +104,14 @@ def main():
                           os.path.join(work, "target.log"), env)
 
         # gdb-multiarch starts the stopped program, lets it run to mqd_e2e_parked (everything
-        # posted, manifest written), then dumps through the proxy.
+        # posted, manifest written), then dumps through the proxy. qemu's gdb stub may not
+        # listen yet when gdb connects (and a probe would take its one connection): gdb retries
+        # a refused connection, for the slack of a loaded machine rather than its 15 s.
         out = os.path.join(work, "dump")
         load = "mqd load --server %s --vendor-dll %s %s" % (endpoint, dll, shim)
         cmd = ["gdb-multiarch", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+               "-iex", "set tcp auto-retry on",
+               "-iex", "set tcp connect-timeout %d" % LOADED_MACHINE_SLACK,
                "-iex", "set sysroot " + args.sysroot, "-iex", "set auto-load safe-path /",
                "-ex", "set architecture " + GDB_ARCH[args.arch],
                "-ex", "file " + program, "-ex", "target remote 127.0.0.1:%d" % port,

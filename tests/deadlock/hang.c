@@ -22,15 +22,18 @@
  *                        rank 1 a message rank 1 sends after the barrier (any K >= 2)
  *   recv-from-finalized  rank 1 receives from rank 0; every other rank calls MPI_Finalize
  *   slow                 a token goes round the ring; each holder computes 0.3 s before passing
- *                        it on, with the round as tag: slow, never stuck
+ *                        it on, with the round as tag: slow, never stuck. Each rank rewrites
+ *                        DIR/rank-R.passed (how many times it has passed the token on) after
+ *                        every send, so that the driver can see every rank move
  *
  * Each rank writes DIR/rank-R.ready ({"rank": R, "pid": P, "role": "blocked"|"computing"})
- * once it is in place: a rank about to block writes it from a helper thread a little after
- * the main thread entered the blocking call, then stops its whole process with SIGSTOP (a
- * debugger attaching sees exactly what it would see in a spinning process, without the
- * spinning: Open MPI polls in blocking calls, and 64 polling ranks would starve a small
- * machine). A computing rank sleeps outside MPI until DIR/stop appears. The slow mode never
- * stops itself. The driver (run_suite.py) kills the job when it is done.
+ * once it is in place: a rank about to block writes it from a helper thread a second after the
+ * main thread went on to its blocking call (on a loaded machine the main thread may not have
+ * reached it yet: the driver sees that in its snapshot and looks again), then stops its whole
+ * process with SIGSTOP (a debugger attaching sees exactly what it would see in a spinning
+ * process, without the spinning: Open MPI polls in blocking calls, and 64 polling ranks would
+ * starve a small machine). A computing rank sleeps outside MPI until DIR/stop appears. The
+ * slow mode never stops itself. The driver (run_suite.py) kills the job when it is done.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -64,20 +67,35 @@ static int stop_requested(void) {
   return access(path, F_OK) == 0;
 }
 
-/* Writes DIR/rank-R.ready atomically (a temporary file renamed). */
-static void write_ready(const char *role) {
+/* Writes TEXT to DIR/rank-R.SUFFIX atomically (a temporary file renamed). */
+static void write_rank_file(const char *suffix, const char *text) {
   char tmp[4096], path[4096];
   FILE *f;
-  snprintf(tmp, sizeof tmp, "%s/rank-%d.tmp", dir, rank);
-  snprintf(path, sizeof path, "%s/rank-%d.ready", dir, rank);
+  snprintf(tmp, sizeof tmp, "%s/rank-%d.%s.tmp", dir, rank, suffix);
+  snprintf(path, sizeof path, "%s/rank-%d.%s", dir, rank, suffix);
   f = fopen(tmp, "w");
   if (!f) {
     perror(tmp);
     abort();
   }
-  fprintf(f, "{\"rank\": %d, \"pid\": %d, \"role\": \"%s\"}\n", rank, (int)getpid(), role);
+  fputs(text, f);
   fclose(f);
   rename(tmp, path);
+}
+
+/* Writes DIR/rank-R.ready. */
+static void write_ready(const char *role) {
+  char text[256];
+  snprintf(text, sizeof text, "{\"rank\": %d, \"pid\": %d, \"role\": \"%s\"}\n", rank,
+           (int)getpid(), role);
+  write_rank_file("ready", text);
+}
+
+/* Writes DIR/rank-R.passed: how many times this rank has passed the token on (slow mode). */
+static void write_passed(int times) {
+  char text[32];
+  snprintf(text, sizeof text, "%d\n", times);
+  write_rank_file("passed", text);
 }
 
 static void *park_thread(void *arg) {
@@ -94,7 +112,7 @@ static void about_to_block(void) {
   static struct park p;
   pthread_t t;
   p.stop_self = 1;
-  p.delay_s = 1.0;
+  p.delay_s = 1.0; /* a guess: run_suite.py checks the snapshot, and looks again if it was early */
   if (pthread_create(&t, NULL, park_thread, &p) != 0) abort();
   pthread_detach(t);
 }
@@ -202,7 +220,8 @@ int main(int argc, char **argv) {
     if (rank == 1) MPI_Recv(buf, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (!strcmp(mode, "slow")) {
     /* Rank 0 starts; whoever holds the token computes, then passes it on with the round as
-     * tag. Every rank reports ready after its first round. */
+     * tag. Every rank reports ready after its first round, and how often it passed the token
+     * on after each send. */
     int round = 0, ready = 0;
     for (;;) {
       if (rank != 0 || round > 0)
@@ -216,6 +235,7 @@ int main(int argc, char **argv) {
       token = (rank == 0 && stop_requested()) ? -1 : token + 1;
       MPI_Send(&token, 1, MPI_INT, next, rank == size - 1 ? round + 1 : round, MPI_COMM_WORLD);
       ++round;
+      write_passed(round);
     }
     if (rank != 0) MPI_Send(&token, 1, MPI_INT, next, rank == size - 1 ? round + 1 : round,
                             MPI_COMM_WORLD);

@@ -13,8 +13,10 @@ staged analysis package) on both saved snapshots. The checks:
     are identical, and so are all four analyses (in gdb and from the saved file);
   - the verdict, the knots (MPI_COMM_WORLD ranks) and the explanation kinds are the case's;
   - for cases with a `classes` expectation, the ranks group as expected;
-  - for cases with `progress`, a second snapshot after 2 s of running gives the expected
-    stuck and moved ranks (`mqd-proxy graph FIRST --compare SECOND`).
+  - for cases with `progress`, a second snapshot after the job ran again gives the expected
+    stuck and moved ranks (`mqd-proxy graph FIRST --compare SECOND`): it ran until every rank
+    passed the token on again where ranks must move (hang.c's DIR/rank-R.passed), for 2 s
+    where none may.
 With --chromium, the case's HTML report is also rendered by headless Chromium and the
 screenshot checked (render_check.py): the knot must be visible in the picture, as many
 highlighted nodes as the knot has ranks, or none without a knot.
@@ -39,7 +41,7 @@ ANALYSIS = os.path.join(SOURCE, "frontends", "analysis")
 sys.path.insert(0, ANALYSIS)
 sys.path.insert(0, os.path.join(SOURCE, "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
-from failure import Failure, wait_for  # noqa: E402
+from failure import LOADED_MACHINE_SLACK, Failure, wait_for  # noqa: E402
 from gdb_driver import gdb_command, keeping_selection, selection_problem  # noqa: E402
 from servers import Server  # noqa: E402
 
@@ -50,7 +52,8 @@ UCX = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_d
 
 # The expected analysis of each program. knots: MPI_COMM_WORLD ranks of each knot (for the
 # verdict "unknown": the possible knots); kinds: explanation kinds that must be among the
-# analysis's; progress: the ranks stuck / moved between two snapshots 2 s apart.
+# analysis's; progress: the ranks stuck / moved between two snapshots, the job run in between
+# (until every rank moved, where they must: main()).
 ALL4 = [[0, 1, 2, 3]]
 CASES = {
     "send-cycle": dict(mode="send-cycle", verdict="deadlock", knots=ALL4,
@@ -125,8 +128,8 @@ class Job:
 
     def not_in_place(self, snapshot_path):
         """Ranks that said they block but are not in an MPI call in the snapshot: a rank
-        writes its ready file a second after it calls, and a very loaded machine may not have
-        run it that far yet."""
+        writes its ready file a second after it went on to its call, and a loaded machine may
+        not have run it that far yet."""
         with open(snapshot_path) as f:
             ranks = json.load(f)["ranks"]
         return [r["rank"] for r in ranks if self.roles.get(r["rank"]) == "blocked" and
@@ -144,6 +147,18 @@ class Job:
     def thaw(self):
         for pid in self.pids:
             os.kill(pid, signal.SIGCONT)
+
+    def passed(self):
+        """{rank: how many times it has passed the token on} (slow mode: hang.c's
+        DIR/rank-R.passed; 0 before its first)."""
+        counts = {}
+        for r in range(self.ranks):
+            try:
+                with open(os.path.join(self.dir, "rank-%d.passed" % r)) as f:
+                    counts[r] = int(f.read())
+            except (OSError, ValueError):
+                counts[r] = 0
+        return counts
 
     def stop(self):
         for pid in self.pids:
@@ -283,24 +298,32 @@ def main():
     try:
         server = Server(server_bin, "unix:" + os.path.join(work, "s.sock"), args.ompi_dll, work,
                         "server")
+        # The slack of a loaded machine for ranks that must come, and more for a large job.
         job = Job(program, case["mode"], ranks, case.get("mca", OB1), work,
-                  timeout=60 + 2 * ranks)
+                  timeout=LOADED_MACHINE_SLACK + 2 * ranks)
         launched = time.time()
         loads = [("native", "mqd load"),
                  ("proxy", "mqd load --server %s --vendor-dll %s %s"
                   % (server.endpoint, args.ompi_dll, shim))]
         job.freeze()
         seconds = run_gdb(job.pids, args.frontend, loads, work, "1")
-        for _ in range(3):
-            late = job.not_in_place(os.path.join(work, "native-1.json"))
-            if not late:
-                break
+        # A rank that said it blocks may not be in its call yet on a loaded machine: let the job
+        # run and look again until every rank is, for twice the slack of a loaded machine (each
+        # look is a whole gdb run); the pause between looks is no assumption, the next look
+        # checks.
+        deadline = time.time() + 2 * LOADED_MACHINE_SLACK
+        late = job.not_in_place(os.path.join(work, "native-1.json"))
+        while late:
+            if time.time() > deadline:
+                raise Failure("ranks %s still not in their MPI call %d s after the first "
+                              "snapshot" % (late, 2 * LOADED_MACHINE_SLACK))
             print("%s: ranks %s not in their MPI call yet: taking the snapshots again"
                   % (args.case, late))
             job.thaw()
             time.sleep(2)
             job.freeze()
             seconds = run_gdb(job.pids, args.frontend, loads, work, "1")
+            late = job.not_in_place(os.path.join(work, "native-1.json"))
         print("%s: %d ranks launched in %.1f s; one gdb, native and proxied snapshots: %.1f s "
               "(load average %.1f)" % (args.case, ranks, launched - started, seconds,
                                        load_average()))
@@ -323,15 +346,26 @@ def main():
         problems += check_analysis(args.case, case, analysis)
         print(graph(mqd_proxy, ["native-1.json"], work), end="")
         if "progress" in case:
-            gap = 2.0
-            job.thaw()
-            time.sleep(gap)   # the job runs: gdb has detached
+            before = job.passed()
+            job.thaw()   # the job runs: gdb has detached
+            ran = time.time()
+            if case["progress"]["moved"]:
+                # Ranks that must move: run until every one has passed the token on since the
+                # first snapshot (then its state differs), with the slack of a loaded machine.
+                wait_for(lambda: all(n > before[r] for r, n in job.passed().items()),
+                         LOADED_MACHINE_SLACK, "every rank to pass the token on (%s before)"
+                         % before)
+            else:
+                # Ranks that must not move: 2 s in which they could, a window to look through,
+                # not a wait for anything (a stuck rank stays stuck however long it runs).
+                time.sleep(2.0)
+            gap = time.time() - ran
             job.freeze()
             run_gdb(job.pids, args.frontend, loads[:1], work, "2")
             compared = json.loads(graph(mqd_proxy, ["native-1.json", "--compare", "native-2.json",
                                                     "--json"], work))
             problems += check_progress(args.case, case, compared["progress"], ranks)
-            print("progress after %.0f s: stuck %s, moved %s" % (
+            print("progress after %.1f s: stuck %s, moved %s" % (
                 gap, compared["progress"]["stuck"], compared["progress"]["moved"]))
         if args.chromium or args.save_docs:
             graph(mqd_proxy, ["native-1.json", "--html", "report.html", "--svg", "picture.svg",

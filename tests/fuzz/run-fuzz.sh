@@ -22,7 +22,9 @@ for t in "${targets[@]}"; do
   [ -d "$corpus/$t" ] || { echo "run-fuzz: no corpus $corpus/$t" >&2; exit 1; }
   mkdir -p "$work/$t/new"
   log=$work/$t/log
-  common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "-artifact_prefix=$work/$t/")
+  # -timeout: the slack of a loaded machine (60 s) for one input, under ASan beside other
+  # tests; an input that hangs still fails, one that is merely slow there does not.
+  common=(-timeout=60 -rss_limit_mb=2048 -print_final_stats=1 "-artifact_prefix=$work/$t/")
   echo "== $t: the corpus ($(ls "$corpus/$t" | wc -l) inputs)"
   # The recorded sessions and the regression inputs must still open a session and reach the
   # DLL (FuzzServerConnection.cc): after a protocol change, stale ones are only refused.

@@ -24,6 +24,7 @@ import subprocess
 import time
 
 import pytest
+from failure import LOADED_MACHINE_SLACK
 from ports import free_port
 from run_command import last_json, run
 
@@ -61,7 +62,8 @@ class Activated:
         with open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(argv + ["--"] + server_args, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=err, env=e)
-        deadline = time.time() + 10
+        # The slack of a loaded machine for the tool to listen; its line ends the wait.
+        deadline = time.time() + LOADED_MACHINE_SLACK
         while time.time() < deadline and "Listening on" not in self.stderr():
             if self.proc.poll() is not None:
                 break
@@ -73,7 +75,7 @@ class Activated:
         except OSError:
             return ""
 
-    def wait(self, timeout=15):
+    def wait(self, timeout=LOADED_MACHINE_SLACK):  # an end that must come: the slack
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -305,7 +307,8 @@ REFUSED = [
                          ids=[case[0] for case in REFUSED])
 def test_refused(name, listens, listen, expect, extra_args, what, programs, activate, base,
                  scratch, tls_files, note):
-    """Exit 1 with the message, within 10 s."""
+    """Exit 1 with the message, promptly (did not hang: within the slack of a loaded
+    machine)."""
     tls = ["--tls-cert", tls_files[0], "--tls-key", tls_files[1]] if listen.startswith("tls") \
         else []
     listens = listens(scratch)
@@ -323,7 +326,7 @@ def test_refused(name, listens, listen, expect, extra_args, what, programs, acti
     if "--accept" in extra_args:
         # The tool keeps listening, spawning a server per connection: this one's end is in
         # its log.
-        deadline = time.time() + 15
+        deadline = time.time() + LOADED_MACHINE_SLACK  # the slack of a loaded machine
         while time.time() < deadline and "died with code" not in a.stderr():
             time.sleep(0.05)
         seconds = time.time() - started
@@ -336,23 +339,25 @@ def test_refused(name, listens, listen, expect, extra_args, what, programs, acti
         if rc is None:
             a.stop()
     note("%s: exit %s, \"%s\" (%.1f s)" % (what, rc, expect, seconds))
-    assert rc == 1 and expect in a.stderr() and seconds < 10, a.stderr()
+    # The bound only proves that it did not hang (a refused socket is refused at start-up, with
+    # no timeout to wait out): the slack of a loaded machine.
+    assert rc == 1 and expect in a.stderr() and seconds < LOADED_MACHINE_SLACK, a.stderr()
 
 
 def test_started_without_systemd_said_so(programs, base):
-    r = run([programs[0], "--listen", "systemd"] + base, timeout=30)
+    r = run([programs[0], "--listen", "systemd"] + base, timeout=LOADED_MACHINE_SLACK)
     assert (r.returncode == 1 and
             "no socket from systemd (LISTEN_FDS is not set)" in r.stderr), r.all
 
 
 def test_listen_pid_of_another_process_said_so(programs, base):
     r = run([programs[0], "--listen", "systemd"] + base, {"LISTEN_FDS": "1", "LISTEN_PID": "1"},
-            timeout=30)
+            timeout=LOADED_MACHINE_SLACK)
     assert r.returncode == 1 and "are for process 1, not this one" in r.stderr, r.all
 
 
 def test_stdio_with_listen_systemd_usage_error(programs, base):
-    r = run([programs[0], "--listen", "systemd", "--stdio"] + base, timeout=30)
+    r = run([programs[0], "--listen", "systemd", "--stdio"] + base, timeout=LOADED_MACHINE_SLACK)
     assert r.returncode == 2 and "--stdio" in r.stderr, r.all
 
 
@@ -364,7 +369,7 @@ def test_listen_address_under_activation_warns(programs, activate, base, scratch
     a = Activated(scratch, "mismatch", ["127.0.0.1:%d" % port],
                   [programs[0], "--listen", "unix:" + sock_path] + base)
     poke(("127.0.0.1", port))
-    deadline = time.time() + 10
+    deadline = time.time() + LOADED_MACHINE_SLACK  # the slack of a loaded machine
     while time.time() < deadline and not os.path.exists(sock_path):
         time.sleep(0.05)
     rc = a.stop()
