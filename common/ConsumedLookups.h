@@ -5,7 +5,7 @@
 // A DLL's set-up is a function of what it consumed
 // (docs/round-trips.md, "Set-ups answered from a record"). The server collects them
 // (RemoteDebugger::consumeInto) and names them in the has-queues reply (wire ConsumedLookup);
-// the shim keys its records of set-ups by the answers to them (client/SetUpRecall.h). Ranks of one job resolve their symbols at addresses
+// the shim keys its records of set-ups by the answers to them (proxy-client/SetUpRecall.h). Ranks of one job resolve their symbols at addresses
 // of their own, but an image's set-up that takes none (Open MPI's: types, fields, and whether
 // two symbols exist) is then the same for every rank.
 #pragma once

@@ -1,4 +1,4 @@
-// EntryPoints: the MQD entry points of contracts/mqs_entry_points.h, as C++ code names them.
+// EntryPoints: the MQD entry points of schema/mqs_entry_points.h, as C++ code names them.
 //
 // One enumerator per entry point (EntryPoint::next_operation for mqs_next_operation), and for
 // each what the table says: its C name, the method that serves it (MqsClient's, and the

@@ -1,5 +1,5 @@
 // Replay: `mqd-proxy replay FILE [--dll PATH] [--stats]` (with mqd-proxy's --server, --timeout
-// and --json): plays a recorded session (MQD_PROXY_RECORD, contracts/record.capnp) against a
+// and --json): plays a recorded session (MQD_PROXY_RECORD, schema/record.capnp) against a
 // server, offline: no debugger, no job.
 //
 // It opens a session like the recorded one (the recorded DLL, or --dll; the recorded cache

@@ -48,7 +48,7 @@ std::string join(const std::string& path, kj::StringPtr name) {
 std::string compareStructs(capnp::DynamicStruct::Reader a, capnp::DynamicStruct::Reader b,
                            const std::string& path);
 
-// A field annotated $readAhead (contracts/mqd.capnp).
+// A field annotated $readAhead (schema/mqd.capnp).
 bool readAhead(capnp::StructSchema::Field field) {
   for (auto a : field.getProto().getAnnotations()) {
     if (a.getId() == wire::READ_AHEAD_ANNOTATION_ID) return true;

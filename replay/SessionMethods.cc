@@ -10,7 +10,7 @@ namespace mqd::client {
 namespace {
 
 // The Session methods by ordinal. The entry point each serves comes from
-// contracts/mqs_entry_points.h (EntryPoints.h), whose `method` column names them.
+// schema/mqs_entry_points.h (EntryPoints.h), whose `method` column names them.
 constexpr const char* kMethods[] = {
     "setupBasicCallbacks",
     "dllErrorString",

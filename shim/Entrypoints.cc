@@ -1,7 +1,7 @@
 // libmqdproxy.so: the MQD entry points a debugger dlopen()s, forwarded to mqd-proxy-server.
 //
 // This file is the whole C ABI veneer: one exported function per entry point of
-// contracts/mqs_entry_points.h, each handing its arguments to the same-named method of the one
+// schema/mqs_entry_points.h, each handing its arguments to the same-named method of the one
 // MqsClient of this library instance, which never throws. The signatures are checked against
 // mqs_interface.h's declarations by the compiler. Nothing else is exported (the version script
 // libmqdproxy.map is made from the same list); the client is created on first use and destroyed

@@ -26,7 +26,7 @@ SET_TO = {"MQD_PROXY_CONFIG": "", "MQD_PROXY_STATE_DIR": "off", "MQD_PROXY_READ_
 
 def client_variables(source):
     names = set()
-    for pattern in ("client/**/*.cc", "client/**/*.h", "cli/*.cc", "replay/*.cc",
+    for pattern in ("proxy-client/**/*.cc", "proxy-client/**/*.h", "cli/*.cc", "replay/*.cc",
                     "shim/**/*.cc", "common/*.cc"):
         for path in glob.glob(os.path.join(source, pattern), recursive=True):
             names.update(re.findall(r'"(MQD_PROXY_[A-Z0-9_]+)"', open(path).read()))

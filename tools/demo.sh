@@ -12,7 +12,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/server/mqd-proxy-server" \
+"$build/proxy-server/mqd-proxy-server" \
   --listen "unix:$work/demo.sock" \
   --dll "$build/testing/testdll/libmqd_testdll_l3.so" \
   --ready-file "$work/ready" --log-file "$work/server.log" &

@@ -39,7 +39,7 @@ if [ -n "$prefix" ]; then
   shim=$prefix/lib/$multiarch/libmqdproxy.so
   frontend=$prefix/share/mqd-proxy/gdb/mqd.py
 else
-  server=$build/server/mqd-proxy-server
+  server=$build/proxy-server/mqd-proxy-server
   shim=$build/shim/libmqdproxy.so
   frontend=$build/share/mqd-proxy/gdb/mqd.py
 fi

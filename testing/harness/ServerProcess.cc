@@ -162,7 +162,7 @@ pid_t killWorkerBetweenCalls(pid_t server, const std::string& shimLog) {
     throw std::runtime_error("the server has " + std::to_string(workers.size()) +
                              " workers, not one");
   }
-  // client/transport/Connection.cc, markBroken, for a connection the server closed.
+  // proxy-client/transport/Connection.cc, markBroken, for a connection the server closed.
   const std::string lost = "unusable: the server closed the connection";
   auto seen = [&] {
     std::string log = fileText(shimLog);

@@ -19,7 +19,7 @@ from run_command import last_json, run
 from sshd import Sshd
 
 SCRATCH_PREFIX = "mqd-ssh-"
-MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # contracts/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
+MQD_PROXY_ERR_WORKER_DIED = 0x4d510000 + 5  # schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 5
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ from servers import Server  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POKE = os.path.join(HERE, "target_poke.py")
-PROXY_HEADER = os.path.join(HERE, "..", "..", "contracts", "mqd_proxy.h")
+PROXY_HEADER = os.path.join(HERE, "..", "..", "schema", "mqd_proxy.h")
 
 FREE_LIST = "((opal_free_list_t *)&mca_pml_base_send_requests)"
 WORLD_GROUP = "((ompi_communicator_t *)&ompi_mpi_comm_world)->c_local_group"

@@ -31,7 +31,7 @@ using namespace mqd::harness;
 
 namespace {
 
-// The shim's read cost by its cost rule (client/CostRule.h), seconds per MiB, for the sessions
+// The shim's read cost by its cost rule (proxy-client/CostRule.h), seconds per MiB, for the sessions
 // configure() sets up: "0" (reading is free: reading again is always worth a round trip),
 // unless a test pins kReadCostly (a KiB read again costs more than any round trip) for a scope.
 const char* gReadCost = "0";
@@ -369,7 +369,7 @@ TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the o
 TEST_CASE("epoch policy: in a first session, the others' first updates are guessed from the "
           "first rank's") {
   // Nothing learned of these ranks: the server guesses, from what rank 0's first update read,
-  // what each other rank's will read (server/caches/PeerLayout.h), reading what it needs of
+  // what each other rank's will read (proxy-server/caches/PeerLayout.h), reading what it needs of
   // them in one round trip for all per round; the shim reads the guesses with rank 1's update
   // and refreshes ranks 2 and 3 ahead with it. Without the guesses each rank's first update
   // asks for its memory block by block, as rank 0's does.
@@ -392,7 +392,7 @@ TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answ
   // The ranks' symbols resolve at addresses of their own, but the image set-up asks only
   // whether they exist (with types and fields): rank 1's record (rank 0's set-up asked its
   // look-ups one by one: nothing learned) answers the next images' set-ups
-  // (client/SetUpRecall.h). Each costs no round trip of its own, but its reply is waited for
+  // (proxy-client/SetUpRecall.h). Each costs no round trip of its own, but its reply is waited for
   // before the next process's set-up: set up image after image, they are waited for once.
   // (This DLL's process set-up asks the debugger for the rank: not recorded, a round trip
   // more per process; Open MPI's does not.)

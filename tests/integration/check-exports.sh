@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shim must export exactly the MQD entry points: every mqs_* function that
-# contracts/mqs_interface.h declares, no more (checked with nm -D), no less.
+# schema/mqs_interface.h declares, no more (checked with nm -D), no less.
 set -euo pipefail
 shim=$1 map=$2 header=$3
 exported=$(nm -D --defined-only "$shim" | awk '{print $3}' | sort)

@@ -33,7 +33,7 @@ rc=$?
 
 # One warning is not a finding: kj starts every new fiber stack with a longjmp from the fresh
 # stack before any of our code runs on it, so ASan (told of fiber stacks only from our code,
-# server/worker/AsanFiber.h) sees a jump from an unknown stack and declines to clear it: there
+# proxy-server/worker/AsanFiber.h) sees a jump from an unknown stack and declines to clear it: there
 # is nothing on a fresh stack to clear. ASan prints that warning once per process; a file that
 # holds nothing else is not counted. Anything else in any file fails the run.
 benign='^==[0-9]+==WARNING: ASan is ignoring requested __asan_handle_no_return: stack type: default |^False positive error reports may follow$|^For details see https://github.com/google/sanitizers/issues/189$'

@@ -634,7 +634,7 @@ TEST_CASE("a job refreshed rank by rank: a rank that changes between the debugge
 TEST_CASE("a job never seen: the others' first updates guessed from the first rank's, while "
           "ranks change") {
   // Each rank's data and heap lie elsewhere. In a first session the server guesses, from what
-  // rank 0's first update read, what each other rank's will read (server/caches/PeerLayout.h);
+  // rank 0's first update read, what each other rank's will read (proxy-server/caches/PeerLayout.h);
   // the shim reads the guesses ahead, refreshes ranks 2 and 3 ahead with rank 1's update, and
   // serves each from that only once every window reads the same. Rank 2 progresses after rank
   // 0's update (before its refresh ahead is made), rank 3 just before its own update (after):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print docs/failure-codes.md: the proxy's own error codes, made from the sources.
 
-The codes, their values and what each means come from contracts/mqd_proxy.h (the enum, and the
+The codes, their values and what each means come from schema/mqd_proxy.h (the enum, and the
 comment above each code); the sentence mqs_dll_error_string() begins with comes from the table
 in common/ProxyErrors.cc. In a comment, a reference written as docs/NAME.md, "Section" becomes
 a link. The page is committed; the test docs-failure-codes (tests/docs/) fails when it differs
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-HEADER = "contracts/mqd_proxy.h"
+HEADER = "schema/mqd_proxy.h"
 TABLE = "common/ProxyErrors.cc"
 
 

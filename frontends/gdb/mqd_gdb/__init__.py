@@ -28,7 +28,7 @@ Modules, one concept each, in the order a value travels:
                kept for later commands behind a stub that proves them unchanged (qCRC)
   debug_types  the debug-type object for Open MPI's stripped libmpi (frontends/ompi-types),
                loaded into each inferior that lacks the types when the DLL is Open MPI's
-  abi          the MQD C ABI (contracts/mqs_interface.h) as ctypes declarations, and the
+  abi          the MQD C ABI (schema/mqs_interface.h) as ctypes declarations, and the
                one code of libmqdproxy.so's the front end acts on
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
   execute      gdb commands run for their effect or their text, their output kept from the

@@ -1,9 +1,9 @@
-"""The MQD C ABI (contracts/mqs_interface.h) as ctypes declarations, for a DLL of this gdb's
+"""The MQD C ABI (schema/mqs_interface.h) as ctypes declarations, for a DLL of this gdb's
 architecture: result codes and enumerations, the structs the DLL fills, the callback tables
 it is given, and the signatures of its entry points. Facts of the header only; what the front
 end does with them is elsewhere. No gdb here.
 
-The one code of contracts/mqd_proxy.h the front end acts on is here too:
+The one code of schema/mqd_proxy.h the front end acts on is here too:
 MQD_PROXY_ERR_NO_ENTRY_POINT, libmqdproxy.so's answer for an optional entry point the vendor DLL
 does not export (the shim exports them all).
 
@@ -18,7 +18,7 @@ MQS_NO_INFORMATION = 1
 MQS_END_OF_LIST = 2
 MQS_INVALID_PROCESS = -1  # get_global_rank's and get_process_identity's "unknown"
 
-# contracts/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 6, the vendor DLL lacks this entry point.
+# schema/mqd_proxy.h: MQD_PROXY_ERR_FIRST + 6, the vendor DLL lacks this entry point.
 MQD_PROXY_ERR_NO_ENTRY_POINT = 0x4d510000 + 6
 
 # Members of mqs_target_type_sizes in MPICH's header (short, int, long, long long, pointer)

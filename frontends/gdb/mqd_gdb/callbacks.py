@@ -1,5 +1,5 @@
 """What gdb serves the DLL: the basic, image and process callback tables
-(contracts/mqs_interface.h), answered from the inferiors.
+(schema/mqs_interface.h), answered from the inferiors.
 
   symbols        expression evaluation, `&name` in the image's inferior (Open MPI's libmpi
                  has only .dynsym, which gdb's symbol look-up does not search)

@@ -1,7 +1,7 @@
 // SessionRecorder: records a shim's sessions into a file (MQD_PROXY_RECORD) that
 // `mqd-proxy replay` plays back against a server, without the debugger or the job.
 //
-// What is recorded (contracts/record.capnp), in the order it happened: every session opened
+// What is recorded (schema/record.capnp), in the order it happened: every session opened
 // (options, the DLL the server loaded), every Session request with its results, every Debugger
 // request the server made with the debugger's answer, every mqs_* call the debugger made with
 // the result it got, and the labels a debugger gives its processes (kLabelVariable).

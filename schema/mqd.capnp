@@ -68,7 +68,7 @@ struct Failure {
   # Why a Session call failed, in the proxy's own terms. Every Session result carries one; when
   # it is set, the call failed and the result's other fields mean nothing. The code crosses the
   # wire as a number: nobody reads it back out of a sentence.
-  code @0 :Int32;    # an MQD_PROXY_ERR_* code (contracts/mqd_proxy.h), what the debugger sees
+  code @0 :Int32;    # an MQD_PROXY_ERR_* code (schema/mqd_proxy.h), what the debugger sees
   detail @1 :Text;   # the specifics, for mqs_dll_error_string's sentence
 }
 
@@ -327,7 +327,7 @@ struct FieldLookup {
 
 struct ConsumedLookup {
   # A look-up the DLL made during a set-up (Session.imageHasQueues' and processHasQueues'
-  # consumed): what a record of the set-up must find answered the same (client/SetUpRecall.h).
+  # consumed): what a record of the set-up must find answered the same (proxy-client/SetUpRecall.h).
   lookup @0 :Lookup;
   address @1 :Bool;  # a symbol's or function's address was taken, not only its result
 }
@@ -374,7 +374,7 @@ struct LearnedBlocks {
   # mqs_process_has_queues): a set-up reply's setUpAhead.
   # The windows include what at least one whole update (and its walk) read, not only a set-up.
   # Only such records are written; one without the mark (an older server's) is ignored
-  # (server/caches/LearnedMemory.h).
+  # (proxy-server/caches/LearnedMemory.h).
 }
 
 struct MemoryWindow {
@@ -385,7 +385,7 @@ struct MemoryWindow {
 struct SetUpRecords {
   # The outcomes of set-ups of one vendor DLL build in the shim's earlier sessions, each with
   # digests of what the DLL consumed, kept between sessions (MQD_PROXY_STATE_DIR,
-  # client/SetUpRecall.h; docs/round-trips.md, "Set-ups answered from a record").
+  # proxy-client/SetUpRecall.h; docs/round-trips.md, "Set-ups answered from a record").
   buildId @0 :Text;
   lookups @1 :List(Lookup);   # the look-ups the records name, by index
   records @2 :List(SetUpRecord);
@@ -442,7 +442,7 @@ struct RefreshAhead {
 struct PeerEpoch {
   # Another set-up process never updated, of which nothing was learned, with what its first
   # update is likely to read: guessed from the memory this update's process read
-  # (server/caches/PeerLayout.h). The shim may read it ahead with that process's update, or
+  # (proxy-server/caches/PeerLayout.h). The shim may read it ahead with that process's update, or
   # with another's as a refresh ahead, as if that process's own reply had named it.
   process @0 :UInt64;
   nextEpoch @1 :List(MemoryWindow);
@@ -617,7 +617,7 @@ interface Session {
   # them only after the set-up; its rank likewise, except by a server that reads on its host
   # (ProcessFacts.globalRank).
   # warning: a sentence for the user when the reported byte order contradicts a value of the
-  # target's memory that the set-up read (server/worker/ByteOrderCheck.h); empty otherwise.
+  # target's memory that the set-up read (proxy-server/worker/ByteOrderCheck.h); empty otherwise.
   # setUpAhead: in the epoch policy, what an earlier session's set-up of the process read and
   # this one has not yet (nor was sent with the request): the rest of the set-up (mqs_process_has_queues) is likely to read it.
   # The shim reads it at that call and sends it with it (processHasQueues' ahead and blocks),
@@ -633,7 +633,7 @@ interface Session {
   # setupProcess, and the look-ups its mqs_setup_process and this call made.
   # setUpRead: in the epoch policy, what the DLL read of the process in its set-up so far
   # (mqs_setup_process and this call), as windows: the bytes a record of the set-up proves
-  # (client/SetUpRecall.h).
+  # (proxy-client/SetUpRecall.h).
   # nextEpoch (here and in setupProcess): in the epoch policy, the windows the process's first
   # mqs_update_communicator_list will read again (as updateCommunicatorList's nextEpoch), so
   # that the shim reads them ahead, as for every later update, instead of the server asking
@@ -755,7 +755,7 @@ interface Debugger {
   fetchBlocks @14 (process :UInt64, blocks :List(BlockRequest), aside :Bool)
       -> (blocks :List(MemoryBlock));
   # Memory for the server's cache, one answer per request, in order. aside: memory no DLL read
-  # is served from (what the server reads to guess a peer's reads, server/caches/PeerLayout.h):
+  # is served from (what the server reads to guess a peer's reads, proxy-server/caches/PeerLayout.h):
   # a block the shim cannot read or refuses is answered with an error code, never fails the
   # call, so a guess never changes what the debugger's own call answers.
 

@@ -16,7 +16,7 @@
 //
 // Files: <state-dir>/blocks-<build-id>-<fingerprint>.capnp, one per process. At a session's
 // first save, the oldest beyond kMaxFilesPerBuild are removed: a record per process of a job
-// of that many ranks, as many as the shim's set-up records (client/SetUpRecall.h). Pruned
+// of that many ranks, as many as the shim's set-up records (proxy-client/SetUpRecall.h). Pruned
 // once per session, not at every save, so that a session never removes what it saved itself
 // and a job of thousands of ranks does not scan the directory once per rank. Each record is
 // read from disk once per session.

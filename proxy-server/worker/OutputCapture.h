@@ -2,7 +2,7 @@
 //
 // Before the call, prepare() fills an output struct with the WriteTracking markers; after it,
 // capture() encodes the fields (and character runs) that no longer hold them. The shim applies
-// exactly those to the debugger's own buffer (client/OutputApply), which reproduces a
+// exactly those to the debugger's own buffer (proxy-client/OutputApply), which reproduces a
 // native load byte for byte: a field the DLL leaves alone keeps the debugger's contents.
 #pragma once
 

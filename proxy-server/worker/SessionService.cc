@@ -28,7 +28,7 @@ constexpr size_t kFiberStackBytes = 8u << 20;
 char kUntouched;
 
 // While alive, under the epoch policy, the look-ups the DLL makes go to `sink`: what a set-up
-// consumed, which its has-queues reply names for the shim's records (client/SetUpRecall.h).
+// consumed, which its has-queues reply names for the shim's records (proxy-client/SetUpRecall.h).
 class Consuming {
  public:
   Consuming(RemoteDebugger& remote, ConsumedLookups& sink) : remote_(remote) {

@@ -1,4 +1,4 @@
-// RecordFile: the file a recorded session lives in (MQD_PROXY_RECORD; contracts/record.capnp),
+// RecordFile: the file a recorded session lives in (MQD_PROXY_RECORD; schema/record.capnp),
 // written by the shim's SessionRecorder and read by `mqd-proxy replay`.
 //
 // Layout, all integers little-endian:

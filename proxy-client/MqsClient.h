@@ -49,7 +49,7 @@ class MqsClient {
   MqsClient(const MqsClient&) = delete;
   MqsClient& operator=(const MqsClient&) = delete;
 
-  // One method per entry point of contracts/mqs_entry_points.h, named by its `method` column
+  // One method per entry point of schema/mqs_entry_points.h, named by its `method` column
   // (nextOperation for mqs_next_operation), with the C signature.
 #define MQD_DECLARE_ENTRY_POINT(result, name, method, parameters, arguments, absent) \
   result method parameters;

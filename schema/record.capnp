@@ -6,7 +6,7 @@
 # then run the same Session calls against a server and answer its callbacks from the record,
 # without a debugger or a live job.
 #
-# The file (client/recording/RecordFile.h) is a small file header, then chunks, each a
+# The file (proxy-client/recording/RecordFile.h) is a small file header, then chunks, each a
 # zstd-compressed run of Cap'n Proto messages: the first message of the file is a Header,
 # every other one an Entry. Chunks are written whole, so a file cut short (the debugger died)
 # loses at most its last chunk.

@@ -2,9 +2,9 @@
  * mqs_entry_points.h: every MQD entry point, once. Everything that lists the entry points is
  * made from this table: the shim's exports (shim/Entrypoints.cc) and its version script
  * (shim/libmqdproxy.map.in, preprocessed at build time), the client's methods
- * (client/MqsClient.h), their names and what the shim answers for a missing one
+ * (proxy-client/MqsClient.h), their names and what the shim answers for a missing one
  * (common/EntryPoints.h), the server's table of the vendor DLL's entry points
- * (server/worker/VendorDll.h), the entry points the replay names Session methods by
+ * (proxy-server/worker/VendorDll.h), the entry points the replay names Session methods by
  * (replay/SessionMethods.cc), the test harness's view of a loaded DLL
  * (testing/harness/MqsLibrary.h) and the exports test (tests/integration/check-exports.sh,
  * which reads the generated version script).
