@@ -20,17 +20,17 @@ for a in "\$@"; do
     update)
       n=\$(count updates)
       if [ "\$n" -eq 1 ] || [ -n "\${MQD_MIRROR_BROKEN:-}" ]; then
-        echo "E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/main/binary-i386/Packages.xz  File has unexpected size (123 != 456). Mirror sync in progress?" >&2
+        echo "E: Failed to fetch http://archive.example/debian/dists/bookworm/main/binary-i386/Packages.xz  File has unexpected size (123 != 456). Mirror sync in progress?" >&2
         exit 100
       fi
       "$real" "\$@"; rc=\$?
       # The security index vanishes, as it does for an architecture the mirror is resyncing.
       rm -f "\$(ls -d "\${MQD_LISTS}"/*security*Packages* 2>/dev/null | head -1)" 2>/dev/null || true
-      echo "E: Failed to fetch http://security.debian.org/dists/bookworm-security/main/binary-i386/Packages.xz  File has unexpected size. Mirror sync in progress?" >&2
+      echo "E: Failed to fetch http://security.archive.example/dists/bookworm-security/main/binary-i386/Packages.xz  File has unexpected size. Mirror sync in progress?" >&2
       exit 100 ;;
     install)
       if [ "\$(count installs)" -eq 1 ]; then
-        echo "E: Failed to fetch http://deb.debian.org/debian/pool/main/g/gcc-12/libstdc++6_12.2.0-14_i386.deb  Hash Sum mismatch" >&2
+        echo "E: Failed to fetch http://archive.example/debian/pool/main/g/gcc-12/libstdc++6_12.2.0-14_i386.deb  Hash Sum mismatch" >&2
         exit 100
       fi ;;
   esac

@@ -40,7 +40,7 @@ if [ -f /etc/apt/sources.list.d/debian.sources ]; then
 elif [ -f /etc/apt/sources.list ]; then
   grep -E '^deb ' /etc/apt/sources.list > "$apt_dir/sources.list.d/debian.list"
 else
-  echo "deb http://deb.debian.org/debian bookworm main" > "$apt_dir/sources.list.d/debian.list"
+  echo "deb $("$(dirname "$0")/../apt-mirror.sh") bookworm main" > "$apt_dir/sources.list.d/debian.list"
 fi
 apt_opts=(
   -o "APT::Architecture=$arch" -o "APT::Architectures=$arch"

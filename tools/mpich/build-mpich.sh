@@ -117,14 +117,7 @@ apt_dir="$work/apt"
 mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources.list.d,preferences.d}
 : > "$apt_dir/status"
 # bookworm main's deb-src, from the Debian archive this machine uses for its binaries.
-mirror=
-if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-  mirror=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
-fi
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/ && $i !~ /security/) { print $i; exit } }' /etc/apt/sources.list)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$("$(dirname "$0")/../apt-mirror.sh")
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 signed=
 [ -f "$keyring" ] && signed="[signed-by=$keyring] "
