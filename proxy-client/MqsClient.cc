@@ -188,7 +188,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
          static_cast<unsigned long long>(counters_.callbacksServed.load() - trace->callbacks),
          static_cast<unsigned long long>(counters_.notifications.load() - trace->notifications));
   }
-  if (recorder_) recorder_->apiCall(nameOf(entryPoint), rc);
+  if (recorder_) recorder_->apiCall(entryPoint, rc);
   return rc;
 }
 

@@ -255,14 +255,14 @@ void SessionRecorder::endDebuggerCall(capnp::MallocMessageBuilder& entry,
   add(entry);
 }
 
-void SessionRecorder::apiCall(const char* entryPoint, int rc) {
+void SessionRecorder::apiCall(EntryPoint entryPoint, int rc) {
   if (!active_) return;
   capnp::MallocMessageBuilder message(64);
   auto call = message.initRoot<record::Entry>().initApiCall();
-  call.setEntryPoint(entryPoint);
+  call.setEntryPoint(nameOf(entryPoint));
   call.setRc(rc);
   // A refresh is where a debugger shows what it found: keep everything up to it.
-  add(message, std::strcmp(entryPoint, "mqs_update_communicator_list") == 0);
+  add(message, entryPoint == EntryPoint::update_communicator_list);
 }
 
 void SessionRecorder::labelProcess(uint64_t token) {

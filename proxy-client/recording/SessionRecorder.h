@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 
+#include "EntryPoints.h"
 #include "RecordFile.h"
 #include "mqd.capnp.h"
 
@@ -69,7 +70,7 @@ class SessionRecorder {
   // ---- debugger thread ----
 
   // The debugger's call of `entryPoint` returned `rc`.
-  void apiCall(const char* entryPoint, int rc);
+  void apiCall(EntryPoint entryPoint, int rc);
   // The debugger is setting up process `token`: records kLabelVariable's value, if set.
   void labelProcess(uint64_t token);
 

@@ -302,12 +302,7 @@ int Supervisor::run() {
       bindListener();
     }
   } catch (...) {
-    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigint_),
-                           reinterpret_cast<uv_handle_t*>(&sigterm_),
-                           reinterpret_cast<uv_handle_t*>(&sigchld_),
-                           reinterpret_cast<uv_handle_t*>(&killTimer_)}) {
-      uv_close(h, nullptr);
-    }
+    closeLoopHandles();
     throw;
   }
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -518,6 +513,10 @@ void Supervisor::killTimerCallback(uv_timer_t* timer) {
 void Supervisor::finishIfIdle() {
   if (!stopping_ || !workers_.empty() || finished_) return;
   finished_ = true;
+  closeLoopHandles();
+}
+
+void Supervisor::closeLoopHandles() {
   for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigint_),
                          reinterpret_cast<uv_handle_t*>(&sigterm_),
                          reinterpret_cast<uv_handle_t*>(&sigchld_),

@@ -82,6 +82,9 @@ class Supervisor {
   void reapWorkers();
   void beginShutdown(int signum);
   void finishIfIdle();
+  // Closes the handles run() starts with (the signals and the kill timer), so that the loop
+  // can end: once the last worker is gone after a stop, or when run() fails to start.
+  void closeLoopHandles();
 
   static void connectionCallback(uv_stream_t* server, int status);
   static void signalCallback(uv_signal_t* handle, int signum);

@@ -25,8 +25,8 @@ constexpr int kCollectives = 14;  // Barrier .. Scatterv
 class Recording {
  public:
   // `entryPoint` is the DLL entry point about to run (shown on the session board).
-  Recording(DllCall& call, const char* entryPoint) : call_(call), held_(call, &effects_) {
-    call_.metrics().setLastCall(entryPoint);
+  Recording(DllCall& call, EntryPoint entryPoint) : call_(call), held_(call, &effects_) {
+    call_.metrics().setLastCall(nameOf(entryPoint));
   }
   // Ends the call: what the DLL printed belongs to it too.
   std::vector<Effect>& finish() {
@@ -58,7 +58,7 @@ bool CommunicatorWalker::record(capnp::MessageBuilder& message) {
   // effect (printing) is left for the debugger to ask for itself.
   std::vector<std::pair<int, const char*>> texts;
   for (int code : codes) {
-    Recording r(call_, "mqs_dll_error_string");
+    Recording r(call_, EntryPoint::dll_error_string);
     const char* text = dll_.entry().mqs_dll_error_string(code);
     if (r.finish().empty()) texts.emplace_back(code, text);
   }
@@ -80,7 +80,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
                                      wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
   const VendorDll::EntryPoints& e = dll_.entry();
   {
-    Recording r(call_, "mqs_setup_communicator_iterator");
+    Recording r(call_, EntryPoint::setup_communicator_iterator);
     int rc = e.mqs_setup_communicator_iterator(handle());
     codes.insert(rc);
     auto setup = out.initSetup();
@@ -101,7 +101,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     mqs_communicator communicator;
     int getRc;
     {
-      Recording r(call_, "mqs_get_communicator");
+      Recording r(call_, EntryPoint::get_communicator);
       prepare(communicator);
       getRc = e.mqs_get_communicator(handle(), &communicator);
       codes.insert(getRc);
@@ -113,7 +113,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     }
     if (getRc != mqs_ok) break;  // a debugger stops here
     if (e.mqs_get_comm_group != nullptr) {
-      Recording r(call_, "mqs_get_comm_group");
+      Recording r(call_, EntryPoint::get_comm_group);
       size_t capacity = GroupBuffer::capacityFor(communicator.size);
       // Every group buffer is allocated and marked in full; beyond the minimum, a walk may
       // spend no more on them than its whole message may hold (sizes come from the target).
@@ -131,7 +131,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     if (e.mqs_get_comm_coll_state != nullptr) {
       auto states = c.initCollStates(kCollectives);
       for (int k = 0; k < kCollectives; ++k) {
-        Recording r(call_, "mqs_get_comm_coll_state");
+        Recording r(call_, EntryPoint::get_comm_coll_state);
         int sequence, active;
         prepare(sequence);
         prepare(active);
@@ -149,7 +149,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
       auto q = queues[static_cast<unsigned>(op)];
       int rc;
       {
-        Recording r(call_, "mqs_setup_operation_iterator");
+        Recording r(call_, EntryPoint::setup_operation_iterator);
         rc = e.mqs_setup_operation_iterator(handle(), op);
         codes.insert(rc);
         auto setup = q.initSetup();
@@ -165,7 +165,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
         }
         ops.push_back(orphanage.newOrphan<wire::RecordedOperation>());
         auto o = ops.back().get();
-        Recording r(call_, "mqs_next_operation");
+        Recording r(call_, EntryPoint::next_operation);
         auto operation = std::make_unique<mqs_pending_operation>();
         prepare(*operation);
         rc = e.mqs_next_operation(handle(), operation.get());
@@ -182,7 +182,7 @@ bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
     }
     int nextRc;
     {
-      Recording r(call_, "mqs_next_communicator");
+      Recording r(call_, EntryPoint::next_communicator);
       nextRc = e.mqs_next_communicator(handle());
       codes.insert(nextRc);
       auto next = c.initNext();
@@ -209,17 +209,17 @@ void CommunicatorWalker::reposition(wire::WalkCursor::Reader cursor) {
   // a target that went on), and a DLL asked for the next element past its end may crash
   // (MPICH's dereferences NULL). The debugger's next call then gets the DLL's own answer there.
   [&]() {
-    call_.metrics().setLastCall("mqs_setup_communicator_iterator");
+    call_.metrics().setLastCall(nameOf(EntryPoint::setup_communicator_iterator));
     if (e.mqs_setup_communicator_iterator(handle()) != mqs_ok) return;
-    call_.metrics().setLastCall("mqs_next_communicator");
+    call_.metrics().setLastCall(nameOf(EntryPoint::next_communicator));
     for (uint32_t k = 0; k < cursor.getCommunicator(); ++k) {
       if (e.mqs_next_communicator(handle()) != mqs_ok) return;
     }
     if (cursor.getOpClass() < 0) return;
-    call_.metrics().setLastCall("mqs_setup_operation_iterator");
+    call_.metrics().setLastCall(nameOf(EntryPoint::setup_operation_iterator));
     if (e.mqs_setup_operation_iterator(handle(), cursor.getOpClass()) != mqs_ok) return;
     auto operation = std::make_unique<mqs_pending_operation>();
-    call_.metrics().setLastCall("mqs_next_operation");
+    call_.metrics().setLastCall(nameOf(EntryPoint::next_operation));
     for (uint32_t j = 0; j < cursor.getOperations(); ++j) {
       prepare(*operation);
       if (e.mqs_next_operation(handle(), operation.get()) != mqs_ok) return;

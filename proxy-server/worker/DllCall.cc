@@ -10,7 +10,7 @@ namespace {
 thread_local DllCall* tCurrent = nullptr;
 }
 
-DllCall::DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint)
+DllCall::DllCall(DllHost& host, kj::WaitScope& waitScope, EntryPoint entryPoint)
     : host_(host),
       waitScope_(waitScope),
       entryPoint_(entryPoint),
@@ -19,7 +19,7 @@ DllCall::DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint
       callbacksAtStart_(host.metrics().get(Count::Callbacks)),
       blocksAtStart_(host.metrics().get(Count::BlocksFetched)) {
   tCurrent = this;
-  host.metrics().setLastCall(entryPoint);
+  host.metrics().setLastCall(name());
 }
 
 DllCall::~DllCall() {
@@ -28,13 +28,13 @@ DllCall::~DllCall() {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                   std::chrono::steady_clock::now() - started_)
                   .count();
-    MQD_LOG(Trace, "%s: %lld us, %llu callback round trip(s), %llu memory block(s)", entryPoint_,
+    MQD_LOG(Trace, "%s: %lld us, %llu callback round trip(s), %llu memory block(s)", name(),
             static_cast<long long>(us),
             static_cast<unsigned long long>(metrics().get(Count::Callbacks) - callbacksAtStart_),
             static_cast<unsigned long long>(metrics().get(Count::BlocksFetched) - blocksAtStart_));
   }
   if (!firstFailure_.empty()) {
-    MQD_LOG(Warn, "during %s: %s", entryPoint_, firstFailure_.c_str());
+    MQD_LOG(Warn, "during %s: %s", name(), firstFailure_.c_str());
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "CpuWatchdog.h"
+#include "EntryPoints.h"
 #include "mqd.capnp.h"
 
 namespace mqd::server {
@@ -56,7 +57,7 @@ void writeEffects(const std::vector<Effect>& effects, capnp::List<wire::Effect>:
 
 class DllCall {
  public:
-  DllCall(DllHost& host, kj::WaitScope& waitScope, const char* entryPoint);
+  DllCall(DllHost& host, kj::WaitScope& waitScope, EntryPoint entryPoint);
   ~DllCall();
   DllCall(const DllCall&) = delete;
   DllCall& operator=(const DllCall&) = delete;
@@ -67,7 +68,8 @@ class DllCall {
   DllHost& host() { return host_; }
   Metrics& metrics() { return host_.metrics(); }
   kj::WaitScope& waitScope() { return waitScope_; }
-  const char* entryPoint() const { return entryPoint_; }
+  EntryPoint entryPoint() const { return entryPoint_; }
+  const char* name() const { return nameOf(entryPoint_); }  // its C name: mqs_next_operation
 
   // A callback could not be completed (peer gone, bad token). The DLL got an error value; the
   // first such failure is logged when the call ends.
@@ -81,7 +83,7 @@ class DllCall {
   CpuWatchdog::Guard watchdog_;  // first: armed for as long as the call lives
   DllHost& host_;
   kj::WaitScope& waitScope_;
-  const char* entryPoint_;
+  EntryPoint entryPoint_;
   DllCall* outer_;
   std::chrono::steady_clock::time_point started_;
   uint64_t callbacksAtStart_;

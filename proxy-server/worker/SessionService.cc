@@ -307,7 +307,7 @@ void SessionService::requireBasicCallbacks(const char* entryPoint) const {
 }
 
 template <typename Context, typename Body>
-kj::Promise<void> SessionService::runDll(Context context, const char* entryPoint, Body&& body,
+kj::Promise<void> SessionService::runDll(Context context, EntryPoint entryPoint, Body&& body,
                                          Count counted) {
   metrics_.add(counted);
   auto run = [this, context, entryPoint, body = kj::fwd<Body>(body)]() mutable {
@@ -340,14 +340,14 @@ kj::Promise<void> SessionService::runDll(Context context, const char* entryPoint
 // ---- global ----
 
 kj::Promise<void> SessionService::setupBasicCallbacks(SetupBasicCallbacksContext context) {
-  return runDll(context, "mqs_setup_basic_callbacks", [this](DllCall&) {
+  return runDll(context, EntryPoint::setup_basic_callbacks, [this](DllCall&) {
     dll_->entry().mqs_setup_basic_callbacks(basicCallbackTable());
     basicCallbacksSet_ = true;
   });
 }
 
 kj::Promise<void> SessionService::dllErrorString(DllErrorStringContext context) {
-  return runDll(context, "mqs_dll_error_string", [this, context](DllCall&) mutable {
+  return runDll(context, EntryPoint::dll_error_string, [this, context](DllCall&) mutable {
     char* text = dll_->entry().mqs_dll_error_string(context.getParams().getCode());
     auto out = context.getResults().initText();
     if (text == nullptr) {
@@ -378,8 +378,8 @@ void SessionService::reserveChosenToken(wire::InfoKind kind, uint64_t handle, ui
 }
 
 kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
-  return runDll(context, "mqs_setup_image", [this, context](DllCall& call) mutable {
-    requireBasicCallbacks(call.entryPoint());
+  return runDll(context, EntryPoint::setup_image, [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.name());
     auto params = context.getParams();
     RemoteImage& image = objects_.image(params.getImage());
     image.setUp = true;
@@ -420,8 +420,8 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
 }
 
 kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {
-  return runDll(context, "mqs_image_has_queues", [this, context](DllCall& call) mutable {
-    RemoteImage& image = objects_.setUpImage(context.getParams().getImage(), call.entryPoint());
+  return runDll(context, EntryPoint::image_has_queues, [this, context](DllCall& call) mutable {
+    RemoteImage& image = objects_.setUpImage(context.getParams().getImage(), call.name());
     auto results = context.getResults();
     if (context.getParams().getAfterSetUp() && !image.setUpOk) {
       results.setSkipped(true);
@@ -446,11 +446,11 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
 }
 
 kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
-  return runDll(context, "mqs_destroy_image_info", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::destroy_image_info, [this, context](DllCall& call) mutable {
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_image_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::IMAGE, token, call.entryPoint()));
+                                  wire::InfoKind::IMAGE, token, call.name()));
     dll_->entry().mqs_destroy_image_info(info);
     objects_.forgetInfo(token);
   });
@@ -459,8 +459,8 @@ kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext conte
 // ---- processes ----
 
 kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
-  return runDll(context, "mqs_setup_process", [this, context](DllCall& call) mutable {
-    requireBasicCallbacks(call.entryPoint());
+  return runDll(context, EntryPoint::setup_process, [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.name());
     auto params = context.getParams();
     RemoteProcess& process = objects_.process(params.getProcess());
     reserveChosenToken(wire::InfoKind::PROCESS, params.getProcess(), params.getInfoToken());
@@ -498,9 +498,9 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
 }
 
 kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext context) {
-  return runDll(context, "mqs_process_has_queues", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::process_has_queues, [this, context](DllCall& call) mutable {
     auto params = context.getParams();
-    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     auto results = context.getResults();
     if (params.getAfterSetUp() && !process.setUpOk) {
       results.setSkipped(true);
@@ -533,11 +533,11 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
 }
 
 kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
-  return runDll(context, "mqs_destroy_process_info", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::destroy_process_info, [this, context](DllCall& call) mutable {
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_process_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::PROCESS, token, call.entryPoint()));
+                                  wire::InfoKind::PROCESS, token, call.name()));
     dll_->entry().mqs_destroy_process_info(info);
     objects_.forgetInfo(token);
   });
@@ -546,25 +546,25 @@ kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext c
 // ---- communicators ----
 
 // The shape of every process-level call that returns only a result code.
-#define MQD_PROCESS_RC_CALL(method, Context, fn)                                             \
+#define MQD_PROCESS_RC_CALL(method, Context, which)                                          \
   kj::Promise<void> SessionService::method(Context context) {                                \
-    return runDll(context, #fn, [this, context](DllCall& call) mutable {                              \
+    return runDll(context, EntryPoint::which, [this, context](DllCall& call) mutable {       \
       RemoteProcess& process =                                                               \
-          objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());        \
-      int rc = dll_->entry().fn(reinterpret_cast<mqs_process*>(&process));                   \
+          objects_.setUpProcess(context.getParams().getProcess(), call.name());              \
+      int rc = dll_->entry().mqs_##which(reinterpret_cast<mqs_process*>(&process));          \
       auto results = context.getResults();                                                   \
       results.setRc(rc);                                                                     \
     });                                                                                      \
   }
 
 MQD_PROCESS_RC_CALL(setupCommunicatorIterator, SetupCommunicatorIteratorContext,
-                    mqs_setup_communicator_iterator)
-MQD_PROCESS_RC_CALL(nextCommunicator, NextCommunicatorContext, mqs_next_communicator)
+                    setup_communicator_iterator)
+MQD_PROCESS_RC_CALL(nextCommunicator, NextCommunicatorContext, next_communicator)
 
 kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context) {
-  return runDll(context, "mqs_get_communicator", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::get_communicator, [this, context](DllCall& call) mutable {
     RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+        objects_.setUpProcess(context.getParams().getProcess(), call.name());
     mqs_communicator communicator;
     prepare(communicator);
     int rc = dll_->entry().mqs_get_communicator(reinterpret_cast<mqs_process*>(&process),
@@ -579,11 +579,11 @@ kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context
 }
 
 kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
-  return runDll(context, "mqs_get_comm_group", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::get_comm_group, [this, context](DllCall& call) mutable {
     RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+        objects_.setUpProcess(context.getParams().getProcess(), call.name());
     if (dll_->entry().mqs_get_comm_group == nullptr) {
-      throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, "mqs_get_comm_group");
+      throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, call.name());
     }
     // The DLL writes as many ints as the size it reported for the communicator.
     GroupBuffer ranks(GroupBuffer::capacityFor(process.communicatorSize));
@@ -624,9 +624,9 @@ int SessionService::updateAndWalk(DllCall& call, RemoteProcess& process,
 }
 
 kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {
-  return runDll(context, "mqs_update_communicator_list", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::update_communicator_list, [this, context](DllCall& call) mutable {
     auto params = context.getParams();
-    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     SessionBoard::Slot& slot = metrics_.slot();
     auto counters = params.getClientCounters();
     for (unsigned i = 0; i < counters.size() && i < 16; ++i) {
@@ -774,7 +774,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
 
 kj::Promise<void> SessionService::reposition(RepositionContext context) {
   return runDll(
-      context, "mqs_setup_communicator_iterator",
+      context, EntryPoint::setup_communicator_iterator,
       [this, context](DllCall& call) mutable {
         auto params = context.getParams();
         RemoteProcess& process = objects_.setUpProcess(params.getProcess(), "reposition");
@@ -786,9 +786,9 @@ kj::Promise<void> SessionService::reposition(RepositionContext context) {
 // ---- operations ----
 
 kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorContext context) {
-  return runDll(context, "mqs_setup_operation_iterator", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::setup_operation_iterator, [this, context](DllCall& call) mutable {
     auto params = context.getParams();
-    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     int rc = dll_->entry().mqs_setup_operation_iterator(reinterpret_cast<mqs_process*>(&process),
                                                         params.getOpClass());
     auto results = context.getResults();
@@ -797,9 +797,9 @@ kj::Promise<void> SessionService::setupOperationIterator(SetupOperationIteratorC
 }
 
 kj::Promise<void> SessionService::nextOperation(NextOperationContext context) {
-  return runDll(context, "mqs_next_operation", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::next_operation, [this, context](DllCall& call) mutable {
     RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+        objects_.setUpProcess(context.getParams().getProcess(), call.name());
     mqs_pending_operation operation;
     prepare(operation);
     int rc = dll_->entry().mqs_next_operation(reinterpret_cast<mqs_process*>(&process),
@@ -821,9 +821,9 @@ Fn require(Fn fn, const char* entryPoint) {
 }  // namespace
 
 kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
-  return runDll(context, "mqs_setup_job", [this, context](DllCall& call) mutable {
-    requireBasicCallbacks(call.entryPoint());
-    auto fn = require(dll_->entry().mqs_setup_job, call.entryPoint());
+  return runDll(context, EntryPoint::setup_job, [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.name());
+    auto fn = require(dll_->entry().mqs_setup_job, call.name());
     RemoteJob& job = objects_.job(context.getParams().getJob());
     job.setUp = true;
     int rc = fn(reinterpret_cast<mqs_job*>(&job), jobCallbackTable());
@@ -833,12 +833,12 @@ kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
 }
 
 kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) {
-  return runDll(context, "mqs_destroy_job_info", [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_destroy_job_info, call.entryPoint());
+  return runDll(context, EntryPoint::destroy_job_info, [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_destroy_job_info, call.name());
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_job_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::JOB, token, call.entryPoint()));
+                                  wire::InfoKind::JOB, token, call.name()));
     int rc = fn(info);
     objects_.forgetInfo(token);
     auto results = context.getResults();
@@ -848,10 +848,10 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
 
 kj::Promise<void> SessionService::setupNewProcessIterator(
     SetupNewProcessIteratorContext context) {
-  return runDll(context, "mqs_setup_new_process_iterator", [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_setup_new_process_iterator, call.entryPoint());
+  return runDll(context, EntryPoint::setup_new_process_iterator, [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_setup_new_process_iterator, call.name());
     RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+        objects_.setUpProcess(context.getParams().getProcess(), call.name());
     int rc = fn(reinterpret_cast<mqs_process*>(&process));
     auto results = context.getResults();
     results.setRc(rc);
@@ -859,10 +859,10 @@ kj::Promise<void> SessionService::setupNewProcessIterator(
 }
 
 kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) {
-  return runDll(context, "mqs_next_new_process", [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_next_new_process, call.entryPoint());
+  return runDll(context, EntryPoint::next_new_process, [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_next_new_process, call.name());
     RemoteProcess& process =
-        objects_.setUpProcess(context.getParams().getProcess(), call.entryPoint());
+        objects_.setUpProcess(context.getParams().getProcess(), call.name());
     auto location = std::make_unique<mqs_process_location>();
     prepare(*location);
     int rc = fn(reinterpret_cast<mqs_process*>(&process), location.get());
@@ -873,10 +873,10 @@ kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) 
 }
 
 kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext context) {
-  return runDll(context, "mqs_set_process_identity", [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_set_process_identity, call.entryPoint());
+  return runDll(context, EntryPoint::set_process_identity, [this, context](DllCall& call) mutable {
+    auto fn = require(dll_->entry().mqs_set_process_identity, call.name());
     auto params = context.getParams();
-    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     process.call.identity.reset();  // the debugger's answer may change with it
     int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
     auto results = context.getResults();
@@ -885,9 +885,9 @@ kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext c
 }
 
 kj::Promise<void> SessionService::getCommCollState(GetCommCollStateContext context) {
-  return runDll(context, "mqs_get_comm_coll_state", [this, context](DllCall& call) mutable {
+  return runDll(context, EntryPoint::get_comm_coll_state, [this, context](DllCall& call) mutable {
     auto params = context.getParams();
-    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.entryPoint());
+    RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     auto results = context.getResults();
     auto fn = dll_->entry().mqs_get_comm_coll_state;
     if (fn == nullptr) {

@@ -81,7 +81,7 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // for the answer (a round trip), Notifications when it does not, CallsBehind when it sent the
   // call behind another before that one's answer.
   template <typename Context, typename Body>
-  kj::Promise<void> runDll(Context context, const char* entryPoint, Body&& body,
+  kj::Promise<void> runDll(Context context, EntryPoint entryPoint, Body&& body,
                            Count counted = Count::Calls);
 
   // Refuses calls that need mqs_setup_basic_callbacks first.

@@ -118,11 +118,12 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path, int fd) {
   }
   std::unique_ptr<VendorDll> dll(new VendorDll(path, handle));
   EntryPoints& e = dll->entry_;
-#define MQD_RESOLVE(result, name, method, parameters, arguments, absent)                      \
-  e.mqs_##name = reinterpret_cast<decltype(e.mqs_##name)>(::dlsym(handle, "mqs_" #name));      \
-  if (e.mqs_##name == nullptr && Absent::absent == Absent::REQUIRED) {                         \
-    throw std::runtime_error("vendor DLL " + path +                                            \
-                             " does not export required entry point mqs_" #name);              \
+#define MQD_RESOLVE(result, name, method, parameters, arguments, absent)                        \
+  e.mqs_##name = reinterpret_cast<decltype(e.mqs_##name)>(                                       \
+      ::dlsym(handle, nameOf(EntryPoint::name)));                                                \
+  if (e.mqs_##name == nullptr && Absent::absent == Absent::REQUIRED) {                           \
+    throw std::runtime_error("vendor DLL " + path + " does not export required entry point " +  \
+                             nameOf(EntryPoint::name));                                          \
   }
   MQS_ENTRY_POINTS(MQD_RESOLVE)
 #undef MQD_RESOLVE
@@ -149,7 +150,7 @@ std::vector<std::string> VendorDll::optionalEntryPoints() const {
   std::vector<std::string> names;
 #define MQD_LIST_OPTIONAL(result, name, method, parameters, arguments, absent) \
   if (Absent::absent != Absent::REQUIRED && entry_.mqs_##name != nullptr) {      \
-    names.emplace_back("mqs_" #name);                                            \
+    names.emplace_back(nameOf(EntryPoint::name));                                \
   }
   MQS_ENTRY_POINTS(MQD_LIST_OPTIONAL)
 #undef MQD_LIST_OPTIONAL

@@ -36,7 +36,7 @@ void runAsDllCall(DllHost& host, kj::WaitScope& waitScope, Body&& body) {
   constexpr size_t kStack = 1u << 20;
   kj::startFiber(kStack, [&](kj::WaitScope& ws) {
     AsanFiber onFiber(kStack);
-    DllCall call(host, ws, "mqs_test");
+    DllCall call(host, ws, EntryPoint::update_communicator_list);
     host.remote().startCall(host.objects());
     body(call);
   }).attach(kj::defer([]() { AsanFiber::backOnLoopStack(); })).wait(waitScope);
