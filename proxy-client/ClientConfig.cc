@@ -64,15 +64,19 @@ std::string setServerUid(ClientConfig& c, const std::string& v) {
   return "";
 }
 
-std::string setTimeout(ClientConfig& c, const std::string& v) {
+// `v` as a number from `min` to `max` (no NaN, nothing after it); nullopt otherwise.
+std::optional<double> numberIn(const std::string& v, double min, double max) {
   char* end = nullptr;
-  double seconds = std::strtod(v.c_str(), &end);
+  double n = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || std::isnan(n) || !(n >= min) || n > max) return std::nullopt;
+  return n;
+}
+
+std::string setTimeout(ClientConfig& c, const std::string& v) {
   // At least a millisecond (the deadline's unit): 1e-9 is no timeout anyone means.
-  if (v.empty() || *end != '\0' || std::isnan(seconds) || !(seconds >= 0.001) ||
-      seconds > 86400) {
-    return "\"" + v + "\" is not a number of seconds from 0.001 to 86400";
-  }
-  c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+  std::optional<double> seconds = numberIn(v, 0.001, 86400);
+  if (!seconds) return "\"" + v + "\" is not a number of seconds from 0.001 to 86400";
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
   return "";
 }
 
@@ -92,13 +96,11 @@ std::string setReadCost(ClientConfig& c, const std::string& v) {
     c.readCost.reset();
     return "";
   }
-  char* end = nullptr;
-  double perMiB = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || std::isnan(perMiB) || !(perMiB >= 0) ||
-      perMiB > kMaxReadCostPerMiB) {
+  std::optional<double> perMiB = numberIn(v, 0, kMaxReadCostPerMiB);
+  if (!perMiB) {
     return "\"" + v + "\" is not measured or a number of seconds per MiB from 0 to 1e6";
   }
-  c.readCost = perMiB / kBytesPerMiB;
+  c.readCost = *perMiB / kBytesPerMiB;
   return "";
 }
 
