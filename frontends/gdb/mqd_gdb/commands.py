@@ -30,13 +30,20 @@
       the pages of target memory kept for later commands, and what the last command that
       found some did with them (memory).
 
-Every failure is one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
-it); never a Python traceback. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they
-could read, and the failures of the other inferiors in their place, and do not fail for them. register() makes the commands known to
-gdb; ../mqd.py calls it each time it is sourced.
+Every command runs inside one error boundary (_command): a failure the user can act on is an
+MqdError, shown as one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
+it); anything else is a bug of the front end's, shown as "mqd: internal error: TYPE: TEXT",
+with its Python traceback only when the user asked gdb for tracebacks (`set python
+print-stack full`). A command never runs another through gdb (gdb.execute would turn the
+inner one's MqdError into a gdb.error, which the outer boundary could not tell from a bug):
+`mqd dump`, `mqd snapshot` and `mqd graph` load the DLL by calling load(), as `mqd load`
+does. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they could read, and the
+failures of the other inferiors in their place, and do not fail for them. register() makes
+the commands known to gdb; ../mqd.py calls it each time it is sourced.
 """
 import contextlib
 import os
+import traceback
 
 import gdb
 
@@ -70,7 +77,10 @@ Subcommands: mqd attach, mqd load, mqd dump, mqd snapshot, mqd graph, mqd types,
 
 
 def _command(fn):
-    """Runs a command body, turning every failure into a one-line gdb error."""
+    """Runs a command body inside the front end's error boundary: an MqdError is the user's
+    one line, "mqd: TEXT"; any other exception is a bug, "mqd: internal error: TYPE: TEXT",
+    after its traceback when gdb's `python print-stack` is `full` (gdb itself prints none for
+    a gdb.GdbError)."""
     def invoke(self, arg, from_tty):
         try:
             with memory.Command():
@@ -79,9 +89,20 @@ def _command(fn):
             raise gdb.GdbError("mqd: %s" % e)
         except gdb.GdbError:
             raise
-        except Exception as e:  # never a traceback at the user
+        except Exception as e:  # a bug: its traceback only for a user who asked for them
+            if _wants_tracebacks():
+                gdb.write(traceback.format_exc(), gdb.STDERR)
             raise gdb.GdbError("mqd: internal error: %s: %s" % (type(e).__name__, e))
     return invoke
+
+
+def _wants_tracebacks():
+    """Whether `set python print-stack full` is on (gdb's parameter "python print-stack":
+    none, message or full)."""
+    try:
+        return gdb.parameter("python print-stack") == "full"
+    except RuntimeError:  # a gdb without the parameter
+        return False
 
 
 class MqdAttach(gdb.Command):
@@ -170,7 +191,6 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
 
     @_command
     def invoke(self, argv, from_tty):
-        global _session
         path = None
         while argv:
             a = argv.pop(0)
@@ -182,11 +202,20 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
                 raise MqdError("unknown option %s" % a)
             else:
                 path = a
-        if path is None:
-            path = _dll_name_of_target()
-        _session = Session(path)
-        gdb.write("mqd: loaded %s: %s (compatibility %d)\n"
-                  % (path, _session.version, _session.compatibility))
+        load(path)
+
+
+def load(path=None):
+    """Loads the DLL at `path` (None: the one the target's MPIR_dll_name names) as the session
+    every command uses, and says so: `mqd load`, and the commands that need a DLL when none is
+    loaded. MqdError when it cannot be loaded; the session loaded before stays then."""
+    global _session
+    if path is None:
+        path = _dll_name_of_target()
+    _session = Session(path)
+    gdb.write("mqd: loaded %s: %s (compatibility %d)\n"
+              % (path, _session.version, _session.compatibility))
+    return _session
 
 
 def _read_dumps(everything):
@@ -195,7 +224,7 @@ def _read_dumps(everything):
     debug types are loaded only for Open MPI's DLL (Session.is_open_mpi): another MPI's
     DLL (MPICH's) asks for its own library's types, which no object of Open MPI's provides."""
     if _session is None:
-        gdb.execute("mqd load", to_string=False)
+        load()
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
         [gdb.selected_inferior().num]
     if len(nums) > 1:

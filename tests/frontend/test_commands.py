@@ -1,0 +1,120 @@
+"""The `mqd` commands on the stand-in for gdb (conftest.py), as a user runs them: the front end
+sourced as a user sources it, each command line run as gdb runs it, and what gdb would print
+compared whole.
+
+The rule (frontends/gdb/mqd_gdb/commands.py): a user's mistake prints one line, "mqd: ..."
+(never "internal error"); a bug of the front end prints "mqd: internal error: ...", with the
+traceback when `set python print-stack full` is on. Sourcing the front end again leaves one
+set of gdb event handlers connected, not one more per source. Options are parsed by argparse:
+a missing value says so."""
+import ctypes.util
+import importlib
+import json
+import os
+import runpy
+import stat
+import sys
+
+import pytest
+
+from conftest import MQD_PY, PARAMETERS, Inferior
+
+import gdb
+
+NO_DLL_NAME = "mqd: the target has no MPIR_dll_name; name the DLL: mqd load PATH\n"
+REFUSAL = "the DLL says this process has no message queues: not an MPI process (1)"
+
+
+def source():
+    """`source mqd.py`, as a user types it; the package mqd_gdb as that left it."""
+    runpy.run_path(MQD_PY)
+    return sys.modules["mqd_gdb"]
+
+
+class RefusingSession:
+    """Stands in for a loaded DLL (commands._session) that refuses every process, in the words
+    Session.ensure_process would raise; Open MPI's when `open_mpi` (then `mqd dump` loads
+    Open MPI's debug types into each inferior first)."""
+
+    path = "libfake_msgq.so"
+    version = "a stand-in DLL"
+    compatibility = 2
+
+    def __init__(self, open_mpi=False):
+        self.open_mpi = open_mpi
+        self.processes = {}
+        self.messages = []
+
+    def is_open_mpi(self):
+        return self.open_mpi
+
+    def ensure_image(self, num):
+        from mqd_gdb.errors import MqdError
+        raise MqdError(REFUSAL)
+
+    ensure_process = ensure_image
+
+
+@pytest.fixture
+def commands(monkeypatch):
+    """The front end sourced afresh into a gdb with two attached processes without symbols
+    (inferiors 1 and 2, the first selected); its module mqd_gdb.commands."""
+    monkeypatch.delenv("MQD_OMPI_TYPES", raising=False)
+    for name in ("MQD_PROXY_SERVER", "MQD_PROXY_DLL"):
+        monkeypatch.delenv(name, raising=False)
+    gdb.inferior_list = [Inferior(num=1, pid=4242), Inferior(num=2, pid=4243)]
+    gdb.current = gdb.inferior_list[0]
+    gdb.parameters = dict(PARAMETERS)
+    source()
+    yield sys.modules["mqd_gdb.commands"]
+    gdb.inferior_list, gdb.current = [], None
+
+
+def one_line(out):
+    """The one line a failed command printed, checked to be "mqd: ..." and no bug's."""
+    assert out.count("\n") == 1 and out.endswith("\n"), out
+    assert out.startswith("mqd: ") and "internal error" not in out, out
+    return out[:-1]
+
+
+# ---- a user's mistake: one sentence ----
+
+@pytest.mark.parametrize("line", ["mqd dump", "mqd dump --all", "mqd snapshot {tmp}/job.json",
+                                  "mqd graph", "mqd graph --json --snapshot {tmp}/job.json"])
+def test_no_mpir_dll_name_is_one_sentence_from_every_command_that_loads(commands, tmp_path,
+                                                                          line):
+    assert gdb.run(line.format(tmp=tmp_path)) == NO_DLL_NAME
+    assert not os.path.exists(tmp_path / "job.json")
+
+
+def test_dump_all_writes_what_it_could_read(commands, tmp_path):
+    commands._session = RefusingSession()
+    output = tmp_path / "q.json"
+    assert gdb.run("mqd dump --all --json --output %s" % output) == ""
+    assert json.loads(output.read_text()) == [
+        {"inferior": 1, "pid": 4242, "error": REFUSAL},
+        {"inferior": 2, "pid": 4243, "error": REFUSAL}]
+
+
+# ---- a bug: internal error, with the traceback under print-stack full ----
+
+def _a_bug(monkeypatch, commands):
+    def broken(dumps):
+        raise KeyError("communicators")
+    monkeypatch.setattr(commands.render, "as_text", broken)
+    commands._session = RefusingSession()
+
+
+def test_a_bug_is_an_internal_error(commands, monkeypatch):
+    _a_bug(monkeypatch, commands)
+    assert gdb.run("mqd dump --all") == "mqd: internal error: KeyError: 'communicators'\n"
+
+
+def test_a_bug_shows_its_traceback_under_print_stack_full(commands, monkeypatch):
+    _a_bug(monkeypatch, commands)
+    gdb.execute("set python print-stack full")
+    out = gdb.run("mqd dump --all")
+    assert out.startswith("Traceback (most recent call last):\n"), out
+    assert "mqd_gdb/commands.py" in out and "in broken\n" in out, out
+    assert out.endswith("\nKeyError: 'communicators'\n"
+                        "mqd: internal error: KeyError: 'communicators'\n"), out
