@@ -87,6 +87,32 @@ def test_no_mpir_dll_name_is_one_sentence_from_every_command_that_loads(commands
     assert not os.path.exists(tmp_path / "job.json")
 
 
+def test_a_library_that_is_no_mqd_dll(commands):
+    libc = ctypes.util.find_library("c")
+    line = one_line(gdb.run("mqd load %s" % libc))
+    assert line.startswith("mqd: %s is not an MQD DLL: it exports none of the MQD interface's "
+                           "entry points (mqs_setup_basic_callbacks, " % libc), line
+    assert "mqs_dll_taddr_width" not in line and "mqs_get_comm_group" not in line  # optional
+    assert commands._session is None
+
+
+def test_a_dll_without_one_entry_point_is_named(commands, monkeypatch):
+    class Partial:
+        """A library exporting every mqs_* entry point but mqs_next_operation."""
+
+        def __init__(self, path, mode=0):
+            pass
+
+        def __getattr__(self, name):
+            if not name.startswith("mqs_") or name == "mqs_next_operation":
+                raise AttributeError(name)
+            return lambda *args: 0
+
+    monkeypatch.setattr(ctypes, "CDLL", Partial)
+    assert gdb.run("mqd load libpartial.so") == \
+        "mqd: libpartial.so is not a complete MQD DLL: it lacks mqs_next_operation\n"
+
+
 def test_dump_all_writes_what_it_could_read(commands, tmp_path):
     commands._session = RefusingSession()
     output = tmp_path / "q.json"

@@ -123,8 +123,8 @@ class Abi:
 
 def entry_points():
     """The DLL's entry points the front end calls: name -> (restype, argtypes). Handles and
-    structs travel as void pointers. A DLL may lack the optional ones (mqs_dll_taddr_width,
-    mqs_get_comm_group)."""
+    structs travel as void pointers. A DLL may lack the optional ones (OPTIONAL_ENTRY_POINTS);
+    a library without any other one is no MQD DLL (required_entry_points)."""
     vp, ip = ctypes.c_void_p, ctypes.c_int
     return {
         "mqs_setup_basic_callbacks": (None, [vp]),
@@ -144,6 +144,16 @@ def entry_points():
         "mqs_setup_operation_iterator": (ip, [vp, ip]),
         "mqs_next_operation": (ip, [vp, vp]),
     }
+
+
+# The entry points of entry_points() a DLL may lack: the front end has an answer without them
+# (the pointer width of this gdb's architecture; every group unknown).
+OPTIONAL_ENTRY_POINTS = frozenset({"mqs_dll_taddr_width", "mqs_get_comm_group"})
+
+
+def required_entry_points():
+    """The entry points of entry_points() every MQD DLL exports, in the header's order."""
+    return [name for name in entry_points() if name not in OPTIONAL_ENTRY_POINTS]
 
 
 def c_string(address):

@@ -1,5 +1,6 @@
-"""A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), reads its version and
-compatibility, tells whether it is Open MPI's (is_open_mpi), gives it the basic callbacks,
+"""A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), checks that it exports every
+entry point an MQD DLL must (abi.required_entry_points; a library that does not is an
+MqdError naming what it lacks), reads its version and compatibility, tells whether it is Open MPI's (is_open_mpi), gives it the basic callbacks,
 and sets up, once per inferior and on first need, that inferior's image and process
 (ensure_process). Every DLL failure becomes an MqdError in the DLL's own words: "CALL failed:
 TEXT (RC)" with TEXT from mqs_dll_error_string, or the has_queues message the DLL gave. Entry
@@ -50,6 +51,7 @@ class Session:
             self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
         except OSError as e:
             raise MqdError("cannot load %s: %s" % (path, e))
+        self._check_exports()
         self._declare()
         width = self.lib.mqs_dll_taddr_width() if self.has("mqs_dll_taddr_width") else \
             ctypes.sizeof(ctypes.c_long)
@@ -94,6 +96,17 @@ class Session:
             return True
         except AttributeError:
             return False
+
+    def _check_exports(self):
+        """MqdError unless the DLL exports every entry point an MQD DLL must."""
+        required = abi.required_entry_points()
+        missing = [name for name in required if not self.has(name)]
+        if len(missing) == len(required):
+            raise MqdError("%s is not an MQD DLL: it exports none of the MQD interface's entry "
+                           "points (%s)" % (self.path, ", ".join(required)))
+        if missing:
+            raise MqdError("%s is not a complete MQD DLL: it lacks %s"
+                           % (self.path, ", ".join(missing)))
 
     def _declare(self):
         for name, (restype, argtypes) in abi.entry_points().items():
