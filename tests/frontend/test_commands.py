@@ -113,6 +113,34 @@ def test_a_dll_without_one_entry_point_is_named(commands, monkeypatch):
         "mqd: libpartial.so is not a complete MQD DLL: it lacks mqs_next_operation\n"
 
 
+def test_types_from_a_file_that_is_no_object_file(commands, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an object file\n")
+    line = one_line(gdb.run("mqd types %s" % notes))
+    assert str(notes) in line and "not an object file" in line, line
+    assert gdb.symbol_files == []
+
+
+def test_types_from_a_missing_file(commands, tmp_path):
+    line = one_line(gdb.run("mqd types %s" % (tmp_path / "none.o")))
+    assert str(tmp_path / "none.o") in line, line
+
+
+def test_dump_all_keeps_going_past_debug_types_that_are_no_object(commands, tmp_path,
+                                                                   monkeypatch):
+    notes = tmp_path / "types.o"
+    notes.write_text("not an object file either\n")
+    monkeypatch.setenv("MQD_OMPI_TYPES", str(notes))
+    commands._session = RefusingSession(open_mpi=True)
+    out = gdb.run("mqd dump --all")
+    lines = out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["Inferior 1", "Inferior 2"], out
+    assert all(str(notes) in line and "not an object file" in line for line in lines), out
+    # One inferior: its failure is the command's, after its line.
+    out = gdb.run("mqd dump")
+    assert out.splitlines()[0] == lines[0] and one_line(out.split("\n", 1)[1])
+
+
 def test_dump_all_writes_what_it_could_read(commands, tmp_path):
     commands._session = RefusingSession()
     output = tmp_path / "q.json"

@@ -16,7 +16,9 @@ gdbserver no symbol look-ups (execute.NoSymbolOffers).
 Where the object is looked for, first found wins: the path `mqd types PATH` was last given,
 then $MQD_OMPI_TYPES, then ompi-types/<machine>/ompi_types.o in the front end's directory (the
 one holding mqd.py), its parent (the layout of an installation and of BUILD/share/mqd-proxy)
-and its grandparent.
+and its grandparent. The file found must be an object file gdb loads: anything else (a file
+that is no ELF object, one gdb refuses) is an MqdError naming it, which `mqd dump --all`
+reports as that inferior's failure and goes on.
 """
 import os
 import shlex
@@ -62,17 +64,39 @@ def load(path=None):
     space (each inferior has its own: types loaded for one rank are not visible in another).
     Returns the path loaded; MqdError if there is none."""
     global _types_path
+    if path and not os.path.exists(path):
+        raise MqdError("no debug-type object at %s" % path)
     tried = [path] if path else ([_types_path] if _types_path else []) + candidates()
     for candidate in tried:
         if candidate and os.path.exists(candidate):
-            with CodeFromFiles(), NoSymbolOffers():
-                quietly("add-symbol-file %s" % shlex.quote(candidate))
+            _add_symbol_file(candidate)
             _types_path = candidate
             _loaded[candidate] = _objfile_of(candidate)
             return candidate
     raise MqdError("no debug types for libmpi: build them"
                    " (frontends/ompi-types/build-ompi-types.sh)"
                    " and set MQD_OMPI_TYPES, or run `mqd types PATH`")
+
+
+_ELF_MAGIC = b"\x7fELF"
+
+
+def _add_symbol_file(path):
+    """Loads the object file `path` into the current inferior's program space; MqdError when
+    it is none, or gdb cannot load it."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_ELF_MAGIC))
+    except OSError as e:
+        raise MqdError("cannot read the debug types in %s: %s" % (path, e.strerror or e))
+    if magic != _ELF_MAGIC:
+        raise MqdError("%s is not an object file: the debug types for libmpi are the object "
+                       "frontends/ompi-types/build-ompi-types.sh builds" % path)
+    try:
+        with CodeFromFiles(), NoSymbolOffers():
+            quietly("add-symbol-file %s" % shlex.quote(path))
+    except gdb.error as e:
+        raise MqdError("gdb cannot load the debug types in %s: %s" % (path, e))
 
 
 def _objfile_of(path):
