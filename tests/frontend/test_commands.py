@@ -150,6 +150,19 @@ def test_dump_all_writes_what_it_could_read(commands, tmp_path):
         {"inferior": 2, "pid": 4243, "error": REFUSAL}]
 
 
+def test_graph_with_a_dot_that_cannot_run(commands, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    dot = bin_dir / "dot"
+    dot.write_bytes(b"\x00 no program\n")
+    dot.chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    commands._session = RefusingSession()
+    line = one_line(gdb.run("mqd graph --svg %s" % (tmp_path / "job.svg")))
+    assert line.startswith("mqd: Graphviz's dot (%s) cannot be run: " % dot), line
+    assert not os.path.exists(tmp_path / "job.svg")
+
+
 # ---- a bug: internal error, with the traceback under print-stack full ----
 
 def _a_bug(monkeypatch, commands):

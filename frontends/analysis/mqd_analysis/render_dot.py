@@ -26,7 +26,8 @@ OTHER_FILL = "#f0f0f0"       # unknown, unreadable, missing
 
 
 class RenderError(Exception):
-    """An output could not be produced (Graphviz missing or failing); one sentence."""
+    """An output could not be produced (Graphviz missing, not runnable or failing); one
+    sentence."""
 
 
 def _q(text):
@@ -118,13 +119,24 @@ def dot_program():
 
 
 def convert(dot_source, fmt):
-    """The picture in `fmt` ("svg" or "png"), as bytes, laid out by Graphviz's dot."""
+    """The picture in `fmt` ("svg" or "png"), as bytes, laid out by Graphviz's dot.
+    RenderError when dot is missing, cannot be run (not a program, no permission, a missing
+    interpreter), takes too long or fails."""
+    program = dot_program()
     try:
-        result = subprocess.run([dot_program(), "-T" + fmt], input=dot_source.encode("utf-8"),
+        result = subprocess.run([program, "-T" + fmt], input=dot_source.encode("utf-8"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     except subprocess.TimeoutExpired:
         raise RenderError("Graphviz's dot took more than 300 s to lay the picture out")
+    except OSError as e:
+        raise RenderError("Graphviz's dot (%s) cannot be run: %s" % (program, e.strerror or e))
     if result.returncode != 0:
-        raise RenderError("Graphviz's dot failed: %s" %
-                          result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:])
+        said = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        if said:
+            why = said[-1]
+        elif result.returncode < 0:
+            why = "killed by signal %d" % -result.returncode
+        else:
+            why = "exit status %d, and no message" % result.returncode
+        raise RenderError("Graphviz's dot failed: %s" % why)
     return result.stdout
