@@ -185,3 +185,30 @@ def test_a_bug_shows_its_traceback_under_print_stack_full(commands, monkeypatch)
     assert "mqd_gdb/commands.py" in out and "in broken\n" in out, out
     assert out.endswith("\nKeyError: 'communicators'\n"
                         "mqd: internal error: KeyError: 'communicators'\n"), out
+
+
+# ---- gdb's event handlers: one set, however often the front end is sourced ----
+
+def _connected():
+    return {name: list(registry.handlers) for name, registry in vars(gdb.events).items()}
+
+
+def test_sourcing_again_leaves_one_set_of_handlers(commands):
+    first = _connected()
+    assert all(first.values()), first  # the front end follows each of these events
+    source()
+    again = _connected()
+    assert {n: len(h) for n, h in again.items()} == {n: len(h) for n, h in first.items()}
+    # ... and they are the new copy's: the earlier copy's were disconnected.
+    memory, lookup = sys.modules["mqd_gdb.memory"], sys.modules["mqd_gdb.lookup"]
+    assert gdb.events.memory_changed.handlers == [memory._memory_changed]
+    assert gdb.events.new_objfile.handlers == [lookup._files_changed]
+    assert not any(h in first["cont"] for h in again["cont"])
+
+
+def test_reloading_a_module_leaves_one_set_of_handlers(commands):
+    first = _connected()
+    importlib.reload(sys.modules["mqd_gdb.memory"])
+    importlib.reload(sys.modules["mqd_gdb.lookup"])
+    assert {n: len(h) for n, h in _connected().items()} == \
+        {n: len(h) for n, h in first.items()}

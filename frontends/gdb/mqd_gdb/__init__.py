@@ -33,6 +33,8 @@ Modules, one concept each, in the order a value travels:
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
   execute      gdb commands run for their effect or their text, their output kept from the
                user (and from gdb's debug logs)
+  events       gdb's event handlers of lookup and memory, connected once however often the
+               front end is sourced
 
 Importing the package itself imports nothing else; abi, errors, render and analysis import no
 gdb.

@@ -43,6 +43,7 @@ import re
 
 import gdb
 
+from . import events
 from .execute import output
 from .inferiors import SelectedInferior, find as find_inferior
 
@@ -109,9 +110,10 @@ def _file_freed(event=None):
     _TYPES.clear()  # its gdb.Objfile may be in a key
 
 
-gdb.events.new_objfile.connect(_files_changed)
-gdb.events.free_objfile.connect(_file_freed)
-gdb.events.clear_objfiles.connect(_file_freed)
+# Connected once: an earlier copy's handlers are disconnected (events).
+events.connect(__name__, [(gdb.events.new_objfile, _files_changed),
+                          (gdb.events.free_objfile, _file_freed),
+                          (gdb.events.clear_objfiles, _file_freed)])
 
 
 class Lookup:

@@ -38,7 +38,7 @@ import zlib
 
 import gdb
 
-from . import execute
+from . import events, execute
 
 PAGE = 4096
 
@@ -402,9 +402,9 @@ class Command:
 
 
 # Whenever the debugger's view of a target's memory may change, the command's pages are
-# dropped; kept pages are dropped only where gdb wrote or with their process.
-for _event in (gdb.events.cont, gdb.events.new_inferior):
-    _event.connect(forget)
-gdb.events.memory_changed.connect(_memory_changed)
-for _event in (gdb.events.exited, gdb.events.inferior_deleted):
-    _event.connect(_process_gone)
+# dropped; kept pages are dropped only where gdb wrote or with their process. (Connected once:
+# an earlier copy's handlers are disconnected, events.)
+events.connect(__name__, [(gdb.events.cont, forget), (gdb.events.new_inferior, forget),
+                          (gdb.events.memory_changed, _memory_changed),
+                          (gdb.events.exited, _process_gone),
+                          (gdb.events.inferior_deleted, _process_gone)])
