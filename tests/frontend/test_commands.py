@@ -212,3 +212,70 @@ def test_reloading_a_module_leaves_one_set_of_handlers(commands):
     importlib.reload(sys.modules["mqd_gdb.lookup"])
     assert {n: len(h) for n, h in _connected().items()} == \
         {n: len(h) for n, h in first.items()}
+
+
+# ---- options ----
+
+@pytest.mark.parametrize("line, option", [
+    ("mqd dump --output", "--output"), ("mqd dump --json --output", "--output"),
+    ("mqd graph --svg", "--svg"), ("mqd graph --snapshot", "--snapshot"),
+    ("mqd load --server", "--server"), ("mqd load --vendor-dll", "--vendor-dll"),
+    ("mqd attach --launcher", "--launcher"), ("mqd attach 5 --gdbserver", "--gdbserver")])
+def test_a_missing_value_says_so(commands, line, option):
+    out = one_line(gdb.run(line))
+    assert "argument %s: expected one argument" % option in out, out
+    assert "unknown" not in out and "unrecognized" not in out, out
+
+
+@pytest.mark.parametrize("line, words", [
+    ("mqd dump --bogus", "unrecognized arguments: --bogus (usage: mqd dump [--json] [--all] "
+                         "[--output FILE])"),
+    ("mqd graph --jsn", "unrecognized arguments: --jsn (usage: mqd graph [--json] [--dot FILE] "
+                        "[--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE])"),
+    ("mqd status now", "unrecognized arguments: now (usage: mqd status)"),
+    ("mqd snapshot", "the following arguments are required: OUT.json (usage: mqd snapshot "
+                     "OUT.json)"),
+    ("mqd attach", "usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] "
+                   "[--without-thread-db] | mqd attach PID..."),
+    ("mqd attach --launcher 7 8", "usage: mqd attach --launcher PID"),
+    ("mqd attach --launcher abc", "argument --launcher: not a process id: abc"),
+    ("mqd attach 12 0", "argument PID: not a process id: 0"),
+    ("mqd attach 12 --gdbserver node7", "argument --gdbserver: not HOST=ADDRESS: node7"),
+    ("mqd dump --al", "unrecognized arguments: --al")])
+def test_usage_errors_are_one_sentence(commands, line, words):
+    assert words in one_line(gdb.run(line))
+
+
+def test_load_options_set_the_shims_settings(commands, tmp_path):
+    missing = tmp_path / "libmqdproxy.so"
+    line = one_line(gdb.run("mqd load --vendor-dll libv.so %s --server tcp:node7:7777"
+                            % missing))
+    assert line.startswith("mqd: cannot load %s: " % missing), line
+    assert os.environ["MQD_PROXY_SERVER"] == "tcp:node7:7777"
+    assert os.environ["MQD_PROXY_DLL"] == "libv.so"
+
+
+def test_the_last_of_a_repeated_option_counts(commands, tmp_path):
+    commands._session = RefusingSession()
+    first, last = tmp_path / "first.json", tmp_path / "last.json"
+    assert gdb.run("mqd dump --all --output %s --json --output %s" % (first, last)) == ""
+    assert not first.exists() and json.loads(last.read_text())[0]["error"] == REFUSAL
+
+
+def test_help_names_every_option(commands):
+    """gdb's `help mqd X` (the class's docstring) gives the usage argparse checks against, and
+    names every option it takes."""
+    checked = 0
+    for name, command in gdb.commands.items():
+        parser = getattr(command, "parser", None)
+        if name == "mqd":
+            continue
+        assert parser is not None, name
+        usage = parser.usage_line()[len("usage: "):].split(" | ")[0]
+        doc = " ".join(type(command).__doc__.split())
+        assert usage in doc or usage in " ".join(commands.__doc__.split()), name
+        for action in parser._actions:
+            for option in action.option_strings:
+                assert option in doc, (name, option)
+        checked += 1
+    assert checked == 7

@@ -6,8 +6,9 @@ package's directory on sys.path and registers the `mqd` commands (commands.regis
 
 Modules, one concept each, in the order a value travels:
 
-  commands     the gdb commands `mqd attach|load|dump|snapshot|graph|types|status` and the
-               one loaded Session
+  commands     the gdb commands `mqd attach|load|dump|snapshot|graph|types|status`, the
+               one error boundary they run in, and the one loaded Session
+  options      the commands' options, parsed by argparse, every mistake an MqdError
   job          the whole job `mqd attach` attaches: the launcher's MPIR process table, one
                inferior per rank in rank order, each labelled with its rank and host
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
@@ -36,6 +37,6 @@ Modules, one concept each, in the order a value travels:
   events       gdb's event handlers of lookup and memory, connected once however often the
                front end is sourced
 
-Importing the package itself imports nothing else; abi, errors, render and analysis import no
-gdb.
+Importing the package itself imports nothing else; abi, errors, options, render and analysis
+import no gdb.
 """

@@ -40,7 +40,13 @@ inner one's MqdError into a gdb.error, which the outer boundary could not tell f
 does. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they could read, and the
 failures of the other inferiors in their place, and do not fail for them. register() makes
 the commands known to gdb; ../mqd.py calls it each time it is sourced.
+
+Each command's options are parsed by argparse (options.Parser, built with the command): a
+mistake in them is an MqdError naming it, with the command's usage ("argument --output:
+expected one argument (usage: mqd dump ...)"); the usage argparse prints is the one in the
+command's help (its docstring, which gdb's `help` shows).
 """
+import argparse
 import contextlib
 import os
 import traceback
@@ -52,6 +58,7 @@ from .dump import dump, failed
 from .errors import MqdError
 from .execute import CodeFromFiles, NoSymbolOffers
 from .inferiors import SelectedInferior, find as find_inferior
+from .options import Parser
 from .session import Session
 
 _session = None
@@ -118,31 +125,24 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
 
     def __init__(self):
         super().__init__("mqd attach", gdb.COMMAND_RUNNING)
+        self.parser = Parser("mqd attach", usage="mqd attach --launcher PID [--gdbserver "
+                             "HOST=ADDRESS ...] [--without-thread-db] | mqd attach PID...")
+        self.parser.add_argument("--launcher", type=_pid, metavar="PID")
+        self.parser.add_argument("--gdbserver", type=_host_address, action="append",
+                                 default=[], metavar="HOST=ADDRESS")
+        self.parser.add_argument("--without-thread-db", action="store_true")
+        self.parser.add_argument("pids", nargs="*", type=_pid, metavar="PID")
 
     @_command
     def invoke(self, argv, from_tty):
-        launcher = None
+        options = self.parser.parse(argv)
+        launcher, pids = options.launcher, options.pids
+        thread_db = not options.without_thread_db
         servers = {}
-        pids = []
-        thread_db = True
-        while argv:
-            a = argv.pop(0)
-            if a == "--launcher" and argv:
-                launcher = _pid(argv.pop(0))
-            elif a == "--without-thread-db":
-                thread_db = False
-            elif a == "--gdbserver" and argv and "=" in argv[0]:
-                host, address = argv.pop(0).split("=", 1)
-                servers.setdefault(host, []).append(address)
-            elif a.startswith("-"):
-                raise MqdError("unknown option %s (usage: mqd attach --launcher PID "
-                               "[--gdbserver HOST=ADDRESS ...] [--without-thread-db] | "
-                               "mqd attach PID...)" % a)
-            else:
-                pids.append(_pid(a))
+        for host, address in options.gdbserver:
+            servers.setdefault(host, []).append(address)
         if (launcher is None) == (not pids):
-            raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] "
-                           "[--without-thread-db] | mqd attach PID...")
+            raise MqdError(self.parser.usage_line())
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
         with job.Quiet(), CodeFromFiles(), \
                 (contextlib.nullcontext() if thread_db else NoSymbolOffers()):
@@ -172,13 +172,22 @@ def _ranges(nums):
 
 
 def _pid(text):
+    """A process id on the command line (argparse's `type`)."""
     try:
         pid = int(text)
     except ValueError:
         pid = 0
     if pid <= 0:
-        raise MqdError("not a process id: %s" % text)
+        raise argparse.ArgumentTypeError("not a process id: %s" % text)
     return pid
+
+
+def _host_address(text):
+    """--gdbserver's HOST=ADDRESS as (host, address) (argparse's `type`)."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError("not HOST=ADDRESS: %s" % text)
+    host, address = text.split("=", 1)
+    return host, address
 
 
 class MqdLoad(gdb.Command):
@@ -188,21 +197,19 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
 
     def __init__(self):
         super().__init__("mqd load", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd load")
+        self.parser.add_argument("--server", metavar="ENDPOINT")
+        self.parser.add_argument("--vendor-dll", metavar="NAME")
+        self.parser.add_argument("dll", nargs="?", metavar="DLL")
 
     @_command
     def invoke(self, argv, from_tty):
-        path = None
-        while argv:
-            a = argv.pop(0)
-            if a == "--server" and argv:
-                os.environ["MQD_PROXY_SERVER"] = argv.pop(0)
-            elif a == "--vendor-dll" and argv:
-                os.environ["MQD_PROXY_DLL"] = argv.pop(0)
-            elif a.startswith("-"):
-                raise MqdError("unknown option %s" % a)
-            else:
-                path = a
-        load(path)
+        options = self.parser.parse(argv)
+        if options.server is not None:
+            os.environ["MQD_PROXY_SERVER"] = options.server
+        if options.vendor_dll is not None:
+            os.environ["MQD_PROXY_DLL"] = options.vendor_dll
+        load(options.dll)
 
 
 def load(path=None):
@@ -299,28 +306,22 @@ with a process), as text or JSON, written to gdb's output or to FILE."""
 
     def __init__(self):
         super().__init__("mqd dump", gdb.COMMAND_DATA)
+        self.parser = Parser("mqd dump")
+        self.parser.add_argument("--json", action="store_true")
+        self.parser.add_argument("--all", action="store_true", dest="everything")
+        self.parser.add_argument("--output", metavar="FILE")
 
     @_command
     def invoke(self, argv, from_tty):
-        as_json = everything = False
-        output = None
-        while argv:
-            a = argv.pop(0)
-            if a == "--json":
-                as_json = True
-            elif a == "--all":
-                everything = True
-            elif a == "--output" and argv:
-                output = argv.pop(0)
-            else:
-                raise MqdError("unknown argument %s" % a)
+        options = self.parser.parse(argv)
+        everything = options.everything
         dumps = _read_dumps(everything)
-        if as_json:
+        if options.json:
             text = render.as_json(dumps if everything else dumps[0])
         else:
             text = render.as_text(dumps)
-        if output:
-            _write_file(output, text)
+        if options.output:
+            _write_file(options.output, text)
         else:
             gdb.write(text)
         failures = [d for d in dumps if "communicators" not in d]
@@ -336,14 +337,15 @@ defines them: the input of mqd graph's analysis, and of mqd-proxy graph without 
 
     def __init__(self):
         super().__init__("mqd snapshot", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd snapshot")
+        self.parser.add_argument("output", metavar="OUT.json")
 
     @_command
     def invoke(self, argv, from_tty):
-        if len(argv) != 1 or argv[0].startswith("-"):
-            raise MqdError("usage: mqd snapshot OUT.json")
+        output = self.parser.parse(argv).output
         snap = _whole_job_snapshot()
-        _write_file(argv[0], snapshot.as_json(snap))
-        gdb.write("mqd: snapshot of %s written to %s\n" % (_summary(snap), argv[0]))
+        _write_file(output, snapshot.as_json(snap))
+        gdb.write("mqd: snapshot of %s written to %s\n" % (_summary(snap), output))
 
 
 class MqdGraph(gdb.Command):
@@ -355,33 +357,26 @@ Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later.
 
     def __init__(self):
         super().__init__("mqd graph", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd graph")
+        self.parser.add_argument("--json", action="store_true")
+        for name in ("dot", "svg", "png", "html", "snapshot"):
+            self.parser.add_argument("--" + name, metavar="FILE")
 
     @_command
     def invoke(self, argv, from_tty):
-        as_json = False
-        files = {}
-        while argv:
-            a = argv.pop(0)
-            if a == "--json":
-                as_json = True
-            elif a in ("--dot", "--svg", "--png", "--html", "--snapshot") and argv:
-                files[a[2:]] = argv.pop(0)
-            else:
-                raise MqdError("unknown argument %s (usage: mqd graph [--json] [--dot FILE] "
-                               "[--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE])" % a)
+        options = self.parser.parse(argv)
         mqd_analysis = analysis.load()
         snap = _whole_job_snapshot()
-        if "snapshot" in files:
-            _write_file(files["snapshot"], snapshot.as_json(snap))
+        if options.snapshot:
+            _write_file(options.snapshot, snapshot.as_json(snap))
         try:
             result = mqd_analysis.analyse(mqd_analysis.parse_snapshot(
-                snap, files.get("snapshot", "the snapshot")))
-            mqd_analysis.outputs.write_files(result, dot=files.get("dot"),
-                                             svg=files.get("svg"), png=files.get("png"),
-                                             html=files.get("html"))
+                snap, options.snapshot or "the snapshot"))
+            mqd_analysis.outputs.write_files(result, dot=options.dot, svg=options.svg,
+                                             png=options.png, html=options.html)
         except (mqd_analysis.SnapshotError, mqd_analysis.outputs.RenderError) as e:
             raise MqdError(str(e))
-        gdb.write(mqd_analysis.outputs.verdict(result, as_json=as_json))
+        gdb.write(mqd_analysis.outputs.verdict(result, as_json=options.json))
 
 
 class MqdTypes(gdb.Command):
@@ -389,11 +384,14 @@ class MqdTypes(gdb.Command):
 
     def __init__(self):
         super().__init__("mqd types", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd types")
+        self.parser.add_argument("object", nargs="?", metavar="OBJECT")
 
     @_command
     def invoke(self, argv, from_tty):
+        options = self.parser.parse(argv)
         with SelectedInferior(gdb.selected_inferior().num):  # keeps the user's frame
-            path = debug_types.load(argv[0] if argv else None)
+            path = debug_types.load(options.object)
         gdb.write("mqd: loaded debug types from %s\n" % path)
 
 
@@ -402,9 +400,11 @@ class MqdStatus(gdb.Command):
 
     def __init__(self):
         super().__init__("mqd status", gdb.COMMAND_DATA)
+        self.parser = Parser("mqd status")
 
     @_command
     def invoke(self, argv, from_tty):
+        self.parser.parse(argv)
         if _session is None:
             gdb.write("mqd: no DLL loaded\n")
             return
