@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import List, Optional
 
-from .model import COMPUTING, FINISHED, MISSING, UNREADABLE
+from .model import Status, WaitKind
 from .rankset import ranges, ranks_text
 
 
@@ -37,7 +37,7 @@ class RankClass:
 def _wait_key(w, rank, world, relative):
     if w.any_source:
         targets = "any other member"
-    elif relative and w.kind in ("send", "receive"):
+    elif relative and w.kind in (WaitKind.SEND, WaitKind.RECEIVE):
         targets = tuple(sorted((t - rank) % world for t in w.targets))
     else:
         targets = tuple(w.targets)
@@ -46,9 +46,9 @@ def _wait_key(w, rank, world, relative):
 
 
 def _key(rm, world, knot, relative):
-    if rm.status in (COMPUTING, FINISHED, MISSING):
+    if rm.status in (Status.COMPUTING, Status.FINISHED, Status.MISSING):
         return (rm.status, knot)
-    if rm.status == UNREADABLE:
+    if rm.status == Status.UNREADABLE:
         return (rm.status, rm.reason, knot)
     return (rm.status, rm.call, rm.combine, rm.uncertain, rm.reason, knot,
             tuple(_wait_key(w, rm.rank, world, relative) for w in rm.waits))

@@ -47,8 +47,7 @@ from typing import List, Optional
 
 from . import knots as knots_mod
 from . import mpicalls, openmpi
-from .model import (BLOCKED, BLOCKED_UNSEEN, COLLECTIVE, FINALIZE, FINALIZING, FINISHED, MISSING,
-                    RECEIVE, SEND, UNKNOWN, UNREADABLE, length_text)
+from .model import Need, Status, WaitKind, length_text
 from .rankset import ranks_text
 
 
@@ -86,14 +85,14 @@ def _unexpected_from(model, r, s):
 
 
 def _never_acts(model, t):
-    return model.ranks[t].status in (FINISHED, FINALIZING)
+    return model.ranks[t].status in (Status.FINISHED, Status.FINALIZING)
 
 
 def _status_words(model, t):
     rm = model.ranks[t]
-    if rm.status == FINISHED:
+    if rm.status == Status.FINISHED:
         return "rank %d has finished" % t
-    if rm.status == FINALIZING:
+    if rm.status == Status.FINALIZING:
         return "rank %d is in MPI_Finalize" % t
     return "rank %d is %s" % (t, rm.describe(model.world))
 
@@ -106,7 +105,7 @@ def _mismatches(model, knot_ranks, index):
     inside = set(knot_ranks)
     for r in knot_ranks:
         rm = model.ranks[r]
-        if not any(w.kind == RECEIVE for w in rm.waits):
+        if not any(w.kind == WaitKind.RECEIVE for w in rm.waits):
             continue
         for c in rm.entry.communicators:
             for op in c.queues["receives"].operations:
@@ -160,9 +159,9 @@ def _collectives(model, knot_ranks, index):
     missing = defaultdict(set)
     for r in knot_ranks:
         for w in model.ranks[r].waits:
-            if w.kind == COLLECTIVE:
+            if w.kind == WaitKind.COLLECTIVE:
                 key = (w.collective, w.comm, w.comm_inferred)
-            elif w.kind == FINALIZE:
+            elif w.kind == WaitKind.FINALIZE:
                 key = ("MPI_Finalize", None, False)
             else:
                 continue
@@ -211,7 +210,7 @@ def _finished_targets(model, knot_ranks, index):
     findings = []
     for r in knot_ranks:
         for w in model.ranks[r].waits:
-            if w.kind not in (SEND, RECEIVE) or w.in_progress or w.any_source:
+            if w.kind not in (WaitKind.SEND, WaitKind.RECEIVE) or w.in_progress or w.any_source:
                 continue
             for t in w.targets:
                 if _never_acts(model, t):
@@ -219,7 +218,7 @@ def _finished_targets(model, knot_ranks, index):
                         "waits-for-finished",
                         "rank %d waits for rank %d (%s), but %s: it will never %s again."
                         % (r, t, w.describe(), _status_words(model, t),
-                           "send" if w.kind == RECEIVE else "receive"),
+                           "send" if w.kind == WaitKind.RECEIVE else "receive"),
                         [r, t], index))
     return findings
 
@@ -255,7 +254,7 @@ def _cycles(model, ev, knot, index):
         if len(cycle) < len(core):   # the core is more than this one cycle
             path = "among %s, e.g. %s" % (ranks_text(core), path)
         members = "%s wait%s on one another" % (ranks_text(core), "" if len(core) > 1 else "s")
-        if kinds == {SEND}:
+        if kinds == {WaitKind.SEND}:
             big = [w.length for _, _, w in cycle if w.length is not None]
             size = (" (%d bytes: past the eager limit, %d bytes over shared memory, a send "
                     "completes only when it is received)" % (max(big), openmpi.VADER_EAGER_LIMIT)
@@ -266,7 +265,7 @@ def _cycles(model, ev, knot, index):
                 "cycle of blocking sends: %s. Each rank's send%s waits for a receiver that is "
                 "itself blocked in a send. Post the receives first (MPI_Irecv) or use "
                 "MPI_Sendrecv." % (path, size), list(core), index))
-        elif kinds == {RECEIVE}:
+        elif kinds == {WaitKind.RECEIVE}:
             findings.append(Finding(
                 "receive-cycle",
                 "cycle of receives: %s. Each rank waits to receive from the next, which is "
@@ -283,13 +282,14 @@ def _elsewhere(model, ev, knot, index, explained_pairs):
     findings = []
     in_core = {n for c in knot.cores for n in c}
     for n, t, w in knot.edges:
-        if w.kind not in (SEND, RECEIVE) or t not in knot.ranks or (n, t) in explained_pairs:
+        if w.kind not in (WaitKind.SEND, WaitKind.RECEIVE) or t not in knot.ranks or \
+                (n, t) in explained_pairs:
             continue
         trm = model.ranks[t]
         elsewhere = trm.call in mpicalls.COLLECTIVES or n not in in_core
         if not elsewhere:
             continue
-        if w.kind == RECEIVE and any(True for _ in _sends_to(model, t, n)):
+        if w.kind == WaitKind.RECEIVE and any(True for _ in _sends_to(model, t, n)):
             continue
         findings.append(Finding(
             "blocked-elsewhere",
@@ -334,7 +334,7 @@ def broken_cycles(model, ev):
             rm = model.ranks[n]
             for w in rm.waits:
                 outs = [t for t in w.targets if t not in members and ev.releases(model, t)]
-                if outs and rm.edge_kind(w, outs[0]) == "OR":
+                if outs and rm.edge_kind(w, outs[0]) == Need.OR:
                     ways.append("rank %d's %s (%s) can also be completed by %s"
                                 % (n, rm.call, w.describe(), _by(model, outs)))
         if not ways:
@@ -351,7 +351,7 @@ def _by(model, ranks):
     parts = defaultdict(list)
     for t in ranks:
         rm = model.ranks[t]
-        parts["computing" if rm.status == "computing" else "able to progress"].append(t)
+        parts["computing" if rm.status == Status.COMPUTING else "able to progress"].append(t)
     return ", ".join("%s, %s" % (ranks_text(v), "which is " + k if len(v) == 1 else "which are "
                                  + k) for k, v in parts.items())
 
@@ -375,7 +375,7 @@ def about_snapshot(model):
             "them)." % (ranks_text(rs), "s" if len(rs) == 1 else "", pml), rs))
     any_op = any(c.queues[q].operations for rm in readable for c in rm.entry.communicators
                  for q in ("sends", "receives"))
-    p2p = [rm.rank for rm in ranks if rm.status in (BLOCKED, BLOCKED_UNSEEN) and
+    p2p = [rm.rank for rm in ranks if rm.status in (Status.BLOCKED, Status.BLOCKED_UNSEEN) and
            rm.call and rm.call not in mpicalls.COLLECTIVES]
     if readable and not any_op and p2p and not invisible:
         findings.append(Finding(
@@ -397,7 +397,7 @@ def about_snapshot(model):
             % (ranks_text(no_info), openmpi.UNEXPECTED_NOT_IMPLEMENTED,
                openmpi.VADER_EAGER_LIMIT), no_info))
     for rm in ranks:
-        if rm.status == UNREADABLE:
+        if rm.status == Status.UNREADABLE:
             findings.append(Finding("unreadable", "%s could not be read: %s." % (
                 rm.entry.label if rm.entry else "rank %d" % rm.rank, rm.reason), [rm.rank]))
         elif rm.entry is not None and rm.entry.partial:
@@ -410,13 +410,13 @@ def about_snapshot(model):
     for r in unlabelled:
         findings.append(Finding("unreadable", "%s could not be read: %s." % (
             r.label, r.error or "no MPI_COMM_WORLD rank"), []))
-    missing = [rm.rank for rm in ranks if rm.status == MISSING]
+    missing = [rm.rank for rm in ranks if rm.status == Status.MISSING]
     if missing:
         findings.append(Finding(
             "missing", "%s of MPI_COMM_WORLD (size %d) %s not in the snapshot." % (
                 ranks_text(missing), model.world, "is" if len(missing) == 1 else "are"),
             missing))
-    unknown = [rm.rank for rm in ranks if rm.status == UNKNOWN]
+    unknown = [rm.rank for rm in ranks if rm.status == Status.UNKNOWN]
     if unknown:
         findings.append(Finding(
             "state-unknown",
@@ -426,7 +426,7 @@ def about_snapshot(model):
             unknown))
     unseen = defaultdict(list)
     for rm in ranks:
-        if rm.status == BLOCKED_UNSEEN:
+        if rm.status == Status.BLOCKED_UNSEEN:
             unseen[(rm.call, rm.reason)].append(rm.rank)
     for (call, reason), rs in sorted(unseen.items(), key=lambda kv: kv[1][0]):
         findings.append(Finding(

@@ -22,8 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import List
 
-from .model import (AND, BLOCKED, BLOCKED_UNSEEN, COMPUTING, FINALIZING, FINISHED, NEVER_ACT,
-                    OR, UNKNOWN)
+from .model import NEVER_ACT, Need, Status
 
 
 @dataclass
@@ -47,18 +46,18 @@ class Knot:
 
 def _evaluated(model, rm, pessimistic):
     """Whether the rank's progress is decided by its waits in this pass (else it is given)."""
-    if rm.status in (BLOCKED, FINALIZING):
+    if rm.status in (Status.BLOCKED, Status.FINALIZING):
         return pessimistic or not rm.uncertain
-    return rm.status == UNKNOWN and pessimistic and bool(rm.waits)
+    return rm.status == Status.UNKNOWN and pessimistic and bool(rm.waits)
 
 
 def _given(rm, pessimistic):
     """The fixed answer for a rank not decided by its waits."""
-    if rm.status == COMPUTING:
+    if rm.status == Status.COMPUTING:
         return True
-    if rm.status == FINISHED:
+    if rm.status == Status.FINISHED:
         return False
-    if rm.status == UNKNOWN and not rm.waits:
+    if rm.status == Status.UNKNOWN and not rm.waits:
         return True     # no stack, nothing pending: assumed computing in both passes
     return not pessimistic   # uncertain: can act optimistically, cannot pessimistically
 
@@ -75,14 +74,14 @@ def evaluate(model, pessimistic=False):
         can[n] = False
         for i, w in enumerate(rm.waits):
             counts[(n, i)] = 0
-            satisfied[(n, i)] = w.need == AND and not w.targets   # nobody needed
+            satisfied[(n, i)] = w.need == Need.AND and not w.targets   # nobody needed
             done[n] += satisfied[(n, i)]
             for t in w.targets:
                 waiting_on[t].append((n, i))
 
     def progresses(n):
         rm = model.ranks[n]
-        if rm.combine == AND:
+        if rm.combine == Need.AND:
             return bool(rm.waits) and done[n] == len(rm.waits)
         return done[n] >= 1
 
@@ -99,7 +98,7 @@ def evaluate(model, pessimistic=False):
                 continue
             w = model.ranks[n].waits[i]
             counts[(n, i)] += 1
-            if w.need == OR or counts[(n, i)] == len(w.targets):
+            if w.need == Need.OR or counts[(n, i)] == len(w.targets):
                 satisfied[(n, i)] = True
                 done[n] += 1
                 if progresses(n):
@@ -109,7 +108,7 @@ def evaluate(model, pessimistic=False):
     deadlocked = {n for n in evaluated if not can[n]}
     if pessimistic:
         deadlocked |= {n for n, rm in model.ranks.items()
-                       if rm.status == BLOCKED_UNSEEN and not can[n]}
+                       if rm.status == Status.BLOCKED_UNSEEN and not can[n]}
     return Evaluation(pessimistic, can, satisfied, deadlocked)
 
 
@@ -152,7 +151,7 @@ def knots(model, ev):
     # Ranks blocked on nothing the queues show (possibly deadlocked, pessimistic pass) have no
     # edges: they are one part together, not one knot each.
     unseen = [p for p in parts if len(p) == 1 and not edges[p[0]] and
-              model.ranks[p[0]].status == BLOCKED_UNSEEN]
+              model.ranks[p[0]].status == Status.BLOCKED_UNSEEN]
     if len(unseen) > 1:
         parts = [p for p in parts if p not in unseen] + [sorted(p[0] for p in unseen)]
         parts.sort()

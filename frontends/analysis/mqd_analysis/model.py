@@ -27,29 +27,46 @@ from typing import List, Optional, Tuple
 
 from . import mpicalls, openmpi
 from .rankset import ranks_text
+from .textenum import TextEnum
 
-AND, OR = "AND", "OR"
 
-COMPUTING = "computing"
-BLOCKED = "blocked"
-FINALIZING = "finalizing"
-FINISHED = "finished"
-BLOCKED_UNSEEN = "blocked-unseen"
-UNREADABLE = "unreadable"
-UNKNOWN = "unknown"
-MISSING = "missing"
+class Need(TextEnum):
+    """How several things release a rank: all of them (AND) or any one (OR). Also the kind of
+    a wait's edge in the picture and the JSON (RankModel.edge_kind)."""
+    AND = "AND"
+    OR = "OR"
+
+
+class Status(TextEnum):
+    """A rank's status (the module's docstring says what each means)."""
+    COMPUTING = "computing"
+    BLOCKED = "blocked"
+    FINALIZING = "finalizing"
+    FINISHED = "finished"
+    BLOCKED_UNSEEN = "blocked-unseen"
+    UNREADABLE = "unreadable"
+    UNKNOWN = "unknown"
+    MISSING = "missing"
+
 
 # Statuses whose ranks can never act again, whatever happens: they release nobody.
-NEVER_ACT = (FINISHED, FINALIZING)
+NEVER_ACT = (Status.FINISHED, Status.FINALIZING)
 
-SEND, RECEIVE, COLLECTIVE, FINALIZE = "send", "receive", "collective", "finalize"
+
+class WaitKind(TextEnum):
+    """What a Wait waits for: its send or receive to be matched, the rest of a collective's
+    members, or every rank's MPI_Finalize."""
+    SEND = "send"
+    RECEIVE = "receive"
+    COLLECTIVE = "collective"
+    FINALIZE = "finalize"
 
 
 @dataclass
 class Wait:
     """One thing a blocked rank waits for, and the ranks that can give it."""
-    kind: str                   # SEND, RECEIVE, COLLECTIVE or FINALIZE
-    need: str                   # AND: every target must act; OR: any one is enough
+    kind: WaitKind
+    need: Need                  # AND: every target must act; OR: any one is enough
     targets: Tuple[int, ...]    # MPI_COMM_WORLD ranks
     call: str                   # the MPI call the rank is in
     comm: Optional[str] = None  # communicator's name
@@ -76,10 +93,10 @@ class Wait:
                 return "rank%+d" % (d if d <= world // 2 else d - world)
             return "rank %d" % t
         where = " on %s" % self.comm if self.comm else ""
-        if self.kind in (SEND, RECEIVE):
+        if self.kind in (WaitKind.SEND, WaitKind.RECEIVE):
             if self.candidates > 1:
                 text = "one of %d pending %ss%s" % (self.candidates, self.kind, where)
-            elif self.kind == SEND:
+            elif self.kind == WaitKind.SEND:
                 text = "send to %s%s" % (who(self.peer), where)
             elif self.any_source:
                 text = "receive from MPI_ANY_SOURCE%s" % where
@@ -95,7 +112,7 @@ class Wait:
             if self.in_progress:
                 details.append("matched, completing")
             return text + (" (%s)" % ", ".join(details) if details else "")
-        if self.kind == COLLECTIVE:
+        if self.kind == WaitKind.COLLECTIVE:
             return "%s%s" % (self.collective, where)
         return "MPI_Finalize, which waits for every rank"
 
@@ -112,9 +129,9 @@ class Wait:
 @dataclass
 class RankModel:
     rank: int
-    status: str
+    status: Status
     call: Optional[str] = None          # innermost MPI call (normalised)
-    combine: str = AND                  # how `waits` combine
+    combine: Need = Need.AND            # how `waits` combine
     waits: List[Wait] = field(default_factory=list)
     uncertain: bool = False             # its waits may be incomplete (partly read)
     reason: Optional[str] = None        # why blocked-unseen, unreadable, unknown, uncertain
@@ -123,7 +140,7 @@ class RankModel:
 
     @property
     def blocked(self):
-        return self.status in (BLOCKED, FINALIZING)
+        return self.status in (Status.BLOCKED, Status.FINALIZING)
 
     def targets(self):
         seen = []
@@ -135,31 +152,31 @@ class RankModel:
 
     def edge_kind(self, wait, target):
         """AND when the rank cannot progress without `target`, OR when another can do."""
-        alone = self.combine == AND or len(self.waits) == 1
-        return AND if alone and (wait.need == AND or len(wait.targets) == 1) else OR
+        alone = self.combine == Need.AND or len(self.waits) == 1
+        return Need.AND if alone and (wait.need == Need.AND or len(wait.targets) == 1) else Need.OR
 
     def describe(self, world=None, relative=False, lengths=True):
         """The rank's state in words: "in MPI_Send: send to rank 1 on MPI_COMM_WORLD (...)".
         With relative=True, peers are relative to the rank ("rank+1"), and with
         lengths=False message lengths are left out (both for grouping ranks)."""
-        if self.status == COMPUTING:
+        if self.status == Status.COMPUTING:
             return "computing" + (" (in %s, which does not block)" % self.call
                                   if self.call else "")
-        if self.status == FINISHED:
+        if self.status == Status.FINISHED:
             return "finished"
-        if self.status == MISSING:
+        if self.status == Status.MISSING:
             return "not in the snapshot"
-        if self.status == UNREADABLE:
+        if self.status == Status.UNREADABLE:
             return "could not be read: %s" % self.reason
-        if self.status == BLOCKED_UNSEEN:
+        if self.status == Status.BLOCKED_UNSEEN:
             return "in %s, waiting for nothing the queues show (%s)" % (self.call, self.reason)
-        if self.status == FINALIZING:
+        if self.status == Status.FINALIZING:
             targets = self.waits[0].targets if self.waits else ()
             return "in MPI_Finalize, waiting for %s" % (ranks_text(targets) if targets else
                                                         "nobody")
-        if self.status == UNKNOWN and not self.waits:
+        if self.status == Status.UNKNOWN and not self.waits:
             return "state unknown, no pending operation"
-        if self.status == BLOCKED and all(w.kind == COLLECTIVE for w in self.waits):
+        if self.status == Status.BLOCKED and all(w.kind == WaitKind.COLLECTIVE for w in self.waits):
             w = self.waits[0]
             where = "in %s" % self.call if w.collective == self.call else \
                 "in %s: %s" % (self.call, w.collective)
@@ -173,8 +190,9 @@ class RankModel:
             if w.any_source and not w.in_progress:
                 text += ": any other member can send it"
             parts.append(text)
-        joiner = " and " if self.combine == AND else " or "
-        prefix = "state unknown; pending: " if self.status == UNKNOWN else "in %s: " % self.call
+        joiner = " and " if self.combine == Need.AND else " or "
+        prefix = "state unknown; pending: " if self.status == Status.UNKNOWN else \
+            "in %s: " % self.call
         return prefix + joiner.join(parts)
 
 
@@ -233,7 +251,7 @@ def build(snapshot):
     for rm in list(model.ranks.values()):
         for t in rm.targets():
             if t not in model.ranks:   # a peer beyond MPI_COMM_WORLD as the snapshot shows it
-                model.ranks[t] = RankModel(t, MISSING, reason="no entry in the snapshot")
+                model.ranks[t] = RankModel(t, Status.MISSING, reason="no entry in the snapshot")
     return model
 
 
@@ -246,29 +264,29 @@ def _pml(entry):
 def _classify(n, entry):
     """Status from what the snapshot says of the rank; waits come later."""
     if entry is None:
-        return RankModel(n, MISSING, reason="no entry in the snapshot")
+        return RankModel(n, Status.MISSING, reason="no entry in the snapshot")
     if entry.finished:
-        return RankModel(n, FINISHED, entry=entry)
+        return RankModel(n, Status.FINISHED, entry=entry)
     if not entry.readable:
-        return RankModel(n, UNREADABLE, reason=entry.error or "no queues", entry=entry)
-    rm = RankModel(n, UNKNOWN, entry=entry, uncertain=entry.partial,
+        return RankModel(n, Status.UNREADABLE, reason=entry.error or "no queues", entry=entry)
+    rm = RankModel(n, Status.UNKNOWN, entry=entry, uncertain=entry.partial,
                    reason=("only partly read: %s" % entry.error) if entry.partial else None)
     if entry.state is None:
         rm.reason = "the snapshot has no stack for it"
         return rm
     rm.call = entry.state.mpi_call
     if rm.call is None or not mpicalls.is_blocking(rm.call):
-        rm.status = COMPUTING
+        rm.status = Status.COMPUTING
     elif rm.call == mpicalls.FINALIZE:
-        rm.status = FINALIZING
+        rm.status = Status.FINALIZING
     elif openmpi.queues_visible(_pml(entry)) is False:
-        rm.status = BLOCKED_UNSEEN
+        rm.status = Status.BLOCKED_UNSEEN
         rm.reason = "Open MPI's %s PML: the DLL cannot see its requests" % _pml(entry)
     elif entry.warnings:  # the proxy saw its queues read wrong (a contradicted byte order)
-        rm.status = BLOCKED_UNSEEN
+        rm.status = Status.BLOCKED_UNSEEN
         rm.reason = "its queues cannot be trusted: %s" % entry.warnings[0]
     else:
-        rm.status = BLOCKED
+        rm.status = Status.BLOCKED
     return rm
 
 
@@ -315,12 +333,12 @@ def _op_wait(rank, comm, op, call, pending, in_bytes, assumed=False):
     """The wait behind one point-to-point operation (`pending`: it still waits for its peer;
     `in_bytes`: the DLL's lengths are bytes), or None if it waits for nobody (a peer outside
     MPI_COMM_WORLD, MPI_PROC_NULL)."""
-    kind = SEND if op.queue == "sends" else RECEIVE
-    w = Wait(kind=kind, need=OR, targets=(), call=call, comm=comm.name, comm_key=comm.key,
-             tag=op.tag, any_tag=op.any_tag, any_source=op.any_source and kind == RECEIVE,
+    kind = WaitKind.SEND if op.queue == "sends" else WaitKind.RECEIVE
+    w = Wait(kind=kind, need=Need.OR, targets=(), call=call, comm=comm.name, comm_key=comm.key,
+             tag=op.tag, any_tag=op.any_tag, any_source=op.any_source and kind == WaitKind.RECEIVE,
              length=op.length, length_in_bytes=in_bytes, assumed=assumed, operations=[op])
     if not pending:
-        w.in_progress, w.need = True, AND   # matched or complete: nothing to wait for
+        w.in_progress, w.need = True, Need.AND   # matched or complete: nothing to wait for
         w.peer = None if w.any_source else op.peer_world
         return w
     if w.any_source:
@@ -345,7 +363,7 @@ def _merge(waits, call):
             if t not in targets:
                 targets.append(t)
     first = waits[0]
-    return Wait(kind=first.kind, need=OR, targets=tuple(targets), call=call,
+    return Wait(kind=first.kind, need=Need.OR, targets=tuple(targets), call=call,
                 comm=first.comm if all(w.comm == first.comm for w in waits) else None,
                 in_progress=any(w.in_progress for w in waits), candidates=len(waits),
                 assumed=first.assumed, operations=[o for w in waits for o in w.operations])
@@ -369,8 +387,8 @@ def _collective_waits(rm, model, name, key):
             continue
         missing = tuple(m for m in c.group if m != rm.rank and
                         not (m in model.ranks and _reached(model.ranks[m], name, c.key)))
-        alternatives.append(Wait(kind=COLLECTIVE, need=AND, targets=missing, call=rm.call,
-                                 comm=c.name, comm_key=c.key, collective=name,
+        alternatives.append(Wait(kind=WaitKind.COLLECTIVE, need=Need.AND, targets=missing,
+                                 call=rm.call, comm=c.name, comm_key=c.key, collective=name,
                                  comm_inferred=key is None))
     # Alternatives waiting for the same ranks are one wait (e.g. MPI_COMM_WORLD and a dup of
     # it): keep the first, preferring MPI_COMM_WORLD's name.
@@ -388,14 +406,15 @@ def _collective_waits(rm, model, name, key):
 
 def _derive_waits(rm, model):
     e = rm.entry
-    if rm.status == FINALIZING:
+    if rm.status == Status.FINALIZING:
         others = tuple(n for n, o in sorted(model.ranks.items())
                        if n != rm.rank and o.status not in NEVER_ACT)
-        rm.waits = [Wait(kind=FINALIZE, need=AND, targets=others, call=mpicalls.FINALIZE)]
+        rm.waits = [Wait(kind=WaitKind.FINALIZE, need=Need.AND, targets=others,
+                         call=mpicalls.FINALIZE)]
         return
-    if rm.status not in (BLOCKED, UNKNOWN):
+    if rm.status not in (Status.BLOCKED, Status.UNKNOWN):
         return
-    assumed = rm.status == UNKNOWN
+    assumed = rm.status == Status.UNKNOWN
     p2p = {"sends": [], "receives": []}
     for c, op in _pending(e):
         if openmpi.collective_of_tag(op.tag) and not op.any_tag:
@@ -419,37 +438,38 @@ def _derive_waits(rm, model):
         # pending operations, or computes when it has none.
         flat = p2p["sends"] + p2p["receives"] + [w for c in collective
                                                  for w in (c if isinstance(c, list) else [c])]
-        rm.combine, rm.waits = OR, flat
+        rm.combine, rm.waits = Need.OR, flat
         return
     if call in mpicalls.COLLECTIVES:
         mine = [c for c in collective if (c[0] if isinstance(c, list) else c).collective == call]
         waits = mine[:1]
         if waits and isinstance(waits[0], list):
-            rm.combine, rm.waits = OR, waits[0]
+            rm.combine, rm.waits = Need.OR, waits[0]
         else:
-            rm.combine, rm.waits = AND, waits
+            rm.combine, rm.waits = Need.AND, waits
         if not rm.waits:
-            rm.status, rm.reason = BLOCKED_UNSEEN, "no communicator of it can hold the collective"
+            rm.status = Status.BLOCKED_UNSEEN
+            rm.reason = "no communicator of it can hold the collective"
         return
     nonblocking_collectives = [w for c in collective for w in (c if isinstance(c, list) else [c])]
     if call in mpicalls.PROBES:
-        rm.status, rm.reason = BLOCKED_UNSEEN, "a probe posts nothing the queues show"
+        rm.status, rm.reason = Status.BLOCKED_UNSEEN, "a probe posts nothing the queues show"
         return
     if call in mpicalls.RECEIVES:
-        rm.combine, rm.waits = OR, p2p["receives"]
+        rm.combine, rm.waits = Need.OR, p2p["receives"]
     elif call in mpicalls.SENDS:
-        rm.combine, rm.waits = OR, p2p["sends"]
+        rm.combine, rm.waits = Need.OR, p2p["sends"]
     elif call in mpicalls.WAIT_ONE:
-        rm.combine, rm.waits = OR, p2p["sends"] + p2p["receives"] + nonblocking_collectives
+        rm.combine, rm.waits = Need.OR, p2p["sends"] + p2p["receives"] + nonblocking_collectives
     elif call in mpicalls.WAIT_ANY:
-        rm.combine, rm.waits = OR, p2p["sends"] + p2p["receives"] + nonblocking_collectives
+        rm.combine, rm.waits = Need.OR, p2p["sends"] + p2p["receives"] + nonblocking_collectives
     elif call in mpicalls.WAIT_ALL:
-        rm.combine, rm.waits = AND, p2p["sends"] + p2p["receives"] + nonblocking_collectives
+        rm.combine, rm.waits = Need.AND, p2p["sends"] + p2p["receives"] + nonblocking_collectives
     elif call in mpicalls.SEND_RECEIVE:
         parts = [_merge(p2p[q], call) for q in ("receives", "sends") if p2p[q]]
-        rm.combine, rm.waits = AND, parts
+        rm.combine, rm.waits = Need.AND, parts
     if not rm.waits:
-        rm.status = BLOCKED_UNSEEN
+        rm.status = Status.BLOCKED_UNSEEN
         rm.reason = "its queues show no pending operation"
     if e.partial:
         rm.uncertain = True

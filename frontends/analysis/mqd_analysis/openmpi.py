@@ -142,7 +142,7 @@ def lengths_in_bytes(dll):
 
 
 def shown_complete_but_waited_on(op):
-    if op.status != "complete":
+    if not op.complete:
         return False
     if op.queue == "receives":
         return True

@@ -16,20 +16,30 @@ from dataclasses import dataclass, field
 
 from . import mpicalls
 from .snapshot import SnapshotError
+from .textenum import TextEnum
 
-STUCK, MOVED, RUNNING, FINISHED, UNKNOWN = "stuck", "moved", "running", "finished", "unknown"
+
+class Motion(TextEnum):
+    """How a rank moved from one snapshot to the next (the module's docstring says what each
+    means), in the order reports list them."""
+    STUCK = "stuck"
+    MOVED = "moved"
+    RUNNING = "running"
+    FINISHED = "finished"
+    UNKNOWN = "unknown"
 
 
 @dataclass
 class Progress:
-    ranks: dict = field(default_factory=dict)     # rank -> STUCK, MOVED, ...
+    ranks: dict = field(default_factory=dict)     # rank -> its Motion
     changes: dict = field(default_factory=dict)   # rank -> what changed, for MOVED
 
-    def of(self, verdict):
-        return sorted(r for r, v in self.ranks.items() if v == verdict)
+    def of(self, motion):
+        """The ranks that moved so, in order."""
+        return sorted(r for r, v in self.ranks.items() if v == motion)
 
     def to_json(self):
-        return {v: self.of(v) for v in (STUCK, MOVED, RUNNING, FINISHED, UNKNOWN)} | \
+        return {motion: self.of(motion) for motion in Motion} | \
             {"changes": {str(r): text for r, text in sorted(self.changes.items())}}
 
 
@@ -68,19 +78,19 @@ def compare(earlier, later):
         a, b = before.get(r), after.get(r)
         if a is None or b is None or not a.readable and not a.finished or \
                 not b.readable and not b.finished:
-            progress.ranks[r] = UNKNOWN
+            progress.ranks[r] = Motion.UNKNOWN
             continue
         if b.finished:
-            progress.ranks[r] = FINISHED
+            progress.ranks[r] = Motion.FINISHED
             continue
         if a.pid is not None and b.pid is not None and a.pid != b.pid:
-            progress.ranks[r] = UNKNOWN
+            progress.ranks[r] = Motion.UNKNOWN
             progress.changes[r] = "a different process (pid %d, then %d)" % (a.pid, b.pid)
             continue
         call_a = a.state.mpi_call if a.state else None
         call_b = b.state.mpi_call if b.state else None
         if b.state is not None and (call_b is None or not mpicalls.is_blocking(call_b)):
-            progress.ranks[r] = RUNNING
+            progress.ranks[r] = Motion.RUNNING
             continue
         changed = []
         if (a.state is None) != (b.state is None) or call_a != call_b:
@@ -93,8 +103,8 @@ def compare(earlier, later):
             new = len([o for o in ops_b if o not in ops_a])
             changed.append("queues changed (%d operations gone, %d new)" % (gone, new))
         if changed:
-            progress.ranks[r] = MOVED
+            progress.ranks[r] = Motion.MOVED
             progress.changes[r] = "; ".join(changed)
         else:
-            progress.ranks[r] = STUCK
+            progress.ranks[r] = Motion.STUCK
     return progress

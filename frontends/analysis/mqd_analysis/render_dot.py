@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from collections import defaultdict
 
-from .model import AND, BLOCKED, BLOCKED_UNSEEN, COMPUTING, FINALIZING, FINISHED
+from .model import Need, Status, WaitKind
 from .rankset import ranks_text
 
 MAX_RANK_NODES = 16
@@ -20,8 +20,8 @@ KNOT_BORDER = "#7a0070"
 BLOCKING_EDGE = "#8b0000"
 AND_EDGE = "#1f4e9c"
 OR_EDGE = "#e08a00"
-FILL = {COMPUTING: "#c9f2c9", BLOCKED: "#fff1a8", FINALIZING: "#e6e6e6", FINISHED: "#d0d0d0",
-        BLOCKED_UNSEEN: "#dcdcff"}
+FILL = {Status.COMPUTING: "#c9f2c9", Status.BLOCKED: "#fff1a8", Status.FINALIZING: "#e6e6e6",
+        Status.FINISHED: "#d0d0d0", Status.BLOCKED_UNSEEN: "#dcdcff"}
 OTHER_FILL = "#f0f0f0"       # unknown, unreadable, missing
 
 
@@ -37,15 +37,15 @@ def _q(text):
 
 def _short(w):
     """A short edge label: the operation behind the wait."""
-    if w.kind == "collective":
+    if w.kind == WaitKind.COLLECTIVE:
         return w.collective
-    if w.kind == "finalize":
+    if w.kind == WaitKind.FINALIZE:
         return "MPI_Finalize"
     if w.candidates > 1:
         return "any of %d %ss" % (w.candidates, w.kind)
     tag = "any tag" if w.any_tag else "tag %d" % w.tag if w.tag is not None else ""
     src = "any source, " if w.any_source else ""
-    return "%s %s%s" % ("send" if w.kind == "send" else "recv", src, tag)
+    return "%s %s%s" % ("send" if w.kind == WaitKind.SEND else "recv", src, tag)
 
 
 def _node_style(status, in_knot):
@@ -99,12 +99,12 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
                 merged[key] += 1
     for (src, dst, kind, label, blocking), count in sorted(merged.items()):
         attrs = ["label=%s" % _q(label + (" ×%d" % count if count > 1 else ""))]
-        attrs.append("style=solid" if kind == AND else "style=dashed")
+        attrs.append("style=solid" if kind == Need.AND else "style=dashed")
         if blocking:
             attrs.append("color=%s fontcolor=%s penwidth=2.5" % (_q(BLOCKING_EDGE),
                                                                 _q(BLOCKING_EDGE)))
         else:
-            attrs.append("color=%s" % _q(AND_EDGE if kind == AND else OR_EDGE))
+            attrs.append("color=%s" % _q(AND_EDGE if kind == Need.AND else OR_EDGE))
         lines.append("  %s -> %s [%s];" % (src, dst, " ".join(attrs)))
     lines.append("}")
     return "\n".join(lines) + "\n"

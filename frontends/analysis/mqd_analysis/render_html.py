@@ -7,8 +7,9 @@ snapshot (communicator names, frames, errors: they come from the target's memory
 """
 import html
 
-from . import progress as progress_mod
+from .analysis import Verdict
 from .model import length_text
+from .progress import Motion
 from .rankset import ranks_text
 from .render_text import NOTE_KINDS
 
@@ -111,7 +112,7 @@ def _queues(a, r):
 def render(analysis, svg_bytes):
     """The report; `svg_bytes` is the picture as render_dot.convert(..., "svg") made it."""
     a = analysis
-    css = {"deadlock": "deadlock", "unknown": "unknown"}.get(a.verdict, "none")
+    css = {Verdict.DEADLOCK: "deadlock", Verdict.UNKNOWN: "unknown"}.get(a.verdict, "none")
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
              "style-src 'unsafe-inline'; img-src data:\">",
@@ -141,11 +142,10 @@ def render(analysis, svg_bytes):
     parts.append("</table>")
     if a.progress is not None:
         parts.append("<h2>Progress between the two snapshots</h2><ul>")
-        for verdict in (progress_mod.STUCK, progress_mod.MOVED, progress_mod.RUNNING,
-                        progress_mod.FINISHED, progress_mod.UNKNOWN):
-            ranks = a.progress.of(verdict)
+        for motion in Motion:
+            ranks = a.progress.of(motion)
             if ranks:
-                parts.append("<li>%s: %s</li>" % (_e(verdict), _e(ranks_text(ranks))))
+                parts.append("<li>%s: %s</li>" % (_e(motion), _e(ranks_text(ranks))))
         parts.append("</ul>")
     notes = [f for f in a.findings if f.kind in NOTE_KINDS]
     if notes:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import mpicalls, openmpi
+from .textenum import TextEnum
 
 VERSION = 1
 
@@ -27,11 +28,20 @@ class SnapshotError(Exception):
     """The input is not a snapshot this tool can read; str() is one sentence for the user."""
 
 
+class OperationStatus(TextEnum):
+    """A pending operation's status as the front end writes it (mqs_status: mqs_st_pending,
+    mqs_st_matched, mqs_st_complete); a status the front end does not name is the DLL's
+    number, kept as it is."""
+    PENDING = "pending"
+    MATCHED = "matched"
+    COMPLETE = "complete"
+
+
 @dataclass
 class Operation:
     """One entry of a queue, as the DLL gave it (mqs_pending_operation)."""
     queue: str                # "sends", "receives" or "unexpected"
-    status: str               # "pending", "matched", "complete" (or the DLL's number)
+    status: object            # an OperationStatus (or the DLL's number, or a word unknown)
     peer_local: int           # desired_local_rank
     peer_world: int           # desired_global_rank (meaningless for a wildcard source)
     any_source: bool
@@ -42,7 +52,11 @@ class Operation:
 
     @property
     def pending(self):
-        return self.status == "pending"
+        return self.status == OperationStatus.PENDING
+
+    @property
+    def complete(self):
+        return self.status == OperationStatus.COMPLETE
 
 
 @dataclass
@@ -340,6 +354,8 @@ def _communicator(c, path):
 
 def _operation(o, queue, path):
     status = _get(o, "status", path, (str, int))
+    if status in set(OperationStatus):
+        status = OperationStatus(status)
     local = _get(o, "desired_local_rank", path, int)
     return Operation(queue=queue, status=status, peer_local=local,
                      peer_world=_get(o, "desired_global_rank", path, int),
