@@ -10,13 +10,14 @@ Verdicts:
   no deadlock   every blocked rank can still be released
 """
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from . import classes as classes_mod
 from . import explain, knots as knots_mod, model as model_mod
 from . import progress as progress_mod
 from .model import Status
 from .progress import Motion
+from .snapshot import Snapshot
 from .rankset import ranks_text
 from .textenum import TextEnum
 
@@ -30,7 +31,7 @@ class Verdict(TextEnum):
 
 @dataclass
 class Analysis:
-    snapshot: object
+    snapshot: Snapshot
     model: model_mod.Model
     evaluation: knots_mod.Evaluation       # the pass the knots come from
     verdict: Verdict
@@ -38,13 +39,13 @@ class Analysis:
     findings: List[explain.Finding]
     classes: List[classes_mod.RankClass]
     progress: Optional[progress_mod.Progress] = None
-    knot_of: dict = field(default_factory=dict)    # rank -> knot index
+    knot_of: Dict[int, int] = field(default_factory=dict)    # rank -> knot index
 
     @property
-    def deadlock(self):
+    def deadlock(self) -> bool:
         return self.verdict == Verdict.DEADLOCK
 
-    def headline(self):
+    def headline(self) -> str:
         """The verdict in one line."""
         if self.verdict == Verdict.DEADLOCK:
             parts = "; ".join(ranks_text(k.ranks) for k in self.knots)
@@ -66,7 +67,7 @@ class Analysis:
             ranks_text(blocked)
 
 
-def analyse(snapshot, earlier=None):
+def analyse(snapshot: Snapshot, earlier: Optional[Snapshot] = None) -> Analysis:
     """Analyses `snapshot`; with `earlier` (an earlier snapshot of the same job), also the
     progress from it. Raises snapshot.SnapshotError if the two are not of the same job."""
     model = model_mod.build(snapshot)
@@ -79,7 +80,7 @@ def analyse(snapshot, earlier=None):
         if possible:
             verdict, found, ev = Verdict.UNKNOWN, possible, pessimistic
     knot_of = {n: i for i, k in enumerate(found) for n in k.ranks}
-    findings = []
+    findings: List[explain.Finding] = []
     for i, k in enumerate(found):
         findings += explain.for_knot(model, ev, k, i)
     if verdict == Verdict.UNKNOWN:

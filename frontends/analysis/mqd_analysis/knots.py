@@ -20,19 +20,22 @@ strongly connected components: a cycle, or a rank waiting for a finished one) an
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import List
+from typing import DefaultDict, Dict, Iterator, List, Set, Tuple
 
-from .model import NEVER_ACT, Need, Status
+from .model import NEVER_ACT, Model, Need, RankModel, Status, Wait
+
+# A wait that keeps a rank blocked: (the rank, the target it waits for, the wait).
+Edge = Tuple[int, int, Wait]
 
 
 @dataclass
 class Evaluation:
     pessimistic: bool
-    can: dict                 # rank -> it can progress
-    satisfied: dict           # (rank, index of wait) -> satisfied
-    deadlocked: set           # blocked ranks that cannot progress
+    can: Dict[int, bool]      # rank -> it can progress
+    satisfied: Dict[Tuple[int, int], bool]   # (rank, index of wait) -> satisfied
+    deadlocked: Set[int]      # blocked ranks that cannot progress
 
-    def releases(self, model, n):
+    def releases(self, model: Model, n: int) -> bool:
         return self.can.get(n, False) and model.ranks[n].status not in NEVER_ACT
 
 
@@ -41,17 +44,17 @@ class Knot:
     ranks: List[int]
     cores: List[List[int]]        # sink strongly connected components
     dependents: List[int]         # ranks of the knot outside every core
-    edges: list = field(default_factory=list)   # blocking (rank, target, Wait) inside it
+    edges: List[Edge] = field(default_factory=list)   # the blocking waits inside it
 
 
-def _evaluated(model, rm, pessimistic):
+def _evaluated(model: Model, rm: RankModel, pessimistic: bool) -> bool:
     """Whether the rank's progress is decided by its waits in this pass (else it is given)."""
     if rm.status in (Status.BLOCKED, Status.FINALIZING):
         return pessimistic or not rm.uncertain
     return rm.status == Status.UNKNOWN and pessimistic and bool(rm.waits)
 
 
-def _given(rm, pessimistic):
+def _given(rm: RankModel, pessimistic: bool) -> bool:
     """The fixed answer for a rank not decided by its waits."""
     if rm.status == Status.COMPUTING:
         return True
@@ -62,10 +65,13 @@ def _given(rm, pessimistic):
     return not pessimistic   # uncertain: can act optimistically, cannot pessimistically
 
 
-def evaluate(model, pessimistic=False):
-    can, satisfied, counts, done = {}, {}, {}, defaultdict(int)
-    waiting_on = defaultdict(list)     # target -> [(rank, wait index)]
-    evaluated = set()
+def evaluate(model: Model, pessimistic: bool = False) -> Evaluation:
+    can: Dict[int, bool] = {}
+    satisfied: Dict[Tuple[int, int], bool] = {}
+    counts: Dict[Tuple[int, int], int] = {}
+    done: DefaultDict[int, int] = defaultdict(int)
+    waiting_on: DefaultDict[int, List[Tuple[int, int]]] = defaultdict(list)  # target -> waits
+    evaluated: Set[int] = set()
     for n, rm in model.ranks.items():
         if not _evaluated(model, rm, pessimistic):
             can[n] = _given(rm, pessimistic)
@@ -79,7 +85,7 @@ def evaluate(model, pessimistic=False):
             for t in w.targets:
                 waiting_on[t].append((n, i))
 
-    def progresses(n):
+    def progresses(n: int) -> bool:
         rm = model.ranks[n]
         if rm.combine == Need.AND:
             return bool(rm.waits) and done[n] == len(rm.waits)
@@ -112,7 +118,7 @@ def evaluate(model, pessimistic=False):
     return Evaluation(pessimistic, can, satisfied, deadlocked)
 
 
-def blocking_edges(model, ev, n):
+def blocking_edges(model: Model, ev: Evaluation, n: int) -> Iterator[Edge]:
     """(rank, target, wait) for each target that keeps rank n blocked."""
     rm = model.ranks[n]
     for i, w in enumerate(rm.waits):
@@ -123,13 +129,13 @@ def blocking_edges(model, ev, n):
                 yield n, t, w
 
 
-def knots(model, ev):
+def knots(model: Model, ev: Evaluation) -> List[Knot]:
     """The deadlocked ranks of an evaluation, split into knots (sorted by lowest rank)."""
     dead = ev.deadlocked
     edges = {n: [e for e in blocking_edges(model, ev, n)] for n in dead}
     inner = {n: sorted({t for _, t, _ in edges[n] if t in dead}) for n in dead}
     # Weakly connected parts.
-    neighbours = defaultdict(set)
+    neighbours: DefaultDict[int, Set[int]] = defaultdict(set)
     for n in dead:
         for t in inner[n]:
             neighbours[n].add(t)
@@ -157,9 +163,9 @@ def knots(model, ev):
         parts.sort()
     components = strongly_connected(sorted(dead), inner)
     where = {n: i for i, comp in enumerate(components) for n in comp}
-    result = []
+    result: List[Knot] = []
     for part in parts:
-        cores = []
+        cores: List[List[int]] = []
         for comp in components:
             if comp[0] not in part:
                 continue
@@ -173,7 +179,7 @@ def knots(model, ev):
     return result
 
 
-def strongly_connected(nodes, succ):
+def strongly_connected(nodes: List[int], succ: Dict[int, List[int]]) -> List[List[int]]:
     """Tarjan's algorithm, iterative (a 1024-rank ring would overflow Python's stack)."""
     index, low, on_stack, stack, out = {}, {}, set(), [], []
     counter = 0
@@ -201,7 +207,7 @@ def strongly_connected(nodes, succ):
             if recurse:
                 continue
             if low[v] == index[v]:
-                comp = []
+                comp: List[int] = []
                 while True:
                     w = stack.pop()
                     on_stack.discard(w)
@@ -215,17 +221,17 @@ def strongly_connected(nodes, succ):
     return out
 
 
-def cycle_in(core, model, ev):
+def cycle_in(core: List[int], model: Model, ev: Evaluation) -> List[Edge]:
     """A cycle of blocking waits through a core of more than one rank (or a rank waiting for
     itself), as [(rank, target, wait)], starting at the core's lowest rank; [] if none."""
     members = set(core)
     start = core[0]
     # Breadth-first from start back to start, inside the core.
-    previous = {}
+    previous: Dict[int, Tuple[int, Wait]] = {}
     frontier = [start]
-    seen = set()
+    seen: Set[int] = set()
     while frontier:
-        nxt = []
+        nxt: List[int] = []
         for n in frontier:
             for _, t, w in blocking_edges(model, ev, n):
                 if t not in members:

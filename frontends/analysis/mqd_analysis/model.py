@@ -23,10 +23,11 @@ communicator; a pending send its receiver), AND for a collective (every member t
 reached it) and for MPI_Finalize (every rank that has not finalized).
 """
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import mpicalls, openmpi
 from .rankset import ranks_text
+from .snapshot import CommKey, Communicator, Operation, Rank, Snapshot
 from .textenum import TextEnum
 
 
@@ -68,9 +69,9 @@ class Wait:
     kind: WaitKind
     need: Need                  # AND: every target must act; OR: any one is enough
     targets: Tuple[int, ...]    # MPI_COMM_WORLD ranks
-    call: str                   # the MPI call the rank is in
+    call: Optional[str]         # the MPI call the rank is in (None: no stack)
     comm: Optional[str] = None  # communicator's name
-    comm_key: Optional[tuple] = None
+    comm_key: Optional[CommKey] = None
     tag: Optional[int] = None
     any_tag: bool = False
     any_source: bool = False
@@ -82,16 +83,17 @@ class Wait:
     in_progress: bool = False          # matched or complete: satisfied whatever others do
     candidates: int = 1                # pending operations this wait stands for
     assumed: bool = False              # built on a guess (the rank's state is unknown)
-    operations: list = field(default_factory=list)   # snapshot.Operation behind it
+    operations: List[Operation] = field(default_factory=list)   # the operations behind it
 
-    def describe(self, rank=None, world=None, lengths=True):
+    def describe(self, rank: Optional[int] = None, world: Optional[int] = None,
+                 lengths: bool = True) -> str:
         """What the wait is, in words; with `rank` and `world`, peers are written relative
         to the rank ("rank+1"), for grouping; lengths=False leaves message lengths out."""
-        def who(t):
-            if rank is not None and world:
+        def who(t: Optional[int]) -> str:
+            if rank is not None and world and t is not None:
                 d = (t - rank) % world
                 return "rank%+d" % (d if d <= world // 2 else d - world)
-            return "rank %d" % t
+            return "rank %s" % t
         where = " on %s" % self.comm if self.comm else ""
         if self.kind in (WaitKind.SEND, WaitKind.RECEIVE):
             if self.candidates > 1:
@@ -106,7 +108,7 @@ class Wait:
             if self.candidates == 1:
                 coll = openmpi.collective_of_tag(self.tag)
                 details.append("any tag" if self.any_tag else
-                               "%s, tag %d" % (coll, self.tag) if coll else "tag %d" % self.tag)
+                               "%s, tag %s" % (coll, self.tag) if coll else "tag %s" % self.tag)
                 if self.length is not None and lengths:
                     details.append(length_text(self.length, self.length_in_bytes))
             if self.in_progress:
@@ -116,7 +118,7 @@ class Wait:
             return "%s%s" % (self.collective, where)
         return "MPI_Finalize, which waits for every rank"
 
-    def to_json(self):
+    def to_json(self) -> Dict[str, Any]:
         return {"kind": self.kind, "need": self.need, "targets": list(self.targets),
                 "call": self.call, "communicator": self.comm, "tag": self.tag,
                 "any_tag": self.any_tag, "any_source": self.any_source, "length": self.length,
@@ -135,27 +137,43 @@ class RankModel:
     waits: List[Wait] = field(default_factory=list)
     uncertain: bool = False             # its waits may be incomplete (partly read)
     reason: Optional[str] = None        # why blocked-unseen, unreadable, unknown, uncertain
-    collectives: list = field(default_factory=list)   # (name, comm key or None) it is in
-    entry: object = None                # snapshot.Rank, None when missing
+    # (name, communicator's key or None) of each collective it is in
+    collectives: List[Tuple[str, Optional[CommKey]]] = field(default_factory=list)
+    entry: Optional[Rank] = None        # None when missing
 
     @property
-    def blocked(self):
+    def blocked(self) -> bool:
         return self.status in (Status.BLOCKED, Status.FINALIZING)
 
-    def targets(self):
-        seen = []
+    @property
+    def communicators(self) -> List[Communicator]:
+        """The rank's communicators as read ([]: none could be, or it is not in the
+        snapshot)."""
+        if self.entry is None or self.entry.communicators is None:
+            return []
+        return self.entry.communicators
+
+    @property
+    def pml(self) -> Optional[str]:
+        """Open MPI's PML the rank uses, as the snapshot records it or its frames name it;
+        None if unknown."""
+        return _pml(self.entry) if self.entry is not None else None
+
+    def targets(self) -> List[int]:
+        seen: List[int] = []
         for w in self.waits:
             for t in w.targets:
                 if t not in seen:
                     seen.append(t)
         return seen
 
-    def edge_kind(self, wait, target):
+    def edge_kind(self, wait: Wait, target: int) -> Need:
         """AND when the rank cannot progress without `target`, OR when another can do."""
         alone = self.combine == Need.AND or len(self.waits) == 1
         return Need.AND if alone and (wait.need == Need.AND or len(wait.targets) == 1) else Need.OR
 
-    def describe(self, world=None, relative=False, lengths=True):
+    def describe(self, world: Optional[int] = None, relative: bool = False,
+                 lengths: bool = True) -> str:
         """The rank's state in words: "in MPI_Send: send to rank 1 on MPI_COMM_WORLD (...)".
         With relative=True, peers are relative to the rank ("rank+1"), and with
         lengths=False message lengths are left out (both for grouping ranks)."""
@@ -184,7 +202,7 @@ class RankModel:
             return "%s%s, %s" % (where, " on " + on if on else "",
                                  "waiting for " + ranks_text(self.targets()) if self.targets()
                                  else "reached by every member")
-        parts = []
+        parts: List[str] = []
         for w in self.waits:
             text = w.describe(self.rank if relative else None, world, lengths)
             if w.any_source and not w.in_progress:
@@ -199,32 +217,32 @@ class RankModel:
 @dataclass
 class Model:
     world: int                          # MPI_COMM_WORLD's size
-    ranks: dict                         # world rank -> RankModel
-    snapshot: object
+    ranks: Dict[int, RankModel]         # world rank -> RankModel
+    snapshot: Snapshot
     collectives_hidden: bool = False    # some collective's communicator was inferred
     open_mpi: bool = True               # the DLL is Open MPI's: its quirks apply
     lengths_in_bytes: bool = True       # the DLL's message lengths are bytes
-    shown_complete: dict = field(default_factory=dict)   # rank -> operations shown complete
-                                        # that are in fact waited on (openmpi.py)
+    # rank -> operations shown complete that are in fact waited on (openmpi.py)
+    shown_complete: Dict[int, int] = field(default_factory=dict)
 
-    def is_pending(self, op):
+    def is_pending(self, op: Operation) -> bool:
         """Whether an operation still waits for its peer, Open MPI's quirk undone."""
         return op.pending or (self.open_mpi and openmpi.shown_complete_but_waited_on(op))
 
-    def rank_list(self):
+    def rank_list(self) -> List[RankModel]:
         return [self.ranks[r] for r in sorted(self.ranks)]
 
 
 # --------------------------------------------------------------------------------------------
 # Building the model from a snapshot
 
-def length_text(length, in_bytes):
+def length_text(length: int, in_bytes: bool) -> str:
     """A message length in words: "N bytes" where the DLL's lengths are bytes, else
     "length N", as the dump itself says (openmpi.lengths_in_bytes)."""
     return "%d bytes" % length if in_bytes else "length %d" % length
 
 
-def world_size(snapshot):
+def world_size(snapshot: Snapshot) -> int:
     """MPI_COMM_WORLD's size, from any rank that shows it, else the highest rank + 1."""
     for r in snapshot.ranks:
         for c in r.communicators or ():
@@ -234,7 +252,7 @@ def world_size(snapshot):
     return max(known) + 1 if known else 0
 
 
-def build(snapshot):
+def build(snapshot: Snapshot) -> Model:
     world = world_size(snapshot)
     entries = snapshot.by_rank()
     numbers = sorted(set(range(world)) | set(entries))
@@ -255,13 +273,13 @@ def build(snapshot):
     return model
 
 
-def _pml(entry):
+def _pml(entry: Rank) -> Optional[str]:
     if entry.pml:
         return entry.pml
     return openmpi.pml_from_frames(entry.state.frames if entry.state else ())
 
 
-def _classify(n, entry):
+def _classify(n: int, entry: Optional[Rank]) -> RankModel:
     """Status from what the snapshot says of the rank; waits come later."""
     if entry is None:
         return RankModel(n, Status.MISSING, reason="no entry in the snapshot")
@@ -290,7 +308,7 @@ def _classify(n, entry):
     return rm
 
 
-def _pending(entry):
+def _pending(entry: Rank) -> Iterator[Tuple[Communicator, Operation]]:
     """(communicator, operation) for every sent or received operation of a readable rank."""
     for c in entry.communicators or ():
         if c.is_null:
@@ -300,19 +318,19 @@ def _pending(entry):
                 yield c, op
 
 
-def _collect_collectives(rm):
+def _collect_collectives(rm: RankModel) -> None:
     """The collectives the rank is in: from collective-tag operations (communicator known)
     and from a collective call on its stack (communicator known only if the snapshot says)."""
     e = rm.entry
-    if e is None or not e.readable:
+    if e is None or e.communicators is None:  # not readable
         return
-    found = []
+    found: List[Tuple[str, Optional[CommKey]]] = []
     for c, op in _pending(e):
         name = openmpi.collective_of_tag(op.tag)
         if name and not op.any_tag and (name, c.key) not in found:
             found.append((name, c.key))
-    if rm.call in mpicalls.COLLECTIVES:
-        key = None
+    if rm.call is not None and rm.call in mpicalls.COLLECTIVES:
+        key: Optional[CommKey] = None
         if e.state is not None and e.state.communicator is not None:
             keys = [c.key for c in e.communicators if c.unique_id == e.state.communicator]
             key = keys[0] if len(keys) == 1 else None
@@ -322,14 +340,15 @@ def _collect_collectives(rm):
     rm.collectives = found
 
 
-def _reached(other, name, key):
+def _reached(other: RankModel, name: str, key: Optional[CommKey]) -> bool:
     for n, k in other.collectives:
         if n == name and (k is None or key is None or k == key):
             return True
     return False
 
 
-def _op_wait(rank, comm, op, call, pending, in_bytes, assumed=False):
+def _op_wait(rank: int, comm: Communicator, op: Operation, call: str, pending: bool,
+             in_bytes: bool, assumed: bool = False) -> Optional[Wait]:
     """The wait behind one point-to-point operation (`pending`: it still waits for its peer;
     `in_bytes`: the DLL's lengths are bytes), or None if it waits for nobody (a peer outside
     MPI_COMM_WORLD, MPI_PROC_NULL)."""
@@ -353,11 +372,11 @@ def _op_wait(rank, comm, op, call, pending, in_bytes, assumed=False):
     return w
 
 
-def _merge(waits, call):
+def _merge(waits: List[Wait], call: str) -> Wait:
     """Several candidate waits of one direction as one OR wait (any of them)."""
     if len(waits) == 1:
         return waits[0]
-    targets = []
+    targets: List[int] = []
     for w in waits:
         for t in w.targets:
             if t not in targets:
@@ -369,11 +388,11 @@ def _merge(waits, call):
                 assumed=first.assumed, operations=[o for w in waits for o in w.operations])
 
 
-def _collective_waits(rm, model, name, key):
+def _collective_waits(rm: RankModel, model: Model, name: str,
+                      key: Optional[CommKey]) -> List[Wait]:
     """Waits of a rank in collective `name` on the communicator `key` (None: not shown, then
     one alternative per communicator of the rank that could hold it)."""
-    e = rm.entry
-    comms = [c for c in e.communicators if not c.is_null]
+    comms = [c for c in rm.communicators if not c.is_null]
     if key is not None:
         candidates = [c for c in comms if c.key == key]
     else:
@@ -381,7 +400,7 @@ def _collective_waits(rm, model, name, key):
         for c in comms:
             if c.size > 1 and c.group is not None and c.key not in [x.key for x in candidates]:
                 candidates.append(c)
-    alternatives = []
+    alternatives: List[Wait] = []
     for c in candidates:
         if c.group is None:
             continue
@@ -393,7 +412,7 @@ def _collective_waits(rm, model, name, key):
     # Alternatives waiting for the same ranks are one wait (e.g. MPI_COMM_WORLD and a dup of
     # it): keep the first, preferring MPI_COMM_WORLD's name.
     alternatives.sort(key=lambda w: w.comm != "MPI_COMM_WORLD")
-    distinct = []
+    distinct: List[Wait] = []
     for w in alternatives:
         if all(set(w.targets) != set(d.targets) for d in distinct):
             distinct.append(w)
@@ -404,8 +423,7 @@ def _collective_waits(rm, model, name, key):
     return distinct
 
 
-def _derive_waits(rm, model):
-    e = rm.entry
+def _derive_waits(rm: RankModel, model: Model) -> None:
     if rm.status == Status.FINALIZING:
         others = tuple(n for n, o in sorted(model.ranks.items())
                        if n != rm.rank and o.status not in NEVER_ACT)
@@ -415,7 +433,9 @@ def _derive_waits(rm, model):
     if rm.status not in (Status.BLOCKED, Status.UNKNOWN):
         return
     assumed = rm.status == Status.UNKNOWN
-    p2p = {"sends": [], "receives": []}
+    e = rm.entry
+    assert e is not None, rm  # blocked or unknown: in the snapshot
+    p2p: Dict[str, List[Wait]] = {"sends": [], "receives": []}
     for c, op in _pending(e):
         if openmpi.collective_of_tag(op.tag) and not op.any_tag:
             continue   # the collective's own traffic: the collective waits below cover it
@@ -425,7 +445,7 @@ def _derive_waits(rm, model):
         w = _op_wait(rm.rank, c, op, rm.call or "?", pending, model.lengths_in_bytes, assumed)
         if w is not None:
             p2p[op.queue].append(w)
-    collective = []
+    collective: List[Union[Wait, List[Wait]]] = []   # a list: any one of its waits
     for name, key in rm.collectives:
         alternatives = _collective_waits(rm, model, name, key)
         if len(alternatives) == 1:
@@ -442,11 +462,11 @@ def _derive_waits(rm, model):
         return
     if call in mpicalls.COLLECTIVES:
         mine = [c for c in collective if (c[0] if isinstance(c, list) else c).collective == call]
-        waits = mine[:1]
-        if waits and isinstance(waits[0], list):
-            rm.combine, rm.waits = Need.OR, waits[0]
+        first = mine[0] if mine else None
+        if isinstance(first, list):
+            rm.combine, rm.waits = Need.OR, first
         else:
-            rm.combine, rm.waits = Need.AND, waits
+            rm.combine, rm.waits = Need.AND, [first] if first is not None else []
         if not rm.waits:
             rm.status = Status.BLOCKED_UNSEEN
             rm.reason = "no communicator of it can hold the collective"

@@ -13,9 +13,10 @@ A rank that repeats the very same operation on the same buffer in a loop looks s
 comparison sees states, not counts.
 """
 from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 from . import mpicalls
-from .snapshot import SnapshotError
+from .snapshot import Rank, Snapshot, SnapshotError, State
 from .textenum import TextEnum
 
 
@@ -31,19 +32,19 @@ class Motion(TextEnum):
 
 @dataclass
 class Progress:
-    ranks: dict = field(default_factory=dict)     # rank -> its Motion
-    changes: dict = field(default_factory=dict)   # rank -> what changed, for MOVED
+    ranks: Dict[int, Motion] = field(default_factory=dict)
+    changes: Dict[int, str] = field(default_factory=dict)   # rank -> what changed, for MOVED
 
-    def of(self, motion):
+    def of(self, motion: Motion) -> List[int]:
         """The ranks that moved so, in order."""
         return sorted(r for r, v in self.ranks.items() if v == motion)
 
-    def to_json(self):
+    def to_json(self) -> Dict[str, object]:
         return {motion: self.of(motion) for motion in Motion} | \
             {"changes": {str(r): text for r, text in sorted(self.changes.items())}}
 
 
-def _stack_from_call(state):
+def _stack_from_call(state: Optional[State]) -> Optional[Tuple[str, ...]]:
     """The frames from the innermost MPI call outwards (what is inside the MPI library varies
     from one interruption to the next)."""
     if state is None:
@@ -54,7 +55,7 @@ def _stack_from_call(state):
     return tuple(state.frames[-8:])
 
 
-def _operations(entry):
+def _operations(entry: Rank) -> List[tuple]:
     ops = []
     for c in entry.communicators or ():
         for q in ("sends", "receives", "unexpected"):
@@ -64,7 +65,7 @@ def _operations(entry):
     return sorted(ops, key=repr)
 
 
-def compare(earlier, later):
+def compare(earlier: Snapshot, later: Snapshot) -> Progress:
     """Progress of every rank from `earlier` to `later`; SnapshotError if they are not of the
     same job (no rank with the same pid in both)."""
     before, after = earlier.by_rank(), later.by_rank()

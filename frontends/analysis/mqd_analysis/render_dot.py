@@ -9,8 +9,10 @@ HTML report uses (tests look for it in a screenshot).
 import shutil
 import subprocess
 from collections import defaultdict
+from typing import DefaultDict, Dict, Tuple
 
-from .model import Need, Status, WaitKind
+from .analysis import Analysis
+from .model import Need, Status, Wait, WaitKind
 from .rankset import ranks_text
 
 MAX_RANK_NODES = 16
@@ -30,15 +32,15 @@ class RenderError(Exception):
     sentence."""
 
 
-def _q(text):
+def _q(text: object) -> str:
     """A DOT double-quoted string."""
     return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _short(w):
+def _short(w: Wait) -> str:
     """A short edge label: the operation behind the wait."""
     if w.kind == WaitKind.COLLECTIVE:
-        return w.collective
+        return w.collective or "a collective"
     if w.kind == WaitKind.FINALIZE:
         return "MPI_Finalize"
     if w.candidates > 1:
@@ -48,18 +50,18 @@ def _short(w):
     return "%s %s%s" % ("send" if w.kind == WaitKind.SEND else "recv", src, tag)
 
 
-def _node_style(status, in_knot):
+def _node_style(status: Status, in_knot: bool) -> str:
     if in_knot:
         return 'style="filled,bold" fillcolor=%s color=%s penwidth=2.5' % (_q(KNOT_FILL),
                                                                           _q(KNOT_BORDER))
     return "style=filled fillcolor=%s" % _q(FILL.get(status, OTHER_FILL))
 
 
-def render(analysis, max_rank_nodes=MAX_RANK_NODES):
+def render(analysis: Analysis, max_rank_nodes: int = MAX_RANK_NODES) -> str:
     """DOT source of the picture."""
     a = analysis
     use_classes = len(a.model.ranks) > max_rank_nodes
-    node_of = {}
+    node_of: Dict[int, str] = {}
     legend = "solid: AND wait (that rank is needed)   dashed: OR wait (any one will do)"
     if a.knots:
         legend += "   magenta: %sknot (%s)" % ("" if a.deadlock else "possible ",
@@ -88,7 +90,8 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
                 name, _q(label), _q(rm.describe(a.model.world)),
                 _node_style(rm.status, rm.rank in a.knot_of)))
     # Edges, merged per (from node, to node, kind, label): one line each, with a count.
-    merged = defaultdict(int)
+    # (from node, to node, kind, label, blocking) -> how many waits
+    merged: DefaultDict[Tuple[str, str, Need, str, bool], int] = defaultdict(int)
     ev = a.evaluation
     for rm in a.model.rank_list():
         for i, w in enumerate(rm.waits):
@@ -110,7 +113,7 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
     return "\n".join(lines) + "\n"
 
 
-def dot_program():
+def dot_program() -> str:
     path = shutil.which("dot")
     if path is None:
         raise RenderError("Graphviz's dot command is not installed (Debian: apt-get install "
@@ -118,7 +121,7 @@ def dot_program():
     return path
 
 
-def convert(dot_source, fmt):
+def convert(dot_source: str, fmt: str) -> bytes:
     """The picture in `fmt` ("svg" or "png"), as bytes, laid out by Graphviz's dot.
     RenderError when dot is missing, cannot be run (not a program, no permission, a missing
     interpreter), takes too long or fails."""

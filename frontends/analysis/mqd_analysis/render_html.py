@@ -6,8 +6,9 @@ Policy says so, so a cloud-hosted front end can serve the file as it is. Every s
 snapshot (communicator names, frames, errors: they come from the target's memory) is escaped.
 """
 import html
+from typing import List, Tuple
 
-from .analysis import Verdict
+from .analysis import Analysis, Verdict
 from .model import length_text
 from .progress import Motion
 from .rankset import ranks_text
@@ -43,23 +44,23 @@ footer { font-size: 11px; color: #666666; padding: 8px 24px; }
 """.replace("PICTURE_BORDER", PICTURE_BORDER)
 
 
-def _e(text):
+def _e(text: object) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-def _inline_svg(svg_bytes):
+def _inline_svg(svg_bytes: bytes) -> str:
     """dot's SVG without its XML prolog and DOCTYPE, ready to inline."""
     text = svg_bytes.decode("utf-8", "replace")
     start = text.find("<svg")
     return text[start:] if start >= 0 else ""
 
 
-def _involved(a):
+def _involved(a: Analysis) -> List[int]:
     ranks = sorted(a.knot_of) or [rm.rank for rm in a.model.rank_list() if rm.blocked]
     return ranks
 
 
-def _queues(a, r):
+def _queues(a: Analysis, r: int) -> str:
     rm = a.model.ranks[r]
     e = rm.entry
     out = ["<h3>Rank %d%s</h3>" % (r, (" <span class=\"knotmark\">knot %d</span>"
@@ -76,9 +77,9 @@ def _queues(a, r):
     out.append("<p>%s</p>" % "; ".join(facts))
     if e is not None and e.state is not None and e.state.frames:
         out.append("<p class=\"frames\">stack: %s</p>" % _e(" ← ".join(e.state.frames[:8])))
-    if e is None or not e.readable:
+    if e is None or e.communicators is None:  # not readable
         return "\n".join(out)
-    rows = []
+    rows: List[Tuple[str, str, str]] = []
     for c in e.communicators:
         if c.is_null:
             continue
@@ -109,7 +110,7 @@ def _queues(a, r):
     return "\n".join(out)
 
 
-def render(analysis, svg_bytes):
+def render(analysis: Analysis, svg_bytes: bytes) -> str:
     """The report; `svg_bytes` is the picture as render_dot.convert(..., "svg") made it."""
     a = analysis
     css = {Verdict.DEADLOCK: "deadlock", Verdict.UNKNOWN: "unknown"}.get(a.verdict, "none")

@@ -1,6 +1,7 @@
 """The analysis as text for a terminal: the verdict, the explanation of each knot, the ranks
 grouped into classes, the progress between two snapshots, and notes on what the snapshot
 cannot show."""
+from .analysis import Analysis
 from .progress import Motion
 from .rankset import ranks_text
 
@@ -9,7 +10,7 @@ NOTE_KINDS = ("pml-invisible", "queues-empty", "unexpected-unknown", "unreadable
               "shown-complete")
 
 
-def render(analysis):
+def render(analysis: Analysis) -> str:
     a = analysis
     lines = [a.headline()]
     for i, k in enumerate(a.knots):

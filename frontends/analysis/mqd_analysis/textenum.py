@@ -9,5 +9,5 @@ import enum
 class TextEnum(str, enum.Enum):
     """A str-valued enumeration whose members read as their values."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str.__str__(self)
