@@ -35,7 +35,7 @@ import os
 import sys
 
 
-def _load_front_end():
+def _load_front_end() -> None:
     # This file's directory. The code object knows its own file; __file__ may name an outer
     # script when this one is sourced from another.
     here = os.path.dirname(os.path.abspath(sys._getframe().f_code.co_filename))

@@ -38,5 +38,8 @@ Modules, one concept each, in the order a value travels:
                front end is sourced
 
 Importing the package itself imports nothing else; abi, errors, options, render and analysis
-import no gdb.
+import no gdb. Every function is annotated, and mypy checks them (../../mypy.ini, with
+../../stubs/gdb.pyi for gdb's module); the modules that import gdb leave their annotations
+unevaluated (`from __future__ import annotations`): they name gdb's classes, which only a real
+gdb has.
 """

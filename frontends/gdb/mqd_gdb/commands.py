@@ -46,10 +46,13 @@ mistake in them is an MqdError naming it, with the command's usage ("argument --
 expected one argument (usage: mqd dump ...)"); the usage argparse prints is the one in the
 command's help (its docstring, which gdb's `help` shows).
 """
+from __future__ import annotations
+
 import argparse
 import contextlib
 import os
 import traceback
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 import gdb
 
@@ -61,10 +64,10 @@ from .inferiors import SelectedInferior, find as find_inferior
 from .options import Parser
 from .session import Session
 
-_session = None
+_session: Optional[Session] = None
 
 
-def _dll_name_of_target():
+def _dll_name_of_target() -> str:
     inferior = gdb.selected_inferior()
     address = lookup.of(inferior.num).address("MPIR_dll_name")
     try:
@@ -79,16 +82,20 @@ class MqdPrefix(gdb.Command):
     """Message queues of MPI processes through an MQD DLL.
 Subcommands: mqd attach, mqd load, mqd dump, mqd snapshot, mqd graph, mqd types, mqd status."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd", gdb.COMMAND_DATA, prefix=True)
 
 
-def _command(fn):
+# A command's body: (the command, its arguments as gdb.string_to_argv splits them, from_tty).
+Body = Callable[[Any, List[str], bool], None]
+
+
+def _command(fn: Body) -> Callable[[Any, str, bool], None]:
     """Runs a command body inside the front end's error boundary: an MqdError is the user's
     one line, "mqd: TEXT"; any other exception is a bug, "mqd: internal error: TYPE: TEXT",
     after its traceback when gdb's `python print-stack` is `full` (gdb itself prints none for
     a gdb.GdbError)."""
-    def invoke(self, arg, from_tty):
+    def invoke(self: Any, arg: str, from_tty: bool) -> None:
         try:
             with memory.Command():
                 fn(self, gdb.string_to_argv(arg), from_tty)
@@ -103,7 +110,7 @@ def _command(fn):
     return invoke
 
 
-def _wants_tracebacks():
+def _wants_tracebacks() -> bool:
     """Whether `set python print-stack full` is on (gdb's parameter "python print-stack":
     none, message or full)."""
     try:
@@ -123,7 +130,7 @@ PID...: attach these processes, one inferior each.
 --without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
 through it costs a third of the exchanges, and gdb cannot read their thread-local variables."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd attach", gdb.COMMAND_RUNNING)
         self.parser = Parser("mqd attach", usage="mqd attach --launcher PID [--gdbserver "
                              "HOST=ADDRESS ...] [--without-thread-db] | mqd attach PID...")
@@ -134,18 +141,20 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
         self.parser.add_argument("pids", nargs="*", type=_pid, metavar="PID")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         options = self.parser.parse(argv)
         launcher, pids = options.launcher, options.pids
         thread_db = not options.without_thread_db
-        servers = {}
+        servers: Dict[str, List[str]] = {}
         for host, address in options.gdbserver:
             servers.setdefault(host, []).append(address)
         if (launcher is None) == (not pids):
             raise MqdError(self.parser.usage_line())
+        offers: ContextManager[Any] = NoSymbolOffers()
+        if thread_db:
+            offers = contextlib.nullcontext()
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
-        with job.Quiet(), CodeFromFiles(), \
-                (contextlib.nullcontext() if thread_db else NoSymbolOffers()):
+        with job.Quiet(), CodeFromFiles(), offers:
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
             else:
@@ -160,9 +169,9 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
                                                                         _ranges(nums)))
 
 
-def _ranges(nums):
+def _ranges(nums: List[int]) -> str:
     """"1, 3-5" for [1, 3, 4, 5]."""
-    spans = []
+    spans: List[List[int]] = []
     for n in nums:
         if spans and n == spans[-1][1] + 1:
             spans[-1][1] = n
@@ -171,7 +180,7 @@ def _ranges(nums):
     return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
 
 
-def _pid(text):
+def _pid(text: str) -> int:
     """A process id on the command line (argparse's `type`)."""
     try:
         pid = int(text)
@@ -182,7 +191,7 @@ def _pid(text):
     return pid
 
 
-def _host_address(text):
+def _host_address(text: str) -> Tuple[str, str]:
     """--gdbserver's HOST=ADDRESS as (host, address) (argparse's `type`)."""
     if "=" not in text:
         raise argparse.ArgumentTypeError("not HOST=ADDRESS: %s" % text)
@@ -195,7 +204,7 @@ class MqdLoad(gdb.Command):
 DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server and
 --vendor-dll then set MQD_PROXY_SERVER and MQD_PROXY_DLL before it is loaded."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd load", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
         self.parser = Parser("mqd load")
         self.parser.add_argument("--server", metavar="ENDPOINT")
@@ -203,7 +212,7 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
         self.parser.add_argument("dll", nargs="?", metavar="DLL")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         options = self.parser.parse(argv)
         if options.server is not None:
             os.environ["MQD_PROXY_SERVER"] = options.server
@@ -212,7 +221,7 @@ DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server a
         load(options.dll)
 
 
-def load(path=None):
+def load(path: Optional[str] = None) -> Session:
     """Loads the DLL at `path` (None: the one the target's MPIR_dll_name names) as the session
     every command uses, and says so: `mqd load`, and the commands that need a DLL when none is
     loaded. MqdError when it cannot be loaded; the session loaded before stays then."""
@@ -225,13 +234,12 @@ def load(path=None):
     return _session
 
 
-def _read_dumps(everything):
+def _read_dumps(everything: bool) -> List[Dict[str, Any]]:
     """The dump of the current inferior, or of every inferior with a process; loads the DLL
     first (as `mqd load`) if none is. A process that cannot be read is its failure. Open MPI's
     debug types are loaded only for Open MPI's DLL (Session.is_open_mpi): another MPI's
     DLL (MPICH's) asks for its own library's types, which no object of Open MPI's provides."""
-    if _session is None:
-        load()
+    session = _session if _session is not None else load()
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
         [gdb.selected_inferior().num]
     if len(nums) > 1:
@@ -246,38 +254,38 @@ def _read_dumps(everything):
             for num in todo:
                 with SelectedInferior(num):
                     try:
-                        step(num)
+                        step(session, num)
                     except MqdError:
                         pass
     dumps = []
     for num in nums:
         with SelectedInferior(num):
             try:
-                _set_up(num)
-                dumps.append(dump(_session, num))
+                _set_up(session, num)
+                dumps.append(dump(session, num))
             except MqdError as e:
-                process = _session.processes.get(num)
+                process = session.processes.get(num)
                 dumps.append(failed(num, find_inferior(num).pid, str(e),
                                     process.warnings if process else ()))
     return dumps
 
 
-def _set_up(num):
+def _set_up(session: Session, num: int) -> None:
     """The image and process of inferior `num` set up (Session.ensure_process), with Open MPI's
     debug types loaded first for Open MPI's DLL."""
-    if _session.is_open_mpi():
+    if session.is_open_mpi():
         debug_types.ensure(num)
-    _session.ensure_process(num)
+    session.ensure_process(num)
 
 
-def _set_up_image(num):
+def _set_up_image(session: Session, num: int) -> None:
     """The image of inferior `num` set up (Session.ensure_image), as _set_up."""
-    if _session.is_open_mpi():
+    if session.is_open_mpi():
         debug_types.ensure(num)
-    _session.ensure_image(num)
+    session.ensure_image(num)
 
 
-def _write_file(path, text):
+def _write_file(path: str, text: str) -> None:
     try:
         with open(path, "w") as f:
             f.write(text)
@@ -285,7 +293,7 @@ def _write_file(path, text):
         raise MqdError("cannot write %s: %s" % (path, e.strerror or e))
 
 
-def _whole_job_snapshot():
+def _whole_job_snapshot() -> Dict[str, Any]:
     """The snapshot of every inferior with a process (snapshot.take)."""
     if not any(i.pid != 0 for i in gdb.inferiors()):
         raise MqdError("no process to take a snapshot of: attach to the job's processes first "
@@ -293,7 +301,7 @@ def _whole_job_snapshot():
     return snapshot.take(_read_dumps(everything=True))
 
 
-def _summary(snap):
+def _summary(snap: Dict[str, Any]) -> str:
     unread = len([r for r in snap["ranks"] if "communicators" not in r])
     return "%d processes%s" % (len(snap["ranks"]),
                                ", %d could not be read" % unread if unread else "")
@@ -304,7 +312,7 @@ class MqdDump(gdb.Command):
 Communicators, groups and the three queues of the current inferior (--all: every inferior
 with a process), as text or JSON, written to gdb's output or to FILE."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd dump", gdb.COMMAND_DATA)
         self.parser = Parser("mqd dump")
         self.parser.add_argument("--json", action="store_true")
@@ -312,7 +320,7 @@ with a process), as text or JSON, written to gdb's output or to FILE."""
         self.parser.add_argument("--output", metavar="FILE")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         options = self.parser.parse(argv)
         everything = options.everything
         dumps = _read_dumps(everything)
@@ -335,13 +343,13 @@ Every inferior's queues (as mqd dump --all reads them), where its main thread is
 (frames and innermost MPI call), Open MPI's PML and the host, as frontends/analysis/SNAPSHOT.md
 defines them: the input of mqd graph's analysis, and of mqd-proxy graph without a debugger."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd snapshot", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
         self.parser = Parser("mqd snapshot")
         self.parser.add_argument("output", metavar="OUT.json")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         output = self.parser.parse(argv).output
         snap = _whole_job_snapshot()
         _write_file(output, snapshot.as_json(snap))
@@ -355,7 +363,7 @@ verdict, each deadlock's ranks and likely cause (--json: the analysis as JSON); 
 --png and --html write the picture and a self-contained HTML report (SVG, PNG and HTML need
 Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd graph", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
         self.parser = Parser("mqd graph")
         self.parser.add_argument("--json", action="store_true")
@@ -363,7 +371,7 @@ Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later.
             self.parser.add_argument("--" + name, metavar="FILE")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         options = self.parser.parse(argv)
         mqd_analysis = analysis.load()
         snap = _whole_job_snapshot()
@@ -382,13 +390,13 @@ Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later.
 class MqdTypes(gdb.Command):
     """Load debug types for a stripped libmpi: mqd types [OBJECT]"""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd types", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
         self.parser = Parser("mqd types")
         self.parser.add_argument("object", nargs="?", metavar="OBJECT")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         options = self.parser.parse(argv)
         with SelectedInferior(gdb.selected_inferior().num):  # keeps the user's frame
             path = debug_types.load(options.object)
@@ -398,12 +406,12 @@ class MqdTypes(gdb.Command):
 class MqdStatus(gdb.Command):
     """What mqd has loaded and set up, and the pages of target memory it keeps: mqd status"""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd status", gdb.COMMAND_DATA)
         self.parser = Parser("mqd status")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
         self.parser.parse(argv)
         if _session is None:
             gdb.write("mqd: no DLL loaded\n")
@@ -424,7 +432,7 @@ class MqdStatus(gdb.Command):
                      checks["changed"], checks["dropped"]))
 
 
-def register():
+def register() -> None:
     """Makes the `mqd` commands known to gdb (again: a command registered twice replaces the
     first)."""
     MqdPrefix()

@@ -14,27 +14,32 @@ keeping them: those stay until gdb ends.
 """
 import sys
 import types
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 # The name in sys.modules of the module that holds what is connected ({owner: [(registry,
 # handler)]} as its `handlers`).
 KEPT = "_mqd_gdb_event_handlers"
 
+# A gdb event registry (gdb.events.NAME) and a handler connected to it.
+Connection = Tuple[Any, Callable[..., Any]]
 
-def _connected():
+
+def _connected() -> Dict[str, List[Connection]]:
     """owner -> [(registry, handler)] it connected, kept across copies of the package."""
     kept = sys.modules.get(KEPT)
     if kept is None:
         kept = types.ModuleType(KEPT, "The gdb event handlers the mqd front end connected "
                                       "(mqd_gdb.events).")
         sys.modules[KEPT] = kept
-    return vars(kept).setdefault("handlers", {})
+    handlers: Dict[str, List[Connection]] = vars(kept).setdefault("handlers", {})
+    return handlers
 
 
-def connect(owner, handlers):
+def connect(owner: str, handlers: Sequence[Connection]) -> None:
     """Connects each (registry, handler) of `handlers` for `owner` (a module's __name__),
     after disconnecting every handler that `owner` connected before."""
     disconnect(owner)
-    done = []
+    done: List[Connection] = []
     try:
         for registry, handler in handlers:
             registry.connect(handler)
@@ -43,7 +48,7 @@ def connect(owner, handlers):
         _connected()[owner] = done
 
 
-def disconnect(owner):
+def disconnect(owner: str) -> None:
     """Disconnects every handler that `owner` connected (none: nothing to do)."""
     for registry, handler in _connected().pop(owner, []):
         registry.disconnect(handler)

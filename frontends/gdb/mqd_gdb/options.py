@@ -10,6 +10,7 @@ that does not fit raises argparse.ArgumentTypeError in its `type` function, whic
 reports as "argument NAME: " and its text.
 """
 import argparse
+from typing import List, NoReturn, Optional
 
 from .errors import MqdError
 
@@ -18,19 +19,19 @@ class Parser(argparse.ArgumentParser):
     """The options of the command `prog` ("mqd dump"); `usage` replaces the usage argparse
     would write (`mqd attach` has two forms)."""
 
-    def __init__(self, prog, usage=None):
+    def __init__(self, prog: str, usage: Optional[str] = None) -> None:
         super().__init__(prog=prog, usage=usage, add_help=False, allow_abbrev=False)
 
-    def parse(self, argv):
+    def parse(self, argv: List[str]) -> argparse.Namespace:
         """The options and arguments in `argv` (gdb.string_to_argv's list)."""
         return self.parse_intermixed_args(argv)
 
-    def usage_line(self):
+    def usage_line(self) -> str:
         """"usage: ..." on one line (argparse wraps a long one at the terminal's width)."""
         return " ".join(self.format_usage().split())
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise MqdError("%s (%s)" % (message, self.usage_line()))
 
-    def exit(self, status=0, message=None):
+    def exit(self, status: int = 0, message: Optional[str] = None) -> NoReturn:
         raise MqdError((message or "").strip() or self.usage_line())
