@@ -10,7 +10,7 @@
 #   MQD_TESTS_MPI        MPI::MPI_C, MQD_MPIRUN, MQD_GDB, MQD_GDBSERVER, MQD_OMPI_MSGQ_DLL
 #   MQD_TESTS_MPICH      MQD_MPICH_PREFIX checked (and MQD_TESTS_MPI)
 #   MQD_TESTS_SSH        MQD_SSHD, MQD_SSH, MQD_SSH_KEYGEN
-#   MQD_TESTS_ANALYSIS   MQD_DOT; with MQD_TESTS_MPI also MQD_CHROMIUM
+#   MQD_TESTS_ANALYSIS   MQD_DOT, MQD_MYPY; with MQD_TESTS_MPI also MQD_CHROMIUM
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
 #                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
 #   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
@@ -106,6 +106,7 @@ macro(mqd_check_requirements)
 
   if(MQD_TESTS_ANALYSIS)
     mqd_require_program(MQD_DOT MQD_TESTS_ANALYSIS graphviz dot)
+    mqd_require_program(MQD_MYPY MQD_TESTS_ANALYSIS mypy mypy)  # frontend-types (tests/frontend/)
     if(MQD_TESTS_MPI)  # two cases of the hang suite render their report (tests/deadlock/)
       mqd_require_program(MQD_CHROMIUM MQD_TESTS_ANALYSIS chromium chromium)
     endif()

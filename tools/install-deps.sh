@@ -10,8 +10,8 @@
 #                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
 #                            (tests/packaging/), pytest (the Python tests), Graphviz and
 #                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
-#                            and what building MPICH from Debian's source package needs
-#                            (tools/mpich/)
+#                            mypy (the front ends' type check: tests/frontend/), and what
+#                            building MPICH from Debian's source package needs (tools/mpich/)
 set -euo pipefail
 
 packages=(
@@ -49,6 +49,8 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # the deadlock analysis (tests/analysis/, tests/deadlock/): Graphviz's dot for the
     # pictures, and Chromium to render the HTML report headless and check the screenshot
     packages+=(graphviz chromium)
+    # the type check of the front ends' Python (frontend-types, tests/frontend/): mypy
+    packages+=(mypy)
     # MPICH with its debugger DLL (tools/mpich/build-mpich.sh): Debian's source package through
     # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
     # Debian's hwloc instead of MPICH's embedded copy

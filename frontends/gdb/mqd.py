@@ -27,14 +27,15 @@
 # This file only loads the front end: its code is the package mqd_gdb next to it
 # (mqd_gdb/__init__.py lists its modules). Sourcing it puts this directory first on gdb's
 # sys.path, imports the package afresh (sourcing again starts over, as it always did: no DLL
-# loaded) and registers the commands. Python writes no bytecode next to it: an installed
+# loaded; the earlier copy's gdb event handlers are disconnected, mqd_gdb/events.py) and
+# registers the commands. Python writes no bytecode next to it: an installed
 # copy is package data, which a package manager must be able to remove whole.
 
 import os
 import sys
 
 
-def _load_front_end():
+def _load_front_end() -> None:
     # This file's directory. The code object knows its own file; __file__ may name an outer
     # script when this one is sourced from another.
     here = os.path.dirname(os.path.abspath(sys._getframe().f_code.co_filename))

@@ -1,7 +1,11 @@
 """The renderers: text, JSON (its keys), DOT (valid for Graphviz), SVG, PNG and the HTML
 report (self-contained, escaped)."""
 import json
+import os
 import subprocess
+import sys
+
+import pytest
 
 from conftest import JobBuilder, run_cli
 
@@ -89,8 +93,6 @@ def test_unwritable_output_exits_3(tmp_path):
 
 def test_missing_graphviz_exits_3_with_a_sentence(tmp_path):
     snap = deadlocked().write(tmp_path / "s.json")
-    import os
-    import sys
     env = dict(os.environ, PATH="/nonexistent", PYTHONPATH=os.environ.get("PYTHONPATH", ""))
     from conftest import ANALYSIS
     env["PYTHONPATH"] = ANALYSIS
@@ -98,6 +100,38 @@ def test_missing_graphviz_exits_3_with_a_sentence(tmp_path):
                         str(tmp_path / "p.svg")], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, env=env)
     assert r.returncode == 3 and "Graphviz's dot command is not installed" in r.stderr
+
+
+def _with_dot(tmp_path, content):
+    """A directory holding a `dot` made of `content` (bytes), executable, for PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dot").write_bytes(content)
+    (bin_dir / "dot").chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize("content", [b"\x00 no program\n", b"#!/nonexistent/sh\n"])
+def test_a_dot_that_cannot_run_exits_3_with_a_sentence(tmp_path, content):
+    snap = deadlocked().write(tmp_path / "s.json")
+    bin_dir = _with_dot(tmp_path, content)
+    from conftest import ANALYSIS
+    env = dict(os.environ, PATH=str(bin_dir), PYTHONPATH=ANALYSIS)
+    r = subprocess.run([sys.executable, "-m", "mqd_analysis", "graph", snap, "--png",
+                        str(tmp_path / "p.png")], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("mqd_analysis: Graphviz's dot (%s) cannot be run: "
+                               % (bin_dir / "dot")), r.stderr
+
+
+def test_a_failing_dot_is_quoted_by_its_last_line(tmp_path, monkeypatch):
+    bin_dir = _with_dot(tmp_path, b"#!/bin/sh\necho 'Warning: first' >&2\n"
+                                  b"echo 'Error: the last line' >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(render_dot.RenderError) as failed:
+        render_dot.convert("digraph {}", "svg")
+    assert str(failed.value) == "Graphviz's dot failed: Error: the last line"
 
 
 def test_html_report_is_self_contained_and_escaped(dot):

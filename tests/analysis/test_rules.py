@@ -16,7 +16,7 @@ def test_receive_from_a_specific_source_waits_on_that_rank_only():
     job = JobBuilder(4).call(0, "MPI_Recv").recv(0, 2, tag=9)
     a = job.analyse()
     rm = a.model.ranks[0]
-    assert rm.status == model.BLOCKED
+    assert rm.status == model.Status.BLOCKED
     assert [w.targets for w in rm.waits] == [(2,)]
     assert rm.edge_kind(rm.waits[0], 2) == "AND"
     assert a.verdict == "no deadlock"          # rank 2 computes: it can still send
@@ -42,7 +42,7 @@ def test_cycle_of_pending_sends_is_a_knot_explained_as_such():
 def test_pending_send_waits_on_its_receiver_which_computes():
     job = JobBuilder(2).call(0, "MPI_Send").send(0, 1)
     a = job.analyse()
-    assert a.model.ranks[0].waits[0].kind == model.SEND
+    assert a.model.ranks[0].waits[0].kind == model.WaitKind.SEND
     assert a.verdict == "no deadlock"
 
 
@@ -52,7 +52,7 @@ def test_two_separate_cycles_are_two_knots_and_the_rest_is_free():
     ring(job, [3, 4], "MPI_Send", lambda r, n: job.send(r, n))
     a = job.analyse()
     assert knots(a) == [[0, 1], [3, 4]]
-    assert a.model.ranks[2].status == model.COMPUTING
+    assert a.model.ranks[2].status == model.Status.COMPUTING
     assert {f.knot for f in a.findings if f.knot is not None} == {0, 1}
 
 
@@ -79,7 +79,7 @@ def test_wildcard_receive_waits_on_every_other_member_as_an_or():
     job = JobBuilder(4).call(0, "MPI_Recv").recv_any(0)
     rm = job.analyse().model.ranks[0]
     [w] = rm.waits
-    assert w.any_source and w.need == model.OR and w.targets == (1, 2, 3)
+    assert w.any_source and w.need == model.Need.OR and w.targets == (1, 2, 3)
     assert {rm.edge_kind(w, t) for t in w.targets} == {"OR"}
 
 
@@ -125,10 +125,10 @@ def test_waitall_is_an_and_waitany_an_or():
         j = JobBuilder(4).call(0, call).recv(0, 1).recv(0, 3)
         return j.call(1, "MPI_Recv").recv(1, 0)   # rank 3 computes
     waitall = job("MPI_Waitall").analyse()
-    assert waitall.model.ranks[0].combine == model.AND
+    assert waitall.model.ranks[0].combine == model.Need.AND
     assert knots(waitall) == [[0, 1]]
     waitany = job("MPI_Waitany").analyse()
-    assert waitany.model.ranks[0].combine == model.OR
+    assert waitany.model.ranks[0].combine == model.Need.OR
     assert waitany.verdict == "no deadlock"
     assert "cycle-broken" in kinds(waitany)
     waitsome = job("MPI_Waitsome").analyse()
@@ -140,7 +140,7 @@ def test_single_request_call_with_several_pending_operations_waits_on_any_of_the
     job = JobBuilder(3).call(0, "MPI_Wait").recv(0, 1).recv(0, 2)
     job.call(1, "MPI_Recv").recv(1, 0)
     a = job.analyse()
-    assert a.model.ranks[0].combine == model.OR
+    assert a.model.ranks[0].combine == model.Need.OR
     assert a.verdict == "no deadlock"
 
 
@@ -148,7 +148,7 @@ def test_sendrecv_needs_both_its_send_and_its_receive():
     job = JobBuilder(3).call(0, "MPI_Sendrecv").send(0, 1).recv(0, 2)
     job.call(1, "MPI_Recv").recv(1, 0)      # rank 1 never receives from 0's send
     a = job.analyse()
-    assert a.model.ranks[0].combine == model.AND
+    assert a.model.ranks[0].combine == model.Need.AND
     assert knots(a) == [[0, 1]]
 
 
@@ -278,10 +278,10 @@ def test_collective_traffic_is_named_by_tag_and_gives_the_communicator():
     job.call(2, "MPI_Barrier")
     a = job.analyse()
     [w] = a.model.ranks[0].waits
-    assert w.kind == model.COLLECTIVE and w.collective == "MPI_Barrier"
+    assert w.kind == model.WaitKind.COLLECTIVE and w.collective == "MPI_Barrier"
     assert w.comm == "even-odd" and w.targets == (1,) and not w.comm_inferred
     # No point-to-point edge for the barrier's own traffic.
-    assert all(x.kind != model.RECEIVE for x in a.model.ranks[0].waits)
+    assert all(x.kind != model.WaitKind.RECEIVE for x in a.model.ranks[0].waits)
     assert knots(a) == [[0, 1]]
     assert a.evaluation.can[3] is True
 
@@ -301,7 +301,7 @@ def test_nonblocking_collective_under_mpi_wait():
     job.call(1, "MPI_Wait").recv(1, 2, tag=-27, length=0)
     job.call(2, "MPI_Recv").recv(2, 0, tag=4)
     a = job.analyse()
-    assert a.model.ranks[0].waits[0].kind == model.COLLECTIVE
+    assert a.model.ranks[0].waits[0].kind == model.WaitKind.COLLECTIVE
     assert a.model.ranks[0].waits[0].targets == (2,)
     assert knots(a) == [[0, 1, 2]]
 
@@ -323,7 +323,7 @@ def test_receive_from_a_rank_in_mpi_finalize():
         job.ranks[r]["state"] = {"frames": ["sched_yield", "ompi_mpi_finalize", "main"]}
     job.call(1, "MPI_Recv").recv(1, 0, tag=3)
     a = job.analyse()
-    assert a.model.ranks[0].status == model.FINALIZING
+    assert a.model.ranks[0].status == model.Status.FINALIZING
     assert knots(a) == [[0, 1, 2, 3]]
     assert {"waits-for-finished", "collective-not-reached"} <= kinds(a)
 
@@ -336,14 +336,14 @@ def test_finalizing_ranks_waiting_on_a_computing_rank_are_not_deadlocked():
 def test_rank_in_a_nonblocking_call_is_computing():
     job = JobBuilder(2).call(0, "MPI_Test").recv(0, 1).call(1, "MPI_Recv").recv(1, 0)
     a = job.analyse()
-    assert a.model.ranks[0].status == model.COMPUTING
+    assert a.model.ranks[0].status == model.Status.COMPUTING
     assert a.verdict == "no deadlock"
 
 
 def test_probe_waits_for_nothing_visible_and_gives_no_certain_verdict():
     job = JobBuilder(2).call(0, "MPI_Probe").call(1, "MPI_Recv").recv(1, 0)
     a = job.analyse()
-    assert a.model.ranks[0].status == model.BLOCKED_UNSEEN
+    assert a.model.ranks[0].status == model.Status.BLOCKED_UNSEEN
     assert a.verdict == "unknown" and knots(a) == [[0, 1]]
     assert {"waits-unseen", "possible-deadlock"} <= kinds(a)
     assert not a.deadlock
@@ -363,7 +363,7 @@ def test_ranks_missing_from_the_snapshot_are_named():
     del job.ranks[3]
     job.call(0, "MPI_Recv").recv(0, 3)
     a = job.analyse()
-    assert a.model.ranks[3].status == model.MISSING
+    assert a.model.ranks[3].status == model.Status.MISSING
     assert "missing" in kinds(a) and a.verdict == "unknown"
 
 
@@ -383,7 +383,7 @@ def test_a_rank_the_proxy_warned_of_is_named_and_its_queues_are_not_trusted():
     job = JobBuilder(2).call(0, "MPI_Recv").call(1, "MPI_Recv").set(1, warnings=[warning])
     job.recv(0, 1)  # rank 1's queues read byte-reversed: empty
     a = job.analyse()
-    assert a.model.ranks[1].status == model.BLOCKED_UNSEEN
+    assert a.model.ranks[1].status == model.Status.BLOCKED_UNSEEN
     assert warning in a.model.ranks[1].reason
     [f] = findings(a, "proxy-warning")
     assert f.ranks == [1] and f.text == "rank 1: " + warning
@@ -392,7 +392,7 @@ def test_a_rank_the_proxy_warned_of_is_named_and_its_queues_are_not_trusted():
 
 def test_ucx_is_also_recognised_from_the_frames():
     job = JobBuilder(2).call(0, "MPI_Recv", frames=["mca_pml_ucx_recv", "PMPI_Recv", "main"])
-    assert job.analyse().model.ranks[0].status == model.BLOCKED_UNSEEN
+    assert job.analyse().model.ranks[0].status == model.Status.BLOCKED_UNSEEN
 
 
 def test_all_queues_empty_while_ranks_block_in_point_to_point_calls_is_said():
@@ -439,7 +439,7 @@ def test_state_unknown_ranks_make_a_possible_deadlock_only():
     job.recv(0, 1).recv(1, 0)
     a = job.analyse()
     assert a.verdict == "unknown" and knots(a) == [[0, 1]]
-    assert a.model.ranks[2].status == model.UNKNOWN
+    assert a.model.ranks[2].status == model.Status.UNKNOWN
     assert "state-unknown" in kinds(a)
 
 

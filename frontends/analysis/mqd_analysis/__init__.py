@@ -10,12 +10,18 @@ Modules, one concept each: snapshot (the input format, ../SNAPSHOT.md), mpicalls
 (facts about MPI and Open MPI), model (rank states and waits), knots (the deadlock), explain
 (its causes), classes (grouping ranks), progress (two snapshots), analysis (all of it),
 render_text, render_json, render_dot, render_html, outputs (the files and the printed verdict
-a run produces, from the command line or gdb) and __main__ (the command line).
+a run produces, from the command line or gdb) and __main__ (the command line). The words they
+share (a rank's status, a wait's kind, a verdict) are enumerations (textenum.TextEnum: model's
+Status, Need and WaitKind, analysis's Verdict, progress's Motion, snapshot's
+OperationStatus), each member its word in every output.
 """
-from .analysis import DEADLOCK, NO_DEADLOCK, UNKNOWN, Analysis, analyse
+from .analysis import Analysis, Verdict, analyse
 from .snapshot import SnapshotError
 from .snapshot import load as load_snapshot
 from .snapshot import parse as parse_snapshot
 
+# The verdicts (Analysis.verdict) by the names they had before Verdict.
+DEADLOCK, UNKNOWN, NO_DEADLOCK = Verdict.DEADLOCK, Verdict.UNKNOWN, Verdict.NO_DEADLOCK
+
 __all__ = ["Analysis", "analyse", "SnapshotError", "load_snapshot", "parse_snapshot",
-           "DEADLOCK", "NO_DEADLOCK", "UNKNOWN"]
+           "Verdict", "DEADLOCK", "NO_DEADLOCK", "UNKNOWN"]

@@ -13,6 +13,7 @@ Exit status:
 import argparse
 import os
 import sys
+from typing import List, NoReturn, Optional
 
 from . import outputs
 from .analysis import analyse
@@ -34,16 +35,16 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(message)
 
 
-def _prog():
+def _prog() -> str:
     """The command's name in usage and messages: $MQD_ANALYSIS_PROG, else mqd_analysis."""
     return os.environ.get("MQD_ANALYSIS_PROG") or "mqd_analysis"
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=_prog(), description=DESCRIPTION, epilog=EPILOG)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     g = sub.add_parser("graph", help="analyse a snapshot", description=DESCRIPTION,
@@ -62,7 +63,7 @@ def _parser():
     return p
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command != "graph":

@@ -10,46 +10,54 @@ Verdicts:
   no deadlock   every blocked rank can still be released
 """
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from . import classes as classes_mod
 from . import explain, knots as knots_mod, model as model_mod
 from . import progress as progress_mod
+from .model import Status
+from .progress import Motion
+from .snapshot import Snapshot
 from .rankset import ranks_text
+from .textenum import TextEnum
 
-DEADLOCK, UNKNOWN, NO_DEADLOCK = "deadlock", "unknown", "no deadlock"
+
+class Verdict(TextEnum):
+    """The verdict on a snapshot (the module's docstring says what each means)."""
+    DEADLOCK = "deadlock"
+    UNKNOWN = "unknown"
+    NO_DEADLOCK = "no deadlock"
 
 
 @dataclass
 class Analysis:
-    snapshot: object
+    snapshot: Snapshot
     model: model_mod.Model
     evaluation: knots_mod.Evaluation       # the pass the knots come from
-    verdict: str
+    verdict: Verdict
     knots: List[knots_mod.Knot]            # certain for DEADLOCK, possible for UNKNOWN
     findings: List[explain.Finding]
     classes: List[classes_mod.RankClass]
     progress: Optional[progress_mod.Progress] = None
-    knot_of: dict = field(default_factory=dict)    # rank -> knot index
+    knot_of: Dict[int, int] = field(default_factory=dict)    # rank -> knot index
 
     @property
-    def deadlock(self):
-        return self.verdict == DEADLOCK
+    def deadlock(self) -> bool:
+        return self.verdict == Verdict.DEADLOCK
 
-    def headline(self):
+    def headline(self) -> str:
         """The verdict in one line."""
-        if self.verdict == DEADLOCK:
+        if self.verdict == Verdict.DEADLOCK:
             parts = "; ".join(ranks_text(k.ranks) for k in self.knots)
             return "DEADLOCK: %s (%d knot%s)" % (parts, len(self.knots),
                                                 "" if len(self.knots) == 1 else "s")
-        if self.verdict == UNKNOWN:
+        if self.verdict == Verdict.UNKNOWN:
             parts = "; ".join(ranks_text(k.ranks) for k in self.knots)
             return "POSSIBLE DEADLOCK: %s, if the ranks the snapshot cannot tell about " \
                    "cannot act" % parts
         blocked = [rm.rank for rm in self.model.rank_list() if rm.blocked]
         unsure = [rm.rank for rm in self.model.rank_list() if rm.status in (
-            model_mod.UNKNOWN, model_mod.UNREADABLE, model_mod.MISSING,
-            model_mod.BLOCKED_UNSEEN)]
+            Status.UNKNOWN, Status.UNREADABLE, Status.MISSING, Status.BLOCKED_UNSEEN)]
         if unsure:
             return "NO DEADLOCK FOUND: the snapshot cannot tell what %s %s doing" % (
                 ranks_text(unsure), "is" if len(unsure) == 1 else "are")
@@ -59,35 +67,35 @@ class Analysis:
             ranks_text(blocked)
 
 
-def analyse(snapshot, earlier=None):
+def analyse(snapshot: Snapshot, earlier: Optional[Snapshot] = None) -> Analysis:
     """Analyses `snapshot`; with `earlier` (an earlier snapshot of the same job), also the
     progress from it. Raises snapshot.SnapshotError if the two are not of the same job."""
     model = model_mod.build(snapshot)
     ev = knots_mod.evaluate(model, pessimistic=False)
     found = knots_mod.knots(model, ev)
-    verdict = DEADLOCK if found else NO_DEADLOCK
+    verdict = Verdict.DEADLOCK if found else Verdict.NO_DEADLOCK
     if not found:
         pessimistic = knots_mod.evaluate(model, pessimistic=True)
         possible = knots_mod.knots(model, pessimistic)
         if possible:
-            verdict, found, ev = UNKNOWN, possible, pessimistic
+            verdict, found, ev = Verdict.UNKNOWN, possible, pessimistic
     knot_of = {n: i for i, k in enumerate(found) for n in k.ranks}
-    findings = []
+    findings: List[explain.Finding] = []
     for i, k in enumerate(found):
         findings += explain.for_knot(model, ev, k, i)
-    if verdict == UNKNOWN:
+    if verdict == Verdict.UNKNOWN:
         findings.append(explain.Finding(
             "possible-deadlock",
             "no deadlock is certain, but %s would be deadlocked if the ranks the snapshot "
             "cannot tell about (see below) cannot act." % "; ".join(
                 ranks_text(k.ranks) for k in found), sorted(knot_of)))
-    if verdict == NO_DEADLOCK:
+    if verdict == Verdict.NO_DEADLOCK:
         findings += explain.broken_cycles(model, ev)
     findings += explain.about_snapshot(model)
     progress = None
     if earlier is not None:
         progress = progress_mod.compare(earlier, snapshot)
-        moved = [r for r in progress.of(progress_mod.MOVED) if r in knot_of]
+        moved = [r for r in progress.of(Motion.MOVED) if r in knot_of]
         if moved:
             findings.append(explain.Finding(
                 "knot-moved",

@@ -10,9 +10,9 @@ then grouped by waits relative to themselves: a ring where rank r sends to r+1 i
 """
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import DefaultDict, Dict, Hashable, List, Optional, Tuple, Union
 
-from .model import COMPUTING, FINISHED, MISSING, UNREADABLE
+from .model import Model, RankModel, Status, Wait, WaitKind
 from .rankset import ranges, ranks_text
 
 
@@ -20,24 +20,25 @@ from .rankset import ranges, ranks_text
 class RankClass:
     ranks: List[int]
     description: str          # the state of every rank in it, in words
-    status: str
+    status: Status
     call: Optional[str]
     knot: Optional[int]       # index of the knot its ranks are in, if any
     relative: bool            # the description's peers are relative ("rank+1")
 
     @property
-    def label(self):
+    def label(self) -> str:
         return ranks_text(self.ranks)
 
     @property
-    def ranges(self):
+    def ranges(self) -> str:
         return ranges(self.ranks)
 
 
-def _wait_key(w, rank, world, relative):
+def _wait_key(w: Wait, rank: int, world: int, relative: bool) -> Tuple[Hashable, ...]:
+    targets: Union[str, Tuple[int, ...]]
     if w.any_source:
         targets = "any other member"
-    elif relative and w.kind in ("send", "receive"):
+    elif relative and w.kind in (WaitKind.SEND, WaitKind.RECEIVE):
         targets = tuple(sorted((t - rank) % world for t in w.targets))
     else:
         targets = tuple(w.targets)
@@ -45,33 +46,35 @@ def _wait_key(w, rank, world, relative):
             w.in_progress, w.collective, w.candidates, w.assumed, targets)
 
 
-def _key(rm, world, knot, relative):
-    if rm.status in (COMPUTING, FINISHED, MISSING):
+def _key(rm: RankModel, world: int, knot: Optional[int],
+         relative: bool) -> Tuple[Hashable, ...]:
+    if rm.status in (Status.COMPUTING, Status.FINISHED, Status.MISSING):
         return (rm.status, knot)
-    if rm.status == UNREADABLE:
+    if rm.status == Status.UNREADABLE:
         return (rm.status, rm.reason, knot)
     return (rm.status, rm.call, rm.combine, rm.uncertain, rm.reason, knot,
             tuple(_wait_key(w, rm.rank, world, relative) for w in rm.waits))
 
 
-def group(model, knot_of):
+def group(model: Model, knot_of: Dict[int, int]) -> List[RankClass]:
     """Classes of every rank of the model, ordered by lowest rank. knot_of: rank -> knot
     index (ranks in no knot absent)."""
-    absolute = defaultdict(list)
+    absolute: DefaultDict[Tuple[Hashable, ...], List[RankModel]] = defaultdict(list)
     for rm in model.rank_list():
         absolute[_key(rm, model.world, knot_of.get(rm.rank), False)].append(rm)
-    classes, alone = [], []
+    classes: List[Tuple[List[RankModel], bool]] = []
+    alone: List[RankModel] = []
     for members in absolute.values():
         if len(members) > 1:
             classes.append((members, False))
         else:
             alone.append(members[0])
-    relative = defaultdict(list)
+    relative: DefaultDict[Tuple[Hashable, ...], List[RankModel]] = defaultdict(list)
     for rm in alone:
         relative[_key(rm, model.world, knot_of.get(rm.rank), True)].append(rm)
     for members in relative.values():
         classes.append((members, len(members) > 1))
-    out = []
+    out: List[RankClass] = []
     for members, is_relative in classes:
         first = members[0]
         out.append(RankClass(ranks=[m.rank for m in members],

@@ -43,13 +43,14 @@ With two snapshots:
 """
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, DefaultDict, Dict, Iterator, List, Optional, Set, Tuple
 
 from . import knots as knots_mod
 from . import mpicalls, openmpi
-from .model import (BLOCKED, BLOCKED_UNSEEN, COLLECTIVE, FINALIZE, FINALIZING, FINISHED, MISSING,
-                    RECEIVE, SEND, UNKNOWN, UNREADABLE, length_text)
+from .knots import Evaluation, Knot
+from .model import Model, Need, RankModel, Status, WaitKind, length_text
 from .rankset import ranks_text
+from .snapshot import Communicator, Operation
 
 
 @dataclass
@@ -59,56 +60,56 @@ class Finding:
     ranks: List[int]
     knot: Optional[int] = None
 
-    def to_json(self):
+    def to_json(self) -> Dict[str, Any]:
         return {"kind": self.kind, "ranks": self.ranks, "knot": self.knot, "text": self.text}
 
 
-def _tag(op):
+def _tag(op: Operation) -> str:
     return "any tag" if op.any_tag else "tag %d" % op.tag
 
 
-def _sends_to(model, s, r):
+def _sends_to(model: Model, s: int, r: int) -> Iterator[Tuple[Communicator, Operation]]:
     """(communicator, operation) for each pending send of rank s to rank r."""
-    e = model.ranks[s].entry if s in model.ranks else None
-    for c in (e.communicators if e is not None and e.readable else ()):
+    for c in model.ranks[s].communicators if s in model.ranks else []:
         for op in c.queues["sends"].operations:
             if model.is_pending(op) and op.peer_world == r and \
                     not openmpi.collective_of_tag(op.tag):
                 yield c, op
 
 
-def _unexpected_from(model, r, s):
-    e = model.ranks[r].entry
-    for c in (e.communicators if e is not None and e.readable else ()):
+def _unexpected_from(model: Model, r: int, s: int) -> Iterator[Tuple[Communicator, Operation]]:
+    for c in model.ranks[r].communicators:
         for op in c.queues["unexpected"].operations:
             if op.peer_world == s:
                 yield c, op
 
 
-def _never_acts(model, t):
-    return model.ranks[t].status in (FINISHED, FINALIZING)
+def _never_acts(model: Model, t: int) -> bool:
+    return model.ranks[t].status in (Status.FINISHED, Status.FINALIZING)
 
 
-def _status_words(model, t):
+def _status_words(model: Model, t: int) -> str:
     rm = model.ranks[t]
-    if rm.status == FINISHED:
+    if rm.status == Status.FINISHED:
         return "rank %d has finished" % t
-    if rm.status == FINALIZING:
+    if rm.status == Status.FINALIZING:
         return "rank %d is in MPI_Finalize" % t
     return "rank %d is %s" % (t, rm.describe(model.world))
 
 
-def _mismatches(model, knot_ranks, index):
+def _mismatches(model: Model, knot_ranks: List[int],
+                index: int) -> Tuple[List[Finding], Set[Tuple[int, int]]]:
     """tag-mismatch and communicator-mismatch findings, and the (receiver, sender) pairs they
     explain: a pending receive of a rank of the knot, and a pending send to it (or a message
     unexpected at it) from a rank it could receive from, that differ in tag or communicator."""
-    findings, pairs = [], set()
+    findings: List[Finding] = []
+    pairs: Set[Tuple[int, int]] = set()
     inside = set(knot_ranks)
     for r in knot_ranks:
         rm = model.ranks[r]
-        if not any(w.kind == RECEIVE for w in rm.waits):
+        if not any(w.kind == WaitKind.RECEIVE for w in rm.waits):
             continue
-        for c in rm.entry.communicators:
+        for c in rm.communicators:
             for op in c.queues["receives"].operations:
                 if not model.is_pending(op) or openmpi.collective_of_tag(op.tag):
                     continue
@@ -145,7 +146,7 @@ def _mismatches(model, knot_ranks, index):
     return _unique(findings), pairs
 
 
-def _unique(findings):
+def _unique(findings: List[Finding]) -> List[Finding]:
     seen, out = set(), []
     for f in findings:
         if (f.kind, f.text) not in seen:
@@ -154,15 +155,17 @@ def _unique(findings):
     return out
 
 
-def _collectives(model, knot_ranks, index):
+def _collectives(model: Model, knot_ranks: List[int], index: int) -> List[Finding]:
     """collective-not-reached and collective-mismatch findings."""
-    groups = defaultdict(set)     # (collective or "MPI_Finalize", communicator) -> ranks in it
-    missing = defaultdict(set)
+    # (collective or "MPI_Finalize", communicator, inferred) -> ranks in it, ranks it waits for
+    groups: DefaultDict[Tuple[Optional[str], Optional[str], bool], Set[int]] = defaultdict(set)
+    missing: DefaultDict[Tuple[Optional[str], Optional[str], bool], Set[int]] = \
+        defaultdict(set)
     for r in knot_ranks:
         for w in model.ranks[r].waits:
-            if w.kind == COLLECTIVE:
+            if w.kind == WaitKind.COLLECTIVE:
                 key = (w.collective, w.comm, w.comm_inferred)
-            elif w.kind == FINALIZE:
+            elif w.kind == WaitKind.FINALIZE:
                 key = ("MPI_Finalize", None, False)
             else:
                 continue
@@ -207,11 +210,11 @@ def _collectives(model, knot_ranks, index):
     return findings
 
 
-def _finished_targets(model, knot_ranks, index):
-    findings = []
+def _finished_targets(model: Model, knot_ranks: List[int], index: int) -> List[Finding]:
+    findings: List[Finding] = []
     for r in knot_ranks:
         for w in model.ranks[r].waits:
-            if w.kind not in (SEND, RECEIVE) or w.in_progress or w.any_source:
+            if w.kind not in (WaitKind.SEND, WaitKind.RECEIVE) or w.in_progress or w.any_source:
                 continue
             for t in w.targets:
                 if _never_acts(model, t):
@@ -219,13 +222,13 @@ def _finished_targets(model, knot_ranks, index):
                         "waits-for-finished",
                         "rank %d waits for rank %d (%s), but %s: it will never %s again."
                         % (r, t, w.describe(), _status_words(model, t),
-                           "send" if w.kind == RECEIVE else "receive"),
+                           "send" if w.kind == WaitKind.RECEIVE else "receive"),
                         [r, t], index))
     return findings
 
 
-def _wildcards(model, knot_ranks, index):
-    by_comm = defaultdict(list)
+def _wildcards(model: Model, knot_ranks: List[int], index: int) -> List[Finding]:
+    by_comm: DefaultDict[Optional[str], List[int]] = defaultdict(list)
     for r in knot_ranks:
         for w in model.ranks[r].waits:
             if w.any_source and not w.in_progress and w.candidates == 1:
@@ -242,8 +245,8 @@ def _wildcards(model, knot_ranks, index):
     return findings
 
 
-def _cycles(model, ev, knot, index):
-    findings = []
+def _cycles(model: Model, ev: Evaluation, knot: Knot, index: int) -> List[Finding]:
+    findings: List[Finding] = []
     for core in knot.cores:
         cycle = knots_mod.cycle_in(core, model, ev)
         if not cycle:
@@ -255,7 +258,7 @@ def _cycles(model, ev, knot, index):
         if len(cycle) < len(core):   # the core is more than this one cycle
             path = "among %s, e.g. %s" % (ranks_text(core), path)
         members = "%s wait%s on one another" % (ranks_text(core), "" if len(core) > 1 else "s")
-        if kinds == {SEND}:
+        if kinds == {WaitKind.SEND}:
             big = [w.length for _, _, w in cycle if w.length is not None]
             size = (" (%d bytes: past the eager limit, %d bytes over shared memory, a send "
                     "completes only when it is received)" % (max(big), openmpi.VADER_EAGER_LIMIT)
@@ -266,7 +269,7 @@ def _cycles(model, ev, knot, index):
                 "cycle of blocking sends: %s. Each rank's send%s waits for a receiver that is "
                 "itself blocked in a send. Post the receives first (MPI_Irecv) or use "
                 "MPI_Sendrecv." % (path, size), list(core), index))
-        elif kinds == {RECEIVE}:
+        elif kinds == {WaitKind.RECEIVE}:
             findings.append(Finding(
                 "receive-cycle",
                 "cycle of receives: %s. Each rank waits to receive from the next, which is "
@@ -279,17 +282,19 @@ def _cycles(model, ev, knot, index):
     return findings
 
 
-def _elsewhere(model, ev, knot, index, explained_pairs):
-    findings = []
+def _elsewhere(model: Model, ev: Evaluation, knot: Knot, index: int,
+               explained_pairs: Set[Tuple[int, int]]) -> List[Finding]:
+    findings: List[Finding] = []
     in_core = {n for c in knot.cores for n in c}
     for n, t, w in knot.edges:
-        if w.kind not in (SEND, RECEIVE) or t not in knot.ranks or (n, t) in explained_pairs:
+        if w.kind not in (WaitKind.SEND, WaitKind.RECEIVE) or t not in knot.ranks or \
+                (n, t) in explained_pairs:
             continue
         trm = model.ranks[t]
         elsewhere = trm.call in mpicalls.COLLECTIVES or n not in in_core
         if not elsewhere:
             continue
-        if w.kind == RECEIVE and any(True for _ in _sends_to(model, t, n)):
+        if w.kind == WaitKind.RECEIVE and any(True for _ in _sends_to(model, t, n)):
             continue
         findings.append(Finding(
             "blocked-elsewhere",
@@ -298,7 +303,7 @@ def _elsewhere(model, ev, knot, index, explained_pairs):
     return _unique(findings)
 
 
-def for_knot(model, ev, knot, index):
+def for_knot(model: Model, ev: Evaluation, knot: Knot, index: int) -> List[Finding]:
     """Findings explaining one knot, most specific first."""
     mismatches, pairs = _mismatches(model, knot.ranks, index)
     findings = list(mismatches)
@@ -319,7 +324,7 @@ def for_knot(model, ev, knot, index):
     return findings
 
 
-def broken_cycles(model, ev):
+def broken_cycles(model: Model, ev: Evaluation) -> List[Finding]:
     """cycle-broken findings: ranks that wait on one another, none of them deadlocked,
     because an OR wait has a way out through a rank that can act."""
     blocked = [n for n, rm in model.ranks.items() if rm.blocked and n not in ev.deadlocked]
@@ -334,7 +339,7 @@ def broken_cycles(model, ev):
             rm = model.ranks[n]
             for w in rm.waits:
                 outs = [t for t in w.targets if t not in members and ev.releases(model, t)]
-                if outs and rm.edge_kind(w, outs[0]) == "OR":
+                if outs and rm.edge_kind(w, outs[0]) == Need.OR:
                     ways.append("rank %d's %s (%s) can also be completed by %s"
                                 % (n, rm.call, w.describe(), _by(model, outs)))
         if not ways:
@@ -347,24 +352,28 @@ def broken_cycles(model, ev):
     return findings
 
 
-def _by(model, ranks):
-    parts = defaultdict(list)
+def _by(model: Model, ranks: List[int]) -> str:
+    parts: DefaultDict[str, List[int]] = defaultdict(list)
     for t in ranks:
         rm = model.ranks[t]
-        parts["computing" if rm.status == "computing" else "able to progress"].append(t)
+        parts["computing" if rm.status == Status.COMPUTING else "able to progress"].append(t)
     return ", ".join("%s, %s" % (ranks_text(v), "which is " + k if len(v) == 1 else "which are "
                                  + k) for k, v in parts.items())
 
 
-def about_snapshot(model):
+def _label(rm: RankModel) -> str:
+    """The rank as the snapshot names it (snapshot.Rank.label), for a rank in the snapshot."""
+    return rm.entry.label if rm.entry is not None else "rank %d" % rm.rank
+
+
+def about_snapshot(model: Model) -> List[Finding]:
     """Findings on what the snapshot shows and cannot show."""
-    findings = []
+    findings: List[Finding] = []
     ranks = model.rank_list()
     readable = [rm for rm in ranks if rm.entry is not None and rm.entry.readable]
-    invisible = defaultdict(list)
+    invisible: DefaultDict[Optional[str], List[int]] = defaultdict(list)
     for rm in readable:
-        pml = rm.entry.pml or openmpi.pml_from_frames(rm.entry.state.frames
-                                                      if rm.entry.state else ())
+        pml = rm.pml
         if openmpi.queues_visible(pml) is False:
             invisible[pml].append(rm.rank)
     for pml, rs in sorted(invisible.items()):
@@ -373,9 +382,9 @@ def about_snapshot(model):
             "%s use%s Open MPI's %s PML: the DLL reads only the request lists of ob1 and cm, "
             "so their queues show empty whatever is pending (run with --mca pml ob1 to see "
             "them)." % (ranks_text(rs), "s" if len(rs) == 1 else "", pml), rs))
-    any_op = any(c.queues[q].operations for rm in readable for c in rm.entry.communicators
+    any_op = any(c.queues[q].operations for rm in readable for c in rm.communicators
                  for q in ("sends", "receives"))
-    p2p = [rm.rank for rm in ranks if rm.status in (BLOCKED, BLOCKED_UNSEEN) and
+    p2p = [rm.rank for rm in ranks if rm.status in (Status.BLOCKED, Status.BLOCKED_UNSEEN) and
            rm.call and rm.call not in mpicalls.COLLECTIVES]
     if readable and not any_op and p2p and not invisible:
         findings.append(Finding(
@@ -385,7 +394,7 @@ def about_snapshot(model):
             "default on InfiniBand): run with --mca pml ob1." % (
                 ranks_text(p2p), "is" if len(p2p) == 1 else "are"), p2p))
     no_info = [rm.rank for rm in readable
-               if any(c.queues["unexpected"].no_information for c in rm.entry.communicators
+               if any(c.queues["unexpected"].no_information for c in rm.communicators
                       if not c.is_null)]
     if no_info:
         findings.append(Finding(
@@ -397,26 +406,25 @@ def about_snapshot(model):
             % (ranks_text(no_info), openmpi.UNEXPECTED_NOT_IMPLEMENTED,
                openmpi.VADER_EAGER_LIMIT), no_info))
     for rm in ranks:
-        if rm.status == UNREADABLE:
+        if rm.status == Status.UNREADABLE:
             findings.append(Finding("unreadable", "%s could not be read: %s." % (
                 rm.entry.label if rm.entry else "rank %d" % rm.rank, rm.reason), [rm.rank]))
         elif rm.entry is not None and rm.entry.partial:
             findings.append(Finding("partial", "rank %d was only partly read: %s." % (
                 rm.rank, rm.entry.error), [rm.rank]))
-        for w in (rm.entry.warnings if rm.entry is not None else ()):
-            findings.append(Finding("proxy-warning", "%s: %s" % (rm.entry.label, w),
-                                    [rm.rank]))
+        for w in (rm.entry.warnings if rm.entry is not None else []):
+            findings.append(Finding("proxy-warning", "%s: %s" % (_label(rm), w), [rm.rank]))
     unlabelled = [r for r in model.snapshot.ranks if r.rank is None]
     for r in unlabelled:
         findings.append(Finding("unreadable", "%s could not be read: %s." % (
             r.label, r.error or "no MPI_COMM_WORLD rank"), []))
-    missing = [rm.rank for rm in ranks if rm.status == MISSING]
+    missing = [rm.rank for rm in ranks if rm.status == Status.MISSING]
     if missing:
         findings.append(Finding(
             "missing", "%s of MPI_COMM_WORLD (size %d) %s not in the snapshot." % (
                 ranks_text(missing), model.world, "is" if len(missing) == 1 else "are"),
             missing))
-    unknown = [rm.rank for rm in ranks if rm.status == UNKNOWN]
+    unknown = [rm.rank for rm in ranks if rm.status == Status.UNKNOWN]
     if unknown:
         findings.append(Finding(
             "state-unknown",
@@ -426,7 +434,7 @@ def about_snapshot(model):
             unknown))
     unseen = defaultdict(list)
     for rm in ranks:
-        if rm.status == BLOCKED_UNSEEN:
+        if rm.status == Status.BLOCKED_UNSEEN:
             unseen[(rm.call, rm.reason)].append(rm.rank)
     for (call, reason), rs in sorted(unseen.items(), key=lambda kv: kv[1][0]):
         findings.append(Finding(

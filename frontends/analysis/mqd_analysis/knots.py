@@ -20,20 +20,22 @@ strongly connected components: a cycle, or a rank waiting for a finished one) an
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import List
+from typing import DefaultDict, Dict, Iterator, List, Set, Tuple
 
-from .model import (AND, BLOCKED, BLOCKED_UNSEEN, COMPUTING, FINALIZING, FINISHED, NEVER_ACT,
-                    OR, UNKNOWN)
+from .model import NEVER_ACT, Model, Need, RankModel, Status, Wait
+
+# A wait that keeps a rank blocked: (the rank, the target it waits for, the wait).
+Edge = Tuple[int, int, Wait]
 
 
 @dataclass
 class Evaluation:
     pessimistic: bool
-    can: dict                 # rank -> it can progress
-    satisfied: dict           # (rank, index of wait) -> satisfied
-    deadlocked: set           # blocked ranks that cannot progress
+    can: Dict[int, bool]      # rank -> it can progress
+    satisfied: Dict[Tuple[int, int], bool]   # (rank, index of wait) -> satisfied
+    deadlocked: Set[int]      # blocked ranks that cannot progress
 
-    def releases(self, model, n):
+    def releases(self, model: Model, n: int) -> bool:
         return self.can.get(n, False) and model.ranks[n].status not in NEVER_ACT
 
 
@@ -42,31 +44,34 @@ class Knot:
     ranks: List[int]
     cores: List[List[int]]        # sink strongly connected components
     dependents: List[int]         # ranks of the knot outside every core
-    edges: list = field(default_factory=list)   # blocking (rank, target, Wait) inside it
+    edges: List[Edge] = field(default_factory=list)   # the blocking waits inside it
 
 
-def _evaluated(model, rm, pessimistic):
+def _evaluated(model: Model, rm: RankModel, pessimistic: bool) -> bool:
     """Whether the rank's progress is decided by its waits in this pass (else it is given)."""
-    if rm.status in (BLOCKED, FINALIZING):
+    if rm.status in (Status.BLOCKED, Status.FINALIZING):
         return pessimistic or not rm.uncertain
-    return rm.status == UNKNOWN and pessimistic and bool(rm.waits)
+    return rm.status == Status.UNKNOWN and pessimistic and bool(rm.waits)
 
 
-def _given(rm, pessimistic):
+def _given(rm: RankModel, pessimistic: bool) -> bool:
     """The fixed answer for a rank not decided by its waits."""
-    if rm.status == COMPUTING:
+    if rm.status == Status.COMPUTING:
         return True
-    if rm.status == FINISHED:
+    if rm.status == Status.FINISHED:
         return False
-    if rm.status == UNKNOWN and not rm.waits:
+    if rm.status == Status.UNKNOWN and not rm.waits:
         return True     # no stack, nothing pending: assumed computing in both passes
     return not pessimistic   # uncertain: can act optimistically, cannot pessimistically
 
 
-def evaluate(model, pessimistic=False):
-    can, satisfied, counts, done = {}, {}, {}, defaultdict(int)
-    waiting_on = defaultdict(list)     # target -> [(rank, wait index)]
-    evaluated = set()
+def evaluate(model: Model, pessimistic: bool = False) -> Evaluation:
+    can: Dict[int, bool] = {}
+    satisfied: Dict[Tuple[int, int], bool] = {}
+    counts: Dict[Tuple[int, int], int] = {}
+    done: DefaultDict[int, int] = defaultdict(int)
+    waiting_on: DefaultDict[int, List[Tuple[int, int]]] = defaultdict(list)  # target -> waits
+    evaluated: Set[int] = set()
     for n, rm in model.ranks.items():
         if not _evaluated(model, rm, pessimistic):
             can[n] = _given(rm, pessimistic)
@@ -75,14 +80,14 @@ def evaluate(model, pessimistic=False):
         can[n] = False
         for i, w in enumerate(rm.waits):
             counts[(n, i)] = 0
-            satisfied[(n, i)] = w.need == AND and not w.targets   # nobody needed
+            satisfied[(n, i)] = w.need == Need.AND and not w.targets   # nobody needed
             done[n] += satisfied[(n, i)]
             for t in w.targets:
                 waiting_on[t].append((n, i))
 
-    def progresses(n):
+    def progresses(n: int) -> bool:
         rm = model.ranks[n]
-        if rm.combine == AND:
+        if rm.combine == Need.AND:
             return bool(rm.waits) and done[n] == len(rm.waits)
         return done[n] >= 1
 
@@ -99,7 +104,7 @@ def evaluate(model, pessimistic=False):
                 continue
             w = model.ranks[n].waits[i]
             counts[(n, i)] += 1
-            if w.need == OR or counts[(n, i)] == len(w.targets):
+            if w.need == Need.OR or counts[(n, i)] == len(w.targets):
                 satisfied[(n, i)] = True
                 done[n] += 1
                 if progresses(n):
@@ -109,11 +114,11 @@ def evaluate(model, pessimistic=False):
     deadlocked = {n for n in evaluated if not can[n]}
     if pessimistic:
         deadlocked |= {n for n, rm in model.ranks.items()
-                       if rm.status == BLOCKED_UNSEEN and not can[n]}
+                       if rm.status == Status.BLOCKED_UNSEEN and not can[n]}
     return Evaluation(pessimistic, can, satisfied, deadlocked)
 
 
-def blocking_edges(model, ev, n):
+def blocking_edges(model: Model, ev: Evaluation, n: int) -> Iterator[Edge]:
     """(rank, target, wait) for each target that keeps rank n blocked."""
     rm = model.ranks[n]
     for i, w in enumerate(rm.waits):
@@ -124,13 +129,13 @@ def blocking_edges(model, ev, n):
                 yield n, t, w
 
 
-def knots(model, ev):
+def knots(model: Model, ev: Evaluation) -> List[Knot]:
     """The deadlocked ranks of an evaluation, split into knots (sorted by lowest rank)."""
     dead = ev.deadlocked
     edges = {n: [e for e in blocking_edges(model, ev, n)] for n in dead}
     inner = {n: sorted({t for _, t, _ in edges[n] if t in dead}) for n in dead}
     # Weakly connected parts.
-    neighbours = defaultdict(set)
+    neighbours: DefaultDict[int, Set[int]] = defaultdict(set)
     for n in dead:
         for t in inner[n]:
             neighbours[n].add(t)
@@ -152,15 +157,15 @@ def knots(model, ev):
     # Ranks blocked on nothing the queues show (possibly deadlocked, pessimistic pass) have no
     # edges: they are one part together, not one knot each.
     unseen = [p for p in parts if len(p) == 1 and not edges[p[0]] and
-              model.ranks[p[0]].status == BLOCKED_UNSEEN]
+              model.ranks[p[0]].status == Status.BLOCKED_UNSEEN]
     if len(unseen) > 1:
         parts = [p for p in parts if p not in unseen] + [sorted(p[0] for p in unseen)]
         parts.sort()
     components = strongly_connected(sorted(dead), inner)
     where = {n: i for i, comp in enumerate(components) for n in comp}
-    result = []
+    result: List[Knot] = []
     for part in parts:
-        cores = []
+        cores: List[List[int]] = []
         for comp in components:
             if comp[0] not in part:
                 continue
@@ -174,7 +179,7 @@ def knots(model, ev):
     return result
 
 
-def strongly_connected(nodes, succ):
+def strongly_connected(nodes: List[int], succ: Dict[int, List[int]]) -> List[List[int]]:
     """Tarjan's algorithm, iterative (a 1024-rank ring would overflow Python's stack)."""
     index, low, on_stack, stack, out = {}, {}, set(), [], []
     counter = 0
@@ -202,7 +207,7 @@ def strongly_connected(nodes, succ):
             if recurse:
                 continue
             if low[v] == index[v]:
-                comp = []
+                comp: List[int] = []
                 while True:
                     w = stack.pop()
                     on_stack.discard(w)
@@ -216,17 +221,17 @@ def strongly_connected(nodes, succ):
     return out
 
 
-def cycle_in(core, model, ev):
+def cycle_in(core: List[int], model: Model, ev: Evaluation) -> List[Edge]:
     """A cycle of blocking waits through a core of more than one rank (or a rank waiting for
     itself), as [(rank, target, wait)], starting at the core's lowest rank; [] if none."""
     members = set(core)
     start = core[0]
     # Breadth-first from start back to start, inside the core.
-    previous = {}
+    previous: Dict[int, Tuple[int, Wait]] = {}
     frontier = [start]
-    seen = set()
+    seen: Set[int] = set()
     while frontier:
-        nxt = []
+        nxt: List[int] = []
         for n in frontier:
             for _, t, w in blocking_edges(model, ev, n):
                 if t not in members:

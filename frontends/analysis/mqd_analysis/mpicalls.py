@@ -5,6 +5,7 @@ then it is computing and can still act. Only the calls below block; a rank stopp
 other MPI call (MPI_Test, MPI_Isend, MPI_Comm_rank, ...) returns from it, so it counts as
 computing.
 """
+from typing import Iterable, Mapping, Optional
 
 # Point-to-point calls that block until one operation completes. Which pending request they
 # hold cannot be told from the queues: the analysis takes any of the rank's pending operations
@@ -42,7 +43,7 @@ BLOCKING = RECEIVES | SENDS | WAIT_ONE | SEND_RECEIVE | WAIT_ALL | WAIT_ANY | PR
     COLLECTIVES | {FINALIZE}
 
 
-def normalise(name):
+def normalise(name: Optional[str]) -> Optional[str]:
     """The MPI name of a frame's function, or None if it is not an MPI call: PMPI_Recv and
     MPI_Recv give MPI_Recv; the Fortran bindings' mpi_recv_ and PMPI_RECV too."""
     if not name:
@@ -62,16 +63,17 @@ def normalise(name):
     return "MPI_" + rest
 
 
-def innermost_call(frames, entry_points=None):
+def innermost_call(frames: Optional[Iterable[Optional[str]]],
+                   entry_points: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """The innermost MPI call of a backtrace given newest frame first, or None.
     entry_points: {function: MPI call} for library functions that stand for a call whose
     own frame is gone (a tail call; see openmpi.ENTRY_POINTS)."""
     for frame in frames or ():
-        call = normalise(frame) or (entry_points or {}).get(frame)
+        call = normalise(frame) or (entry_points.get(frame) if entry_points and frame else None)
         if call:
             return call
     return None
 
 
-def is_blocking(call):
+def is_blocking(call: Optional[str]) -> bool:
     return call in BLOCKING

@@ -4,6 +4,10 @@ Every fact here was read in Open MPI 4.1.4's source (Debian's `openmpi` source p
 measured with Debian 12's Open MPI and its DLL, `libompi_dbg_msgq.so`. Other modules ask this
 one; none of them repeats a number from it.
 """
+from typing import TYPE_CHECKING, Dict, Iterable, Optional
+
+if TYPE_CHECKING:  # snapshot imports this module
+    from .snapshot import Operation
 
 # MPI_ANY_SOURCE as a pending receive's desired_local_rank. The DLL reads the 32-bit rank into
 # a 64-bit field without sign extension, so Open MPI 4.1 shows -1 as 4294967295; a DLL that
@@ -19,7 +23,7 @@ ANY_TAG = -1
 # MPI-IO (ompio) components have their own. Open MPI 4.1's DLL hides every negative tag (its
 # `show_internal_requests` is 0 and cannot be changed through the MQD interface), so these
 # only appear with a DLL that shows internal requests.
-COLLECTIVE_TAGS = {
+COLLECTIVE_TAGS: Dict[int, str] = {
     -10: "MPI_Allgather",
     -11: "MPI_Allgatherv",
     -12: "MPI_Allreduce",
@@ -56,7 +60,7 @@ _NEIGHBOR = (-(_INT_MAX // 2) - 1024, -(_INT_MAX // 2))
 _HCOLL = (-_INT_MAX, -(_INT_MAX // 2) - 1025)
 
 
-def collective_of_tag(tag):
+def collective_of_tag(tag: Optional[int]) -> Optional[str]:
     """The collective (or internal operation) behind a negative tag, or None for a user tag
     (user tags are >= 0; -1 is MPI_ANY_TAG)."""
     if tag is None or tag >= -1:
@@ -73,7 +77,7 @@ def collective_of_tag(tag):
 
 
 # MPI_COMM_NULL is listed as a communicator of size 0 (its local rank shows as 4294967294).
-def is_null_communicator(name, size):
+def is_null_communicator(name: str, size: int) -> bool:
     return size == 0 or name == "MPI_COMM_NULL"
 
 
@@ -84,7 +88,7 @@ PMLS_WITH_VISIBLE_QUEUES = ("ob1", "cm")
 PML_FRAME_PREFIX = "mca_pml_"  # frames of the selected PML: mca_pml_ucx_recv, mca_pml_ob1_send
 
 
-def pml_from_frames(frames):
+def pml_from_frames(frames: Optional[Iterable[Optional[str]]]) -> Optional[str]:
     """The PML named by a frame of the rank's backtrace (mca_pml_<name>_...), or None."""
     for frame in frames or ():
         if frame and frame.startswith(PML_FRAME_PREFIX):
@@ -96,7 +100,7 @@ def pml_from_frames(frames):
     return None
 
 
-def queues_visible(pml):
+def queues_visible(pml: Optional[str]) -> Optional[bool]:
     """False when the DLL cannot see the rank's requests at all (None: unknown PML)."""
     if pml is None:
         return None
@@ -129,20 +133,20 @@ VADER_EAGER_LIMIT = 4096
 DATA_TRANSFER_COMPLETED = "Data transfer completed"
 
 
-def is_open_mpi_dll(dll):
+def is_open_mpi_dll(dll: Optional[str]) -> bool:
     """True for Open MPI's DLL (by its version string); unknown (None) counts as Open MPI."""
     return dll is None or "Open MPI" in dll
 
 
-def lengths_in_bytes(dll):
+def lengths_in_bytes(dll: Optional[str]) -> bool:
     """Whether the DLL's message lengths are bytes. Open MPI's are, as MQD says; MPICH's are
     counts of elements (docs/mpich.md), and of any other DLL nothing is known, so only Open
     MPI's lengths are ever called bytes."""
     return is_open_mpi_dll(dll)
 
 
-def shown_complete_but_waited_on(op):
-    if op.status != "complete":
+def shown_complete_but_waited_on(op: "Operation") -> bool:
+    if not op.complete:
         return False
     if op.queue == "receives":
         return True

@@ -13,27 +13,38 @@ A rank that repeats the very same operation on the same buffer in a loop looks s
 comparison sees states, not counts.
 """
 from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 from . import mpicalls
-from .snapshot import SnapshotError
+from .snapshot import Rank, Snapshot, SnapshotError, State
+from .textenum import TextEnum
 
-STUCK, MOVED, RUNNING, FINISHED, UNKNOWN = "stuck", "moved", "running", "finished", "unknown"
+
+class Motion(TextEnum):
+    """How a rank moved from one snapshot to the next (the module's docstring says what each
+    means), in the order reports list them."""
+    STUCK = "stuck"
+    MOVED = "moved"
+    RUNNING = "running"
+    FINISHED = "finished"
+    UNKNOWN = "unknown"
 
 
 @dataclass
 class Progress:
-    ranks: dict = field(default_factory=dict)     # rank -> STUCK, MOVED, ...
-    changes: dict = field(default_factory=dict)   # rank -> what changed, for MOVED
+    ranks: Dict[int, Motion] = field(default_factory=dict)
+    changes: Dict[int, str] = field(default_factory=dict)   # rank -> what changed, for MOVED
 
-    def of(self, verdict):
-        return sorted(r for r, v in self.ranks.items() if v == verdict)
+    def of(self, motion: Motion) -> List[int]:
+        """The ranks that moved so, in order."""
+        return sorted(r for r, v in self.ranks.items() if v == motion)
 
-    def to_json(self):
-        return {v: self.of(v) for v in (STUCK, MOVED, RUNNING, FINISHED, UNKNOWN)} | \
+    def to_json(self) -> Dict[str, object]:
+        return {motion: self.of(motion) for motion in Motion} | \
             {"changes": {str(r): text for r, text in sorted(self.changes.items())}}
 
 
-def _stack_from_call(state):
+def _stack_from_call(state: Optional[State]) -> Optional[Tuple[str, ...]]:
     """The frames from the innermost MPI call outwards (what is inside the MPI library varies
     from one interruption to the next)."""
     if state is None:
@@ -44,7 +55,7 @@ def _stack_from_call(state):
     return tuple(state.frames[-8:])
 
 
-def _operations(entry):
+def _operations(entry: Rank) -> List[tuple]:
     ops = []
     for c in entry.communicators or ():
         for q in ("sends", "receives", "unexpected"):
@@ -54,7 +65,7 @@ def _operations(entry):
     return sorted(ops, key=repr)
 
 
-def compare(earlier, later):
+def compare(earlier: Snapshot, later: Snapshot) -> Progress:
     """Progress of every rank from `earlier` to `later`; SnapshotError if they are not of the
     same job (no rank with the same pid in both)."""
     before, after = earlier.by_rank(), later.by_rank()
@@ -68,19 +79,19 @@ def compare(earlier, later):
         a, b = before.get(r), after.get(r)
         if a is None or b is None or not a.readable and not a.finished or \
                 not b.readable and not b.finished:
-            progress.ranks[r] = UNKNOWN
+            progress.ranks[r] = Motion.UNKNOWN
             continue
         if b.finished:
-            progress.ranks[r] = FINISHED
+            progress.ranks[r] = Motion.FINISHED
             continue
         if a.pid is not None and b.pid is not None and a.pid != b.pid:
-            progress.ranks[r] = UNKNOWN
+            progress.ranks[r] = Motion.UNKNOWN
             progress.changes[r] = "a different process (pid %d, then %d)" % (a.pid, b.pid)
             continue
         call_a = a.state.mpi_call if a.state else None
         call_b = b.state.mpi_call if b.state else None
         if b.state is not None and (call_b is None or not mpicalls.is_blocking(call_b)):
-            progress.ranks[r] = RUNNING
+            progress.ranks[r] = Motion.RUNNING
             continue
         changed = []
         if (a.state is None) != (b.state is None) or call_a != call_b:
@@ -93,8 +104,8 @@ def compare(earlier, later):
             new = len([o for o in ops_b if o not in ops_a])
             changed.append("queues changed (%d operations gone, %d new)" % (gone, new))
         if changed:
-            progress.ranks[r] = MOVED
+            progress.ranks[r] = Motion.MOVED
             progress.changes[r] = "; ".join(changed)
         else:
-            progress.ranks[r] = STUCK
+            progress.ranks[r] = Motion.STUCK
     return progress

@@ -1,7 +1,8 @@
 """Sets of MPI_COMM_WORLD ranks in words, compressed into ranges: "ranks 0-3, 8"."""
+from typing import Iterable
 
 
-def ranges(ranks):
+def ranges(ranks: Iterable[int]) -> str:
     """"0-3, 8" for [0, 1, 2, 3, 8] (any order, duplicates ignored)."""
     out = []
     items = sorted(set(ranks))
@@ -15,7 +16,7 @@ def ranges(ranks):
     return ", ".join(out)
 
 
-def ranks_text(ranks):
+def ranks_text(ranks: Iterable[int]) -> str:
     """"rank 3", "ranks 0-3, 8", or "no rank"."""
     items = sorted(set(ranks))
     if not items:

@@ -9,8 +9,10 @@ HTML report uses (tests look for it in a screenshot).
 import shutil
 import subprocess
 from collections import defaultdict
+from typing import DefaultDict, Dict, Tuple
 
-from .model import AND, BLOCKED, BLOCKED_UNSEEN, COMPUTING, FINALIZING, FINISHED
+from .analysis import Analysis
+from .model import Need, Status, Wait, WaitKind
 from .rankset import ranks_text
 
 MAX_RANK_NODES = 16
@@ -20,45 +22,46 @@ KNOT_BORDER = "#7a0070"
 BLOCKING_EDGE = "#8b0000"
 AND_EDGE = "#1f4e9c"
 OR_EDGE = "#e08a00"
-FILL = {COMPUTING: "#c9f2c9", BLOCKED: "#fff1a8", FINALIZING: "#e6e6e6", FINISHED: "#d0d0d0",
-        BLOCKED_UNSEEN: "#dcdcff"}
+FILL = {Status.COMPUTING: "#c9f2c9", Status.BLOCKED: "#fff1a8", Status.FINALIZING: "#e6e6e6",
+        Status.FINISHED: "#d0d0d0", Status.BLOCKED_UNSEEN: "#dcdcff"}
 OTHER_FILL = "#f0f0f0"       # unknown, unreadable, missing
 
 
 class RenderError(Exception):
-    """An output could not be produced (Graphviz missing or failing); one sentence."""
+    """An output could not be produced (Graphviz missing, not runnable or failing); one
+    sentence."""
 
 
-def _q(text):
+def _q(text: object) -> str:
     """A DOT double-quoted string."""
     return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _short(w):
+def _short(w: Wait) -> str:
     """A short edge label: the operation behind the wait."""
-    if w.kind == "collective":
-        return w.collective
-    if w.kind == "finalize":
+    if w.kind == WaitKind.COLLECTIVE:
+        return w.collective or "a collective"
+    if w.kind == WaitKind.FINALIZE:
         return "MPI_Finalize"
     if w.candidates > 1:
         return "any of %d %ss" % (w.candidates, w.kind)
     tag = "any tag" if w.any_tag else "tag %d" % w.tag if w.tag is not None else ""
     src = "any source, " if w.any_source else ""
-    return "%s %s%s" % ("send" if w.kind == "send" else "recv", src, tag)
+    return "%s %s%s" % ("send" if w.kind == WaitKind.SEND else "recv", src, tag)
 
 
-def _node_style(status, in_knot):
+def _node_style(status: Status, in_knot: bool) -> str:
     if in_knot:
         return 'style="filled,bold" fillcolor=%s color=%s penwidth=2.5' % (_q(KNOT_FILL),
                                                                           _q(KNOT_BORDER))
     return "style=filled fillcolor=%s" % _q(FILL.get(status, OTHER_FILL))
 
 
-def render(analysis, max_rank_nodes=MAX_RANK_NODES):
+def render(analysis: Analysis, max_rank_nodes: int = MAX_RANK_NODES) -> str:
     """DOT source of the picture."""
     a = analysis
     use_classes = len(a.model.ranks) > max_rank_nodes
-    node_of = {}
+    node_of: Dict[int, str] = {}
     legend = "solid: AND wait (that rank is needed)   dashed: OR wait (any one will do)"
     if a.knots:
         legend += "   magenta: %sknot (%s)" % ("" if a.deadlock else "possible ",
@@ -87,7 +90,8 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
                 name, _q(label), _q(rm.describe(a.model.world)),
                 _node_style(rm.status, rm.rank in a.knot_of)))
     # Edges, merged per (from node, to node, kind, label): one line each, with a count.
-    merged = defaultdict(int)
+    # (from node, to node, kind, label, blocking) -> how many waits
+    merged: DefaultDict[Tuple[str, str, Need, str, bool], int] = defaultdict(int)
     ev = a.evaluation
     for rm in a.model.rank_list():
         for i, w in enumerate(rm.waits):
@@ -98,18 +102,18 @@ def render(analysis, max_rank_nodes=MAX_RANK_NODES):
                 merged[key] += 1
     for (src, dst, kind, label, blocking), count in sorted(merged.items()):
         attrs = ["label=%s" % _q(label + (" ×%d" % count if count > 1 else ""))]
-        attrs.append("style=solid" if kind == AND else "style=dashed")
+        attrs.append("style=solid" if kind == Need.AND else "style=dashed")
         if blocking:
             attrs.append("color=%s fontcolor=%s penwidth=2.5" % (_q(BLOCKING_EDGE),
                                                                 _q(BLOCKING_EDGE)))
         else:
-            attrs.append("color=%s" % _q(AND_EDGE if kind == AND else OR_EDGE))
+            attrs.append("color=%s" % _q(AND_EDGE if kind == Need.AND else OR_EDGE))
         lines.append("  %s -> %s [%s];" % (src, dst, " ".join(attrs)))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def dot_program():
+def dot_program() -> str:
     path = shutil.which("dot")
     if path is None:
         raise RenderError("Graphviz's dot command is not installed (Debian: apt-get install "
@@ -117,14 +121,25 @@ def dot_program():
     return path
 
 
-def convert(dot_source, fmt):
-    """The picture in `fmt` ("svg" or "png"), as bytes, laid out by Graphviz's dot."""
+def convert(dot_source: str, fmt: str) -> bytes:
+    """The picture in `fmt` ("svg" or "png"), as bytes, laid out by Graphviz's dot.
+    RenderError when dot is missing, cannot be run (not a program, no permission, a missing
+    interpreter), takes too long or fails."""
+    program = dot_program()
     try:
-        result = subprocess.run([dot_program(), "-T" + fmt], input=dot_source.encode("utf-8"),
+        result = subprocess.run([program, "-T" + fmt], input=dot_source.encode("utf-8"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     except subprocess.TimeoutExpired:
         raise RenderError("Graphviz's dot took more than 300 s to lay the picture out")
+    except OSError as e:
+        raise RenderError("Graphviz's dot (%s) cannot be run: %s" % (program, e.strerror or e))
     if result.returncode != 0:
-        raise RenderError("Graphviz's dot failed: %s" %
-                          result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:])
+        said = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        if said:
+            why = said[-1]
+        elif result.returncode < 0:
+            why = "killed by signal %d" % -result.returncode
+        else:
+            why = "exit status %d, and no message" % result.returncode
+        raise RenderError("Graphviz's dot failed: %s" % why)
     return result.stdout

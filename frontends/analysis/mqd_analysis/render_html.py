@@ -6,9 +6,11 @@ Policy says so, so a cloud-hosted front end can serve the file as it is. Every s
 snapshot (communicator names, frames, errors: they come from the target's memory) is escaped.
 """
 import html
+from typing import List, Tuple
 
-from . import progress as progress_mod
+from .analysis import Analysis, Verdict
 from .model import length_text
+from .progress import Motion
 from .rankset import ranks_text
 from .render_text import NOTE_KINDS
 
@@ -42,23 +44,23 @@ footer { font-size: 11px; color: #666666; padding: 8px 24px; }
 """.replace("PICTURE_BORDER", PICTURE_BORDER)
 
 
-def _e(text):
+def _e(text: object) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-def _inline_svg(svg_bytes):
+def _inline_svg(svg_bytes: bytes) -> str:
     """dot's SVG without its XML prolog and DOCTYPE, ready to inline."""
     text = svg_bytes.decode("utf-8", "replace")
     start = text.find("<svg")
     return text[start:] if start >= 0 else ""
 
 
-def _involved(a):
+def _involved(a: Analysis) -> List[int]:
     ranks = sorted(a.knot_of) or [rm.rank for rm in a.model.rank_list() if rm.blocked]
     return ranks
 
 
-def _queues(a, r):
+def _queues(a: Analysis, r: int) -> str:
     rm = a.model.ranks[r]
     e = rm.entry
     out = ["<h3>Rank %d%s</h3>" % (r, (" <span class=\"knotmark\">knot %d</span>"
@@ -75,9 +77,9 @@ def _queues(a, r):
     out.append("<p>%s</p>" % "; ".join(facts))
     if e is not None and e.state is not None and e.state.frames:
         out.append("<p class=\"frames\">stack: %s</p>" % _e(" ← ".join(e.state.frames[:8])))
-    if e is None or not e.readable:
+    if e is None or e.communicators is None:  # not readable
         return "\n".join(out)
-    rows = []
+    rows: List[Tuple[str, str, str]] = []
     for c in e.communicators:
         if c.is_null:
             continue
@@ -108,10 +110,10 @@ def _queues(a, r):
     return "\n".join(out)
 
 
-def render(analysis, svg_bytes):
+def render(analysis: Analysis, svg_bytes: bytes) -> str:
     """The report; `svg_bytes` is the picture as render_dot.convert(..., "svg") made it."""
     a = analysis
-    css = {"deadlock": "deadlock", "unknown": "unknown"}.get(a.verdict, "none")
+    css = {Verdict.DEADLOCK: "deadlock", Verdict.UNKNOWN: "unknown"}.get(a.verdict, "none")
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
              "style-src 'unsafe-inline'; img-src data:\">",
@@ -141,11 +143,10 @@ def render(analysis, svg_bytes):
     parts.append("</table>")
     if a.progress is not None:
         parts.append("<h2>Progress between the two snapshots</h2><ul>")
-        for verdict in (progress_mod.STUCK, progress_mod.MOVED, progress_mod.RUNNING,
-                        progress_mod.FINISHED, progress_mod.UNKNOWN):
-            ranks = a.progress.of(verdict)
+        for motion in Motion:
+            ranks = a.progress.of(motion)
             if ranks:
-                parts.append("<li>%s: %s</li>" % (_e(verdict), _e(ranks_text(ranks))))
+                parts.append("<li>%s: %s</li>" % (_e(motion), _e(ranks_text(ranks))))
         parts.append("</ul>")
     notes = [f for f in a.findings if f.kind in NOTE_KINDS]
     if notes:

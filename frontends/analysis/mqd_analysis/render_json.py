@@ -2,15 +2,19 @@
 knots, every rank's state and waits, the wait edges with their kind and operation, the
 classes, the explanations and, with two snapshots, the progress."""
 import json
+from typing import Any, Dict, List, Set
+
+from .analysis import Analysis
+from .model import RankModel
 
 FORMAT = 1
 
 
-def _edges(a):
+def _edges(a: Analysis) -> List[Dict[str, Any]]:
     out = []
     for rm in a.model.rank_list():
         for i, w in enumerate(rm.waits):
-            blocking = set()
+            blocking: Set[int] = set()
             if rm.rank in a.evaluation.deadlocked and not a.evaluation.satisfied.get((rm.rank, i)):
                 blocking = {t for t in w.targets if not a.evaluation.releases(a.model, t)}
             for t in w.targets:
@@ -22,7 +26,7 @@ def _edges(a):
     return out
 
 
-def _rank(a, rm, class_of):
+def _rank(a: Analysis, rm: RankModel, class_of: Dict[int, int]) -> Dict[str, Any]:
     e = rm.entry
     return {"rank": rm.rank, "status": rm.status, "call": rm.call,
             "host": e.host if e else None, "pid": e.pid if e else None,
@@ -35,7 +39,7 @@ def _rank(a, rm, class_of):
             "description": rm.describe(a.model.world)}
 
 
-def to_dict(analysis):
+def to_dict(analysis: Analysis) -> Dict[str, Any]:
     a = analysis
     class_of = {r: i for i, c in enumerate(a.classes) for r in c.ranks}
     d = {
@@ -62,5 +66,5 @@ def to_dict(analysis):
     return d
 
 
-def render(analysis):
+def render(analysis: Analysis) -> str:
     return json.dumps(to_dict(analysis), indent=1) + "\n"

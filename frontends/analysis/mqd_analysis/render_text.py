@@ -1,7 +1,8 @@
 """The analysis as text for a terminal: the verdict, the explanation of each knot, the ranks
 grouped into classes, the progress between two snapshots, and notes on what the snapshot
 cannot show."""
-from . import progress as progress_mod
+from .analysis import Analysis
+from .progress import Motion
 from .rankset import ranks_text
 
 NOTE_KINDS = ("pml-invisible", "queues-empty", "unexpected-unknown", "unreadable", "partial",
@@ -9,7 +10,7 @@ NOTE_KINDS = ("pml-invisible", "queues-empty", "unexpected-unknown", "unreadable
               "shown-complete")
 
 
-def render(analysis):
+def render(analysis: Analysis) -> str:
     a = analysis
     lines = [a.headline()]
     for i, k in enumerate(a.knots):
@@ -33,12 +34,12 @@ def render(analysis):
     if a.progress is not None:
         lines.append("")
         lines.append("Progress since the earlier snapshot:")
-        for verdict, words in ((progress_mod.STUCK, "stuck (nothing changed)"),
-                               (progress_mod.MOVED, "moved (slow, not dead)"),
-                               (progress_mod.RUNNING, "running (computing)"),
-                               (progress_mod.FINISHED, "finished"),
-                               (progress_mod.UNKNOWN, "unknown")):
-            ranks = a.progress.of(verdict)
+        for motion, words in ((Motion.STUCK, "stuck (nothing changed)"),
+                              (Motion.MOVED, "moved (slow, not dead)"),
+                              (Motion.RUNNING, "running (computing)"),
+                              (Motion.FINISHED, "finished"),
+                              (Motion.UNKNOWN, "unknown")):
+            ranks = a.progress.of(motion)
             if ranks:
                 lines.append("  %s: %s" % (words, ranks_text(ranks)))
         for r, text in sorted(a.progress.changes.items()):

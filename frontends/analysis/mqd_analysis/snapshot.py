@@ -9,9 +9,10 @@ file raises SnapshotError with one sentence saying what is wrong and where.
 """
 import json
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Tuple, Type, Union
 
 from . import mpicalls, openmpi
+from .textenum import TextEnum
 
 VERSION = 1
 
@@ -22,27 +23,44 @@ MQS_END_OF_LIST = 2
 
 QUEUES = ("sends", "receives", "unexpected")
 
+# A communicator's identity across ranks (Communicator.key): its unique id, and its members
+# (their world ranks) or, when unknown, its size.
+CommKey = Tuple[int, Union[Tuple[int, ...], int]]
+
 
 class SnapshotError(Exception):
     """The input is not a snapshot this tool can read; str() is one sentence for the user."""
+
+
+class OperationStatus(TextEnum):
+    """A pending operation's status as the front end writes it (mqs_status: mqs_st_pending,
+    mqs_st_matched, mqs_st_complete); a status the front end does not name is the DLL's
+    number, kept as it is."""
+    PENDING = "pending"
+    MATCHED = "matched"
+    COMPLETE = "complete"
 
 
 @dataclass
 class Operation:
     """One entry of a queue, as the DLL gave it (mqs_pending_operation)."""
     queue: str                # "sends", "receives" or "unexpected"
-    status: str               # "pending", "matched", "complete" (or the DLL's number)
+    status: Union[OperationStatus, str, int]   # or the DLL's number, or a word unknown
     peer_local: int           # desired_local_rank
     peer_world: int           # desired_global_rank (meaningless for a wildcard source)
     any_source: bool
     tag: int
     any_tag: bool
     length: int
-    raw: dict                 # the entry as read, for showing it
+    raw: Dict[str, Any]       # the entry as read, for showing it
 
     @property
-    def pending(self):
-        return self.status == "pending"
+    def pending(self) -> bool:
+        return self.status == OperationStatus.PENDING
+
+    @property
+    def complete(self) -> bool:
+        return self.status == OperationStatus.COMPLETE
 
 
 @dataclass
@@ -52,12 +70,12 @@ class Queue:
     operations: List[Operation]
 
     @property
-    def no_information(self):
+    def no_information(self) -> bool:
         """The DLL gave nothing for this queue: unknown, not empty."""
         return self.rc == MQS_NO_INFORMATION and not self.operations
 
     @property
-    def failed(self):
+    def failed(self) -> bool:
         return self.rc not in (MQS_OK, MQS_END_OF_LIST, MQS_NO_INFORMATION)
 
 
@@ -69,15 +87,15 @@ class Communicator:
     size: int
     group: Optional[List[int]]   # world rank of each local rank, None if unknown
     group_error: Optional[str]
-    queues: dict                 # QUEUES -> Queue
-    raw: dict
+    queues: Dict[str, Queue]     # QUEUES -> Queue
+    raw: Dict[str, Any]
 
     @property
-    def is_null(self):
+    def is_null(self) -> bool:
         return openmpi.is_null_communicator(self.name, self.size)
 
     @property
-    def key(self):
+    def key(self) -> CommKey:
         """Identity across ranks: the DLL's unique id (Open MPI's context id, agreed by all
         members) and the members, since split communicators of a parent share an id."""
         return (self.unique_id, tuple(self.group) if self.group is not None else self.size)
@@ -106,15 +124,15 @@ class Rank:
     communicators: Optional[List[Communicator]]   # None when nothing could be read
 
     @property
-    def readable(self):
+    def readable(self) -> bool:
         return self.communicators is not None
 
     @property
-    def partial(self):
+    def partial(self) -> bool:
         return self.communicators is not None and self.error is not None
 
     @property
-    def label(self):
+    def label(self) -> str:
         if self.rank is not None:
             return "rank %d" % self.rank
         return "inferior %s (pid %s)" % (self.inferior, self.pid)
@@ -127,13 +145,13 @@ class Snapshot:
     ranks: List[Rank]
     upgraded_from: Optional[str] = None   # "mqd dump --all --json", when upgraded
     source: Optional[str] = None          # file name, for messages
-    extra: dict = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
 
-    def by_rank(self):
+    def by_rank(self) -> Dict[int, Rank]:
         return {r.rank: r for r in self.ranks if r.rank is not None}
 
 
-def mpi_call_of(frames):
+def mpi_call_of(frames: List[Optional[str]]) -> Optional[str]:
     """The MPI call a rank is in, from its frames (newest first); None: computing. A snapshot
     without "mpi_call" gets it from here, and so should whatever writes one."""
     return mpicalls.innermost_call(frames, openmpi.ENTRY_POINTS)
@@ -142,7 +160,7 @@ def mpi_call_of(frames):
 # --------------------------------------------------------------------------------------------
 # Loading
 
-def load(path):
+def load(path: str) -> Snapshot:
     """Reads and checks a snapshot file; raises SnapshotError."""
     try:
         with open(path, "rb") as f:
@@ -152,7 +170,7 @@ def load(path):
     return loads(data, path)
 
 
-def loads(data, source="the snapshot"):
+def loads(data: Union[str, bytes], source: str = "the snapshot") -> Snapshot:
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
@@ -178,7 +196,7 @@ def loads(data, source="the snapshot"):
     return parse(obj, source)
 
 
-def parse(obj, source="the snapshot"):
+def parse(obj: Any, source: str = "the snapshot") -> Snapshot:
     """Checks a decoded snapshot (version 1, or an `mqd dump --json` output to upgrade)."""
     if isinstance(obj, dict) and "mqd_snapshot" in obj:
         version = obj["mqd_snapshot"]
@@ -195,36 +213,38 @@ def parse(obj, source="the snapshot"):
                         % (source, VERSION))
 
 
-def _looks_like_dump(d):
+def _looks_like_dump(d: Any) -> bool:
     return isinstance(d, dict) and "pid" in d and ("communicators" in d or "error" in d)
 
 
 class _Path:
     """Where in the document a value is, for error messages: ranks[2].communicators[0]..."""
 
-    def __init__(self, source, parts=()):
+    def __init__(self, source: str, parts: Tuple[Union[str, int], ...] = ()) -> None:
         self.source, self.parts = source, parts
 
-    def __truediv__(self, part):
+    def __truediv__(self, part: Union[str, int]) -> "_Path":
         return _Path(self.source, self.parts + (part,))
 
-    def fail(self, what):
+    def fail(self, what: str) -> NoReturn:
         where = ""
         for p in self.parts:
             where += "[%d]" % p if isinstance(p, int) else ("." if where else "") + p
         raise SnapshotError("%s: %s %s" % (self.source, where or "the document", what))
 
 
-def _is(value, kinds):
+def _is(value: Any, kinds: Union[Type, Tuple[Type, ...]]) -> bool:
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     if isinstance(value, bool):  # JSON true is not a number here
         return bool in kinds
     return isinstance(value, kinds)
 
 
-def _get(d, key, path, kinds, required=True, default=None):
+def _get(d: Any, key: str, path: _Path, kinds: Union[Type, Tuple[Type, ...]],
+         required: bool = True, default: Any = None) -> Any:
     """d[key], checked to be of `kinds`; a missing (or, when optional, null) value gives
-    `default`, or fails when required."""
+    `default`, or fails when required. Typed Any: the caller knows what `kinds` it asked
+    for."""
     if not isinstance(d, dict):
         path.fail("is not an object")
     if key not in d or (d[key] is None and not required):
@@ -236,7 +256,7 @@ def _get(d, key, path, kinds, required=True, default=None):
     return d[key]
 
 
-def _parse_v1(obj, source):
+def _parse_v1(obj: Dict[str, Any], source: str) -> Snapshot:
     path = _Path(source)
     dll = _get(obj, "dll", path, str, required=False)
     ranks_in = _get(obj, "ranks", path, list)
@@ -244,7 +264,7 @@ def _parse_v1(obj, source):
     return _finish(Snapshot(VERSION, dll, ranks, source=source), path)
 
 
-def _upgrade(dumps, source):
+def _upgrade(dumps: List[Dict[str, Any]], source: str) -> Snapshot:
     path = _Path(source)
     dlls = {d.get("dll") for d in dumps if isinstance(d.get("dll"), str)}
     ranks = [_rank(d, path / i, None, legacy=True) for i, d in enumerate(dumps)]
@@ -252,8 +272,8 @@ def _upgrade(dumps, source):
                             upgraded_from="mqd dump --json", source=source), path)
 
 
-def _finish(snapshot, path):
-    seen = {}
+def _finish(snapshot: Snapshot, path: _Path) -> Snapshot:
+    seen: Dict[int, Rank] = {}
     for i, r in enumerate(snapshot.ranks):
         if r.rank is None:
             continue
@@ -267,7 +287,7 @@ def _finish(snapshot, path):
     return snapshot
 
 
-def _rank(d, path, dll, legacy):
+def _rank(d: Any, path: _Path, dll: Optional[str], legacy: bool) -> Rank:
     if not isinstance(d, dict):
         path.fail("is not an object")
     rank = _get(d, "rank", path, int, required=legacy is False and "error" not in d)
@@ -306,7 +326,7 @@ def _rank(d, path, dll, legacy):
                 warnings=_warnings(d, path), communicators=communicators)
 
 
-def _warnings(d, path):
+def _warnings(d: Dict[str, Any], path: _Path) -> List[str]:
     warnings = _get(d, "warnings", path, list, required=False, default=[])
     for i, w in enumerate(warnings):
         if not isinstance(w, str):
@@ -314,7 +334,7 @@ def _warnings(d, path):
     return warnings
 
 
-def _communicator(c, path):
+def _communicator(c: Any, path: _Path) -> Communicator:
     group = c.get("group") if isinstance(c, dict) else None
     group_error = None
     if isinstance(group, dict):
@@ -325,7 +345,7 @@ def _communicator(c, path):
                                                   for g in group):
             (path / "group").fail("is not a list of ranks")
     queues_in = _get(c, "queues", path, dict)
-    queues = {}
+    queues: Dict[str, Queue] = {}
     for q in QUEUES:
         qd = _get(queues_in, q, path / "queues", dict)
         qpath = path / "queues" / q
@@ -338,8 +358,10 @@ def _communicator(c, path):
                         group=group, group_error=group_error, queues=queues, raw=c)
 
 
-def _operation(o, queue, path):
+def _operation(o: Any, queue: str, path: _Path) -> Operation:
     status = _get(o, "status", path, (str, int))
+    if status in set(OperationStatus):
+        status = OperationStatus(status)
     local = _get(o, "desired_local_rank", path, int)
     return Operation(queue=queue, status=status, peer_local=local,
                      peer_world=_get(o, "desired_global_rank", path, int),

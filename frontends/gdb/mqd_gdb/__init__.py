@@ -6,8 +6,9 @@ package's directory on sys.path and registers the `mqd` commands (commands.regis
 
 Modules, one concept each, in the order a value travels:
 
-  commands     the gdb commands `mqd attach|load|dump|snapshot|graph|types|status` and the
-               one loaded Session
+  commands     the gdb commands `mqd attach|load|dump|snapshot|graph|types|status`, the
+               one error boundary they run in, and the one loaded Session
+  options      the commands' options, parsed by argparse, every mistake an MqdError
   job          the whole job `mqd attach` attaches: the launcher's MPIR process table, one
                inferior per rank in rank order, each labelled with its rank and host
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
@@ -33,7 +34,12 @@ Modules, one concept each, in the order a value travels:
   errors       MqdError, a failure shown to the user in the DLL's or the proxy's own words
   execute      gdb commands run for their effect or their text, their output kept from the
                user (and from gdb's debug logs)
+  events       gdb's event handlers of lookup and memory, connected once however often the
+               front end is sourced
 
-Importing the package itself imports nothing else; abi, errors, render and analysis import no
-gdb.
+Importing the package itself imports nothing else; abi, errors, options, render and analysis
+import no gdb. Every function is annotated, and mypy checks them (../../mypy.ini, with
+../../stubs/gdb.pyi for gdb's module); the modules that import gdb leave their annotations
+unevaluated (`from __future__ import annotations`): they name gdb's classes, which only a real
+gdb has.
 """

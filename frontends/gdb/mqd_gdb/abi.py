@@ -11,6 +11,7 @@ Abi(taddr_width) builds the structs and function types for a DLL whose mqs_taddr
 taddr_width bytes wide (mqs_dll_taddr_width()); mqs_tword_t is the signed type of that width.
 """
 import ctypes
+from typing import Any, Dict, List, Optional, Tuple
 
 # Result codes.
 MQS_OK = 0
@@ -42,7 +43,7 @@ ST_COMPLETE = 2
 class Abi:
     """ctypes mirror of the structs and callback types, for a given mqs_taddr_t width."""
 
-    def __init__(self, taddr_width):
+    def __init__(self, taddr_width: int) -> None:
         taddr = ctypes.c_uint64 if taddr_width == 8 else ctypes.c_uint32
         tword = ctypes.c_int64 if taddr_width == 8 else ctypes.c_int32
         self.taddr, self.tword = taddr, tword
@@ -121,10 +122,10 @@ class Abi:
             BasicCallbacks, ImageCallbacks, ProcessCallbacks)
 
 
-def entry_points():
+def entry_points() -> Dict[str, Tuple[Any, List[Any]]]:
     """The DLL's entry points the front end calls: name -> (restype, argtypes). Handles and
-    structs travel as void pointers. A DLL may lack the optional ones (mqs_dll_taddr_width,
-    mqs_get_comm_group)."""
+    structs travel as void pointers. A DLL may lack the optional ones (OPTIONAL_ENTRY_POINTS);
+    a library without any other one is no MQD DLL (required_entry_points)."""
     vp, ip = ctypes.c_void_p, ctypes.c_int
     return {
         "mqs_setup_basic_callbacks": (None, [vp]),
@@ -146,7 +147,17 @@ def entry_points():
     }
 
 
-def c_string(address):
+# The entry points of entry_points() a DLL may lack: the front end has an answer without them
+# (the pointer width of this gdb's architecture; every group unknown).
+OPTIONAL_ENTRY_POINTS = frozenset({"mqs_dll_taddr_width", "mqs_get_comm_group"})
+
+
+def required_entry_points() -> List[str]:
+    """The entry points of entry_points() every MQD DLL exports, in the header's order."""
+    return [name for name in entry_points() if name not in OPTIONAL_ENTRY_POINTS]
+
+
+def c_string(address: Optional[int]) -> Optional[str]:
     """The NUL-terminated string at `address` (a DLL-owned char *) as text, None for NULL.
     Invalid UTF-8 is replaced, never an error."""
     if not address:
@@ -154,7 +165,7 @@ def c_string(address):
     return ctypes.string_at(address).decode("utf-8", "replace")
 
 
-def text(chars):
+def text(chars: Any) -> str:
     """A fixed-size char array of a struct (a name, a line of extra_text) as text: up to its
     first NUL, invalid UTF-8 replaced."""
     raw = bytes(chars).split(b"\0", 1)[0]

@@ -11,6 +11,7 @@ Python writes no bytecode next to it (an installed copy is package data, removed
 import importlib
 import os
 import sys
+import types
 
 from .errors import MqdError
 
@@ -21,15 +22,16 @@ ANALYSIS_DIR = os.path.normpath(os.path.join(FRONTEND_DIR, "..", "analysis"))
 PACKAGE = "mqd_analysis"
 
 
-def _loaded_from(module):
-    return os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+def _loaded_from(init_file: str) -> str:
+    """The directory that holds the package whose __init__.py is `init_file`."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(init_file)))
 
 
-def load():
+def load() -> types.ModuleType:
     """The mqd_analysis package; MqdError with a sentence when it is not installed."""
     module = sys.modules.get(PACKAGE)
-    if module is not None and getattr(module, "__file__", None) and \
-            _loaded_from(module) == ANALYSIS_DIR:
+    init_file = getattr(module, "__file__", None)
+    if module is not None and init_file and _loaded_from(init_file) == ANALYSIS_DIR:
         return module
     if not os.path.isfile(os.path.join(ANALYSIS_DIR, PACKAGE, "__init__.py")):
         raise MqdError("the deadlock analysis (the Python package %s) is not installed: it is "

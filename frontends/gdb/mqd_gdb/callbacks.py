@@ -20,14 +20,19 @@
 A callback never raises into ctypes: a failure (a gdb error, an unknown handle) is recorded
 in the messages ("callback NAME failed: ...") and the DLL gets that callback's failure answer.
 """
+from __future__ import annotations
+
 import ctypes
 import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import gdb
 
 from . import abi, job, lookup, memory
-from .handles import Image, Process
+from .handles import Handles, Image, Process
 from .inferiors import SelectedInferior, find as find_inferior, is_local, select
+
+R = TypeVar("R")  # what a guarded callback answers
 
 # How a dprints text is kept in the messages, and the prefix of the one kind of dprints that
 # libmqdproxy.so adds of its own (docs/transparency.md, "What the shim adds"): a warning about
@@ -36,7 +41,7 @@ DLL_MESSAGE = "dll: "
 PROXY_WARNING = "mqd-proxy: "
 
 
-def proxy_warnings(messages):
+def proxy_warnings(messages: List[str]) -> List[str]:
     """The proxy's warnings among `messages` (kept dprints), without their prefixes."""
     prefix = DLL_MESSAGE + PROXY_WARNING
     return [m[len(prefix):] for m in messages if m.startswith(prefix)]
@@ -61,11 +66,12 @@ class Callbacks:
     the Session decides; all 7 until it has). Keep it alive as long as the DLL may call back:
     the tables and the function objects in them are owned here."""
 
-    def __init__(self, a, handles, messages, type_sizes=abi.TYPE_SIZES_OPENMPI_INTS):
+    def __init__(self, a: abi.Abi, handles: Handles, messages: List[str],
+                 type_sizes: int = abi.TYPE_SIZES_OPENMPI_INTS) -> None:
         self.handles = handles
         self.messages = messages
         self.type_sizes = type_sizes
-        self.strings = {}
+        self.strings: Dict[bytes, Any] = {}  # errorstring's texts, kept for the DLL
         self.libc = ctypes.CDLL(None)
         self.libc.calloc.restype = ctypes.c_void_p
         self.libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
@@ -100,7 +106,7 @@ class Callbacks:
         self.process_callbacks = a.ProcessCallbacks(
             *(c[n] for n, _ in a.ProcessCallbacks._fields_))
 
-    def _guard(self, failure, fn, *args):
+    def _guard(self, failure: R, fn: Callable[..., R], *args: Any) -> R:
         try:
             return fn(*args)
         except Exception as e:  # gdb errors, unknown handles: the DLL gets `failure`
@@ -109,37 +115,37 @@ class Callbacks:
 
     # ---- basic: memory, messages, info kept for the DLL ----
 
-    def _cb_malloc(self, size):
+    def _cb_malloc(self, size: int) -> Optional[int]:
         return self._guard(None, lambda: self.libc.calloc(1, size or 1))
 
-    def _cb_free(self, address):
+    def _cb_free(self, address: Optional[int]) -> None:
         if address:
             self.libc.free(address)
 
-    def _cb_dprints(self, text):
+    def _cb_dprints(self, text: Optional[bytes]) -> None:
         self.messages.append(DLL_MESSAGE + (text or b"").decode("utf-8", "replace"))
 
-    def _cb_errorstring(self, code):
+    def _cb_errorstring(self, code: int) -> int:
         text = FRONTEND_ERRORS.get(code, b"gdb: error %d" % code)
         buf = self.strings.setdefault(text, ctypes.create_string_buffer(text))
         return ctypes.addressof(buf)
 
-    def _cb_put_image_info(self, image, info):
+    def _cb_put_image_info(self, image: Optional[int], info: Optional[int]) -> None:
         self._guard(None, lambda: setattr(self.handles.get(image, Image), "info", info))
 
-    def _cb_get_image_info(self, image):
+    def _cb_get_image_info(self, image: Optional[int]) -> Optional[int]:
         return self._guard(None, lambda: self.handles.get(image, Image).info)
 
-    def _cb_put_process_info(self, process, info):
+    def _cb_put_process_info(self, process: Optional[int], info: Optional[int]) -> None:
         self._guard(None, lambda: setattr(self.handles.get(process, Process), "info", info))
 
-    def _cb_get_process_info(self, process):
+    def _cb_get_process_info(self, process: Optional[int]) -> Optional[int]:
         return self._guard(None, lambda: self.handles.get(process, Process).info)
 
     # ---- image: type sizes, symbols, types ----
 
-    def _cb_get_type_sizes(self, process, sizes):
-        def fill():
+    def _cb_get_type_sizes(self, process: Optional[int], sizes: Any) -> None:
+        def fill() -> None:
             types = lookup.of(self.handles.get(process, Process).inferior_num)
             s = sizes.contents
             s.short_size = gdb.lookup_type("short").sizeof
@@ -153,8 +159,8 @@ class Callbacks:
                 s.size_t_size = _type_size(types, "size_t", s.pointer_size)
         self._guard(None, fill)
 
-    def _lookup(self, image, name, addr):
-        def find_address():
+    def _lookup(self, image: Optional[int], name: bytes, addr: Any) -> int:
+        def find_address() -> int:
             img = self.handles.get(image, Image)
             address = lookup.of(img.inferior_num).address(name.decode())
             if address is None:
@@ -164,14 +170,14 @@ class Callbacks:
             return abi.MQS_OK
         return self._guard(ERR_NO_SYMBOL, find_address)
 
-    def _cb_find_function(self, image, name, lang, addr):
+    def _cb_find_function(self, image: Optional[int], name: bytes, lang: int, addr: Any) -> int:
         return self._lookup(image, name, addr)
 
-    def _cb_find_symbol(self, image, name, addr):
+    def _cb_find_symbol(self, image: Optional[int], name: bytes, addr: Any) -> int:
         return self._lookup(image, name, addr)
 
-    def _cb_find_type(self, image, name, lang):
-        def find():
+    def _cb_find_type(self, image: Optional[int], name: bytes, lang: int) -> Optional[int]:
+        def find() -> Optional[int]:
             img = self.handles.get(image, Image)
             key = name.decode()
             if key not in img.types:
@@ -183,29 +189,30 @@ class Callbacks:
             return img.types[key]
         return self._guard(None, find)
 
-    def _cb_field_offset(self, handle, field):
-        def offset():
-            t = self.handles.types.get(handle)
+    def _cb_field_offset(self, handle: Optional[int], field: bytes) -> int:
+        def offset() -> int:
+            t = self.handles.types.get(handle) if handle is not None else None
             if t is None:
                 return -1
             return _field_offset(t, field.decode())
         return self._guard(-1, offset)
 
-    def _cb_sizeof(self, handle):
+    def _cb_sizeof(self, handle: Optional[int]) -> int:
         types = self.handles.types
         return self._guard(0, lambda: types[handle].sizeof if handle in types else 0)
 
     # ---- process: rank, image, memory, byte order ----
 
-    def _cb_get_global_rank(self, process):
+    def _cb_get_global_rank(self, process: Optional[int]) -> int:
         return self._guard(abi.MQS_INVALID_PROCESS, lambda: global_rank(
             self.handles.get(process, Process)))
 
-    def _cb_get_image(self, process):
+    def _cb_get_image(self, process: Optional[int]) -> Optional[int]:
         return self._guard(None, lambda: self.handles.get(process, Process).image.handle)
 
-    def _cb_fetch_data(self, process, address, size, buf):
-        def fetch():
+    def _cb_fetch_data(self, process: Optional[int], address: int, size: int,
+                       buf: int) -> int:
+        def fetch() -> int:
             p = self.handles.get(process, Process)
             # The DLL may ask about any process it was given, not only the one of the call in
             # progress (libmqdproxy.so reads the others' memory ahead). gdb 13 reads the
@@ -225,8 +232,9 @@ class Callbacks:
             return abi.MQS_OK
         return self._guard(ERR_MEMORY, fetch)
 
-    def _cb_target_to_host(self, process, src, dst, size):
-        def convert():
+    def _cb_target_to_host(self, process: Optional[int], src: int, dst: int,
+                           size: int) -> None:
+        def convert() -> None:
             p = self.handles.get(process, Process)
             data = ctypes.string_at(src, size)
             if p.big_endian != (sys.byteorder == "big"):
@@ -235,7 +243,7 @@ class Callbacks:
         self._guard(None, convert)
 
 
-def global_rank(process):
+def global_rank(process: Process) -> int:
     """MPI_COMM_WORLD rank: what the launcher's process table said (`mqd attach --launcher`),
     else from the launcher's environment of a local process, else from the target's own
     record of it, Open MPI's MPI_COMM_WORLD or MPICH's MPIR_Process (each needs that library's
@@ -250,7 +258,8 @@ def global_rank(process):
         elif is_local(inf):
             try:
                 with open("/proc/%d/environ" % inf.pid, "rb") as f:
-                    env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+                    env = {name: value for name, _, value in
+                           (v.partition(b"=") for v in f.read().split(b"\0") if b"=" in v)}
                 for key in (b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK", b"PMI_RANK"):
                     if key in env:
                         process.rank = int(env[key])
@@ -264,7 +273,7 @@ def global_rank(process):
                 process.rank = _field_in_target(process.inferior_num, symbol, type_name, field)
             except gdb.error:  # unreadable memory: try the next
                 pass
-    return process.rank
+    return process.rank if process.rank is not None else abi.MQS_INVALID_PROCESS
 
 
 # Where an MPI library keeps the process's MPI_COMM_WORLD rank, tried in this order when the
@@ -275,7 +284,7 @@ _RANK_IN_TARGET = (("ompi_mpi_comm_world", "ompi_communicator_t", "c_my_rank"),
                    ("MPIR_Process", "MPIR_Process_t", "rank"))
 
 
-def _field_in_target(inferior_num, symbol, type_name, field):
+def _field_in_target(inferior_num: int, symbol: str, type_name: str, field: str) -> int:
     """The integer `field` of the `type_name` at `symbol` in the target, read alone;
     MQS_INVALID_PROCESS when the symbol, the type or the field is unknown."""
     types = lookup.of(inferior_num)
@@ -289,18 +298,18 @@ def _field_in_target(inferior_num, symbol, type_name, field):
         return int(gdb.Value(data, member.type))
 
 
-def _type_size(types, name, default):
+def _type_size(types: lookup.Lookup, name: str, default: int) -> int:
     t = types.type(name)
     return t.sizeof if t is not None else default
 
 
-def _field_offset(t, name):
+def _field_offset(t: gdb.Type, name: str) -> int:
     """Byte offset of field `name`, looking into anonymous struct/union members; -1 if none."""
     found = _find_field(t, name)
     return found[0] if found else -1
 
 
-def _find_field(t, name):
+def _find_field(t: gdb.Type, name: str) -> Optional[Tuple[int, gdb.Field]]:
     """(byte offset, gdb.Field) of field `name`, looking into anonymous struct/union members;
     None if there is none."""
     for field in t.strip_typedefs().fields():

@@ -30,13 +30,29 @@
       the pages of target memory kept for later commands, and what the last command that
       found some did with them (memory).
 
-Every failure is one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
-it); never a Python traceback. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they
-could read, and the failures of the other inferiors in their place, and do not fail for them. register() makes the commands known to
-gdb; ../mqd.py calls it each time it is sourced.
+Every command runs inside one error boundary (_command): a failure the user can act on is an
+MqdError, shown as one line, "mqd: ...", raised as gdb.GdbError (a command in a script stops
+it); anything else is a bug of the front end's, shown as "mqd: internal error: TYPE: TEXT",
+with its Python traceback only when the user asked gdb for tracebacks (`set python
+print-stack full`). A command never runs another through gdb (gdb.execute would turn the
+inner one's MqdError into a gdb.error, which the outer boundary could not tell from a bug):
+`mqd dump`, `mqd snapshot` and `mqd graph` load the DLL by calling load(), as `mqd load`
+does. `mqd dump --all`, `mqd snapshot` and `mqd graph` keep what they could read, and the
+failures of the other inferiors in their place, and do not fail for them. register() makes
+the commands known to gdb; ../mqd.py calls it each time it is sourced.
+
+Each command's options are parsed by argparse (options.Parser, built with the command): a
+mistake in them is an MqdError naming it, with the command's usage ("argument --output:
+expected one argument (usage: mqd dump ...)"); the usage argparse prints is the one in the
+command's help (its docstring, which gdb's `help` shows).
 """
+from __future__ import annotations
+
+import argparse
 import contextlib
 import os
+import traceback
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 import gdb
 
@@ -45,12 +61,13 @@ from .dump import dump, failed
 from .errors import MqdError
 from .execute import CodeFromFiles, NoSymbolOffers
 from .inferiors import SelectedInferior, find as find_inferior
+from .options import Parser
 from .session import Session
 
-_session = None
+_session: Optional[Session] = None
 
 
-def _dll_name_of_target():
+def _dll_name_of_target() -> str:
     inferior = gdb.selected_inferior()
     address = lookup.of(inferior.num).address("MPIR_dll_name")
     try:
@@ -65,13 +82,20 @@ class MqdPrefix(gdb.Command):
     """Message queues of MPI processes through an MQD DLL.
 Subcommands: mqd attach, mqd load, mqd dump, mqd snapshot, mqd graph, mqd types, mqd status."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd", gdb.COMMAND_DATA, prefix=True)
 
 
-def _command(fn):
-    """Runs a command body, turning every failure into a one-line gdb error."""
-    def invoke(self, arg, from_tty):
+# A command's body: (the command, its arguments as gdb.string_to_argv splits them, from_tty).
+Body = Callable[[Any, List[str], bool], None]
+
+
+def _command(fn: Body) -> Callable[[Any, str, bool], None]:
+    """Runs a command body inside the front end's error boundary: an MqdError is the user's
+    one line, "mqd: TEXT"; any other exception is a bug, "mqd: internal error: TYPE: TEXT",
+    after its traceback when gdb's `python print-stack` is `full` (gdb itself prints none for
+    a gdb.GdbError)."""
+    def invoke(self: Any, arg: str, from_tty: bool) -> None:
         try:
             with memory.Command():
                 fn(self, gdb.string_to_argv(arg), from_tty)
@@ -79,9 +103,20 @@ def _command(fn):
             raise gdb.GdbError("mqd: %s" % e)
         except gdb.GdbError:
             raise
-        except Exception as e:  # never a traceback at the user
+        except Exception as e:  # a bug: its traceback only for a user who asked for them
+            if _wants_tracebacks():
+                gdb.write(traceback.format_exc(), gdb.STDERR)
             raise gdb.GdbError("mqd: internal error: %s: %s" % (type(e).__name__, e))
     return invoke
+
+
+def _wants_tracebacks() -> bool:
+    """Whether `set python print-stack full` is on (gdb's parameter "python print-stack":
+    none, message or full)."""
+    try:
+        return gdb.parameter("python print-stack") == "full"
+    except RuntimeError:  # a gdb without the parameter
+        return False
 
 
 class MqdAttach(gdb.Command):
@@ -95,36 +130,31 @@ PID...: attach these processes, one inferior each.
 --without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
 through it costs a third of the exchanges, and gdb cannot read their thread-local variables."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd attach", gdb.COMMAND_RUNNING)
+        self.parser = Parser("mqd attach", usage="mqd attach --launcher PID [--gdbserver "
+                             "HOST=ADDRESS ...] [--without-thread-db] | mqd attach PID...")
+        self.parser.add_argument("--launcher", type=_pid, metavar="PID")
+        self.parser.add_argument("--gdbserver", type=_host_address, action="append",
+                                 default=[], metavar="HOST=ADDRESS")
+        self.parser.add_argument("--without-thread-db", action="store_true")
+        self.parser.add_argument("pids", nargs="*", type=_pid, metavar="PID")
 
     @_command
-    def invoke(self, argv, from_tty):
-        launcher = None
-        servers = {}
-        pids = []
-        thread_db = True
-        while argv:
-            a = argv.pop(0)
-            if a == "--launcher" and argv:
-                launcher = _pid(argv.pop(0))
-            elif a == "--without-thread-db":
-                thread_db = False
-            elif a == "--gdbserver" and argv and "=" in argv[0]:
-                host, address = argv.pop(0).split("=", 1)
-                servers.setdefault(host, []).append(address)
-            elif a.startswith("-"):
-                raise MqdError("unknown option %s (usage: mqd attach --launcher PID "
-                               "[--gdbserver HOST=ADDRESS ...] [--without-thread-db] | "
-                               "mqd attach PID...)" % a)
-            else:
-                pids.append(_pid(a))
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        options = self.parser.parse(argv)
+        launcher, pids = options.launcher, options.pids
+        thread_db = not options.without_thread_db
+        servers: Dict[str, List[str]] = {}
+        for host, address in options.gdbserver:
+            servers.setdefault(host, []).append(address)
         if (launcher is None) == (not pids):
-            raise MqdError("usage: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] "
-                           "[--without-thread-db] | mqd attach PID...")
+            raise MqdError(self.parser.usage_line())
+        offers: ContextManager[Any] = NoSymbolOffers()
+        if thread_db:
+            offers = contextlib.nullcontext()
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
-        with job.Quiet(), CodeFromFiles(), \
-                (contextlib.nullcontext() if thread_db else NoSymbolOffers()):
+        with job.Quiet(), CodeFromFiles(), offers:
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
             else:
@@ -139,9 +169,9 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
                                                                         _ranges(nums)))
 
 
-def _ranges(nums):
+def _ranges(nums: List[int]) -> str:
     """"1, 3-5" for [1, 3, 4, 5]."""
-    spans = []
+    spans: List[List[int]] = []
     for n in nums:
         if spans and n == spans[-1][1] + 1:
             spans[-1][1] = n
@@ -150,14 +180,23 @@ def _ranges(nums):
     return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
 
 
-def _pid(text):
+def _pid(text: str) -> int:
+    """A process id on the command line (argparse's `type`)."""
     try:
         pid = int(text)
     except ValueError:
         pid = 0
     if pid <= 0:
-        raise MqdError("not a process id: %s" % text)
+        raise argparse.ArgumentTypeError("not a process id: %s" % text)
     return pid
+
+
+def _host_address(text: str) -> Tuple[str, str]:
+    """--gdbserver's HOST=ADDRESS as (host, address) (argparse's `type`)."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError("not HOST=ADDRESS: %s" % text)
+    host, address = text.split("=", 1)
+    return host, address
 
 
 class MqdLoad(gdb.Command):
@@ -165,37 +204,42 @@ class MqdLoad(gdb.Command):
 DLL defaults to the target's MPIR_dll_name. It may be libmqdproxy.so: --server and
 --vendor-dll then set MQD_PROXY_SERVER and MQD_PROXY_DLL before it is loaded."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd load", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd load")
+        self.parser.add_argument("--server", metavar="ENDPOINT")
+        self.parser.add_argument("--vendor-dll", metavar="NAME")
+        self.parser.add_argument("dll", nargs="?", metavar="DLL")
 
     @_command
-    def invoke(self, argv, from_tty):
-        global _session
-        path = None
-        while argv:
-            a = argv.pop(0)
-            if a == "--server" and argv:
-                os.environ["MQD_PROXY_SERVER"] = argv.pop(0)
-            elif a == "--vendor-dll" and argv:
-                os.environ["MQD_PROXY_DLL"] = argv.pop(0)
-            elif a.startswith("-"):
-                raise MqdError("unknown option %s" % a)
-            else:
-                path = a
-        if path is None:
-            path = _dll_name_of_target()
-        _session = Session(path)
-        gdb.write("mqd: loaded %s: %s (compatibility %d)\n"
-                  % (path, _session.version, _session.compatibility))
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        options = self.parser.parse(argv)
+        if options.server is not None:
+            os.environ["MQD_PROXY_SERVER"] = options.server
+        if options.vendor_dll is not None:
+            os.environ["MQD_PROXY_DLL"] = options.vendor_dll
+        load(options.dll)
 
 
-def _read_dumps(everything):
+def load(path: Optional[str] = None) -> Session:
+    """Loads the DLL at `path` (None: the one the target's MPIR_dll_name names) as the session
+    every command uses, and says so: `mqd load`, and the commands that need a DLL when none is
+    loaded. MqdError when it cannot be loaded; the session loaded before stays then."""
+    global _session
+    if path is None:
+        path = _dll_name_of_target()
+    _session = Session(path)
+    gdb.write("mqd: loaded %s: %s (compatibility %d)\n"
+              % (path, _session.version, _session.compatibility))
+    return _session
+
+
+def _read_dumps(everything: bool) -> List[Dict[str, Any]]:
     """The dump of the current inferior, or of every inferior with a process; loads the DLL
     first (as `mqd load`) if none is. A process that cannot be read is its failure. Open MPI's
     debug types are loaded only for Open MPI's DLL (Session.is_open_mpi): another MPI's
     DLL (MPICH's) asks for its own library's types, which no object of Open MPI's provides."""
-    if _session is None:
-        gdb.execute("mqd load", to_string=False)
+    session = _session if _session is not None else load()
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
         [gdb.selected_inferior().num]
     if len(nums) > 1:
@@ -210,38 +254,38 @@ def _read_dumps(everything):
             for num in todo:
                 with SelectedInferior(num):
                     try:
-                        step(num)
+                        step(session, num)
                     except MqdError:
                         pass
     dumps = []
     for num in nums:
         with SelectedInferior(num):
             try:
-                _set_up(num)
-                dumps.append(dump(_session, num))
+                _set_up(session, num)
+                dumps.append(dump(session, num))
             except MqdError as e:
-                process = _session.processes.get(num)
+                process = session.processes.get(num)
                 dumps.append(failed(num, find_inferior(num).pid, str(e),
                                     process.warnings if process else ()))
     return dumps
 
 
-def _set_up(num):
+def _set_up(session: Session, num: int) -> None:
     """The image and process of inferior `num` set up (Session.ensure_process), with Open MPI's
     debug types loaded first for Open MPI's DLL."""
-    if _session.is_open_mpi():
+    if session.is_open_mpi():
         debug_types.ensure(num)
-    _session.ensure_process(num)
+    session.ensure_process(num)
 
 
-def _set_up_image(num):
+def _set_up_image(session: Session, num: int) -> None:
     """The image of inferior `num` set up (Session.ensure_image), as _set_up."""
-    if _session.is_open_mpi():
+    if session.is_open_mpi():
         debug_types.ensure(num)
-    _session.ensure_image(num)
+    session.ensure_image(num)
 
 
-def _write_file(path, text):
+def _write_file(path: str, text: str) -> None:
     try:
         with open(path, "w") as f:
             f.write(text)
@@ -249,7 +293,7 @@ def _write_file(path, text):
         raise MqdError("cannot write %s: %s" % (path, e.strerror or e))
 
 
-def _whole_job_snapshot():
+def _whole_job_snapshot() -> Dict[str, Any]:
     """The snapshot of every inferior with a process (snapshot.take)."""
     if not any(i.pid != 0 for i in gdb.inferiors()):
         raise MqdError("no process to take a snapshot of: attach to the job's processes first "
@@ -257,7 +301,7 @@ def _whole_job_snapshot():
     return snapshot.take(_read_dumps(everything=True))
 
 
-def _summary(snap):
+def _summary(snap: Dict[str, Any]) -> str:
     unread = len([r for r in snap["ranks"] if "communicators" not in r])
     return "%d processes%s" % (len(snap["ranks"]),
                                ", %d could not be read" % unread if unread else "")
@@ -268,30 +312,24 @@ class MqdDump(gdb.Command):
 Communicators, groups and the three queues of the current inferior (--all: every inferior
 with a process), as text or JSON, written to gdb's output or to FILE."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd dump", gdb.COMMAND_DATA)
+        self.parser = Parser("mqd dump")
+        self.parser.add_argument("--json", action="store_true")
+        self.parser.add_argument("--all", action="store_true", dest="everything")
+        self.parser.add_argument("--output", metavar="FILE")
 
     @_command
-    def invoke(self, argv, from_tty):
-        as_json = everything = False
-        output = None
-        while argv:
-            a = argv.pop(0)
-            if a == "--json":
-                as_json = True
-            elif a == "--all":
-                everything = True
-            elif a == "--output" and argv:
-                output = argv.pop(0)
-            else:
-                raise MqdError("unknown argument %s" % a)
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        options = self.parser.parse(argv)
+        everything = options.everything
         dumps = _read_dumps(everything)
-        if as_json:
+        if options.json:
             text = render.as_json(dumps if everything else dumps[0])
         else:
             text = render.as_text(dumps)
-        if output:
-            _write_file(output, text)
+        if options.output:
+            _write_file(options.output, text)
         else:
             gdb.write(text)
         failures = [d for d in dumps if "communicators" not in d]
@@ -305,16 +343,17 @@ Every inferior's queues (as mqd dump --all reads them), where its main thread is
 (frames and innermost MPI call), Open MPI's PML and the host, as frontends/analysis/SNAPSHOT.md
 defines them: the input of mqd graph's analysis, and of mqd-proxy graph without a debugger."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd snapshot", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd snapshot")
+        self.parser.add_argument("output", metavar="OUT.json")
 
     @_command
-    def invoke(self, argv, from_tty):
-        if len(argv) != 1 or argv[0].startswith("-"):
-            raise MqdError("usage: mqd snapshot OUT.json")
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        output = self.parser.parse(argv).output
         snap = _whole_job_snapshot()
-        _write_file(argv[0], snapshot.as_json(snap))
-        gdb.write("mqd: snapshot of %s written to %s\n" % (_summary(snap), argv[0]))
+        _write_file(output, snapshot.as_json(snap))
+        gdb.write("mqd: snapshot of %s written to %s\n" % (_summary(snap), output))
 
 
 class MqdGraph(gdb.Command):
@@ -324,58 +363,56 @@ verdict, each deadlock's ranks and likely cause (--json: the analysis as JSON); 
 --png and --html write the picture and a self-contained HTML report (SVG, PNG and HTML need
 Graphviz's dot); --snapshot also writes the snapshot, for mqd-proxy graph later."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd graph", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd graph")
+        self.parser.add_argument("--json", action="store_true")
+        for name in ("dot", "svg", "png", "html", "snapshot"):
+            self.parser.add_argument("--" + name, metavar="FILE")
 
     @_command
-    def invoke(self, argv, from_tty):
-        as_json = False
-        files = {}
-        while argv:
-            a = argv.pop(0)
-            if a == "--json":
-                as_json = True
-            elif a in ("--dot", "--svg", "--png", "--html", "--snapshot") and argv:
-                files[a[2:]] = argv.pop(0)
-            else:
-                raise MqdError("unknown argument %s (usage: mqd graph [--json] [--dot FILE] "
-                               "[--svg FILE] [--png FILE] [--html FILE] [--snapshot FILE])" % a)
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        options = self.parser.parse(argv)
         mqd_analysis = analysis.load()
         snap = _whole_job_snapshot()
-        if "snapshot" in files:
-            _write_file(files["snapshot"], snapshot.as_json(snap))
+        if options.snapshot:
+            _write_file(options.snapshot, snapshot.as_json(snap))
         try:
             result = mqd_analysis.analyse(mqd_analysis.parse_snapshot(
-                snap, files.get("snapshot", "the snapshot")))
-            mqd_analysis.outputs.write_files(result, dot=files.get("dot"),
-                                             svg=files.get("svg"), png=files.get("png"),
-                                             html=files.get("html"))
+                snap, options.snapshot or "the snapshot"))
+            mqd_analysis.outputs.write_files(result, dot=options.dot, svg=options.svg,
+                                             png=options.png, html=options.html)
         except (mqd_analysis.SnapshotError, mqd_analysis.outputs.RenderError) as e:
             raise MqdError(str(e))
-        gdb.write(mqd_analysis.outputs.verdict(result, as_json=as_json))
+        gdb.write(mqd_analysis.outputs.verdict(result, as_json=options.json))
 
 
 class MqdTypes(gdb.Command):
     """Load debug types for a stripped libmpi: mqd types [OBJECT]"""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd types", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        self.parser = Parser("mqd types")
+        self.parser.add_argument("object", nargs="?", metavar="OBJECT")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        options = self.parser.parse(argv)
         with SelectedInferior(gdb.selected_inferior().num):  # keeps the user's frame
-            path = debug_types.load(argv[0] if argv else None)
+            path = debug_types.load(options.object)
         gdb.write("mqd: loaded debug types from %s\n" % path)
 
 
 class MqdStatus(gdb.Command):
     """What mqd has loaded and set up, and the pages of target memory it keeps: mqd status"""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("mqd status", gdb.COMMAND_DATA)
+        self.parser = Parser("mqd status")
 
     @_command
-    def invoke(self, argv, from_tty):
+    def invoke(self, argv: List[str], from_tty: bool) -> None:
+        self.parser.parse(argv)
         if _session is None:
             gdb.write("mqd: no DLL loaded\n")
             return
@@ -395,7 +432,7 @@ class MqdStatus(gdb.Command):
                      checks["changed"], checks["dropped"]))
 
 
-def register():
+def register() -> None:
     """Makes the `mqd` commands known to gdb (again: a command registered twice replaces the
     first)."""
     MqdPrefix()

@@ -16,10 +16,15 @@ gdbserver no symbol look-ups (execute.NoSymbolOffers).
 Where the object is looked for, first found wins: the path `mqd types PATH` was last given,
 then $MQD_OMPI_TYPES, then ompi-types/<machine>/ompi_types.o in the front end's directory (the
 one holding mqd.py), its parent (the layout of an installation and of BUILD/share/mqd-proxy)
-and its grandparent.
+and its grandparent. The file found must be an object file gdb loads: anything else (a file
+that is no ELF object, one gdb refuses) is an MqdError naming it, which `mqd dump --all`
+reports as that inferior's failure and goes on.
 """
+from __future__ import annotations
+
 import os
 import shlex
+from typing import Any, Dict, List, Optional
 
 import gdb
 
@@ -35,16 +40,17 @@ FRONTEND_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MACHINES = {"i386:x86-64": "x86_64", "aarch64": "aarch64", "powerpc:common64": "ppc64le",
              "s390:64-bit": "s390x", "i386": "i686"}
 
-_types_path = None  # the object load() last loaded, reused for every inferior
-_loaded = {}  # path -> the gdb.Objfile load() made of it, which other inferiors borrow
+_types_path: Optional[str] = None  # the object load() last loaded, reused for every inferior
+# path -> the gdb.Objfile load() made of it, which other inferiors borrow
+_loaded: Dict[str, Optional[gdb.Objfile]] = {}
 
 
-def libmpi_has_types():
+def libmpi_has_types() -> bool:
     """Whether the current inferior has a complete ompi_communicator_t."""
     return lookup.of(gdb.selected_inferior().num).type("ompi_communicator_t") is not None
 
 
-def candidates():
+def candidates() -> List[str]:
     """The places the object is looked for, in order (see the module's docstring)."""
     arch = gdb.selected_inferior().architecture().name()
     machine = _MACHINES.get(arch, arch)
@@ -57,16 +63,17 @@ def candidates():
     return found
 
 
-def load(path=None):
+def load(path: Optional[str] = None) -> str:
     """Adds the type object (`path`, or the first found) to the current inferior's program
     space (each inferior has its own: types loaded for one rank are not visible in another).
     Returns the path loaded; MqdError if there is none."""
     global _types_path
+    if path and not os.path.exists(path):
+        raise MqdError("no debug-type object at %s" % path)
     tried = [path] if path else ([_types_path] if _types_path else []) + candidates()
     for candidate in tried:
         if candidate and os.path.exists(candidate):
-            with CodeFromFiles(), NoSymbolOffers():
-                quietly("add-symbol-file %s" % shlex.quote(candidate))
+            _add_symbol_file(candidate)
             _types_path = candidate
             _loaded[candidate] = _objfile_of(candidate)
             return candidate
@@ -75,7 +82,28 @@ def load(path=None):
                    " and set MQD_OMPI_TYPES, or run `mqd types PATH`")
 
 
-def _objfile_of(path):
+_ELF_MAGIC = b"\x7fELF"
+
+
+def _add_symbol_file(path: str) -> None:
+    """Loads the object file `path` into the current inferior's program space; MqdError when
+    it is none, or gdb cannot load it."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_ELF_MAGIC))
+    except OSError as e:
+        raise MqdError("cannot read the debug types in %s: %s" % (path, e.strerror or e))
+    if magic != _ELF_MAGIC:
+        raise MqdError("%s is not an object file: the debug types for libmpi are the object "
+                       "frontends/ompi-types/build-ompi-types.sh builds" % path)
+    try:
+        with CodeFromFiles(), NoSymbolOffers():
+            quietly("add-symbol-file %s" % shlex.quote(path))
+    except gdb.error as e:
+        raise MqdError("gdb cannot load the debug types in %s: %s" % (path, e))
+
+
+def _objfile_of(path: str) -> Optional[gdb.Objfile]:
     """The current inferior's objfile of `path` that add-symbol-file made last, if any."""
     real = os.path.realpath(path)
     found = [o for o in gdb.selected_inferior().progspace.objfiles()
@@ -83,7 +111,7 @@ def _objfile_of(path):
     return found[-1] if found else None
 
 
-def ensure(num):
+def ensure(num: int) -> None:
     """Makes the type object's types visible to inferior `num` if its libmpi lacks them: the
     object another inferior loaded, else loaded into this one."""
     with SelectedInferior(num):

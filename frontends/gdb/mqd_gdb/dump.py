@@ -29,10 +29,12 @@ there only when the proxy warned (a byte order that contradicts the target's
 memory: the queues read are then wrong or empty); mqd-proxy replay does not repeat it.
 """
 import ctypes
+from typing import Any, Dict, Iterable, List
 
 from . import abi, job
 from .callbacks import global_rank
 from .inferiors import find as find_inferior
+from .session import Session
 
 # The queues of a communicator: the DLL's operation class and the dump's key, in this order.
 QUEUES = ((abi.PENDING_SENDS, "sends"),
@@ -43,7 +45,7 @@ QUEUES = ((abi.PENDING_SENDS, "sends"),
 STATUS = {abi.ST_PENDING: "pending", abi.ST_MATCHED: "matched", abi.ST_COMPLETE: "complete"}
 
 
-def dump(session, num):
+def dump(session: Session, num: int) -> Dict[str, Any]:
     """The queues of inferior `num` as a dict (see `mqd dump --json`); MqdError when the DLL
     cannot set the process up or refresh its communicator list. The DLL's reads may select
     other inferiors (callbacks.fetch_data): call it inside a SelectedInferior block, which
@@ -55,7 +57,7 @@ def dump(session, num):
     if rc != abi.MQS_OK:
         raise session.fail("mqs_update_communicator_list", rc)
     inf = find_inferior(num)
-    result = {"inferior": num, "pid": inf.pid, "rank": global_rank(process)}
+    result: Dict[str, Any] = {"inferior": num, "pid": inf.pid, "rank": global_rank(process)}
     attached = job.label(num)
     if attached is not None and attached.host:
         result["host"] = attached.host
@@ -67,9 +69,9 @@ def dump(session, num):
         if rc != abi.MQS_OK:
             result["error"] = "mqs_get_communicator: %s" % session.error_text(rc)
             break
-        entry = {"unique_id": comm.unique_id, "name": abi.text(comm.name),
-                 "local_rank": comm.local_rank, "size": comm.size, "group": None,
-                 "queues": {}}
+        entry: Dict[str, Any] = {"unique_id": comm.unique_id, "name": abi.text(comm.name),
+                                 "local_rank": comm.local_rank, "size": comm.size,
+                                 "group": None, "queues": {}}
         if comm.size > 0 and session.has("mqs_get_comm_group"):
             ranks = (ctypes.c_int * comm.size)()
             grc = lib.mqs_get_comm_group(p, ranks)
@@ -84,23 +86,24 @@ def dump(session, num):
     return _with_warnings(result, process.warnings)
 
 
-def failed(num, pid, message, warnings=()):
+def failed(num: int, pid: int, message: str,
+           warnings: Iterable[str] = ()) -> Dict[str, Any]:
     """The dump of a process that could not be read."""
     return _with_warnings({"inferior": num, "pid": pid, "error": message}, warnings)
 
 
-def _with_warnings(result, warnings):
+def _with_warnings(result: Dict[str, Any], warnings: Iterable[str]) -> Dict[str, Any]:
     if warnings:
         result["warnings"] = list(warnings)
     return result
 
 
-def _queue(session, p, op_class):
+def _queue(session: Session, p: int, op_class: int) -> Dict[str, Any]:
     lib = session.lib
     rc = lib.mqs_setup_operation_iterator(p, op_class)
     if rc != abi.MQS_OK:
         return {"rc": rc, "error": session.error_text(rc), "operations": []}
-    operations = []
+    operations: List[Dict[str, Any]] = []
     while True:
         op = session.abi.PendingOperation()
         rc = lib.mqs_next_operation(p, ctypes.byref(op))
@@ -117,7 +120,7 @@ def _queue(session, p, op_class):
             "actual_length": op.actual_length,
             "extra_text": [abi.text(line) for line in op.extra_text],
         })
-    end = {"rc": rc, "operations": operations}
+    end: Dict[str, Any] = {"rc": rc, "operations": operations}
     if rc != abi.MQS_END_OF_LIST:
         end["error"] = session.error_text(rc)
     return end

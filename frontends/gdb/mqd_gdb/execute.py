@@ -19,17 +19,21 @@ command's: quietly() takes the command as done (only its unwanted output was los
 runs the read-only command again with the remote trace off for that moment and gives the
 user's setting back. A failure of the command itself is gdb.error as before.
 """
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
 import gdb
 
 
-def quietly(command):
+def quietly(command: str) -> None:
     try:
         gdb.execute(command, to_string=True)
     except UnicodeDecodeError:
         pass  # it ran; its output, not wanted, was not text
 
 
-def output(command):
+def output(command: str) -> str:
     try:
         return gdb.execute(command, to_string=True)
     except UnicodeDecodeError:
@@ -47,16 +51,16 @@ class Setting:
     False) inside it, and the user's own value (auto too) comes back when the block ends,
     however it ends."""
 
-    def __init__(self, name, on):
+    def __init__(self, name: str, on: bool) -> None:
         self.name = name
         self.on = on
-        self.before = None
+        self.before: Optional[bool] = None
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.before = gdb.parameter(self.name)
         quietly("set %s %s" % (self.name, "on" if self.on else "off"))
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         before = {True: "on", False: "off", None: "auto"}[self.before]
         quietly("set %s %s" % (self.name, before))
         return False
@@ -77,7 +81,7 @@ class CodeFromFiles(Setting):
     unchanged, so the analysis finds the same places. Outside the block the user's setting
     holds (docs/round-trips.md, "The debugger's own link")."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("trust-readonly-sections", True)
 
 
@@ -99,7 +103,7 @@ class NoSymbolOffers(Setting):
     queues and everything else the front end shows do not use it. Outside the block the
     user's setting holds (docs/round-trips.md, "The debugger's own link")."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("remote symbol-lookup-packet", False)
 
 
@@ -124,12 +128,12 @@ class PagesKept:
 
     PAGE = 4096  # a line of gdb's cache: the smallest page of any Linux target
 
-    def __init__(self):
-        self.region = None
-        self.line = None
+    def __init__(self) -> None:
+        self.region: Optional[int] = None  # the memory region made for the block
+        self.line = 0  # the user's dcache line size, given back
         self.from_target = False
 
-    def __enter__(self):
+    def __enter__(self) -> "PagesKept":
         shown = output("info mem")
         if "There are no memory regions defined." not in shown:
             return self
@@ -142,7 +146,7 @@ class PagesKept:
         quietly("set dcache line-size %d" % self.PAGE)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         if self.region is not None:
             quietly("delete mem %d" % self.region)
             if self.from_target:

@@ -2,13 +2,17 @@
 (its own mqs_process and its own image). find() one by number, select one for a `with` block
 (symbol and type look-ups follow the selected inferior), tell whether it runs on this machine.
 """
+from __future__ import annotations
+
+from typing import Any, Dict, Literal, Optional, Tuple
+
 import gdb
 
 from .errors import MqdError
 from .execute import quietly
 
 
-def find(num):
+def find(num: int) -> gdb.Inferior:
     """The inferior numbered `num`; MqdError if it is gone."""
     # Most often the selected one: a process's memory is read with it selected. A native
     # dump asks for it at every read of the DLL's (gdb.inferiors() builds the whole list each
@@ -25,10 +29,10 @@ def find(num):
 # inferior number -> (pid, a thread of it) that select() switched to: Inferior.threads()
 # makes gdb fetch the thread list anew, from every process on a gdbserver connection, in
 # 4 KiB pieces, which costs a job's selections exchanges that grow with its ranks.
-_threads = {}
+_threads: Dict[int, Tuple[int, gdb.InferiorThread]] = {}
 
 
-def select(num):
+def select(num: int) -> None:
     """Makes inferior `num` current, quietly (switching through one of its threads prints no
     frame, unlike the `inferior` command). The caller gives the user's selection back (a
     SelectedInferior block around it)."""
@@ -46,7 +50,7 @@ def select(num):
         quietly("inferior %d" % num)
 
 
-def remember_thread(num):
+def remember_thread(num: int) -> None:
     """After the front end attached inferior `num` itself: the thread gdb selected there is
     the one select() switches through, without fetching the thread list."""
     inf, thread = find(num), gdb.selected_thread()
@@ -64,13 +68,13 @@ class SelectedInferior:
 
     _depth = 0  # blocks entered and not left, in this gdb
 
-    def __init__(self, num):
+    def __init__(self, num: int) -> None:
         self.num = num
-        self.previous = None
-        self.thread = None
-        self.frame = None
+        self.previous = 0  # the inferior selected when the block began
+        self.thread: Optional[gdb.InferiorThread] = None
+        self.frame: Optional[gdb.Frame] = None
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.previous = gdb.selected_inferior().num
         self.thread = gdb.selected_thread()
         self.frame = None
@@ -87,7 +91,7 @@ class SelectedInferior:
             SelectedInferior._depth -= 1
             raise
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         SelectedInferior._depth -= 1
         # The block may have switched threads itself (snapshot.take does).
         if self.thread is not None and self.thread.is_valid():
@@ -102,7 +106,7 @@ class SelectedInferior:
         return False
 
 
-def big_endian():
+def big_endian() -> bool:
     """Whether the selected inferior's target is big-endian, as gdb says: bytes 1 0 0 0 read
     as a 32-bit integer of the inferior's architecture, which follows `set endian`. (`show
     endian` says the same but computes the selected frame first: through gdbserver, the
@@ -111,14 +115,14 @@ def big_endian():
     return int(gdb.Value(b"\x01\x00\x00\x00", unsigned)) != 1
 
 
-def is_local(inf):
+def is_local(inf: gdb.Inferior) -> bool:
     """True when gdb runs the inferior on this machine (not through gdbserver or qemu's stub,
     where its pid means nothing here)."""
     connection = getattr(inf, "connection", None)
     return connection is None or connection.type == "native"
 
 
-def image_name(num):
+def image_name(num: int) -> str:
     """The name of inferior `num`'s program, for messages."""
     inf = find(num)
     return inf.progspace.filename or "inferior %d" % num

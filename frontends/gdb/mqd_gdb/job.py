@@ -15,8 +15,11 @@ MPIR_proctable_size entries long, entry i being MPI_COMM_WORLD rank i. Debian's 
 carry no debug types for it, so it is read as raw memory, laid out by the launcher's own
 pointer size and byte order.
 """
+from __future__ import annotations
+
 import socket
 import struct
+from typing import Dict, List, Optional
 
 import gdb
 
@@ -33,15 +36,16 @@ MAX_RANKS = 1 << 20
 class Rank:
     """One rank as the launcher described it."""
 
-    def __init__(self, rank, host, executable, pid):
+    def __init__(self, rank: Optional[int], host: Optional[str], executable: Optional[str],
+                 pid: int) -> None:
         self.rank, self.host, self.executable, self.pid = rank, host, executable, pid
 
 
 # inferior number -> Rank, for the inferiors `mqd attach` made from a launcher's table
-_labels = {}
+_labels: Dict[int, Rank] = {}
 
 
-def label(num):
+def label(num: int) -> Optional[Rank]:
     """The Rank `mqd attach` put in inferior `num` (None for any other inferior)."""
     rank = _labels.get(num)
     if rank is None:
@@ -52,7 +56,7 @@ def label(num):
     return None
 
 
-def _new_inferior(connected):
+def _new_inferior(connected: bool) -> int:
     """A new inferior, on the current inferior's connection if `connected`, else on none; its
     number."""
     before = {i.num for i in gdb.inferiors()}
@@ -60,18 +64,18 @@ def _new_inferior(connected):
     return max({i.num for i in gdb.inferiors()} - before)
 
 
-def Quiet():
+def Quiet() -> Setting:
     """For a `with` block: gdb keeps the notifications it would print for the user's own
     attach, detach and inferior switches ("[Switching to inferior N ...]", the frame a process
     stopped in) to itself; the command prints one summary instead."""
     return Setting("suppress-cli-notifications", True)
 
 
-def _byte_order():
+def _byte_order() -> str:
     return ">" if big_endian() else "<"
 
 
-def read_proctable(pid):
+def read_proctable(pid: int) -> List[Rank]:
     """The ranks of the job launched by process `pid`, from its MPIR process table, in rank
     order. Attaches to the launcher in an inferior of its own, reads, detaches and removes that
     inferior. MqdError when `pid` cannot be attached or has no table."""
@@ -92,7 +96,7 @@ def read_proctable(pid):
         quietly("remove-inferiors %d" % num)
 
 
-def _read_table(pid):
+def _read_table(pid: int) -> List[Rank]:
     try:
         size = int(gdb.parse_and_eval("(int) MPIR_proctable_size"))
         table = int(gdb.parse_and_eval("(unsigned long) MPIR_proctable"))
@@ -118,7 +122,7 @@ def _read_table(pid):
 
     strings = {}  # launchers point many ranks at one host name: each is read once
 
-    def string(address):
+    def string(address: int) -> Optional[str]:
         if address == 0:
             return None
         if address not in strings:
@@ -138,15 +142,15 @@ def _read_table(pid):
     return ranks
 
 
-def is_this_host(host):
+def is_this_host(host: Optional[str]) -> bool:
     """True when `host` names the machine gdb runs on."""
-    if host in (None, "", "localhost"):
+    if host is None or host in ("", "localhost"):
         return True
     names = {socket.gethostname(), socket.getfqdn()}
     return host in names or host.split(".")[0] in {n.split(".")[0] for n in names}
 
 
-def attach(ranks, servers):
+def attach(ranks: List[Rank], servers: Dict[str, List[str]]) -> List[int]:
     """Attaches every rank, in the order given, one inferior each: locally when its host is
     this machine and `servers` names no gdbserver for it, else through a gdbserver of the
     list `servers[host]` (addresses for `target extended-remote`, one connection each): the
@@ -157,13 +161,13 @@ def attach(ranks, servers):
     through a remote link.
     Returns the inferior numbers. An inferior without a process and without a program (gdb's
     first, when it started with none) is used first."""
-    connected = {}  # gdbserver address -> an inferior on its connection
-    on_host = {}  # host -> how many of its ranks went to its gdbservers so far
-    nums = []
+    connected: Dict[str, int] = {}  # gdbserver address -> an inferior on its connection
+    on_host: Dict[Optional[str], int] = {}  # host -> its ranks sent to its gdbservers so far
+    nums: List[int] = []
     for r in ranks:
-        listed = servers.get(r.host)
+        listed = servers.get(r.host) if r.host is not None else None
         if not listed and not is_this_host(r.host):
-            raise MqdError("rank %d runs on %s: name a gdbserver --multi there, as "
+            raise MqdError("rank %s runs on %s: name a gdbserver --multi there, as "
                            "--gdbserver %s=HOST:PORT" % (r.rank, r.host, r.host))
         held = None if listed else _local_inferior_of(r.pid)
         if held is not None:  # attached already (an earlier `mqd attach`, or by hand)
@@ -171,12 +175,12 @@ def attach(ranks, servers):
                 _labels[held] = r
             nums.append(held)
             continue
-        server = None
+        server: Optional[str] = None
         if listed:
             turn = on_host.get(r.host, 0)
             on_host[r.host] = turn + 1
             server = listed[turn % len(listed)]
-        num = _inferior_for(server, connected.get(server))
+        num = _inferior_for(server, connected.get(server) if server is not None else None)
         inf = find_inferior(num)  # its pid and program follow the attach
         try:
             with SelectedInferior(num):
@@ -213,7 +217,7 @@ def attach(ranks, servers):
     return nums
 
 
-def _connect(server, r):
+def _connect(server: str, r: Rank) -> None:
     """Connects the selected inferior, new, to the gdbserver `server` for rank `r`: a
     `gdbserver --multi`, which holds no process yet, or a `gdbserver --attach` of that rank's
     process. (gdb reads the program headers of a process it finds so four times over too, but
@@ -231,7 +235,7 @@ def _connect(server, r):
                        "in the order of its ranks" % (server, held, _who(r)))
 
 
-def _discard(num, kept):
+def _discard(num: int, kept: List[int]) -> None:
     """Removes inferior `num`, which holds no process, unless it is one of `kept` or gdb's
     last; the selection moves to the first of `kept`, if any."""
     inf = next((i for i in gdb.inferiors() if i.num == num), None)
@@ -242,7 +246,7 @@ def _discard(num, kept):
     quietly("remove-inferiors %d" % num)
 
 
-def _local_inferior_of(pid):
+def _local_inferior_of(pid: int) -> Optional[int]:
     """The inferior that holds local process `pid`, if one does."""
     for inf in gdb.inferiors():
         if inf.pid == pid and is_local(inf):
@@ -250,13 +254,13 @@ def _local_inferior_of(pid):
     return None
 
 
-def _who(r):
+def _who(r: Rank) -> str:
     if r.rank is None:
         return "process %d" % r.pid
     return "rank %d (pid %d on %s)" % (r.rank, r.pid, r.host or "this host")
 
 
-def _inferior_for(server, on_connection):
+def _inferior_for(server: Optional[str], on_connection: Optional[int]) -> int:
     """An inferior to attach a rank to: for a local rank, gdb's empty first inferior or a new
     one without a connection to a gdbserver; for a remote one, a new inferior on the
     connection of `on_connection` (an inferior already on that gdbserver), or one without

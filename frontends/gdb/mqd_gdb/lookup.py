@@ -39,10 +39,14 @@ objfile. Which full symbols a file lacks is kept the same way (_ABSENT). A type 
 loaded the same files (names and build ids) as one that already found it gets the same answer
 without a search (_TYPES).
 """
+from __future__ import annotations
+
 import re
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import gdb
 
+from . import events
 from .execute import output
 from .inferiors import SelectedInferior, find as find_inferior
 
@@ -62,31 +66,38 @@ _SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(0x[0-9a-fA-F]+)->")
 _OWNER = re.compile(r"^(?:Exec|Object) file: `(.*)', file type ")
 _VDSO = "system-supplied DSO at "  # how gdb names the vDSO, before its address
 
-# _file(objfile) -> (the file's anchor in the first inferior that read it, {name:
-# (kind, address)} there): each file's minimal symbols, read once.
-_FILES = {}
+# What names a file across inferiors (_file): (its name, its build id).
+FileKey = Tuple[str, Optional[str]]
+
+# A file's minimal symbols: {name: (kind, address)}, kind as `maint print msymbols` gives it.
+MinimalSymbols = Dict[str, Tuple[str, int]]
+
+# _file(objfile) -> (the file's anchor in the first inferior that read it, its minimal symbols
+# there): each file's minimal symbols, read once.
+_FILES: Dict[FileKey, Tuple[int, MinimalSymbols]] = {}
 
 # _file(objfile) + (method, name, domain): full symbols a file does not have, found out in
 # one inferior and true in every inferior that loaded the same file. A job's ranks load the same
 # hundred or more files (Open MPI's components): without this, each rank's search for a name
 # that only a minimal symbol has asks every one of them again.
-_ABSENT = set()
+_ABSENT: Set[Tuple[Any, ...]] = set()
 
 # (the files an inferior searches, in order; type name) -> the type it found (None: none): a
 # job's ranks load the same files, and each asks the same types. A file is named as _file()
 # names it, or, without a build id, by its gdb.Objfile (shared by the inferiors that borrow it,
 # such as the debug-type object).
-_TYPES = {}
+_TYPES: Dict[Tuple[Tuple[Any, ...], str], Optional[gdb.Type]] = {}
 
 # Bumped whenever gdb loads or frees a file: what any inferior searches may have changed.
 _generation = [0]
 
-# Where each program space's files are (Lookup's anchors): [a count bumped by a change in a
-# program space not named, {gdb.Progspace: a count bumped by each change of its files}].
-_space_generations = [0, {}]
+# Where each program space's files are (Lookup's anchors): a count bumped by a change in a
+# program space not named, and {gdb.Progspace: a count bumped by each change of its files}.
+_unnamed_space_changes = [0]
+_space_changes: Dict[gdb.Progspace, int] = {}
 
 
-def _space_of(event):
+def _space_of(event: Any) -> Optional[gdb.Progspace]:
     """The program space whose files `event` changed; None if it does not say."""
     for attribute in ("new_objfile", "objfile"):
         objfile = getattr(event, attribute, None)
@@ -95,47 +106,53 @@ def _space_of(event):
     return getattr(event, "progspace", None)
 
 
-def _files_changed(event=None):
+def _files_changed(event: Any = None) -> None:
     _generation[0] += 1
     space = _space_of(event) if event is not None else None
     if space is None:
-        _space_generations[0] += 1
+        _unnamed_space_changes[0] += 1
     else:
-        _space_generations[1][space] = _space_generations[1].get(space, 0) + 1
+        _space_changes[space] = _space_changes.get(space, 0) + 1
 
 
-def _file_freed(event=None):
+def _file_freed(event: Any = None) -> None:
     _files_changed(event)
     _TYPES.clear()  # its gdb.Objfile may be in a key
 
 
-gdb.events.new_objfile.connect(_files_changed)
-gdb.events.free_objfile.connect(_file_freed)
-gdb.events.clear_objfiles.connect(_file_freed)
+# Connected once: an earlier copy's handlers are disconnected (events).
+events.connect(__name__, [(gdb.events.new_objfile, _files_changed),
+                          (gdb.events.free_objfile, _file_freed),
+                          (gdb.events.clear_objfiles, _file_freed)])
 
 
 class Lookup:
     """The look-ups of one program space (one inferior): see the module's rules."""
 
-    def __init__(self, inferior_num):
+    def __init__(self, inferior_num: int) -> None:
         self.inferior_num = inferior_num
-        self.asked = {}  # (kind, name) -> answer, kind "type" or "address": what was looked up
-        self._msymbols = {}  # gdb.Objfile -> ({name: (kind, address)}, shift to add)
-        self._texts = None   # file name -> the start of its .text here (its anchor)
-        self._texts_read = None  # _files_now() when _texts was read
-        self._borrowed = []  # objfiles of other program spaces, searched after this one's
-        self._searched = (None, None)  # (_generation, what _TYPES knows the objfiles by)
+        # (kind, name) -> answer, kind "type" or "address": what was looked up
+        self.asked: Dict[Tuple[str, str], Any] = {}
+        # gdb.Objfile -> (its minimal symbols, shift to add)
+        self._msymbols: Dict[gdb.Objfile, Tuple[MinimalSymbols, int]] = {}
+        # file name -> the start of its .text here (its anchor)
+        self._texts: Optional[Dict[str, int]] = None
+        self._texts_read: Optional[Tuple[int, int]] = None  # _files_now() when _texts was read
+        # objfiles of other program spaces, searched after this one's
+        self._borrowed: List[gdb.Objfile] = []
+        # (_generation, what _TYPES knows the objfiles by)
+        self._searched: Tuple[Optional[int], Tuple[Any, ...]] = (None, ())
 
-    def borrow(self, objfile):
+    def borrow(self, objfile: gdb.Objfile) -> None:
         """Searches `objfile`, which another inferior loaded, after this inferior's own, as if
         this inferior had loaded it last: for a file of types alone (no symbol with an
         address, no minimal symbol), which is the same for every inferior that needs it
         (debug_types)."""
         if objfile not in self._borrowed:
             self._borrowed.append(objfile)
-            self._searched = (None, None)
+            self._searched = (None, ())
 
-    def objfiles(self):
+    def objfiles(self) -> List[gdb.Objfile]:
         """The inferior's objfiles now (symbol files come and go), in gdb's order, the
         executable first, then those it borrowed."""
         objfiles = list(find_inferior(self.inferior_num).progspace.objfiles())
@@ -144,7 +161,7 @@ class Lookup:
         self._borrowed = [o for o in self._borrowed if o.is_valid()]
         return objfiles + [o for o in self._borrowed if o not in objfiles]
 
-    def type(self, name):
+    def type(self, name: str) -> Optional[gdb.Type]:
         """The named type, typedefs stripped, with a definition; None if there is none."""
         key = (self._files(), name)
         if key in _TYPES:
@@ -154,7 +171,7 @@ class Lookup:
         self.asked[("type", name)] = found
         return found
 
-    def _files(self):
+    def _files(self) -> Tuple[Any, ...]:
         """The files this inferior searches, in order, as _TYPES knows them."""
         generation, files = self._searched
         if generation != _generation[0]:
@@ -162,13 +179,13 @@ class Lookup:
             self._searched = (_generation[0], files)
         return files
 
-    def address(self, name):
+    def address(self, name: str) -> Optional[int]:
         """The address of symbol `name` by the module's rule; None if there is none."""
         found = self._address(name)
         self.asked[("address", name)] = found
         return found
 
-    def _type(self, name):
+    def _type(self, name: str) -> Optional[gdb.Type]:
         if name in TYPE_NAMES:
             return gdb.lookup_type(name).strip_typedefs()
         domain = gdb.SYMBOL_VAR_DOMAIN
@@ -182,7 +199,7 @@ class Lookup:
                     return t
         return None
 
-    def _address(self, name):
+    def _address(self, name: str) -> Optional[int]:
         for sym in self._symbols(name, gdb.SYMBOL_VAR_DOMAIN):
             if sym.addr_class in _ADDRESSED:
                 return int(sym.value().address)
@@ -200,7 +217,7 @@ class Lookup:
                 file_local = address
         return file_local
 
-    def _symbols(self, name, domain):
+    def _symbols(self, name: str, domain: int) -> Iterator[gdb.Symbol]:
         """Full symbols named `name`: every objfile's global one, then every static one."""
         objfiles = self.objfiles()
         for method in ("lookup_global_symbol", "lookup_static_symbol"):
@@ -218,7 +235,7 @@ class Lookup:
                 elif build_id is not None:  # a file without one may change under its name
                     _ABSENT.add(absent)
 
-    def _minimal_symbol(self, objfile, name):
+    def _minimal_symbol(self, objfile: gdb.Objfile, name: str) -> Optional[Tuple[str, int]]:
         """(kind, address in this inferior) of `objfile`'s first minimal symbol `name`; None if
         it has none."""
         here = self._msymbols.get(objfile)
@@ -242,8 +259,8 @@ class Lookup:
         found = here[0].get(name)
         return None if found is None else (found[0], found[1] + here[1])
 
-    def _read_minimal(self, name):
-        table = {}
+    def _read_minimal(self, name: str) -> MinimalSymbols:
+        table: MinimalSymbols = {}
         with SelectedInferior(self.inferior_num):
             text = output("maint print msymbols -objfile %s" % _quoted(name))
         section = None
@@ -256,25 +273,27 @@ class Lookup:
                 table.setdefault(m.group(3), (m.group(1), int(m.group(2), 16)))
         return table
 
-    def _anchor(self, objfile):
+    def _anchor(self, objfile: gdb.Objfile) -> Optional[int]:
         """Where this inferior loaded `objfile`'s file: the start of its .text (see the
         module's docstring); None if it has none."""
-        if self._texts is None or self._texts_read != self._files_now():
-            self.read_anchors()
-        return self._texts.get(objfile.filename)
+        texts = self._texts
+        if texts is None or self._texts_read != self._files_now():
+            texts = self.read_anchors()
+        return texts.get(objfile.filename)
 
-    def _files_now(self):
+    def _files_now(self) -> Tuple[int, int]:
         """What the anchors read now depend on: the changes of this inferior's files so far."""
         space = find_inferior(self.inferior_num).progspace
-        return (_space_generations[0], _space_generations[1].get(space, 0))
+        return (_unnamed_space_changes[0], _space_changes.get(space, 0))
 
-    def read_anchors(self):
+    def read_anchors(self) -> Dict[str, int]:
         """Reads where this inferior loaded each of its files (the anchors) now; kept until
-        its files change."""
+        its files change. Returns them: file name -> the start of its .text."""
+        texts: Dict[str, int] = {}
         with SelectedInferior(self.inferior_num):
             text = output("maint info sections -all-objects .text")
             self._texts_read = self._files_now()
-            self._texts = {}
+            self._texts = texts
             owner = None
             for line in text.splitlines():
                 m = _OWNER.match(line)
@@ -283,11 +302,12 @@ class Lookup:
                     continue
                 m = _SECTION.match(line)
                 if m and owner is not None:
-                    self._texts.setdefault(owner, int(m.group(1), 16))
+                    texts.setdefault(owner, int(m.group(1), 16))
                     owner = None
+        return texts
 
 
-def _file(objfile):
+def _file(objfile: gdb.Objfile) -> FileKey:
     """What names a file across inferiors: its name and build id; for the vDSO, whose name
     holds the address it was mapped at, its build id alone (without one, its name)."""
     if objfile.build_id is not None and objfile.filename.startswith(_VDSO):
@@ -295,15 +315,15 @@ def _file(objfile):
     return (objfile.filename, objfile.build_id)
 
 
-def _quoted(path):
+def _quoted(path: str) -> str:
     """A path as one argument of a gdb command (gdb_argv's quoting)."""
     return "'" + path.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-_lookups = {}  # inferior number -> Lookup
+_lookups: Dict[int, Tuple[gdb.Progspace, Lookup]] = {}  # inferior number -> its Lookup
 
 
-def of(inferior_num):
+def of(inferior_num: int) -> Lookup:
     """The Lookup of inferior `inferior_num`, kept while its program space is the same."""
     progspace = find_inferior(inferior_num).progspace
     kept = _lookups.get(inferior_num)

@@ -31,14 +31,17 @@ read directly, as before, and nothing is kept. A page is the smallest unit a map
 every architecture gdb debugs here, so no read of a kept page could have failed where the page
 read succeeded.
 """
+from __future__ import annotations
+
 import os
 import re
 import time
 import zlib
+from typing import Any, Dict, List, Literal, Optional, Set, Tuple, Union
 
 import gdb
 
-from . import execute
+from . import events, execute
 
 PAGE = 4096
 
@@ -55,8 +58,8 @@ PACKET = 8 << 10  # about what gdbserver carries per memory read
 CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
 # The most one qCRC checks: a change anywhere in a run drops it all, to be read again.
 MAX_RUN = 256 << 10
-_exchange = {}
-_crc_per_byte = {}
+_exchange: Dict[int, float] = {}  # connection number -> the quickest exchange seen
+_crc_per_byte: Dict[int, float] = {}  # connection number -> the stub's time per byte
 
 # MQD_GDB_CRC_COST: the stub's time per byte checked, in seconds per MiB, fixed instead of
 # measured ("measured", the default): for a stub whose timings mislead, and for tests, whose
@@ -64,7 +67,7 @@ _crc_per_byte = {}
 CRC_COST_VARIABLE = "MQD_GDB_CRC_COST"
 
 
-def _pinned_crc_per_byte():
+def _pinned_crc_per_byte() -> Optional[float]:
     """The pinned time per byte checked, or None (measured); a value that is no number from 0
     to 1e6 is reported once by gdb and left unused."""
     value = os.environ.get(CRC_COST_VARIABLE, "measured")
@@ -83,36 +86,39 @@ def _pinned_crc_per_byte():
     return per_mib / (1 << 20)
 
 
-_refused_pins = set()
+_refused_pins: Set[str] = set()
 
-# inferior number -> {page address: its bytes}; None when nothing may be kept (outside a command)
-_pages = None
+# {page address: its bytes}
+Pages = Dict[int, bytes]
+
+# inferior number -> its Pages; None when nothing may be kept (outside a command)
+_pages: Optional[Dict[int, Pages]] = None
 
 # Inferior numbers whose pages this command keeps for later ones (behind a stub that answers
 # qCRC): their longer reads bring whole pages, which a check needs.
-_keeping = set()
+_keeping: Set[int] = set()
 
 # (inferior number, pid) -> {page address: its bytes}: what earlier commands read of a process
 # behind a stub that answers qCRC, left for later commands.
-_kept = {}
+_kept: Dict[Tuple[int, int], Pages] = {}
 
 # gdb.TargetConnection number -> whether its stub answers qCRC (asked once, _keeps).
-_stub_checks = {}
+_stub_checks: Dict[int, bool] = {}
 
 # What the last command that found kept pages did with them (mqd status): the kept pages
 # read again (each process's first, before its checks), the runs checked with qCRC, the
 # pages they proved unchanged, the runs found changed (or unreadable), and the pages
 # dropped unchecked (runs not worth a check).
 last_checks = {"read": 0, "runs": 0, "proved": 0, "changed": 0, "dropped": 0}
-_checks = None  # the running command's, once it found kept pages
+_checks: Optional[Dict[str, int]] = None  # the running command's, once it found kept pages
 
 
-def kept_pages():
+def kept_pages() -> Tuple[int, int]:
     """(pages, processes) kept for later commands."""
     return sum(len(pages) for pages in _kept.values()), len(_kept)
 
 
-def read(inferior, address, size):
+def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
     """`size` bytes at `address` of `inferior` (a gdb.Inferior, selected by the caller, since
     gdb 13 reads the selected one); raises gdb.MemoryError as Inferior.read_memory does.
 
@@ -170,7 +176,7 @@ def read(inferior, address, size):
     return bytes(data)
 
 
-def _whole_pages(inferior, start, end):
+def _whole_pages(inferior: gdb.Inferior, start: int, end: int) -> Optional[bytes]:
     """The pages from `start` to `end` (page-aligned), read in one go where pages of `inferior`
     are kept for later commands (_keeping), since each kept page must be whole for its check;
     None where not, or when they cannot be read whole."""
@@ -182,7 +188,7 @@ def _whole_pages(inferior, start, end):
         return None
 
 
-def _verify(inferior, kept, pages):
+def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages) -> None:
     """Puts into this command's `pages` what earlier commands `kept` of `inferior`'s process
     and the stub proves unchanged: one qCRC exchange per run of consecutive kept pages worth
     checking (_worth_checking); drops the rest, which is read again if asked for.
@@ -231,10 +237,10 @@ def _verify(inferior, kept, pages):
             _checks["changed"] += 1
 
 
-def _runs(pages):
+def _runs(pages: Pages) -> List[List[int]]:
     """The page addresses of `pages`, sorted, as runs of consecutive pages of at most
     MAX_RUN bytes."""
-    runs = []
+    runs: List[List[int]] = []
     for page in sorted(pages):
         if runs and runs[-1][-1] + PAGE == page and len(runs[-1]) * PAGE < MAX_RUN:
             runs[-1].append(page)
@@ -243,7 +249,7 @@ def _runs(pages):
     return runs
 
 
-def _worth_checking(link, size):
+def _worth_checking(link: int, size: int) -> bool:
     """Whether checking `size` bytes with qCRC over stub connection `link` is likely quicker
     than reading them again."""
     exchange = _exchange.get(link)
@@ -256,7 +262,7 @@ def _worth_checking(link, size):
     return exchange + size * per_byte < again
 
 
-def string(inferior, address, limit=4096):
+def string(inferior: gdb.Inferior, address: int, limit: int = 4096) -> bytes:
     """The NUL-terminated string at `address` (without the NUL), read a page at a time as
     read() reads; at most `limit` bytes. Raises gdb.MemoryError as read() does."""
     found = b""
@@ -270,7 +276,7 @@ def string(inferior, address, limit=4096):
     return found[:limit]
 
 
-def _keeps(inferior, ask=True):
+def _keeps(inferior: gdb.Inferior, ask: bool = True) -> bool:
     """Whether pages of `inferior` may be kept for a later command: it is behind a remote stub
     that answers qCRC. `ask`: ask the stub when not known yet, with an empty range (one
     exchange, on the selected inferior's connection: call it with `inferior` selected);
@@ -285,7 +291,7 @@ def _keeps(inferior, ask=True):
     return _stub_checks[connection.num]
 
 
-def learn_stub(inferior):
+def learn_stub(inferior: gdb.Inferior) -> None:
     """Asks the stub of `inferior`'s connection whether it answers qCRC, unless known (one
     exchange; call it with `inferior` selected). For `mqd attach`, right after it reached a
     rank through a new connection: asking runs a command, and a command run while a rank is
@@ -301,7 +307,7 @@ def learn_stub(inferior):
 _REVERSED = bytes(int("{:08b}".format(i)[::-1], 2) for i in range(256))
 
 
-def stub_crc(data):
+def stub_crc(data: bytes) -> int:
     """The CRC-32 a gdb stub answers to qCRC for memory holding `data`."""
     crc = zlib.crc32(data.translate(_REVERSED)) ^ 0xffffffff
     return int("{:032b}".format(crc)[::-1], 2)
@@ -310,7 +316,7 @@ def stub_crc(data):
 _RECEIVED = re.compile(r'received: "(.*)"')
 
 
-def _stub_crc_of(address, length):
+def _stub_crc_of(address: int, length: int) -> Union[int, bool, None]:
     """The stub's CRC of `length` bytes at `address` of the process it reads now; False when it
     cannot read them, None when it does not answer qCRC."""
     try:
@@ -327,16 +333,16 @@ def _stub_crc_of(address, length):
     return False if reply.startswith("E") else None
 
 
-def _keep_for_later():
-    """At a command's end: keeps its pages of processes behind a stub that answers qCRC for
-    later commands, with what earlier commands kept of processes this one did not read, at
-    most MAX_KEPT_BYTES in all (the earlier ones first)."""
+def _keep_for_later(command_pages: Dict[int, Pages]) -> None:
+    """At a command's end: keeps its pages (`command_pages`) of processes behind a stub that
+    answers qCRC for later commands, with what earlier commands kept of processes this one did
+    not read, at most MAX_KEPT_BYTES in all (the earlier ones first)."""
     now = {(inferior.num, inferior.pid) for inferior in gdb.inferiors()}
     for key in [k for k in _kept if k not in now]:  # detached, or another process now
         del _kept[key]
-    ended = {}
+    ended: Dict[Tuple[int, int], Pages] = {}
     for inferior in gdb.inferiors():
-        known = _pages.get(inferior.num)
+        known = command_pages.get(inferior.num)
         if known and inferior.pid != 0 and inferior.num in _keeping and \
                 _keeps(inferior, ask=False):
             _kept.pop((inferior.num, inferior.pid), None)
@@ -349,14 +355,14 @@ def _keep_for_later():
         held += len(pages) * PAGE
 
 
-def forget(*_):
+def forget(*_: Any) -> None:
     """Drops every page of the command (an event handler as well: any event argument is
     ignored). Pages kept for later commands stay: they are proved unchanged before use."""
     if _pages is not None:
         _pages.clear()
 
 
-def _memory_changed(event):
+def _memory_changed(event: Any) -> None:
     """gdb wrote target memory: no page of the command serves any more, nor a kept page the
     write touched."""
     forget()
@@ -366,7 +372,7 @@ def _memory_changed(event):
             pages.pop(p, None)
 
 
-def _process_gone(event):
+def _process_gone(event: Any) -> None:
     """An inferior exited or was removed: what was kept of it goes too."""
     forget()
     num = event.inferior.num
@@ -374,25 +380,25 @@ def _process_gone(event):
         del _kept[key]
 
 
-_depth = 0  # commands running, counting one that another runs (mqd dump runs mqd load)
+_depth = 0  # Command blocks entered and not left: the outermost one owns the pages
 
 
 class Command:
     """Pages are kept for the duration of a `with` block, one front-end command (the outermost,
     when one runs another), and then for later commands where they can be proved unchanged."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         global _pages, _depth
         _depth += 1
         if _depth == 1:
             _pages = None if gdb.parameter("non-stop") else {}
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         global _pages, _depth, _checks
         _depth -= 1
         if _depth == 0:
             if _pages is not None:
-                _keep_for_later()
+                _keep_for_later(_pages)
             _pages = None
             _keeping.clear()
             if _checks is not None:
@@ -402,9 +408,9 @@ class Command:
 
 
 # Whenever the debugger's view of a target's memory may change, the command's pages are
-# dropped; kept pages are dropped only where gdb wrote or with their process.
-for _event in (gdb.events.cont, gdb.events.new_inferior):
-    _event.connect(forget)
-gdb.events.memory_changed.connect(_memory_changed)
-for _event in (gdb.events.exited, gdb.events.inferior_deleted):
-    _event.connect(_process_gone)
+# dropped; kept pages are dropped only where gdb wrote or with their process. (Connected once:
+# an earlier copy's handlers are disconnected, events.)
+events.connect(__name__, [(gdb.events.cont, forget), (gdb.events.new_inferior, forget),
+                          (gdb.events.memory_changed, _memory_changed),
+                          (gdb.events.exited, _process_gone),
+                          (gdb.events.inferior_deleted, _process_gone)])

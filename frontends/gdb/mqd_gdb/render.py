@@ -5,6 +5,7 @@ expected files with this module), so any change here is a change of that format 
 Pure Python, no gdb: importable anywhere.
 """
 import json
+from typing import Any, Callable, Dict, List
 
 from . import abi
 
@@ -17,13 +18,13 @@ _QUEUES = (("sends", "Pending sends", "to"),
 # Lengths are shown as the DLL gives them, "length N": the MQD interface says bytes, and Open
 # MPI's DLL gives bytes, but MPICH's gives the count of elements (docs/mpich.md). A global rank
 # of -1 is one the DLL does not know (MPICH's DLL never translates ranks): "world ?".
-def _peer(local, world):
+def _peer(local: int, world: int) -> str:
     if local == -1 or local == 4294967295:
         return "any source (%d)" % local
     return "rank %d (world %s)" % (local, "?" if world == -1 else world)
 
 
-def render(dump):
+def render(dump: Dict[str, Any]) -> str:
     """The text of one process's dump (one with "communicators"), without a final newline."""
     lines = ["Inferior %d: process %d%s, MPI_COMM_WORLD rank %d"
              % (dump["inferior"], dump["pid"],
@@ -70,23 +71,23 @@ def render(dump):
     return "\n".join(lines)
 
 
-def render_failed(dump):
+def render_failed(dump: Dict[str, Any]) -> str:
     """The line of a process that could not be read (dump.failed), and the proxy's warnings."""
     return "\n".join(["Inferior %d: process %d: %s" % (dump["inferior"], dump["pid"],
                                                        dump["error"])] + _warnings(dump))
 
 
-def _warnings(dump):
+def _warnings(dump: Dict[str, Any]) -> List[str]:
     return ["  warning from mqd-proxy: %s" % w for w in dump.get("warnings", ())]
 
 
-def as_text(dumps):
+def as_text(dumps: List[Dict[str, Any]]) -> str:
     """The text of `mqd dump`: each process rendered, each followed by a newline."""
     return "".join((render(d) if "communicators" in d else render_failed(d)) + "\n"
                    for d in dumps)
 
 
-def as_json(value):
+def as_json(value: Any) -> str:
     """The JSON of `mqd dump --json`: a list of dumps (--all) or one dump, with a newline:
     json.dumps(value, indent=1), byte for byte, made in a third of its time (its encoder is
     pure Python once indented: 0.2 s of a 64-rank job's dump); json.dumps itself for a value
@@ -97,14 +98,16 @@ def as_json(value):
         return json.dumps(value, indent=1) + "\n"
 
 
-def _indented(value):
+def _indented(value: Any) -> str:
     """json.dumps(value, indent=1) of str, int, bool, None, and dicts with str keys and lists
     of them; TypeError for anything else (a float: its text has special cases)."""
-    out = []
+    out: List[str] = []
     put = out.append
-    string = json.encoder.encode_basestring_ascii
+    # json.dumps's own encoder of a str (its C accelerator where there is one), which typeshed
+    # does not declare: looked up by name.
+    string: Callable[[str], str] = getattr(json.encoder, "encode_basestring_ascii")
 
-    def encode(v, depth):
+    def encode(v: Any, depth: int) -> None:
         kind = type(v)
         if kind is str:
             put(string(v))

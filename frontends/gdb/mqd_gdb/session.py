@@ -1,18 +1,20 @@
-"""A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), reads its version and
-compatibility, tells whether it is Open MPI's (is_open_mpi), gives it the basic callbacks,
-and sets up, once per inferior and on first need, that inferior's image and process
-(ensure_process). Every DLL failure becomes an MqdError in the DLL's own words: "CALL failed:
-TEXT (RC)" with TEXT from mqs_dll_error_string, or the has_queues message the DLL gave. Entry
-points are called only from gdb's thread.
+"""A loaded MQD DLL: Session(path) loads it (ctypes, RTLD_LOCAL), checks that it exports every
+entry point an MQD DLL must (abi.required_entry_points; a library that does not is an
+MqdError naming what it lacks), reads its version and compatibility, tells whether it is Open
+MPI's (is_open_mpi), gives it the basic callbacks, and sets up, once per inferior and on first
+need, that inferior's image and process (ensure_process). Every DLL failure becomes an
+MqdError in the DLL's own words: "CALL failed: TEXT (RC)" with TEXT from mqs_dll_error_string,
+or the has_queues message the DLL gave. Entry points are called only from gdb's thread.
 """
 import ctypes
 import os
+from typing import Dict, List, Optional, Tuple
 
 
 from . import abi, job
 from .callbacks import Callbacks, global_rank, proxy_warnings
 from .errors import MqdError
-from .handles import Handles
+from .handles import Handles, Process
 from .inferiors import SelectedInferior, big_endian, find as find_inferior, image_name
 
 
@@ -27,15 +29,15 @@ from .inferiors import SelectedInferior, big_endian, find as find_inferior, imag
 OPEN_MPI_DLL = "Open MPI message queue support"
 
 
-def is_open_mpi_dll(version):
+def is_open_mpi_dll(version: Optional[str]) -> bool:
     """Whether a DLL whose mqs_version_string is `version` (None for NULL) is Open MPI's."""
-    return bool(version) and version.startswith(OPEN_MPI_DLL)
+    return version is not None and version.startswith(OPEN_MPI_DLL)
 
 
-def _names_no_dll(version):
+def _names_no_dll(version: Optional[str]) -> bool:
     """Whether `version` is libmqdproxy.so's own, given while it has no session with a server
     ("mqd-proxy VERSION (no vendor DLL: WHY)", docs/debuggers.md): no vendor DLL to judge."""
-    return bool(version) and version.startswith("mqd-proxy ") and \
+    return version is not None and version.startswith("mqd-proxy ") and \
         " (no vendor DLL: " in version
 
 
@@ -44,12 +46,13 @@ class Session:
     and processes set up so far (one each per inferior), and the messages of its callbacks.
     The DLL stays loaded for the life of gdb (ctypes never unloads)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         try:
             self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
         except OSError as e:
             raise MqdError("cannot load %s: %s" % (path, e))
+        self._check_exports()
         self._declare()
         width = self.lib.mqs_dll_taddr_width() if self.has("mqs_dll_taddr_width") else \
             ctypes.sizeof(ctypes.c_long)
@@ -57,13 +60,14 @@ class Session:
         self.version = abi.c_string(self.lib.mqs_version_string())
         self.compatibility = self.lib.mqs_version_compatibility()
         self.handles = Handles()
-        self.messages = []
+        self.messages: List[str] = []
         self.callbacks = Callbacks(self.abi, self.handles, self.messages)
-        self.open_mpi = None  # undecided until a version string names the vendor DLL
+        # undecided (None) until a version string names the vendor DLL
+        self.open_mpi: Optional[bool] = None
         self._decide(self.version)
         self.lib.mqs_setup_basic_callbacks(ctypes.byref(self.callbacks.basic))
 
-    def is_open_mpi(self):
+    def is_open_mpi(self) -> bool:
         """Whether the DLL is Open MPI's (is_open_mpi_dll), from the version string `mqd load`
         read, or, when that was libmqdproxy.so's own for want of a server, from the first later
         answer that names the vendor DLL (asked again at each call until one does; `version`
@@ -73,7 +77,7 @@ class Session:
             self._decide(abi.c_string(self.lib.mqs_version_string()))
         return bool(self.open_mpi)
 
-    def _decide(self, version):
+    def _decide(self, version: Optional[str]) -> None:
         # Once decided, the callbacks write that DLL's number of type sizes.
         if not _names_no_dll(version):
             self.open_mpi = is_open_mpi_dll(version)
@@ -81,13 +85,13 @@ class Session:
                 else abi.TYPE_SIZES_MPICH_INTS
 
     @property
-    def processes(self):
+    def processes(self) -> Dict[int, Process]:
         """inferior num -> handles.Process, for every inferior set up (or tried)."""
         return self.handles.processes
 
     # ---- the DLL's entry points ----
 
-    def has(self, name):
+    def has(self, name: str) -> bool:
         """Whether the DLL exports entry point `name` (some are optional)."""
         try:
             getattr(self.lib, name)
@@ -95,24 +99,35 @@ class Session:
         except AttributeError:
             return False
 
-    def _declare(self):
+    def _check_exports(self) -> None:
+        """MqdError unless the DLL exports every entry point an MQD DLL must."""
+        required = abi.required_entry_points()
+        missing = [name for name in required if not self.has(name)]
+        if len(missing) == len(required):
+            raise MqdError("%s is not an MQD DLL: it exports none of the MQD interface's entry "
+                           "points (%s)" % (self.path, ", ".join(required)))
+        if missing:
+            raise MqdError("%s is not a complete MQD DLL: it lacks %s"
+                           % (self.path, ", ".join(missing)))
+
+    def _declare(self) -> None:
         for name, (restype, argtypes) in abi.entry_points().items():
             if self.has(name):
                 fn = getattr(self.lib, name)
                 fn.restype, fn.argtypes = restype, argtypes
 
-    def error_text(self, rc):
+    def error_text(self, rc: int) -> str:
         """The DLL's text for result code `rc` ("error RC" if it has none)."""
         text = abi.c_string(self.lib.mqs_dll_error_string(rc))
         return text if text is not None else "error %d" % rc
 
-    def fail(self, call, rc):
+    def fail(self, call: str, rc: int) -> MqdError:
         """The MqdError for entry point `call` returning `rc`."""
         return MqdError("%s failed: %s (%d)" % (call, self.error_text(rc), rc))
 
     # ---- set-up, cached per inferior ----
 
-    def ensure_image(self, num):
+    def ensure_image(self, num: int) -> Process:
         """Sets up the image of inferior `num` (and asks whether it has queues); raises
         MqdError when the DLL says no (with its message). The answers are kept: a refused
         set-up is not retried. Returns the inferior's process handle."""
@@ -131,15 +146,15 @@ class Session:
                 raise self.fail("mqs_setup_image", rc)
             image.set_up = True
         if image.has_queues is None:
-            message = ctypes.c_void_p(None)
-            rc = self.lib.mqs_image_has_queues(image.handle, ctypes.byref(message))
-            image.has_queues = (rc, abi.c_string(message.value))
+            answer = ctypes.c_void_p(None)
+            rc = self.lib.mqs_image_has_queues(image.handle, ctypes.byref(answer))
+            image.has_queues = (rc, abi.c_string(answer.value))
         rc, message = image.has_queues
         if rc != abi.MQS_OK:
             raise MqdError(self._explain("image", rc, message, image_name(num)))
         return process
 
-    def ensure_process(self, num):
+    def ensure_process(self, num: int) -> Process:
         """Sets up the image and process of inferior `num`; raises MqdError when the DLL
         says no (with its message). The answers are kept: a refused set-up is not retried."""
         process = self.ensure_image(num)
@@ -161,15 +176,15 @@ class Session:
         if process.set_up != abi.MQS_OK:
             raise self.fail("mqs_setup_process", process.set_up)
         if process.has_queues is None:
-            message = ctypes.c_void_p(None)
-            rc = self.lib.mqs_process_has_queues(process.handle, ctypes.byref(message))
-            process.has_queues = (rc, abi.c_string(message.value))
+            answer = ctypes.c_void_p(None)
+            rc = self.lib.mqs_process_has_queues(process.handle, ctypes.byref(answer))
+            process.has_queues = (rc, abi.c_string(answer.value))
         rc, message = process.has_queues
         if rc != abi.MQS_OK:
             raise MqdError(self._explain("process", rc, message, "process %d" % inf.pid))
         return process
 
-    def _explain(self, what, rc, message, name):
+    def _explain(self, what: str, rc: int, message: Optional[str], name: str) -> str:
         parts = ["the DLL says this %s has no message queues: %s (%d)"
                  % (what, self.error_text(rc), rc)]
         if message:
@@ -177,7 +192,7 @@ class Session:
         return "; ".join(parts)
 
 
-def _format_message(message, name):
+def _format_message(message: str, name: str) -> str:
     # has_queues messages are printf formats with at most one %s.
     try:
         return message.replace("%%", "\0").replace("%s", name, 1).replace("\0", "%")

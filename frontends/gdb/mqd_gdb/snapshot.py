@@ -7,8 +7,11 @@ mqd_analysis.snapshot.mpi_call_of), the PML Open MPI selected, and the host.
 The snapshot is returned as it reads back from its file (JSON values only), so the analysis of
 the snapshot in memory and of the saved file are the same. as_json() is the file's text.
 """
+from __future__ import annotations
+
 import json
 import socket
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gdb
 
@@ -20,7 +23,7 @@ VERSION = 1
 MAX_FRAMES = 64  # frames kept per rank: a deeper stack is cut (its MPI call is near the top)
 
 
-def _main_thread(inf):
+def _main_thread(inf: gdb.Inferior) -> Optional[gdb.InferiorThread]:
     """The thread whose id is the process's (the one that called main), else the first."""
     for t in inf.threads():
         if t.ptid[1] == inf.pid:
@@ -29,9 +32,9 @@ def _main_thread(inf):
     return min(threads, key=lambda t: t.num) if threads else None
 
 
-def _frames():
+def _frames() -> List[str]:
     """The selected thread's frame names, newest first ("??" for one gdb cannot name)."""
-    names = []
+    names: List[str] = []
     try:
         frame = gdb.newest_frame()
         while frame is not None and len(names) < MAX_FRAMES:
@@ -42,7 +45,7 @@ def _frames():
     return names
 
 
-def _pml():
+def _pml() -> Optional[str]:
     """Open MPI's selected PML, from the component its mca_pml module's first function
     belongs to (mca_pml_ob1_add_procs, mca_pml_ucx_add_procs); None if not Open MPI."""
     try:
@@ -55,7 +58,8 @@ def _pml():
     return None
 
 
-def _state(inf, mpi_call_of):
+def _state(inf: gdb.Inferior, mpi_call_of: Callable[[List[str]], Optional[str]]
+           ) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(state, pml) of the inferior: where its main thread is stopped, and its PML."""
     thread = _main_thread(inf)
     if thread is None:
@@ -65,13 +69,13 @@ def _state(inf, mpi_call_of):
     return {"mpi_call": mpi_call_of(frames), "frames": frames}, _pml()
 
 
-def take(dumps):
+def take(dumps: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The whole-job snapshot of the processes `dumps` describes (each dump's "inferior" names
     its inferior; one that could not be read keeps its "error")."""
     mpi_call_of = analysis.load().snapshot.mpi_call_of
     by_inferior = {d["inferior"]: d for d in dumps}
     host = socket.gethostname()
-    ranks = []
+    ranks: List[Dict[str, Any]] = []
     with SelectedInferior(gdb.selected_inferior().num):  # gives the user's thread and frame back
         for inf in gdb.inferiors():
             if inf.pid == 0 or inf.num not in by_inferior:
@@ -87,9 +91,11 @@ def take(dumps):
                 d["pml"] = pml
             ranks.append(d)
     dll = next((d["dll"] for d in dumps if "dll" in d), None)
-    return json.loads(as_json({"mqd_snapshot": VERSION, "dll": dll, "ranks": ranks}))
+    snapshot: Dict[str, Any] = json.loads(as_json({"mqd_snapshot": VERSION, "dll": dll,
+                                                   "ranks": ranks}))
+    return snapshot
 
 
-def as_json(snapshot):
+def as_json(snapshot: Dict[str, Any]) -> str:
     """The text of a snapshot file."""
     return json.dumps(snapshot, indent=1) + "\n"
