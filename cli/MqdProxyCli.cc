@@ -39,7 +39,7 @@ Commands:
   doctor    A checklist: configuration, server reachable, authentication, version,
             architecture, latency, and the vendor DLL loads; each failure says what to fix.
             Exit 1 when any check fails.
-)") + replayUsage() + cli::graphUsage() + R"(
+)") + replay::replayUsage() + cli::graphUsage() + R"(
 Options:
   --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
                       (default: the server setting below)
@@ -64,7 +64,7 @@ int replayEntry(cli::Context& c) {
     c.args.push_back("--dll");
     c.args.push_back(c.config.dll);
   }
-  return replayCommand(c.config, c.args, c.json);
+  return replay::replayCommand(c.config, c.args, c.json);
 }
 
 int usageError(const std::string& why) {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <utility>
 
-namespace mqd::client {
+namespace mqd::replay {
 namespace {
 
 // ---- strings as Python sees them ----
@@ -392,4 +392,4 @@ std::string dumpText(const std::vector<ProcessView>& processes) {
   return out;
 }
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

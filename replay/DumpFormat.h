@@ -11,7 +11,7 @@
 
 #include "ReplayedDump.h"
 
-namespace mqd::client {
+namespace mqd::replay {
 
 std::string dumpJson(const std::vector<ProcessView>& processes);
 std::string dumpText(const std::vector<ProcessView>& processes);
@@ -20,4 +20,4 @@ std::string dumpText(const std::vector<ProcessView>& processes);
 // subsequence), of `bytes` up to the first NUL: how the front end reads a char array.
 std::u32string decodeLikePython(const char* bytes, size_t size);
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

@@ -5,41 +5,44 @@
 #include <kj/debug.h>
 
 #include <algorithm>
+#include <map>
 
 #include "Bulk.h"
 #include "ProxyErrors.h"
-#include "SessionMethods.h"
+#include "WireMethods.h"
 #include "mqs_interface.h"
 
-namespace mqd::client {
+namespace mqd::replay {
+
+using namespace client;  // the shim's parts the replay runs as the shim would
+
 namespace {
 
-// Debugger's methods, by ordinal in mqd.capnp (checked against the schema when a
-// RecordedDebugger is made).
-enum Method : uint16_t {
-  kFindFunction = 0,
-  kFindSymbol = 1,
-  kFindType = 2,
-  kFieldOffset = 3,
-  kSizeOf = 4,
-  kGetTypeSizes = 5,
-  kFetchData = 6,
-  kGetGlobalRank = 7,
-  kGetImage = 8,
-  kGetProcessJob = 9,
-  kGetProcessIdentity = 10,
-  kGetProcess = 11,
-  kErrorString = 12,
-  kEffect = 13,
-  kFetchBlocks = 14,
-  kLookUp = 15,
-};
-constexpr const char* kMethodNames[] = {
-    "findFunction", "findSymbol", "findType",      "fieldOffset",        "sizeOf",
-    "getTypeSizes", "fetchData",  "getGlobalRank", "getImage",           "getProcessJob",
-    "getProcessIdentity", "getProcess", "errorString", "effect", "fetchBlocks", "lookUp"};
-constexpr uint16_t kMethodCount = sizeof kMethodNames / sizeof kMethodNames[0];
+using D = wire::Debugger;
 
+// What the replay does with a Debugger call: the methods it answers from its index, each known
+// by its generated Params type (so the schema gives the ordinal), the notification, and every
+// other method (answered by an exact match of its parameters).
+enum class Answered {
+  kFindFunction, kFindSymbol, kFindType, kFieldOffset, kSizeOf, kFetchData, kFetchBlocks,
+  kLookUp, kEffect, kByExactMatch
+};
+
+Answered answeredOf(uint16_t method) {
+  static const std::map<uint16_t, Answered> byOrdinal = {
+      {debuggerMethod<D::FindFunctionParams>(), Answered::kFindFunction},
+      {debuggerMethod<D::FindSymbolParams>(), Answered::kFindSymbol},
+      {debuggerMethod<D::FindTypeParams>(), Answered::kFindType},
+      {debuggerMethod<D::FieldOffsetParams>(), Answered::kFieldOffset},
+      {debuggerMethod<D::SizeOfParams>(), Answered::kSizeOf},
+      {debuggerMethod<D::FetchDataParams>(), Answered::kFetchData},
+      {debuggerMethod<D::FetchBlocksParams>(), Answered::kFetchBlocks},
+      {debuggerMethod<D::LookUpParams>(), Answered::kLookUp},
+      {debuggerMethod<D::EffectParams>(), Answered::kEffect},
+  };
+  auto it = byOrdinal.find(method);
+  return it == byOrdinal.end() ? Answered::kByExactMatch : it->second;
+}
 
 capnp::InterfaceSchema debuggerSchema() { return capnp::Schema::from<wire::Debugger>(); }
 
@@ -69,7 +72,9 @@ std::string canonical(capnp::AnyPointer::Reader params) {
 
 // ---- notifications ----
 
-bool RecordedDebugger::Notifications::is(uint16_t method) { return method == kEffect; }
+bool RecordedDebugger::Notifications::is(uint16_t method) {
+  return answeredOf(method) == Answered::kEffect;
+}
 
 void RecordedDebugger::Notifications::add(uint16_t method, capnp::AnyPointer::Reader params) {
   if (params.getAs<wire::Debugger::EffectParams>().getEffect().isDllOutput()) return;
@@ -116,37 +121,37 @@ void RecordedDebugger::Service::answer(
       results.initAddress().setUntouched();
     }
   };
-  switch (method) {
-    case kFindFunction: {
+  switch (answeredOf(method)) {
+    case Answered::kFindFunction: {
       auto p = params.getAs<wire::Debugger::FindFunctionParams>();
       fillAddress(context.getResults().initAs<wire::Debugger::FindFunctionResults>(),
                   a_.function(p.getImage(), p.getName(), p.getLang(), p.getWantAddress()));
       return;
     }
-    case kFindSymbol: {
+    case Answered::kFindSymbol: {
       auto p = params.getAs<wire::Debugger::FindSymbolParams>();
       fillAddress(context.getResults().initAs<wire::Debugger::FindSymbolResults>(),
                   a_.symbol(p.getImage(), p.getName(), p.getWantAddress()));
       return;
     }
-    case kFindType: {
+    case Answered::kFindType: {
       auto p = params.getAs<wire::Debugger::FindTypeParams>();
       context.getResults().initAs<wire::Debugger::FindTypeResults>().setType(
           a_.type(NameKey(p.getImage(), p.getName(), p.getLang())));
       return;
     }
-    case kFieldOffset: {
+    case Answered::kFieldOffset: {
       auto p = params.getAs<wire::Debugger::FieldOffsetParams>();
       context.getResults().initAs<wire::Debugger::FieldOffsetResults>().setOffset(
           a_.fieldOffset(p.getType(), p.getField()));
       return;
     }
-    case kSizeOf: {
+    case Answered::kSizeOf: {
       auto p = params.getAs<wire::Debugger::SizeOfParams>();
       context.getResults().initAs<wire::Debugger::SizeOfResults>().setSize(a_.sizeOf(p.getType()));
       return;
     }
-    case kFetchData: {
+    case Answered::kFetchData: {
       auto p = params.getAs<wire::Debugger::FetchDataParams>();
       auto results = context.getResults().initAs<wire::Debugger::FetchDataResults>();
       uint64_t size = p.getSize() < 0 ? 0 : static_cast<uint64_t>(p.getSize());
@@ -156,7 +161,7 @@ void RecordedDebugger::Service::answer(
       if (read.rc == mqs_ok) results.setData(read.bytes);
       return;
     }
-    case kFetchBlocks: {
+    case Answered::kFetchBlocks: {
       auto p = params.getAs<wire::Debugger::FetchBlocksParams>();
       auto requests = p.getBlocks();
       auto out = context.getResults().initAs<wire::Debugger::FetchBlocksResults>().initBlocks(
@@ -171,7 +176,7 @@ void RecordedDebugger::Service::answer(
       }
       return;
     }
-    case kLookUp: {
+    case Answered::kLookUp: {
       auto p = params.getAs<wire::Debugger::LookUpParams>();
       uint64_t image = p.getImage();
       auto lookups = p.getLookups();
@@ -209,7 +214,8 @@ void RecordedDebugger::Service::answer(
       }
       return;
     }
-    default:
+    case Answered::kEffect:  // a notification, never answered
+    case Answered::kByExactMatch:
       KJ_IF_MAYBE(recorded, a_.exact(method, params)) {
         context.getResults().set(*recorded);
         return;
@@ -229,22 +235,18 @@ wire::Debugger::Client RecordedDebugger::capability(bool compress) {
 // ---- indexing the recording ----
 
 RecordedDebugger::RecordedDebugger(const RecordReader& recording) : recording_(recording) {
-  auto methods = debuggerSchema().getMethods();
-  KJ_REQUIRE(methods.size() == kMethodCount, "mqd.capnp's Debugger changed; update the replay");
-  for (uint16_t i = 0; i < kMethodCount; ++i) {
-    KJ_REQUIRE(methods[i].getProto().getName() == kMethodNames[i],
-               "mqd.capnp's Debugger changed; update the replay", i);
-  }
+  const unsigned methodCount = debuggerSchema().getMethods().size();
   std::map<uint64_t, uint32_t> epochs;
   size_t entry = 0;
   for (record::Entry::Reader e : recording_.entries()) {
     ++entry;
-    if (e.isSessionCall() && e.getSessionCall().getMethod() == kUpdateCommunicatorList) {
+    if (e.isSessionCall() && e.getSessionCall().getMethod() ==
+                                   sessionMethodOf(EntryPoint::update_communicator_list)) {
       auto p = e.getSessionCall().getParams();
       ++epochs[p.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess()];
     } else if (e.isDebuggerCall()) {
       auto call = e.getDebuggerCall();
-      if (Notifications::is(call.getMethod()) || call.getMethod() >= kMethodCount) continue;
+      if (Notifications::is(call.getMethod()) || call.getMethod() >= methodCount) continue;
       calls_.push_back(call);
       if (!call.hasFailure()) {
         try {
@@ -253,7 +255,8 @@ RecordedDebugger::RecordedDebugger(const RecordReader& recording) : recording_(r
           // A damaged answer (a Bulk whose size or compression is wrong) is the recording's
           // fault, not the server's: the replay names the entry and stops before it starts.
           throw RecordFileError("entry " + std::to_string(entry) + " (the debugger's answer to " +
-                                kMethodNames[call.getMethod()] + ") is damaged: " + e.what());
+                                describeDebuggerMethod(call.getMethod()).cStr() +
+                                ") is damaged: " + e.what());
         }
       }
       exact_[{call.getMethod(), canonical(call.getParams())}].push_back(calls_.size() - 1);
@@ -280,20 +283,20 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
     if (wanted || !slot.written) slot = a;
     if (a.rc != mqs_ok) symbolRefusalRc_ = a.rc;
   };
-  switch (method) {
-    case kFindFunction: {
+  switch (answeredOf(method)) {
+    case Answered::kFindFunction: {
       auto p = params.getAs<wire::Debugger::FindFunctionParams>();
       keep(functions_[NameKey(p.getImage(), p.getName(), p.getLang())],
            addressOf(results.getAs<wire::Debugger::FindFunctionResults>()), p.getWantAddress());
       break;
     }
-    case kFindSymbol: {
+    case Answered::kFindSymbol: {
       auto p = params.getAs<wire::Debugger::FindSymbolParams>();
       keep(symbols_[{p.getImage(), p.getName()}],
            addressOf(results.getAs<wire::Debugger::FindSymbolResults>()), p.getWantAddress());
       break;
     }
-    case kFindType: {
+    case Answered::kFindType: {
       auto p = params.getAs<wire::Debugger::FindTypeParams>();
       NameKey key(p.getImage(), p.getName(), p.getLang());
       uint64_t token = results.getAs<wire::Debugger::FindTypeResults>().getType();
@@ -301,7 +304,7 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       if (token != 0) typeNames_[token] = key;
       break;
     }
-    case kFieldOffset: {
+    case Answered::kFieldOffset: {
       auto p = params.getAs<wire::Debugger::FieldOffsetParams>();
       int offset = results.getAs<wire::Debugger::FieldOffsetResults>().getOffset();
       fields_[{p.getType(), p.getField()}] = offset;
@@ -309,7 +312,7 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       if (name != typeNames_.end()) fieldsByName_[{name->second, p.getField()}] = offset;
       break;
     }
-    case kSizeOf: {
+    case Answered::kSizeOf: {
       uint64_t token = params.getAs<wire::Debugger::SizeOfParams>().getType();
       int size = results.getAs<wire::Debugger::SizeOfResults>().getSize();
       sizes_[token] = size;
@@ -317,7 +320,7 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       if (name != typeNames_.end()) sizesByName_[name->second] = size;
       break;
     }
-    case kFetchData: {
+    case Answered::kFetchData: {
       auto p = params.getAs<wire::Debugger::FetchDataParams>();
       auto r = results.getAs<wire::Debugger::FetchDataResults>();
       uint32_t epoch = epochOf(p.getProcess());
@@ -330,7 +333,7 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       }
       break;
     }
-    case kFetchBlocks: {
+    case Answered::kFetchBlocks: {
       auto p = params.getAs<wire::Debugger::FetchBlocksParams>();
       auto asked = p.getBlocks();
       auto answered = results.getAs<wire::Debugger::FetchBlocksResults>().getBlocks();
@@ -348,7 +351,7 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       }
       break;
     }
-    case kLookUp: {
+    case Answered::kLookUp: {
       auto p = params.getAs<wire::Debugger::LookUpParams>();
       uint64_t image = p.getImage();
       auto lookups = p.getLookups();
@@ -380,7 +383,8 @@ void RecordedDebugger::index(uint16_t method, capnp::AnyPointer::Reader params,
       }
       break;
     }
-    default:
+    case Answered::kEffect:
+    case Answered::kByExactMatch:
       break;  // answered by exact match
   }
 }
@@ -571,4 +575,4 @@ void RecordedDebugger::noteUnrecorded(const std::string& what) {
   if (unrecordedExamples_.size() < 5) unrecordedExamples_.push_back(what);
 }
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

@@ -38,7 +38,9 @@
 #include "RecordFile.h"
 #include "mqd.capnp.h"
 
-namespace mqd::client {
+namespace mqd::replay {
+
+using client::RecordReader;
 
 class RecordedDebugger {
  public:
@@ -146,4 +148,4 @@ class RecordedDebugger {
   std::vector<std::string> unrecordedExamples_;
 };
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

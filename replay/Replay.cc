@@ -17,9 +17,12 @@
 #include "RecordedDebugger.h"
 #include "ReplayedDump.h"
 #include "ResultDiff.h"
-#include "SessionMethods.h"
+#include "WireMethods.h"
 
-namespace mqd::client {
+namespace mqd::replay {
+
+using namespace client;  // the shim's parts the replay runs as the shim would
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -243,7 +246,7 @@ void SessionReplay::open(record::SessionOpened::Reader opened) {
   };
   same("optional entry points", names(recorded.getEntryPoints()), names(replayed.getEntryPoints()));
   bool hasGroup = false;
-  for (auto t : replayed.getEntryPoints()) hasGroup |= t == "mqs_get_comm_group";
+  for (auto t : replayed.getEntryPoints()) hasGroup |= t == nameOf(EntryPoint::get_comm_group);
   dump_.setDll(replayed.getVersionString(), hasGroup);
   session_ = response.getSession();
   connections_.push_back(kj::mv(connection));
@@ -258,7 +261,7 @@ void SessionReplay::issue(record::SessionCall::Reader call) {
   KJ_IF_MAYBE(session, session_) {
     uint16_t method = call.getMethod();
     auto params = call.getParams();
-    if (method == kUpdateCommunicatorList) {
+    if (method == sessionMethodOf(EntryPoint::update_communicator_list)) {
       answers_.beginEpoch(params.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess());
     }
     auto request = session->typelessRequest(capnp::typeId<wire::Session>(), method,
@@ -272,7 +275,8 @@ void SessionReplay::issue(record::SessionCall::Reader call) {
 }
 
 std::string SessionReplay::callName(const Outstanding& call) const {
-  return "call " + std::to_string(call.number) + " (" + entryPointOf(call.method) + ")";
+  return "call " + std::to_string(call.number) + " (" + describeSessionMethod(call.method).cStr() +
+         ")";
 }
 
 void SessionReplay::complete(record::SessionReturn::Reader recorded) {
@@ -384,7 +388,7 @@ void SessionReplay::report(bool stats) const {
     std::fprintf(stderr, "replay: %-34s %8s %10s\n", "Session calls by entry point", "calls",
                  "seconds");
     for (const auto& [method, m] : perMethod_) {
-      std::fprintf(stderr, "replay:   %-32s %8llu %10.3f\n", entryPointOf(method),
+      std::fprintf(stderr, "replay:   %-32s %8llu %10.3f\n", describeSessionMethod(method).cStr(),
                    static_cast<unsigned long long>(m.calls), m.seconds);
     }
   }
@@ -458,7 +462,6 @@ int replayFile(const ClientConfig& config, const Options& options, bool json) {
                  options.file.c_str(), protocol, wire::PROTOCOL_VERSION);
     return 2;
   }
-  checkSessionMethods();
   try {
     SessionReplay replay(config, options, *recording);
     try {
@@ -485,4 +488,4 @@ int replayFile(const ClientConfig& config, const Options& options, bool json) {
 
 }  // namespace
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

@@ -22,7 +22,9 @@
 
 #include "ClientConfig.h"
 
-namespace mqd::client {
+namespace mqd::replay {
+
+using client::ClientConfig;
 
 // `args` are the command's own arguments (after "replay"); `config` carries --server and
 // --timeout. Returns the exit status.
@@ -31,4 +33,4 @@ int replayCommand(const ClientConfig& config, const std::vector<std::string>& ar
 // The command's usage lines, for mqd-proxy --help.
 const char* replayUsage();
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

@@ -9,10 +9,13 @@
 #include "OutputApply.h"
 #include "ProxyErrors.h"
 #include "RecordedWalk.h"
-#include "SessionMethods.h"
+#include "WireMethods.h"
 #include "mqd_proxy.h"
 
-namespace mqd::client {
+namespace mqd::replay {
+
+using namespace client;  // the shim's parts the replay runs as the shim would
+
 namespace {
 
 // The DLL's `char **` message as the front end reads it ("" when absent).
@@ -40,17 +43,23 @@ std::string formatMessage(const std::string& message, const std::string& name) {
 }
 
 // The rc of the results of an iteration call that returns nothing else.
-int rcOf(uint16_t method, capnp::AnyPointer::Reader results) {
-  switch (method) {
-    case kSetupCommunicatorIterator:
+int rcOf(EntryPoint entryPoint, capnp::AnyPointer::Reader results) {
+  switch (entryPoint) {
+    case EntryPoint::setup_communicator_iterator:
       return results.getAs<wire::Session::SetupCommunicatorIteratorResults>().getRc();
-    case kSetupOperationIterator:
+    case EntryPoint::setup_operation_iterator:
       return results.getAs<wire::Session::SetupOperationIteratorResults>().getRc();
-    case kNextCommunicator:
+    case EntryPoint::next_communicator:
       return results.getAs<wire::Session::NextCommunicatorResults>().getRc();
     default:
       return MQD_PROXY_ERR_PROTOCOL;
   }
+}
+
+// The process a call of the queue walk is about, read from that call's own parameters.
+template <typename Params>
+uint64_t processIn(capnp::AnyPointer::Reader params) {
+  return params.getAs<Params>().getProcess();
 }
 
 int64_t number(const std::map<std::string, std::string>& label, const char* key,
@@ -101,12 +110,12 @@ ReplayedDump::Process& ReplayedDump::process(uint64_t token) {
   return it->second;
 }
 
-std::shared_ptr<ReplayedDump::Call> ReplayedDump::keep(uint16_t method,
+std::shared_ptr<ReplayedDump::Call> ReplayedDump::keep(EntryPoint entryPoint,
                                                        capnp::AnyPointer::Reader params,
                                                        const capnp::AnyPointer::Reader* results,
                                                        int failedCode) {
   auto call = std::make_shared<Call>();
-  call->method = method;
+  call->entryPoint = entryPoint;
   call->failedCode = failedCode;
   call->message = std::make_shared<capnp::MallocMessageBuilder>();
   auto pair = call->message->getRoot<capnp::AnyPointer>().initAsAnyStruct(0, 2);
@@ -117,42 +126,56 @@ std::shared_ptr<ReplayedDump::Call> ReplayedDump::keep(uint16_t method,
 
 void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
                        const capnp::AnyPointer::Reader* results, int failedCode) {
-  switch (method) {
-    case kDllErrorString: {
+  EntryPoint entryPoint;
+  KJ_IF_MAYBE(e, entryPointOfSessionMethod(method)) {
+    entryPoint = *e;
+  } else {
+    return;  // Session.reposition: no answer a front end sees
+  }
+  // A call of the queue walk, kept for the refresh of its process.
+  auto forward = [&](uint64_t token) {
+    Process& process = this->process(token);
+    if (process.refresh) {
+      process.refresh->forwarded.push_back(keep(entryPoint, params, results, failedCode));
+    }
+  };
+  using S = wire::Session;
+  switch (entryPoint) {
+    case EntryPoint::dll_error_string: {
       int code = params.getAs<wire::Session::DllErrorStringParams>().getCode();
       if (results == nullptr) return;
       auto text = results->getAs<wire::Session::DllErrorStringResults>().getText();
       errorTexts_[code] = text.isText() ? std::string(text.getText()) : std::string(1, '\0');
       return;
     }
-    case kSetupImage: {
+    case EntryPoint::setup_image: {
       uint64_t image = params.getAs<wire::Session::SetupImageParams>().getImage();
       images_[image].setupRc =
           results ? results->getAs<wire::Session::SetupImageResults>().getRc() : failedCode;
       return;
     }
-    case kImageHasQueues:
+    case EntryPoint::image_has_queues:
       note<wire::Session::ImageHasQueuesResults>(
           images_[params.getAs<wire::Session::ImageHasQueuesParams>().getImage()].hasQueues,
           results, failedCode);
       return;
-    case kSetupProcess: {
+    case EntryPoint::setup_process: {
       auto p = params.getAs<wire::Session::SetupProcessParams>();
       Process& process = this->process(p.getProcess());
       process.setupRc =
           results ? results->getAs<wire::Session::SetupProcessResults>().getRc() : failedCode;
       return;
     }
-    case kProcessHasQueues:
+    case EntryPoint::process_has_queues:
       note<wire::Session::ProcessHasQueuesResults>(
           process(params.getAs<wire::Session::ProcessHasQueuesParams>().getProcess()).hasQueues,
           results, failedCode);
       return;
-    case kUpdateCommunicatorList: {
+    case EntryPoint::update_communicator_list: {
       Process& process =
           this->process(params.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess());
       process.refresh = std::make_unique<Refresh>();
-      process.refresh->update = keep(method, params, results, failedCode);
+      process.refresh->update = keep(entryPoint, params, results, failedCode);
       process.refresh->rc = failedCode;
       if (results != nullptr) {
         auto r = results->getAs<wire::Session::UpdateCommunicatorListResults>();
@@ -170,20 +193,20 @@ void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
       }
       return;
     }
-    case kSetupCommunicatorIterator:
-    case kGetCommunicator:
-    case kGetCommGroup:
-    case kNextCommunicator:
-    case kSetupOperationIterator:
-    case kNextOperation:
-    case kGetCommCollState: {
-      // Each of these has `process :UInt64` as its parameter @0, at the same place.
-      uint64_t token = params.getAs<wire::Session::GetCommunicatorParams>().getProcess();
-      Process& process = this->process(token);
-      if (process.refresh) process.refresh->forwarded.push_back(keep(method, params, results,
-                                                                     failedCode));
-      return;
-    }
+    case EntryPoint::setup_communicator_iterator:
+      return forward(processIn<S::SetupCommunicatorIteratorParams>(params));
+    case EntryPoint::get_communicator:
+      return forward(processIn<S::GetCommunicatorParams>(params));
+    case EntryPoint::get_comm_group:
+      return forward(processIn<S::GetCommGroupParams>(params));
+    case EntryPoint::next_communicator:
+      return forward(processIn<S::NextCommunicatorParams>(params));
+    case EntryPoint::setup_operation_iterator:
+      return forward(processIn<S::SetupOperationIteratorParams>(params));
+    case EntryPoint::next_operation:
+      return forward(processIn<S::NextOperationParams>(params));
+    case EntryPoint::get_comm_coll_state:
+      return forward(processIn<S::GetCommCollStateParams>(params));
     default:
       return;
   }
@@ -191,10 +214,8 @@ void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
 
 void ReplayedDump::debuggerAnswer(uint16_t method, capnp::AnyPointer::Reader params,
                                   capnp::AnyPointer::Reader results) {
-  static const uint16_t getImage =
-      capnp::Schema::from<wire::Debugger>().getMethodByName("getImage").getOrdinal();
-  static const uint16_t getGlobalRank =
-      capnp::Schema::from<wire::Debugger>().getMethodByName("getGlobalRank").getOrdinal();
+  const uint16_t getImage = debuggerMethod<wire::Debugger::GetImageParams>();
+  const uint16_t getGlobalRank = debuggerMethod<wire::Debugger::GetGlobalRankParams>();
   // A damaged entry only costs the dump these two facts (the replay's matching reports it).
   kj::runCatchingExceptions([&]() {
     if (method == getImage) {
@@ -295,12 +316,13 @@ class RefreshAnswers {
   template <typename Calls>
   RefreshAnswers(std::unique_ptr<RecordedWalk> walk, const Calls& forwarded)
       : walk_(std::move(walk)) {
-    for (const auto& c : forwarded) forwarded_.push_back({c->method, c->params(), c->results(),
-                                                           c->failedCode});
+    for (const auto& c : forwarded) {
+      forwarded_.push_back({c->entryPoint, c->params(), c->results(), c->failedCode});
+    }
   }
 
   struct Answer {
-    uint16_t method;
+    EntryPoint entryPoint;
     capnp::AnyPointer::Reader params;
     capnp::AnyPointer::Reader results;
     int failedCode;
@@ -309,11 +331,11 @@ class RefreshAnswers {
   RecordedWalk* walk() { return walk_.get(); }
   void leaveWalk() { walk_.reset(); }
 
-  // The next forwarded call of `method`, skipping others; nullptr when there is none.
-  const Answer* next(uint16_t method) {
+  // The next forwarded call of `entryPoint`, skipping others; nullptr when there is none.
+  const Answer* next(EntryPoint entryPoint) {
     while (next_ < forwarded_.size()) {
       const Answer& a = forwarded_[next_++];
-      if (a.method == method) return &a;
+      if (a.entryPoint == entryPoint) return &a;
     }
     return nullptr;
   }
@@ -358,14 +380,14 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
   }
   RefreshAnswers answers(std::move(walk), refresh.forwarded);
   // One call of the front end: the walk's answer while it has one (fromWalk returns whether it
-  // did), else the next forwarded call of `method` (fromResults reads it; a failed one gives
-  // its code). False, with out.error saying so, when the recorded session never made it.
-  auto ask = [&](uint16_t method, auto fromWalk, auto fromResults, int* rc) {
+  // did), else the next forwarded call of `entryPoint` (fromResults reads it; a failed one
+  // gives its code). False, with out.error saying so, when the recorded session never made it.
+  auto ask = [&](EntryPoint entryPoint, auto fromWalk, auto fromResults, int* rc) {
     if (answers.walk() != nullptr && fromWalk(*answers.walk(), rc)) return true;
     answers.leaveWalk();
-    const auto* a = answers.next(method);
+    const auto* a = answers.next(entryPoint);
     if (a == nullptr) {
-      out.error = std::string("the recorded session has no ") + entryPointOf(method) + " here";
+      out.error = std::string("the recorded session has no ") + nameOf(entryPoint) + " here";
       return false;
     }
     *rc = a->failedCode != 0 ? a->failedCode : fromResults(a->results);
@@ -380,16 +402,16 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
       return true;
     };
   };
-  auto rcFromResults = [](uint16_t m) {
-    return [m](capnp::AnyPointer::Reader results) { return rcOf(m, results); };
+  auto rcFromResults = [](EntryPoint e) {
+    return [e](capnp::AnyPointer::Reader results) { return rcOf(e, results); };
   };
 
   int rc = 0;
-  if (!ask(kSetupCommunicatorIterator,
+  if (!ask(EntryPoint::setup_communicator_iterator,
            rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
              return w.setupCommunicatorIterator(r);
            }),
-           rcFromResults(kSetupCommunicatorIterator), &rc)) {
+           rcFromResults(EntryPoint::setup_communicator_iterator), &rc)) {
     return;
   }
   size_t communicatorSize = SIZE_MAX;  // as the shim bounds a group: the size last reported
@@ -402,7 +424,7 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
         communicatorSize = c.communicator.size < 0 ? 0 : static_cast<size_t>(c.communicator.size);
       }
     };
-    if (!ask(kGetCommunicator,
+    if (!ask(EntryPoint::get_communicator,
              [&](RecordedWalk& w, int* out) {
                wire::RecordedCommunicator::Reader r;
                if (!w.getCommunicator(&r)) return false;
@@ -427,7 +449,7 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
       size_t limit = std::min(communicatorSize, ranks.size());
       int grc = MQD_PROXY_ERR_NO_ENTRY_POINT;
       if (hasCommGroup_ &&
-          !ask(kGetCommGroup,
+          !ask(EntryPoint::get_comm_group,
                [&](RecordedWalk& w, int* out) {
                  wire::RecordedGroup::Reader r;
                  if (!w.getCommGroup(&r)) return false;
@@ -460,11 +482,11 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
     for (int opClass = 0; opClass < 3; ++opClass) {
       QueueView& q = c.queues[opClass];
       int qrc = 0;
-      if (!ask(kSetupOperationIterator,
+      if (!ask(EntryPoint::setup_operation_iterator,
                rcFromWalk([opClass](RecordedWalk& w, wire::RecordedRc::Reader* r) {
                  return w.setupOperationIterator(opClass, r);
                }),
-               rcFromResults(kSetupOperationIterator), &qrc)) {
+               rcFromResults(EntryPoint::setup_operation_iterator), &qrc)) {
         out.communicators.push_back(std::move(c));
         return;
       }
@@ -477,7 +499,7 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
       for (;;) {
         mqs_pending_operation op;
         std::memset(&op, 0, sizeof op);
-        if (!ask(kNextOperation,
+        if (!ask(EntryPoint::next_operation,
                  [&](RecordedWalk& w, int* out) {
                    wire::RecordedOperation::Reader r;
                    if (!w.nextOperation(&r)) return false;
@@ -501,14 +523,14 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
       if (qrc != mqs_end_of_list) q.error = errorText(qrc);
     }
     out.communicators.push_back(std::move(c));
-    if (!ask(kNextCommunicator,
+    if (!ask(EntryPoint::next_communicator,
              rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
                return w.nextCommunicator(r);
              }),
-             rcFromResults(kNextCommunicator), &rc)) {
+             rcFromResults(EntryPoint::next_communicator), &rc)) {
       return;
     }
   }
 }
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

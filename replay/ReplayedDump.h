@@ -27,10 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "EntryPoints.h"
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
-namespace mqd::client {
+namespace mqd::replay {
 
 struct QueueView {
   int rc = 0;           // setup_operation_iterator's rc if that failed, else next_operation's last
@@ -81,7 +82,7 @@ class ReplayedDump {
  private:
   // One call kept with its results (or failure code).
   struct Call {
-    uint16_t method;
+    EntryPoint entryPoint;
     std::shared_ptr<capnp::MallocMessageBuilder> message;  // root: a struct of two pointers
     int failedCode;
     capnp::AnyPointer::Reader params() const;
@@ -116,7 +117,7 @@ class ReplayedDump {
     HasQueues hasQueues;
   };
 
-  std::shared_ptr<Call> keep(uint16_t method, capnp::AnyPointer::Reader params,
+  std::shared_ptr<Call> keep(EntryPoint entryPoint, capnp::AnyPointer::Reader params,
                              const capnp::AnyPointer::Reader* results, int failedCode);
   Process& process(uint64_t token);
   template <typename Results>
@@ -137,4 +138,4 @@ class ReplayedDump {
   int nextOrder_ = 0;
 };
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

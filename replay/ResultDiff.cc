@@ -6,7 +6,7 @@
 #include "ProxyErrors.h"
 #include "mqd.capnp.h"
 
-namespace mqd::client {
+namespace mqd::replay {
 namespace {
 
 constexpr size_t kShownChars = 80;
@@ -166,4 +166,4 @@ std::string firstDifference(capnp::StructSchema type, capnp::AnyPointer::Reader 
                         replayed.getAs<capnp::DynamicStruct>(type), "");
 }
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

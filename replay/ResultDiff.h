@@ -15,10 +15,10 @@
 
 #include <string>
 
-namespace mqd::client {
+namespace mqd::replay {
 
 // "" when equal.
 std::string firstDifference(capnp::StructSchema type, capnp::AnyPointer::Reader recorded,
                             capnp::AnyPointer::Reader replayed);
 
-}  // namespace mqd::client
+}  // namespace mqd::replay

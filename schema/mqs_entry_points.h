@@ -4,8 +4,8 @@
  * (shim/libmqdproxy.map.in, preprocessed at build time), the client's methods
  * (proxy-client/MqsClient.h), their names and what the shim answers for a missing one
  * (common/EntryPoints.h), the server's table of the vendor DLL's entry points
- * (proxy-server/worker/VendorDll.h), the entry points the replay names Session methods by
- * (replay/SessionMethods.cc), the test harness's view of a loaded DLL
+ * (proxy-server/worker/VendorDll.h), the replay's map from a recorded Session method to the
+ * entry point it forwards (replay/WireMethods.cc), the test harness's view of a loaded DLL
  * (testing/harness/MqsLibrary.h) and the exports test (tests/integration/check-exports.sh,
  * which reads the generated version script).
  *

@@ -299,7 +299,7 @@ void fuzzRecording(const uint8_t* data, size_t size) {
     (void)recording.header().getDll().getPath();
     (void)recording.header().getDll().getEntryPoints().size();
     for (auto e : recording.entries()) (void)e.which();
-    mqd::client::RecordedDebugger answers(recording);
+    mqd::replay::RecordedDebugger answers(recording);
     (void)answers.counts();
   } catch (const mqd::client::RecordFileError&) {
   } catch (const kj::Exception&) {

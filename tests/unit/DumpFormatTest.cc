@@ -10,7 +10,7 @@
 
 #include "DumpFormat.h"
 
-using namespace mqd::client;
+using namespace mqd::replay;
 
 namespace {
 

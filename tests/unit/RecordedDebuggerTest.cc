@@ -20,6 +20,7 @@
 
 using namespace mqd;
 using namespace mqd::client;
+using namespace mqd::replay;
 
 namespace {
 
