@@ -578,18 +578,31 @@ kj::Promise<void> SessionService::getCommunicator(GetCommunicatorContext context
   });
 }
 
+template <typename Results>
+bool SessionService::dllExports(const DllCall& call, Results results) const {
+  if (dll_->exports(call.entryPoint())) return true;
+  switch (entryPointInfo(call.entryPoint()).absent) {
+    case Absent::NO_INFORMATION:
+      results.setRc(mqs_no_information);
+      return false;
+    case Absent::NO_ENTRY_POINT:
+    case Absent::REQUIRED:      // load() refused the DLL already
+    case Absent::SHIM_ANSWERS:  // never forwarded
+      break;
+  }
+  throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, call.name());
+}
+
 kj::Promise<void> SessionService::getCommGroup(GetCommGroupContext context) {
   return runDll(context, EntryPoint::get_comm_group, [this, context](DllCall& call) mutable {
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.name());
-    if (dll_->entry().mqs_get_comm_group == nullptr) {
-      throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, call.name());
-    }
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     // The DLL writes as many ints as the size it reported for the communicator.
     GroupBuffer ranks(GroupBuffer::capacityFor(process.communicatorSize));
     int rc = dll_->entry().mqs_get_comm_group(reinterpret_cast<mqs_process*>(&process),
                                               ranks.data());
-    auto results = context.getResults();
     results.setRc(rc);
     ranks.capture(results);
   });
@@ -812,36 +825,28 @@ kj::Promise<void> SessionService::nextOperation(NextOperationContext context) {
 
 // ---- level 3 and extensions ----
 
-namespace {
-template <typename Fn>
-Fn require(Fn fn, const char* entryPoint) {
-  if (fn == nullptr) throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT, entryPoint);
-  return fn;
-}
-}  // namespace
-
 kj::Promise<void> SessionService::setupJob(SetupJobContext context) {
   return runDll(context, EntryPoint::setup_job, [this, context](DllCall& call) mutable {
     requireBasicCallbacks(call.name());
-    auto fn = require(dll_->entry().mqs_setup_job, call.name());
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     RemoteJob& job = objects_.job(context.getParams().getJob());
     job.setUp = true;
-    int rc = fn(reinterpret_cast<mqs_job*>(&job), jobCallbackTable());
-    auto results = context.getResults();
-    results.setRc(rc);
+    results.setRc(dll_->entry().mqs_setup_job(reinterpret_cast<mqs_job*>(&job),
+                                              jobCallbackTable()));
   });
 }
 
 kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) {
   return runDll(context, EntryPoint::destroy_job_info, [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_destroy_job_info, call.name());
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     uint64_t token = context.getParams().getInfo();
     auto* info = token == 0 ? nullptr
                             : static_cast<mqs_job_info*>(objects_.infoFromToken(
                                   wire::InfoKind::JOB, token, call.name()));
-    int rc = fn(info);
+    int rc = dll_->entry().mqs_destroy_job_info(info);
     objects_.forgetInfo(token);
-    auto results = context.getResults();
     results.setRc(rc);
   });
 }
@@ -849,38 +854,38 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
 kj::Promise<void> SessionService::setupNewProcessIterator(
     SetupNewProcessIteratorContext context) {
   return runDll(context, EntryPoint::setup_new_process_iterator, [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_setup_new_process_iterator, call.name());
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.name());
-    int rc = fn(reinterpret_cast<mqs_process*>(&process));
-    auto results = context.getResults();
-    results.setRc(rc);
+    results.setRc(
+        dll_->entry().mqs_setup_new_process_iterator(reinterpret_cast<mqs_process*>(&process)));
   });
 }
 
 kj::Promise<void> SessionService::nextNewProcess(NextNewProcessContext context) {
   return runDll(context, EntryPoint::next_new_process, [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_next_new_process, call.name());
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     RemoteProcess& process =
         objects_.setUpProcess(context.getParams().getProcess(), call.name());
     auto location = std::make_unique<mqs_process_location>();
     prepare(*location);
-    int rc = fn(reinterpret_cast<mqs_process*>(&process), location.get());
-    auto results = context.getResults();
-    results.setRc(rc);
+    results.setRc(dll_->entry().mqs_next_new_process(reinterpret_cast<mqs_process*>(&process),
+                                                     location.get()));
     capture(*location, results.initLocation());
   });
 }
 
 kj::Promise<void> SessionService::setProcessIdentity(SetProcessIdentityContext context) {
   return runDll(context, EntryPoint::set_process_identity, [this, context](DllCall& call) mutable {
-    auto fn = require(dll_->entry().mqs_set_process_identity, call.name());
+    auto results = context.getResults();
+    if (!dllExports(call, results)) return;
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     process.call.identity.reset();  // the debugger's answer may change with it
-    int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getIdentity());
-    auto results = context.getResults();
-    results.setRc(rc);
+    results.setRc(dll_->entry().mqs_set_process_identity(
+        reinterpret_cast<mqs_process*>(&process), params.getIdentity()));
   });
 }
 
@@ -889,22 +894,15 @@ kj::Promise<void> SessionService::getCommCollState(GetCommCollStateContext conte
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
     auto results = context.getResults();
-    auto fn = dll_->entry().mqs_get_comm_coll_state;
-    if (fn == nullptr) {
-      // Like a DLL that cannot tell: padb treats this as "no collective information".
-      results.setRc(mqs_no_information);
-      results.initSequence().setUntouched();
-      results.initActive().setUntouched();
-    } else {
-      int sequence, active;
-      prepare(sequence);
-      prepare(active);
-      int rc = fn(reinterpret_cast<mqs_process*>(&process), params.getCollective(), &sequence,
-                  &active);
-      results.setRc(rc);
-      capture(sequence, results.initSequence());
-      capture(active, results.initActive());
-    }
+    if (!dllExports(call, results)) return;
+    int sequence, active;
+    prepare(sequence);
+    prepare(active);
+    int rc = dll_->entry().mqs_get_comm_coll_state(reinterpret_cast<mqs_process*>(&process),
+                                                   params.getCollective(), &sequence, &active);
+    results.setRc(rc);
+    capture(sequence, results.initSequence());
+    capture(active, results.initActive());
   });
 }
 

@@ -86,6 +86,12 @@ class SessionService final : public wire::Session::Server, public DllHost {
 
   // Refuses calls that need mqs_setup_basic_callbacks first.
   void requireBasicCallbacks(const char* entryPoint) const;
+  // Whether the vendor DLL exports the entry point of `call`. When it does not, the entry-point
+  // list's `absent` column (schema/mqs_entry_points.h) decides the answer: NO_ENTRY_POINT throws
+  // MQD_PROXY_ERR_NO_ENTRY_POINT naming the entry point; NO_INFORMATION answers `results` with
+  // mqs_no_information, its outputs never written (so `untouched`), and returns false.
+  template <typename Results>
+  bool dllExports(const DllCall& call, Results results) const;
 
   // What the process's first update will read again (RemoteDebugger::firstEpochWindows), for
   // the set-up replies' nextEpoch; *learned: they include an earlier session's windows.

@@ -146,6 +146,17 @@ std::unique_ptr<VendorDll> VendorDll::load(const std::string& path, int fd) {
 
 VendorDll::~VendorDll() { ::dlclose(handle_); }
 
+bool VendorDll::exports(EntryPoint entryPoint) const {
+  switch (entryPoint) {
+#define MQD_EXPORTS(result, name, method, parameters, arguments, absent) \
+  case EntryPoint::name:                                                 \
+    return entry_.mqs_##name != nullptr;
+    MQS_ENTRY_POINTS(MQD_EXPORTS)
+#undef MQD_EXPORTS
+  }
+  return false;
+}
+
 std::vector<std::string> VendorDll::optionalEntryPoints() const {
   std::vector<std::string> names;
 #define MQD_LIST_OPTIONAL(result, name, method, parameters, arguments, absent) \

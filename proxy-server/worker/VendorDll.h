@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "EntryPoints.h"
 #include "mqd.capnp.h"
 #include "mqs_entry_points.h"
 #include "mqs_interface.h"
@@ -43,6 +44,10 @@ class VendorDll {
 
   const std::string& path() const { return path_; }
   const EntryPoints& entry() const { return entry_; }
+
+  // Whether the DLL exports `entryPoint` (always true for a REQUIRED one: load() refuses a DLL
+  // without it).
+  bool exports(EntryPoint entryPoint) const;
 
   // Names of the optional entry points (mqs_entry_points.h) this DLL exports.
   std::vector<std::string> optionalEntryPoints() const;
