@@ -38,7 +38,7 @@ struct ClientCounters {
   std::atomic<uint64_t> lateChecksRedone{0};
   // What other processes' updates would read, as replies named it (wire PeerEpoch: a guess
   // from a peer's first update, or what a dropped refresh ahead read), and of those what the
-  // shim took (MqsClient::takePeerGuesses). In the summary only: the session board holds 16.
+  // shim took (RefreshAhead::takePeerGuesses). In the summary only: the session board holds 16.
   std::atomic<uint64_t> peersNamed{0};
   std::atomic<uint64_t> peersTaken{0};
 

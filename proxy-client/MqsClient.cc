@@ -195,7 +195,7 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
 void MqsClient::openSession() {
   std::vector<std::string> problems;
   config_ = ClientConfig::load(&problems);
-  costRule_ = CostRule(config_.readCost);
+  refreshAhead_.setCostRule(CostRule(config_.readCost));
   logSetComponent("libmqdproxy");
   logSetLevel(config_.logLevel);
   if (!config_.logFile.empty()) {
@@ -278,14 +278,11 @@ void MqsClient::reestablish() {
           config_.server.c_str());
   // Nothing recorded by the lost session's DLL is valid for the new one.
   walks_.clear();
-  nextEpoch_.clear();
-  learnedFirstEpoch_.clear();
+  refreshAhead_.clear();
   setUpAhead_.clear();
   imageSetUpAhead_.clear();
   imageHasQueuesAhead_.clear();  // answers of the lost DLL: the debugger's calls go to the new
   processHasQueuesAhead_.clear();
-  readOnNode_.clear();
-  forgetRefreshesAhead();
   // Calls sent with their answers given failed with the lost session; the replay below sends
   // their set-ups again, with the info tokens the debugger holds.
   loop_->run([this]() { recalled_.clear(); });
@@ -381,7 +378,7 @@ MqsClient::Reply<Results> MqsClient::roundTrip(EntryPoint entryPoint, Send&& sen
   std::shared_ptr<PendingCall> pending = start(entryPoint, std::forward<Send>(send));
   Reply<Results> reply = finish<Results>(std::move(pending), entryPoint);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  costRule_.roundTripTook(took);
+  refreshAhead_.costRule().roundTripTook(took);
   return reply;
 }
 
@@ -810,7 +807,7 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_image_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::IMAGE, token);
-    forgetRefreshesAhead();  // never refresh ahead a process of an image the debugger let go
+    refreshAhead_.forgetRefreshes();  // never refresh ahead a process of an image the debugger let go
     imageHasQueuesAhead_.clear();  // the info's image is not known here: none serves any more
     auto reply = roundTrip<wire::Session::DestroyImageInfoResults>(
         EntryPoint::destroy_image_info, [token](wire::Session::Client& s) {
@@ -1221,13 +1218,9 @@ int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* c
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
-    nextEpoch_.erase(token);
-    learnedFirstEpoch_.erase(token);
-    setUpAhead_.erase(token);
-    readOnNode_.erase(token);
     // Its place in the refresh order starts over too; the other processes' places stand.
-    visits_.erase(token);
-    dropRefreshedAhead(token);
+    refreshAhead_.forget(token);
+    setUpAhead_.erase(token);
     processHasQueuesAhead_.erase(token);
     contradicted_.erase({static_cast<int>(wire::InfoKind::PROCESS), token});
     if (recorder_) recorder_->labelProcess(token);
@@ -1373,28 +1366,6 @@ MqsClient::Reply<wire::Session::ProcessHasQueuesResults> MqsClient::sendProcessH
       });
 }
 
-std::vector<MqsClient::Window> MqsClient::windowsOf(
-    capnp::List<wire::MemoryWindow>::Reader list) {
-  std::vector<Window> out;
-  for (auto w : list) out.push_back({w.getAddress(), w.getSize()});
-  return out;
-}
-
-void MqsClient::keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows,
-                              bool learned, bool readOnNode) {
-  if (learned) {
-    learnedFirstEpoch_.insert(process);
-  } else {
-    learnedFirstEpoch_.erase(process);
-  }
-  if (readOnNode) {
-    readOnNode_.insert(process);
-  } else {
-    readOnNode_.erase(process);
-  }
-  keepNamed(nextEpoch_, process, windows);
-}
-
 void MqsClient::keepNamed(std::unordered_map<uint64_t, std::vector<Window>>& named,
                           uint64_t token, capnp::List<wire::MemoryWindow>::Reader windows) {
   if (windows.size() == 0) {
@@ -1404,66 +1375,10 @@ void MqsClient::keepNamed(std::unordered_map<uint64_t, std::vector<Window>>& nam
   }
 }
 
-uint64_t MqsClient::bytesOf(const std::vector<Window>& windows) {
-  uint64_t bytes = 0;
-  for (const Window& w : windows) bytes += w.size;
-  return bytes;
-}
-
-std::vector<MqsClient::ReadAhead> MqsClient::readAhead(uint64_t process,
-                                                      const std::vector<Window>& windows) {
-  std::vector<ReadAhead> read;
-  try {
-    for (size_t first = 0, next; first < windows.size(); first = next) {
-      // The span: the windows after `first` that start within kReadGap of the one before.
-      uint64_t start = windows[first].address;
-      uint64_t end = start + windows[first].size;
-      for (next = first + 1; next < windows.size(); ++next) {
-        const Window& w = windows[next];
-        if (w.address < end || w.address - end > kReadGap || w.address + w.size < w.address ||
-            w.address + w.size - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
-          break;
-        }
-        end = w.address + w.size;
-      }
-      if (next - first > 1) {
-        auto size = static_cast<uint32_t>(end - start);
-        DebuggerSide::Block span = side_.readBlock(process, start, size, start, size);
-        if (span.rc == mqs_ok && span.address == start && span.bytes.size() == size) {
-          for (size_t i = first; i < next; ++i) {
-            DebuggerSide::Block b;
-            b.rc = mqs_ok;
-            b.address = windows[i].address;
-            auto from = span.bytes.begin() + static_cast<std::ptrdiff_t>(b.address - start);
-            b.bytes.assign(from, from + windows[i].size);
-            read.push_back({windows[i], std::move(b)});
-          }
-          continue;
-        }
-      }
-      for (size_t i = first; i < next; ++i) {
-        const Window& w = windows[i];
-        read.push_back({w, side_.readBlock(process, w.address, w.size, w.address, w.size)});
-      }
-    }
-  } catch (const ProxyError& e) {  // the server asks for what it needs, and meets it there
-    MQD_LOG(Debug, "no memory read ahead: %s", e.what());
-    read.clear();
-  }
-  return read;
-}
-
-void MqsClient::writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
-                           capnp::List<wire::MemoryWindow>::Builder windows,
-                           capnp::List<wire::MemoryBlock>::Builder blocks) {
-  for (unsigned i = 0; i < ahead.size(); ++i) {
-    windows[i].setAddress(ahead[i].window.address);
-    windows[i].setSize(ahead[i].window.size);
-    const DebuggerSide::Block& b = ahead[i].block;
-    blocks[i].setRc(b.rc);
-    blocks[i].setAddress(b.address);
-    setBulk(blocks[i].initData(), kj::arrayPtr(b.bytes.data(), b.bytes.size()), compress);
-  }
+std::vector<ReadAhead> MqsClient::readAhead(uint64_t process, const std::vector<Window>& windows) {
+  return readWindows(windows, [this, process](uint64_t start, uint32_t size) {
+    return side_.readBlock(process, start, size, start, size);
+  });
 }
 
 MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUpdate(
@@ -1477,7 +1392,7 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   };
   std::vector<Other> batch;
   for (uint64_t token : others) {
-    const std::vector<Window>& windows = nextEpoch_.at(token);
+    const std::vector<Window>& windows = *refreshAhead_.nextEpoch(token);
     std::vector<ReadAhead> read = readAhead(token, windows);
     if (!read.empty()) batch.push_back({token, std::move(read), bytesOf(windows)});
   }
@@ -1504,20 +1419,21 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
         return r.send();
       });
   keepNextEpoch(process, reply.get(), false);
-  takePeerGuesses(reply.get().getPeers());
-  // A first epoch refreshed ahead once is not offered again: kept, it is served at the
-  // process's own update; dropped, the reply named what it read, for that update.
-  for (const Other& o : batch) learnedFirstEpoch_.erase(o.process);
+  if (config_.cache == wire::CachePolicy::EPOCH) {
+    auto peers = reply.get().getPeers();
+    counters_.peersNamed += peers.size();
+    counters_.peersTaken += refreshAhead_.takePeerGuesses(peers, side_.secondsPerByte());
+  }
+  for (const Other& o : batch) refreshAhead_.offered(o.process);
   for (auto refreshed : reply.get().getRefreshed()) {
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
     });
     if (it == batch.end() || it->read.empty()) continue;  // not sent, or named twice
     try {
-      RefreshedAhead kept{std::make_unique<RecordedWalk>(refreshed.getWalk()),
-                          windowsOf(refreshed.getNextEpoch()), std::move(it->read), it->bytes};
-      refreshedAheadBytes_ += kept.bytes;
-      refreshedAhead_[it->process] = std::move(kept);
+      refreshAhead_.keep(it->process,
+                         {std::make_unique<RecordedWalk>(refreshed.getWalk()),
+                          windowsOf(refreshed.getNextEpoch()), std::move(it->read), it->bytes});
     } catch (const ProxyError& e) {  // that process's own update will go to the server
       MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
     }
@@ -1564,24 +1480,6 @@ MqsClient::Reply<wire::Session::UpdateCommunicatorListResults> MqsClient::sendUp
   if (node.size() > 0) ++counters_.lateChecks;
   keepNextEpoch(process, reply.get(), false);
   return reply;
-}
-
-bool MqsClient::sameAsNode(const std::vector<ReadAhead>& read,
-                           capnp::List<wire::MemoryBlock>::Reader node) {
-  if (read.size() != node.size()) return false;
-  for (unsigned i = 0; i < node.size(); ++i) {
-    const DebuggerSide::Block& mine = read[i].block;
-    if (mine.rc != mqs_ok || node[i].getRc() != mqs_ok || mine.address != node[i].getAddress() ||
-        mine.address != read[i].window.address || mine.bytes.size() != read[i].window.size) {
-      return false;
-    }
-    kj::Array<kj::byte> theirs = readBulk(node[i].getData(), read[i].window.size);
-    if (theirs.size() != mine.bytes.size() ||
-        std::memcmp(theirs.begin(), mine.bytes.data(), theirs.size()) != 0) {
-      return false;
-    }
-  }
-  return true;
 }
 
 int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind,
@@ -1691,7 +1589,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_process_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::PROCESS, token);
-    forgetRefreshesAhead();  // never refresh ahead a process the debugger let go
+    refreshAhead_.forgetRefreshes();  // never refresh ahead a process the debugger let go
     processHasQueuesAhead_.clear();  // the info's process is not known here: none serves
     auto reply = roundTrip<wire::Session::DestroyProcessInfoResults>(
         EntryPoint::destroy_process_info, [token](wire::Session::Client& s) {
@@ -1711,29 +1609,30 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
     KJ_IF_MAYBE(absent, openFor(EntryPoint::update_communicator_list)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::update_communicator_list);
     walks_.erase(token);  // a new epoch: the old record is stale
-    learnedFirstEpoch_.erase(token);  // updated now
+    bool readOnNode = refreshAhead_.readOnNode(token);
+    std::vector<Window> named = refreshAhead_.beginUpdate(token);
     std::vector<ReadAhead> ahead;
     if (serveRefreshedAhead(token, &ahead)) {
-      visited(token);
+      refreshAhead_.visited(token);
       setUp_.updated(token);
       return int(mqs_ok);
     }
     std::vector<Window> checkLate;  // a process read on its node: its check overlaps the trip
-    if (ahead.empty() && config_.cache == wire::CachePolicy::EPOCH) {
-      auto named = nextEpoch_.find(token);
-      if (named != nextEpoch_.end() && bytesOf(named->second) <= wire::MAX_BLOCKS_AHEAD_BYTES) {
-        if (readOnNode_.count(token) != 0) {
-          checkLate = named->second;
-        } else {
-          ahead = readAhead(token, named->second);
-        }
+    bool epoch = config_.cache == wire::CachePolicy::EPOCH;
+    if (ahead.empty() && epoch && !named.empty() &&
+        bytesOf(named) <= wire::MAX_BLOCKS_AHEAD_BYTES) {
+      if (readOnNode) {
+        checkLate = std::move(named);
+      } else {
+        ahead = readAhead(token, named);
       }
     }
-    nextEpoch_.erase(token);
     auto reply = checkLate.empty()
-                     ? sendUpdate(token, std::move(ahead), refreshCandidates(token))
+                     ? sendUpdate(token, std::move(ahead),
+                                  epoch ? refreshAhead_.candidates(token, side_.secondsPerByte())
+                                        : std::vector<uint64_t>())
                      : sendUpdateCheckedLate(token, checkLate);
-    visited(token);
+    refreshAhead_.visited(token);
     setUp_.updated(token);
     int rc = resultOf(reply, reply.get().getRc());
     if (reply.get().getWalk().getSize() > 0) {
@@ -1745,121 +1644,22 @@ int MqsClient::updateCommunicatorList(mqs_process* process) {
   });
 }
 
-std::vector<uint64_t> MqsClient::refreshCandidates(uint64_t process) const {
-  std::vector<uint64_t> chosen;
-  if (config_.cache != wire::CachePolicy::EPOCH) return chosen;
-  auto offered = [this, process](uint64_t token) {
-    return token != process && refreshedAhead_.count(token) == 0 &&
-           nextEpoch_.count(token) != 0 && readOnNode_.count(token) == 0;
-  };
-  std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
-  auto self = visits_.find(process);
-  if (self == visits_.end()) {
-    // The process's first update: the others never updated, whose set-up named what an
-    // earlier session of them read (the only first updates likely to ask for nothing else).
-    for (uint64_t token : learnedFirstEpoch_) {
-      if (visits_.count(token) == 0 && offered(token)) byLast.push_back({0, token});
-    }
-  } else {
-    for (const auto& [token, v] : visits_) {
-      if (v.count == self->second.count && v.last > self->second.last && offered(token)) {
-        byLast.push_back({v.last, token});
-      }
-    }
-  }
-  std::sort(byLast.begin(), byLast.end());
-  uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedAheadBytes_;
-  for (const auto& [last, token] : byLast) {
-    uint64_t bytes = bytesOf(nextEpoch_.at(token));
-    if (bytes > budget) break;
-    // A process refreshed ahead has its memory read twice: now, and at its own update for the
-    // proof.
-    if (!worthReading(bytes)) {
-      MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
-                     "more than a round trip",
-              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
-      continue;
-    }
-    budget -= bytes;
-    chosen.push_back(token);
-  }
-  return chosen;
-}
-
-bool MqsClient::worthReading(uint64_t bytes, uint64_t roundTrips) const {
-  return costRule_.worthReading(bytes, roundTrips, side_.secondsPerByte());
-}
-
-void MqsClient::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers) {
-  if (config_.cache != wire::CachePolicy::EPOCH) return;
-  for (auto peer : peers) {
-    ++counters_.peersNamed;
-    uint64_t token = peer.getProcess();
-    std::vector<Window> windows = windowsOf(peer.getNextEpoch());
-    uint64_t bytes = bytesOf(windows);
-    if (visits_.count(token) != 0 || refreshedAhead_.count(token) != 0 ||
-        readOnNode_.count(token) != 0 || windows.empty() ||
-        bytes > wire::MAX_BLOCKS_AHEAD_BYTES || !worthReading(bytes, peer.getCallbacks())) {
-      MQD_LOG(Debug, "process %llu: the guess of its first update (%llu bytes) is not taken",
-              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
-      continue;
-    }
-    nextEpoch_[token] = std::move(windows);
-    learnedFirstEpoch_.insert(token);
-    ++counters_.peersTaken;
-  }
-}
-
 bool MqsClient::serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh) {
-  auto it = refreshedAhead_.find(process);
-  if (it == refreshedAhead_.end()) return false;
-  RefreshedAhead made = std::move(it->second);
-  refreshedAhead_.erase(it);
-  refreshedAheadBytes_ -= made.bytes;
-  std::vector<Window> windows;
-  for (const ReadAhead& r : made.read) windows.push_back(r.window);
-  *fresh = readAhead(process, windows);
-  bool same = fresh->size() == made.read.size();
-  for (size_t i = 0; same && i < fresh->size(); ++i) {
-    const DebuggerSide::Block& then = made.read[i].block;
-    const DebuggerSide::Block& now = (*fresh)[i].block;
-    same = now.rc == then.rc && now.address == then.address && now.bytes == then.bytes;
-  }
-  if (!same) {
+  std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
+  if (!made) return false;
+  *fresh = readAhead(process, windowsOf(made->read));
+  if (!sameReads(made->read, *fresh)) {
     ++counters_.refreshesStale;
     MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
             static_cast<unsigned long long>(process));
     return false;
   }
   ++counters_.refreshesAhead;
-  for (auto t : made.walk->errorTexts()) rememberDllErrorText(t.getCode(), t.getText());
-  walks_[process] = std::move(made.walk);
-  if (made.nextEpoch.empty()) {
-    nextEpoch_.erase(process);
-  } else {
-    nextEpoch_[process] = std::move(made.nextEpoch);
-  }
+  for (auto t : made->walk->errorTexts()) rememberDllErrorText(t.getCode(), t.getText());
+  walks_[process] = std::move(made->walk);
+  refreshAhead_.setNextEpoch(process, std::move(made->nextEpoch));
   fresh->clear();
   return true;
-}
-
-void MqsClient::visited(uint64_t process) {
-  Visits& v = visits_[process];
-  ++v.count;
-  v.last = ++updates_;
-}
-
-void MqsClient::dropRefreshedAhead(uint64_t process) {
-  auto it = refreshedAhead_.find(process);
-  if (it == refreshedAhead_.end()) return;
-  refreshedAheadBytes_ -= it->second.bytes;
-  refreshedAhead_.erase(it);
-}
-
-void MqsClient::forgetRefreshesAhead() {
-  refreshedAhead_.clear();
-  refreshedAheadBytes_ = 0;
-  visits_.clear();
 }
 
 int MqsClient::setupCommunicatorIterator(mqs_process* process) {

@@ -26,11 +26,12 @@
 #include "ClientConfig.h"
 #include "Connection.h"
 #include "ClientCounters.h"
-#include "CostRule.h"
 #include "DebuggerSide.h"
 #include "EntryPoints.h"
 #include "LearnedLookups.h"
+#include "ReadAhead.h"
 #include "RecordedWalk.h"
+#include "RefreshAhead.h"
 #include "SessionRecorder.h"
 #include "SessionSetUp.h"
 #include "SetUpRecall.h"
@@ -59,18 +60,6 @@ class MqsClient {
  private:
   template <typename Results>
   class Reply;
-
-  // A window of target memory, and a block the debugger read for one.
-  struct Window {
-    uint64_t address;
-    uint32_t size;
-  };
-  struct ReadAhead {
-    Window window;
-    DebuggerSide::Block block;
-  };
-  // The bytes `windows` span in all.
-  static uint64_t bytesOf(const std::vector<Window>& windows);
 
   // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
   template <typename Body>
@@ -126,28 +115,13 @@ class MqsClient {
   // `ahead`: memory read for the rest of the process's set-up (setUpAhead_).
   Reply<wire::Session::ProcessHasQueuesResults> sendProcessHasQueues(
       uint64_t process, const std::vector<ReadAhead>& ahead = {});
-  // `windows` of the process's memory, each read now from the debugger as one block; empty
-  // when the debugger refused one. Windows that follow each other within kReadGap bytes are
-  // read as one span and cut (each a callback into the debugger, a packet exchange through
-  // gdbserver); a span the debugger does not give whole is read window by window, so every
-  // block is what a read of its window alone gets.
+  // `windows` of the process's memory, read now through the debugger (readWindows: each read
+  // a callback into the debugger, a packet exchange through gdbserver).
   std::vector<ReadAhead> readAhead(uint64_t process, const std::vector<Window>& windows);
-  static constexpr uint64_t kReadGap = 4096;
-  // Writes what was read ahead into a request's parallel lists `ahead` and `blocks` (left
-  // unset when nothing was).
-  template <typename Builder>
-  static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress, Builder&& to) {
-    if (ahead.empty()) return;
-    auto n = static_cast<unsigned>(ahead.size());
-    writeAhead(ahead, compress, to.initAhead(n), to.initBlocks(n));
-  }
-  static void writeAhead(const std::vector<ReadAhead>& ahead, bool compress,
-                         capnp::List<wire::MemoryWindow>::Builder windows,
-                         capnp::List<wire::MemoryBlock>::Builder blocks);
   // mqs_update_communicator_list, with what the shim read for the process (readAhead) and for
-  // `others`, set-up processes the server refreshes in the same request (refreshCandidates):
-  // those the server refreshed without asking the debugger anything are kept in
-  // refreshedAhead_.
+  // `others`, set-up processes the server refreshes in the same request (RefreshAhead::
+  // candidates): those the server refreshed without asking the debugger anything are kept in
+  // refreshAhead_.
   Reply<wire::Session::UpdateCommunicatorListResults> sendUpdate(
       uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {});
   // mqs_update_communicator_list of a process the server reads on its node, its epoch check
@@ -157,9 +131,6 @@ class MqsClient {
   // One round trip overlapped with the debugger's read, instead of one after it.
   Reply<wire::Session::UpdateCommunicatorListResults> sendUpdateCheckedLate(
       uint64_t process, const std::vector<Window>& windows);
-  // Whether the debugger read exactly the node's bytes: each window whole, as `node` has it.
-  static bool sameAsNode(const std::vector<ReadAhead>& read,
-                         capnp::List<wire::MemoryBlock>::Reader node);
 
   // Sends one request (built by `send` on the loop thread) and serves callbacks until its
   // reply arrives. Throws ProxyError on failure.
@@ -235,21 +206,10 @@ class MqsClient {
   // session re-established by this very call does not bring a fresh DLL there (its list may be
   // shorter now). Called before the session is ensured.
   void restartIteration(mqs_process* process);
-  // The processes to refresh with this one's update (policy epoch): those the debugger
-  // refreshed as often as this one and after this one's last refresh, oldest first, which a
-  // debugger that refreshes a job rank by rank refreshes next. Each has windows named by its
-  // last reply and no refresh ahead waiting.
-  std::vector<uint64_t> refreshCandidates(uint64_t process) const;
   // Serves the process's update from its refresh ahead, if the debugger reads every window it
   // was made from as it was then: the DLL read nothing else, so it would answer the same now.
   // Otherwise returns false, with `fresh` holding what was read now, for the update to send.
   bool serveRefreshedAhead(uint64_t process, std::vector<ReadAhead>* fresh);
-  // The debugger refreshed the process (updates_, visits_).
-  void visited(uint64_t process);
-  // Drops the process's refresh ahead, if any.
-  void dropRefreshedAhead(uint64_t process);
-  // Drops every refresh ahead and what the choice of the next ones rests on.
-  void forgetRefreshesAhead();
   // The walk the debugger is being served from for this process, or nullptr.
   RecordedWalk* walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
@@ -406,21 +366,16 @@ class MqsClient {
   bool basicCallbacksPending_ = false;
   std::unordered_map<uint64_t, size_t> communicatorSize_;  // per process: size last reported
   std::unordered_map<uint64_t, std::unique_ptr<RecordedWalk>> walks_;  // per process
-  // Per process: the memory its next update will read again, as the server's last reply about
-  // it named it (its update's, or its set-up's before its first update): keepNextEpoch.
-  std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
-  // `learned`: the windows hold what an earlier session of the never-updated process read (its
-  // set-up reply's `learned`). `readOnNode`: the server reads the process on its node (the
-  // reply's `readOnNode`), kept in readOnNode_.
-  void keepNextEpoch(uint64_t process, capnp::List<wire::MemoryWindow>::Reader windows,
-                     bool learned, bool readOnNode);
+  // Under the epoch policy: each process's next epoch and the refreshes made ahead, with the
+  // cost rule they are chosen by (its round trips measured by roundTrip, its read cost by side_
+  // or pinned by the read_cost setting).
+  RefreshAhead refreshAhead_;
+  // A reply named what the process's next update reads (RefreshAhead::keepNextEpoch).
   template <typename Reply>
   void keepNextEpoch(uint64_t process, Reply reply, bool learned) {
-    keepNextEpoch(process, reply.getNextEpoch(), learned, reply.getReadOnNode());
+    refreshAhead_.keepNextEpoch(process, windowsOf(reply.getNextEpoch()), learned,
+                                reply.getReadOnNode());
   }
-  // Processes never updated whose set-up reply named what an earlier session of them read:
-  // candidates to refresh ahead with another process's first update (refreshCandidates).
-  std::set<uint64_t> learnedFirstEpoch_;
   // Per process set up: the memory the rest of its set-up (mqs_process_has_queues) is likely
   // to read, as its set-up reply named it (setUpAhead); read and sent with that call.
   std::unordered_map<uint64_t, std::vector<Window>> setUpAhead_;
@@ -428,42 +383,9 @@ class MqsClient {
   // mqs_image_has_queues reply named it (setUpAhead); read from each process set up with it,
   // and sent with its mqs_setup_process.
   std::unordered_map<uint64_t, std::vector<Window>> imageSetUpAhead_;
-  static std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
   // named[token] = the windows a reply named, or no entry when it named none.
   static void keepNamed(std::unordered_map<uint64_t, std::vector<Window>>& named, uint64_t token,
                         capnp::List<wire::MemoryWindow>::Reader windows);
-  // Processes the server reads on their node (the last reply's readOnNode): never refreshed
-  // ahead, so never offered (refreshCandidates).
-  std::set<uint64_t> readOnNode_;
-  // Per process: a refresh the server made ahead of the process's own update, with the blocks
-  // it was made from (sendUpdate; served by serveRefreshedAhead). Their bytes in all stay
-  // within maxRefreshAheadBytes (refreshCandidates).
-  struct RefreshedAhead {
-    std::unique_ptr<RecordedWalk> walk;
-    std::vector<Window> nextEpoch;
-    std::vector<ReadAhead> read;
-    uint64_t bytes = 0;
-  };
-  std::unordered_map<uint64_t, RefreshedAhead> refreshedAhead_;
-  uint64_t refreshedAheadBytes_ = 0;
-  // Per process: how often and when (in updates_) the debugger last refreshed it.
-  struct Visits {
-    uint64_t count = 0;
-    uint64_t last = 0;
-  };
-  std::unordered_map<uint64_t, Visits> visits_;
-  uint64_t updates_ = 0;
-  // Whether reading target memory again through the debugger is worth the round trips it
-  // saves (CostRule.h): its round trips measured by roundTrip, its read cost by side_ or
-  // pinned by the read_cost setting.
-  CostRule costRule_;
-  // costRule_'s answer for `bytes` read again against `roundTrips`, by side_'s recent reads.
-  bool worthReading(uint64_t bytes, uint64_t roundTrips = 1) const;
-  // A reply's guesses for other processes' first updates (wire PeerEpoch): each becomes that
-  // process's nextEpoch_, and a candidate to refresh ahead like a learned one, if it was never
-  // updated nor refreshed ahead, is not read on the server's node, and reading it is worth
-  // the round trips the guess is about to save (worthReading).
-  void takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers);
   bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
   ClientCounters counters_;
   std::unordered_map<int, char*> proxyErrorText_;

@@ -1,5 +1,5 @@
 // ReadCost: what the debugger's reads of target memory cost, in seconds per byte, from its
-// last kSamples reads. The shim's cost rule (MqsClient::worthReading) weighs reading bytes
+// last kSamples reads. The shim's cost rule (CostRule.h) weighs reading bytes
 // again against a round trip to the server with it: a debugger whose own link to its target
 // is slow (gdbserver over a network) takes seconds per MiB, a local one milliseconds.
 //

@@ -1,0 +1,115 @@
+#include "ReadAhead.h"
+
+#include <cstring>
+
+#include "Bulk.h"
+#include "Log.h"
+#include "ProxyErrors.h"
+
+namespace mqd::client {
+
+uint64_t bytesOf(const std::vector<Window>& windows) {
+  uint64_t bytes = 0;
+  for (const Window& w : windows) bytes += w.size;
+  return bytes;
+}
+
+std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list) {
+  std::vector<Window> out;
+  for (auto w : list) out.push_back({w.getAddress(), w.getSize()});
+  return out;
+}
+
+std::vector<Window> windowsOf(const std::vector<ReadAhead>& read) {
+  std::vector<Window> out;
+  for (const ReadAhead& r : read) out.push_back(r.window);
+  return out;
+}
+
+std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read) {
+  std::vector<ReadAhead> out;
+  try {
+    for (size_t first = 0, next; first < windows.size(); first = next) {
+      // The span: the windows after `first` that start within kReadGap of the one before.
+      uint64_t start = windows[first].address;
+      uint64_t end = start + windows[first].size;
+      for (next = first + 1; next < windows.size(); ++next) {
+        const Window& w = windows[next];
+        if (w.address < end || w.address - end > kReadGap || w.address + w.size < w.address ||
+            w.address + w.size - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
+          break;
+        }
+        end = w.address + w.size;
+      }
+      if (next - first > 1) {
+        auto size = static_cast<uint32_t>(end - start);
+        DebuggerSide::Block span = read(start, size);
+        if (span.rc == mqs_ok && span.address == start && span.bytes.size() == size) {
+          for (size_t i = first; i < next; ++i) {
+            DebuggerSide::Block b;
+            b.rc = mqs_ok;
+            b.address = windows[i].address;
+            auto from = span.bytes.begin() + static_cast<std::ptrdiff_t>(b.address - start);
+            b.bytes.assign(from, from + windows[i].size);
+            out.push_back({windows[i], std::move(b)});
+          }
+          continue;
+        }
+      }
+      for (size_t i = first; i < next; ++i) {
+        const Window& w = windows[i];
+        out.push_back({w, read(w.address, w.size)});
+      }
+    }
+  } catch (const ProxyError& e) {
+    MQD_LOG(Debug, "no memory read ahead: %s", e.what());
+    out.clear();
+  }
+  return out;
+}
+
+bool sameReads(const std::vector<ReadAhead>& then, const std::vector<ReadAhead>& now) {
+  if (then.size() != now.size()) return false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    const DebuggerSide::Block& a = then[i].block;
+    const DebuggerSide::Block& b = now[i].block;
+    if (then[i].window.address != now[i].window.address ||
+        then[i].window.size != now[i].window.size || a.rc != b.rc || a.address != b.address ||
+        a.bytes != b.bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool sameAsNode(const std::vector<ReadAhead>& read, capnp::List<wire::MemoryBlock>::Reader node) {
+  if (read.size() != node.size()) return false;
+  for (unsigned i = 0; i < node.size(); ++i) {
+    const DebuggerSide::Block& mine = read[i].block;
+    if (mine.rc != mqs_ok || node[i].getRc() != mqs_ok || mine.address != node[i].getAddress() ||
+        mine.address != read[i].window.address || mine.bytes.size() != read[i].window.size) {
+      return false;
+    }
+    kj::Array<kj::byte> theirs = readBulk(node[i].getData(), read[i].window.size);
+    if (theirs.size() != mine.bytes.size() ||
+        std::memcmp(theirs.begin(), mine.bytes.data(), theirs.size()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void writeAhead(const std::vector<ReadAhead>& read, bool compress,
+                capnp::List<wire::MemoryWindow>::Builder windows,
+                capnp::List<wire::MemoryBlock>::Builder blocks) {
+  for (unsigned i = 0; i < read.size(); ++i) {
+    windows[i].setAddress(read[i].window.address);
+    windows[i].setSize(read[i].window.size);
+    const DebuggerSide::Block& b = read[i].block;
+    blocks[i].setRc(b.rc);
+    blocks[i].setAddress(b.address);
+    setBulk(blocks[i].initData(), kj::arrayPtr(b.bytes.data(), b.bytes.size()), compress);
+  }
+}
+
+}  // namespace mqd::client

@@ -1,0 +1,74 @@
+// ReadAhead: target memory the shim reads through the debugger before the server asks for it
+// (a process's next epoch, the rest of its set-up), sent with the request so that the DLL's
+// reads on the server find it there instead of costing a callback each (docs/round-trips.md).
+//
+// A Window names memory; readWindows() reads a list of them with as few debugger reads as
+// their layout allows, and gives each window the block a read of that window alone gives.
+// Nothing here talks to the server or keeps state: the reads go through the function it is
+// handed (DebuggerSide::readBlock in the shim, a fake target in tests).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "DebuggerSide.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+// A window of target memory.
+struct Window {
+  uint64_t address;
+  uint32_t size;
+};
+
+// A window, and the block the debugger gave for it.
+struct ReadAhead {
+  Window window;
+  DebuggerSide::Block block;
+};
+
+// The bytes `windows` span in all.
+uint64_t bytesOf(const std::vector<Window>& windows);
+// The windows of a list a server reply names.
+std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
+// The windows a list of blocks read ahead was read for.
+std::vector<Window> windowsOf(const std::vector<ReadAhead>& read);
+
+// Windows that follow each other within kReadGap bytes are read as one span.
+constexpr uint64_t kReadGap = 4096;
+
+// Reads one block of target memory: [start, start + size), as the debugger gives it.
+using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t size)>;
+
+// Reads `windows` (in ascending order, as the server names them) and returns one ReadAhead per
+// window, in order. Windows that follow each other within kReadGap bytes, a span of at most
+// wire::MAX_BLOCKS_AHEAD_BYTES, are read as one span and cut; a span `read` does not give
+// whole is read again window by window, so each block is exactly what a read of its window
+// alone gives, a refusal (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger
+// cannot be asked now) gives an empty list: the server then asks for what it needs itself.
+std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read);
+
+// Whether `then` and `now` are the same reads: the same windows, each block the same (rc,
+// address and bytes). A refresh ahead made from `then` is proved current by `now`.
+bool sameReads(const std::vector<ReadAhead>& then, const std::vector<ReadAhead>& now);
+
+// Whether the debugger read exactly the node's bytes: each window whole, as `node` has it
+// (wire updateCommunicatorList's nodeBytes).
+bool sameAsNode(const std::vector<ReadAhead>& read, capnp::List<wire::MemoryBlock>::Reader node);
+
+// Writes what was read ahead into a request's parallel lists `windows` and `blocks`, each of
+// read.size() elements; `compress`: zstd the blocks' bytes (Bulk.h).
+void writeAhead(const std::vector<ReadAhead>& read, bool compress,
+                capnp::List<wire::MemoryWindow>::Builder windows,
+                capnp::List<wire::MemoryBlock>::Builder blocks);
+// The same into a request's `ahead` and `blocks` fields, left unset when nothing was read.
+template <typename Builder>
+void writeAhead(const std::vector<ReadAhead>& read, bool compress, Builder&& to) {
+  if (read.empty()) return;
+  auto n = static_cast<unsigned>(read.size());
+  writeAhead(read, compress, to.initAhead(n), to.initBlocks(n));
+}
+
+}  // namespace mqd::client

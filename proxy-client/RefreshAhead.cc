@@ -1,0 +1,160 @@
+#include "RefreshAhead.h"
+
+#include <algorithm>
+
+#include "Log.h"
+
+namespace mqd::client {
+
+void RefreshAhead::keepNextEpoch(uint64_t process, std::vector<Window> windows, bool learned,
+                                 bool readOnNode) {
+  if (learned) {
+    learnedFirstEpoch_.insert(process);
+  } else {
+    learnedFirstEpoch_.erase(process);
+  }
+  if (readOnNode) {
+    readOnNode_.insert(process);
+  } else {
+    readOnNode_.erase(process);
+  }
+  setNextEpoch(process, std::move(windows));
+}
+
+void RefreshAhead::setNextEpoch(uint64_t process, std::vector<Window> windows) {
+  if (windows.empty()) {
+    nextEpoch_.erase(process);
+  } else {
+    nextEpoch_[process] = std::move(windows);
+  }
+}
+
+const std::vector<Window>* RefreshAhead::nextEpoch(uint64_t process) const {
+  auto it = nextEpoch_.find(process);
+  return it == nextEpoch_.end() ? nullptr : &it->second;
+}
+
+std::vector<Window> RefreshAhead::beginUpdate(uint64_t process) {
+  learnedFirstEpoch_.erase(process);
+  std::vector<Window> windows;
+  auto it = nextEpoch_.find(process);
+  if (it != nextEpoch_.end()) {
+    windows = std::move(it->second);
+    nextEpoch_.erase(it);
+  }
+  return windows;
+}
+
+void RefreshAhead::visited(uint64_t process) {
+  Visits& v = visits_[process];
+  ++v.count;
+  v.last = ++updates_;
+}
+
+std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
+                                               std::optional<double> secondsPerByte) const {
+  auto offered = [this, process](uint64_t token) {
+    return token != process && refreshed_.count(token) == 0 && nextEpoch_.count(token) != 0 &&
+           readOnNode_.count(token) == 0;
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
+  auto self = visits_.find(process);
+  if (self == visits_.end()) {
+    // The process's first update: the others never updated, whose set-up named what an
+    // earlier session of them read (the only first updates likely to ask for nothing else).
+    for (uint64_t token : learnedFirstEpoch_) {
+      if (visits_.count(token) == 0 && offered(token)) byLast.push_back({0, token});
+    }
+  } else {
+    for (const auto& [token, v] : visits_) {
+      if (v.count == self->second.count && v.last > self->second.last && offered(token)) {
+        byLast.push_back({v.last, token});
+      }
+    }
+  }
+  std::sort(byLast.begin(), byLast.end());
+  std::vector<uint64_t> chosen;
+  uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedBytes_;
+  for (const auto& [last, token] : byLast) {
+    uint64_t bytes = bytesOf(nextEpoch_.at(token));
+    if (bytes > budget) break;
+    // A process refreshed ahead has its memory read twice: now, and at its own update for the
+    // proof.
+    if (!worthReading(bytes, 1, secondsPerByte)) {
+      MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
+                     "more than a round trip",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
+      continue;
+    }
+    budget -= bytes;
+    chosen.push_back(token);
+  }
+  return chosen;
+}
+
+size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
+                                     std::optional<double> secondsPerByte) {
+  size_t taken = 0;
+  for (auto peer : peers) {
+    uint64_t token = peer.getProcess();
+    std::vector<Window> windows = windowsOf(peer.getNextEpoch());
+    uint64_t bytes = bytesOf(windows);
+    if (visits_.count(token) != 0 || refreshed_.count(token) != 0 ||
+        readOnNode_.count(token) != 0 || windows.empty() ||
+        bytes > wire::MAX_BLOCKS_AHEAD_BYTES ||
+        !worthReading(bytes, peer.getCallbacks(), secondsPerByte)) {
+      MQD_LOG(Debug, "process %llu: the guess of its first update (%llu bytes) is not taken",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
+      continue;
+    }
+    nextEpoch_[token] = std::move(windows);
+    learnedFirstEpoch_.insert(token);
+    ++taken;
+  }
+  return taken;
+}
+
+void RefreshAhead::keep(uint64_t process, Refreshed made) {
+  drop(process);
+  refreshedBytes_ += made.bytes;
+  refreshed_[process] = std::move(made);
+}
+
+std::optional<RefreshAhead::Refreshed> RefreshAhead::take(uint64_t process) {
+  auto it = refreshed_.find(process);
+  if (it == refreshed_.end()) return std::nullopt;
+  Refreshed made = std::move(it->second);
+  refreshed_.erase(it);
+  refreshedBytes_ -= made.bytes;
+  return made;
+}
+
+void RefreshAhead::drop(uint64_t process) {
+  auto it = refreshed_.find(process);
+  if (it == refreshed_.end()) return;
+  refreshedBytes_ -= it->second.bytes;
+  refreshed_.erase(it);
+}
+
+void RefreshAhead::forget(uint64_t process) {
+  nextEpoch_.erase(process);
+  learnedFirstEpoch_.erase(process);
+  readOnNode_.erase(process);
+  visits_.erase(process);
+  drop(process);
+}
+
+void RefreshAhead::forgetRefreshes() {
+  refreshed_.clear();
+  refreshedBytes_ = 0;
+  visits_.clear();
+}
+
+void RefreshAhead::clear() {
+  nextEpoch_.clear();
+  learnedFirstEpoch_.clear();
+  readOnNode_.clear();
+  forgetRefreshes();
+}
+
+}  // namespace mqd::client

@@ -1,0 +1,119 @@
+// RefreshAhead: under the epoch policy, what the shim knows of each process's next update, and
+// the refreshes the server made ahead of a process's own update (docs/round-trips.md,
+// "Refreshing ahead").
+//
+// Per process it keeps the memory its next update is likely to read (the "next epoch", named by
+// the server's last reply about the process or by a peer's guess), whether that was learned
+// from an earlier session, whether the server reads the process on its node, how often and when
+// the debugger refreshed it, and a refresh made ahead, waiting to be proved. From these it
+// decides which processes to refresh with another's update (candidates) and which guesses of a
+// first update to take (takePeerGuesses), by the cost rule (CostRule.h).
+//
+// It only decides and remembers: it reads no memory and sends nothing. The client reads the
+// windows it names, sends them, and proves a refresh ahead by reading its windows again
+// (sameReads) before serving it. Not thread-safe: the client's call lock guards it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "CostRule.h"
+#include "ReadAhead.h"
+#include "RecordedWalk.h"
+#include "mqd.capnp.h"
+
+namespace mqd::client {
+
+class RefreshAhead {
+ public:
+  // A refresh the server made ahead of the process's own update.
+  struct Refreshed {
+    std::unique_ptr<RecordedWalk> walk;  // the answers of the process's next iteration
+    std::vector<Window> nextEpoch;       // what the update after it will read
+    std::vector<ReadAhead> read;         // what it was made from: the proof must read the same
+    uint64_t bytes = 0;                  // the windows' bytes, counted against the budget
+  };
+
+  // The rule for reading memory again; roundTripTook() feeds it.
+  void setCostRule(CostRule rule) { rule_ = rule; }
+  CostRule& costRule() { return rule_; }
+
+  // A reply named what the process's next update reads (`windows`, empty: nothing); `learned`:
+  // it is what an earlier session's first update read (a set-up reply's), `readOnNode`: the
+  // server reads the process on its node (never refreshed ahead, so never offered).
+  void keepNextEpoch(uint64_t process, std::vector<Window> windows, bool learned,
+                     bool readOnNode);
+  // The process's next epoch becomes `windows` (empty: none), its other facts unchanged.
+  void setNextEpoch(uint64_t process, std::vector<Window> windows);
+  // Null when no reply named it.
+  const std::vector<Window>* nextEpoch(uint64_t process) const;
+  bool readOnNode(uint64_t process) const { return readOnNode_.count(process) != 0; }
+
+  // The debugger updates the process now: its learned first epoch is no longer offered to
+  // others' updates, and its next epoch is given to the caller (and forgotten here).
+  std::vector<Window> beginUpdate(uint64_t process);
+  // The debugger's update of the process is done (its place in the refresh order).
+  void visited(uint64_t process);
+
+  // The processes to refresh with `process`'s update: those the debugger refreshed as often as
+  // it and after its last refresh, oldest first (a debugger that refreshes a job rank by rank
+  // refreshes them next); at its first update, the never-updated ones with a learned first
+  // epoch. Each has a named next epoch, is not read on the node and has no refresh waiting;
+  // together with the refreshes waiting they stay within wire::MAX_REFRESH_AHEAD_BYTES, and
+  // each is worth reading twice (now, and for its proof) by the cost rule, with the debugger's
+  // reads costing `secondsPerByte` (nullopt: not measured yet).
+  std::vector<uint64_t> candidates(uint64_t process,
+                                   std::optional<double> secondsPerByte) const;
+  // A learned first epoch sent ahead once is not offered again (kept, it is served at the
+  // process's own update; dropped, its reply named what the update will read).
+  void offered(uint64_t process) { learnedFirstEpoch_.erase(process); }
+
+  // A reply's guesses of other processes' first updates (wire PeerEpoch): each becomes that
+  // process's next epoch and a candidate like a learned one, if the process was never updated
+  // nor refreshed ahead, is not read on the node, the guess is within
+  // wire::MAX_BLOCKS_AHEAD_BYTES and reading it is worth the round trips the guess saves.
+  // Returns how many were taken.
+  size_t takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
+                         std::optional<double> secondsPerByte);
+
+  // The server refreshed the process ahead: kept until its own update takes it.
+  void keep(uint64_t process, Refreshed made);
+  // The refresh made ahead of the process, taken out (to be proved and served, or dropped).
+  std::optional<Refreshed> take(uint64_t process);
+
+  // The process is set up again: everything about it starts over; the others' places stand.
+  void forget(uint64_t process);
+  // Drops every refresh waiting, and the refresh order the next ones are chosen by (the
+  // debugger let an image or process go).
+  void forgetRefreshes();
+  // Forgets everything (a new session: nothing the lost DLL named holds).
+  void clear();
+
+ private:
+  bool worthReading(uint64_t bytes, uint64_t roundTrips,
+                    std::optional<double> secondsPerByte) const {
+    return rule_.worthReading(bytes, roundTrips, secondsPerByte);
+  }
+  void drop(uint64_t process);
+
+  CostRule rule_;
+  std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
+  // Never updated, with a next epoch an earlier session (or a peer's guess) named.
+  std::set<uint64_t> learnedFirstEpoch_;
+  std::set<uint64_t> readOnNode_;
+  std::unordered_map<uint64_t, Refreshed> refreshed_;
+  uint64_t refreshedBytes_ = 0;
+  // Per process: how often and when (in updates_) the debugger last refreshed it.
+  struct Visits {
+    uint64_t count = 0;
+    uint64_t last = 0;
+  };
+  std::unordered_map<uint64_t, Visits> visits_;
+  uint64_t updates_ = 0;
+};
+
+}  // namespace mqd::client

@@ -1,0 +1,153 @@
+#include <doctest/doctest.h>
+
+#include <capnp/message.h>
+
+#include <map>
+
+#include "ProxyErrors.h"
+#include "ReadAhead.h"
+#include "mqd_proxy.h"
+
+using mqd::client::DebuggerSide;
+using mqd::client::kReadGap;
+using mqd::client::ReadAhead;
+using mqd::client::Window;
+
+namespace {
+
+// A target whose memory is readable in [base, base + size) only, each byte its address's low
+// bits; it counts the debugger's reads and may refuse spans longer than `maxRead`.
+struct FakeTarget {
+  uint64_t base = 0x10000;
+  uint64_t size = 0x10000;
+  uint32_t maxRead = UINT32_MAX;
+  std::vector<std::pair<uint64_t, uint32_t>> reads;
+
+  DebuggerSide::Block read(uint64_t start, uint32_t n) {
+    reads.push_back({start, n});
+    DebuggerSide::Block b;
+    if (start < base || start + n > base + size || n > maxRead) {
+      b.rc = mqs_no_information;  // any refusal
+      return b;
+    }
+    b.rc = mqs_ok;
+    b.address = start;
+    for (uint64_t a = start; a < start + n; ++a) b.bytes.push_back(static_cast<unsigned char>(a));
+    return b;
+  }
+  mqd::client::ReadBlock reader() {
+    return [this](uint64_t start, uint32_t n) { return read(start, n); };
+  }
+};
+
+void checkWhole(const ReadAhead& r) {
+  CHECK(r.block.rc == mqs_ok);
+  CHECK(r.block.address == r.window.address);
+  REQUIRE(r.block.bytes.size() == r.window.size);
+  for (uint32_t i = 0; i < r.window.size; ++i) {
+    CHECK(r.block.bytes[i] == static_cast<unsigned char>(r.window.address + i));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ReadAhead: neighbouring windows cost the debugger one read, each cut exactly") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10000, 16}, {0x10020, 8}, {0x10020 + 8 + kReadGap, 4}};
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 3);
+  for (const ReadAhead& r : read) checkWhole(r);
+  // The three are within kReadGap of each other: one span.
+  REQUIRE(target.reads.size() == 1);
+  CHECK(target.reads[0].first == 0x10000);
+  CHECK(target.reads[0].second == 0x10020 + 8 + kReadGap + 4 - 0x10000);
+}
+
+TEST_CASE("ReadAhead: a gap wider than kReadGap starts another span") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10000, 16}, {0x10010 + kReadGap + 1, 16}};
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 2);
+  for (const ReadAhead& r : read) checkWhole(r);
+  CHECK(target.reads.size() == 2);  // a lone window is read alone
+}
+
+TEST_CASE("ReadAhead: a span the debugger refuses is read window by window, refusals kept") {
+  FakeTarget target;
+  target.maxRead = 64;  // the span is refused, the windows are not
+  std::vector<Window> windows{{0x10000, 32}, {0x10040, 32}, {0x20000 - 8, 16}};
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 3);
+  checkWhole(read[0]);
+  checkWhole(read[1]);
+  // The last runs past the readable memory: its own read's refusal, as a read of it alone.
+  CHECK(read[2].block.rc == mqs_no_information);
+  CHECK(read[2].window.address == 0x20000 - 8);
+  // One refused span, then each window on its own.
+  CHECK(target.reads.size() == 4);
+}
+
+TEST_CASE("ReadAhead: overlapping or wrapping windows are never joined into a span") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10000, 32}, {0x10010, 32}};  // the second starts inside
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 2);
+  for (const ReadAhead& r : read) checkWhole(r);
+  CHECK(target.reads.size() == 2);
+}
+
+TEST_CASE("ReadAhead: a debugger that cannot be asked gives nothing read ahead") {
+  std::vector<Window> windows{{0x10000, 16}, {0x30000, 16}};
+  int calls = 0;
+  auto read = mqd::client::readWindows(windows, [&](uint64_t, uint32_t) -> DebuggerSide::Block {
+    if (++calls == 2) throw mqd::ProxyError(MQD_PROXY_ERR_REENTRANT, "in a callback");
+    DebuggerSide::Block b;
+    b.rc = mqs_ok;
+    b.address = 0x10000;
+    b.bytes.assign(16, 0);
+    return b;
+  });
+  CHECK(read.empty());  // not half a list: the server asks for what it needs
+  CHECK(calls == 2);
+}
+
+TEST_CASE("ReadAhead: sameReads proves a refresh ahead only by identical reads") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10000, 16}, {0x10100, 16}};
+  auto then = mqd::client::readWindows(windows, target.reader());
+  auto now = mqd::client::readWindows(mqd::client::windowsOf(then), target.reader());
+  CHECK(mqd::client::sameReads(then, now));
+  now[1].block.bytes[3] ^= 1;  // one byte changed
+  CHECK_FALSE(mqd::client::sameReads(then, now));
+  now = then;
+  now[0].block.rc = mqs_no_information;  // refused now
+  CHECK_FALSE(mqd::client::sameReads(then, now));
+  now = then;
+  now.pop_back();  // one read missing
+  CHECK_FALSE(mqd::client::sameReads(then, now));
+  CHECK(mqd::client::bytesOf(windows) == 32);
+}
+
+TEST_CASE("ReadAhead: written into a request and compared with the node's bytes") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10000, 16}, {0x10100, 16}};
+  auto read = mqd::client::readWindows(windows, target.reader());
+  for (bool compress : {false, true}) {
+    capnp::MallocMessageBuilder message;
+    auto root = message.initRoot<mqd::wire::Session::UpdateCommunicatorListParams>();
+    mqd::client::writeAhead(read, compress, root);
+    auto reader = root.asReader();
+    REQUIRE(reader.getAhead().size() == 2);
+    CHECK(reader.getAhead()[1].getAddress() == 0x10100);
+    CHECK(reader.getAhead()[1].getSize() == 16);
+    // The same bytes as the node's: what a late check compares.
+    CHECK(mqd::client::sameAsNode(read, reader.getBlocks()));
+    auto other = read;
+    other[0].block.bytes[0] ^= 1;
+    CHECK_FALSE(mqd::client::sameAsNode(other, reader.getBlocks()));
+  }
+  capnp::MallocMessageBuilder empty;
+  auto root = empty.initRoot<mqd::wire::Session::UpdateCommunicatorListParams>();
+  mqd::client::writeAhead({}, false, root);
+  CHECK_FALSE(root.asReader().hasAhead());  // nothing read: nothing sent
+}

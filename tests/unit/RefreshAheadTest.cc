@@ -1,0 +1,131 @@
+#include <doctest/doctest.h>
+
+#include <capnp/message.h>
+
+#include "RefreshAhead.h"
+
+using mqd::client::CostRule;
+using mqd::client::RefreshAhead;
+using mqd::client::Window;
+
+// The plan alone, with the cost rule's inputs pinned: the same verdicts on any machine.
+
+namespace {
+
+constexpr double kFree = 0.0;   // reading again costs nothing: always worth it
+constexpr double kDear = 1.0;   // a second a byte: never worth a 10 ms round trip
+
+RefreshAhead planWithRoundTrip(double seconds) {
+  RefreshAhead plan;
+  CostRule rule;
+  rule.roundTripTook(seconds);
+  plan.setCostRule(rule);
+  return plan;
+}
+
+std::vector<Window> windows(uint64_t address, uint32_t size) { return {{address, size}}; }
+
+// A debugger refreshing processes 1..n in order once.
+void refreshInOrder(RefreshAhead& plan, uint64_t n) {
+  for (uint64_t p = 1; p <= n; ++p) {
+    plan.beginUpdate(p);
+    plan.keepNextEpoch(p, windows(0x1000 * p, 64), false, false);
+    plan.visited(p);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("RefreshAhead: the next to be refreshed, in the debugger's order, by the cost rule") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  refreshInOrder(plan, 4);
+  // The debugger comes back to 1: 2, 3 and 4 were refreshed as often and after it.
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3, 4});
+  // Refreshing 3 next: only 4 is after it.
+  CHECK(plan.candidates(3, kFree) == std::vector<uint64_t>{4});
+  // Reading again costs more than the round trip it saves: none.
+  CHECK(plan.candidates(1, kDear).empty());
+  // Read cost not measured yet: worth it.
+  CHECK(plan.candidates(1, std::nullopt) == std::vector<uint64_t>{2, 3, 4});
+}
+
+TEST_CASE("RefreshAhead: never offered: read on the node, no next epoch, a refresh waiting") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  refreshInOrder(plan, 5);
+  plan.keepNextEpoch(2, windows(0x2000, 64), false, true);  // the server reads 2 on its node
+  CHECK(plan.readOnNode(2));
+  plan.keepNextEpoch(3, {}, false, false);                  // 3's reply named nothing
+  CHECK(plan.nextEpoch(3) == nullptr);
+  plan.keep(4, {nullptr, {}, {}, 64});                      // 4 has a refresh waiting
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{5});
+  // 4's refresh taken (served or dropped): offered again.
+  CHECK(plan.take(4).has_value());
+  CHECK_FALSE(plan.take(4).has_value());
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{4, 5});
+}
+
+TEST_CASE("RefreshAhead: refreshes ahead stay within maxRefreshAheadBytes") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  const uint32_t big = mqd::wire::MAX_REFRESH_AHEAD_BYTES / 2;
+  for (uint64_t p = 1; p <= 4; ++p) {
+    plan.keepNextEpoch(p, windows(0x100000 * p, big), false, false);
+    plan.visited(p);
+  }
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3});  // two halves fill it
+  plan.keep(2, {nullptr, {}, {}, big});                               // one waiting
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{3});
+}
+
+TEST_CASE("RefreshAhead: at a first update, the learned first epochs of the never-updated") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  plan.keepNextEpoch(1, windows(0x1000, 64), true, false);
+  plan.keepNextEpoch(2, windows(0x2000, 64), true, false);
+  plan.keepNextEpoch(3, windows(0x3000, 64), false, false);  // named, not learned
+  CHECK(plan.beginUpdate(1).size() == 1);                     // 1's own epoch, taken
+  CHECK(plan.nextEpoch(1) == nullptr);
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2});
+  plan.offered(2);  // sent ahead once: not offered again
+  CHECK(plan.candidates(1, kFree).empty());
+}
+
+TEST_CASE("RefreshAhead: a peer's guess is taken when it is worth the round trips it saves") {
+  capnp::MallocMessageBuilder message;
+  auto peers = message.initRoot<mqd::wire::Session::UpdateCommunicatorListResults>().initPeers(4);
+  auto guess = [&](unsigned i, uint64_t process, uint32_t size, uint32_t callbacks) {
+    peers[i].setProcess(process);
+    peers[i].setCallbacks(callbacks);
+    auto w = peers[i].initNextEpoch(1);
+    w[0].setAddress(0x1000 * process);
+    w[0].setSize(size);
+  };
+  guess(0, 2, 1000, 1);   // 1000 bytes against one 10 ms round trip
+  guess(1, 3, 5000, 1);   // 5000 bytes: dearer than one round trip
+  guess(2, 4, 5000, 10);  // but worth ten
+  guess(3, 5, 1000, 1);   // already updated by the debugger
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  plan.visited(5);
+  const double perByte = 5e-6;  // 5 ms per 1000 bytes
+  CHECK(plan.takePeerGuesses(peers.asReader(), perByte) == 2);
+  CHECK(plan.nextEpoch(2) != nullptr);
+  CHECK(plan.nextEpoch(3) == nullptr);
+  CHECK(plan.nextEpoch(4) != nullptr);
+  CHECK(plan.nextEpoch(5) == nullptr);
+  // Taken guesses are candidates like learned first epochs.
+  CHECK(plan.candidates(1, perByte) == std::vector<uint64_t>{2});  // 4's 5000 bytes: too dear
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 4});
+}
+
+TEST_CASE("RefreshAhead: a process set up again starts over; a new session forgets all") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  refreshInOrder(plan, 3);
+  plan.keep(3, {nullptr, windows(0x9000, 8), {}, 64});
+  plan.forget(3);
+  CHECK_FALSE(plan.take(3).has_value());
+  CHECK(plan.nextEpoch(3) == nullptr);
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2});
+  plan.forgetRefreshes();  // the refresh order is gone: nothing to follow
+  CHECK(plan.candidates(1, kFree).empty());
+  CHECK(plan.nextEpoch(2) != nullptr);  // what the replies named stands
+  plan.clear();
+  CHECK(plan.nextEpoch(2) == nullptr);
+}
