@@ -51,10 +51,25 @@ std::string findProgram(const std::string& name) {
   throw proxyException(MQD_PROXY_ERR_UNREACHABLE, why);
 }
 
-void closeBoth(int fds[2]) {
-  if (fds[0] >= 0) ::close(fds[0]);
-  if (fds[1] >= 0) ::close(fds[1]);
-}
+// A pipe or a socket pair: [0] and [1] are its two ends, each closed when let go.
+struct FdPair {
+  kj::AutoCloseFd end[2];
+  // From a pipe2()/socketpair() result; false, nothing owned, when the call failed.
+  bool take(int made, const int fds[2]) {
+    if (made != 0) return false;
+    end[0] = kj::AutoCloseFd(fds[0]);
+    end[1] = kj::AutoCloseFd(fds[1]);
+    return true;
+  }
+  bool pipe() {
+    int fds[2];
+    return take(::pipe2(fds, O_CLOEXEC), fds);
+  }
+  bool socketPair() {
+    int fds[2];
+    return take(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), fds);
+  }
+};
 
 // In the grandchild, between fork and exec: async-signal-safe calls only.
 [[noreturn]] void execSsh(const char* program, char* const* argv, int streamFd, int stderrFd,
@@ -132,44 +147,41 @@ kj::Own<SshProcess> SshProcess::start(kj::AsyncIoContext& io, const Endpoint& en
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  int pair[2] = {-1, -1}, err[2] = {-1, -1}, pidPipe[2] = {-1, -1}, execPipe[2] = {-1, -1};
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0 ||
-      ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(pidPipe, O_CLOEXEC) != 0 ||
-      ::pipe2(execPipe, O_CLOEXEC) != 0) {
-    int error = errno;
-    for (int* p : {pair, err, pidPipe, execPipe}) closeBoth(p);
-    unreachable(endpoint.toString() + ": cannot create pipes for ssh: " + std::strerror(error));
+  // The stream to ssh, its stderr, the intermediate's report of ssh's pid, and exec's errno.
+  FdPair pair, err, pidPipe, execPipe;
+  if (!pair.socketPair() || !err.pipe() || !pidPipe.pipe() || !execPipe.pipe()) {
+    unreachable(endpoint.toString() + ": cannot create pipes for ssh: " + std::strerror(errno));
   }
   pid_t child = ::fork();
   if (child == 0) {
-    // The intermediate: forks ssh, reports its pid and exits, so that ssh is not the
-    // debugger's child.
+    // The intermediate: forks ssh, reports its pid and exits (no destructor runs), so that ssh
+    // is not the debugger's child.
     pid_t grandchild = ::fork();
-    if (grandchild == 0) execSsh(program.c_str(), argv.data(), pair[1], err[1], execPipe[1]);
-    ssize_t ignored = ::write(pidPipe[1], &grandchild, sizeof grandchild);
+    if (grandchild == 0) {
+      execSsh(program.c_str(), argv.data(), pair.end[1], err.end[1], execPipe.end[1]);
+    }
+    ssize_t ignored = ::write(pidPipe.end[1], &grandchild, sizeof grandchild);
     (void)ignored;
     ::_exit(grandchild < 0 ? 1 : 0);
   }
   int forkError = errno;
-  ::close(pair[1]);
-  ::close(err[1]);
-  ::close(pidPipe[1]);
-  ::close(execPipe[1]);
+  // The child's ends: closed here, so that each pipe ends when the child's copies do.
+  pair.end[1] = nullptr;
+  err.end[1] = nullptr;
+  pidPipe.end[1] = nullptr;
+  execPipe.end[1] = nullptr;
   pid_t pid = -1;
   int execError = 0;
   if (child > 0) {
-    if (readFully(pidPipe[0], &pid, sizeof pid) != sizeof pid) pid = -1;
+    if (readFully(pidPipe.end[0], &pid, sizeof pid) != sizeof pid) pid = -1;
     while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
-    if (pid > 0 && readFully(execPipe[0], &execError, sizeof execError) != sizeof execError) {
+    if (pid > 0 &&
+        readFully(execPipe.end[0], &execError, sizeof execError) != sizeof execError) {
       execError = 0;  // EOF: exec succeeded
     }
   }
-  ::close(pidPipe[0]);
-  ::close(execPipe[0]);
   if (child < 0 || pid <= 0 || execError != 0) {
-    ::close(pair[0]);
-    ::close(err[0]);
     std::string why = child < 0   ? std::string("fork: ") + std::strerror(forkError)
                       : pid <= 0  ? std::string("fork failed")
                                   : program + ": " + std::strerror(execError);
@@ -179,17 +191,18 @@ kj::Own<SshProcess> SshProcess::start(kj::AsyncIoContext& io, const Endpoint& en
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 if ssh already ended (then there is nothing to end)
   auto flags = kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
                kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC;
-  *stream = io.lowLevelProvider->wrapSocketFd(pair[0], flags);
+  *stream = io.lowLevelProvider->wrapSocketFd(pair.end[0].release(), flags);
   MQD_LOG(Debug, "ssh %d started for %s", static_cast<int>(pid), endpoint.toString().c_str());
-  return kj::Own<SshProcess>(new SshProcess(io, pid, pidfd, err[0], endpoint.host),
+  return kj::Own<SshProcess>(new SshProcess(io, pid, kj::AutoCloseFd(pidfd),
+                                            err.end[0].release(), endpoint.host),
                              kj::_::HeapDisposer<SshProcess>::instance);
 }
 
-SshProcess::SshProcess(kj::AsyncIoContext& io, int pid, int pidfd, int stderrFd,
+SshProcess::SshProcess(kj::AsyncIoContext& io, int pid, kj::AutoCloseFd pidfd, int stderrFd,
                        std::string host)
     : io_(io),
       pid_(pid),
-      pidfd_(pidfd),
+      pidfd_(kj::mv(pidfd)),
       host_(std::move(host)),
       stderr_(io.lowLevelProvider->wrapInputFd(
           stderrFd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
@@ -197,10 +210,7 @@ SshProcess::SshProcess(kj::AsyncIoContext& io, int pid, int pidfd, int stderrFd,
       ended_(readStderr().fork()) {}
 
 SshProcess::~SshProcess() {
-  if (pidfd_ >= 0) {
-    ::syscall(SYS_pidfd_send_signal, pidfd_, SIGTERM, nullptr, 0);
-    ::close(pidfd_);
-  }
+  if (pidfd_ >= 0) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGTERM, nullptr, 0);
 }
 
 kj::Promise<void> SshProcess::readStderr() {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <kj/async-io.h>
+#include <kj/io.h>
 
 #include <chrono>
 #include <deque>
@@ -60,13 +61,14 @@ class SshProcess {
   static constexpr size_t kTailLines = 6;
 
  private:
-  SshProcess(kj::AsyncIoContext& io, int pid, int pidfd, int stderrFd, std::string host);
+  SshProcess(kj::AsyncIoContext& io, int pid, kj::AutoCloseFd pidfd, int stderrFd,
+             std::string host);
   kj::Promise<void> readStderr();
   void takeLines(bool flush);
 
   kj::AsyncIoContext& io_;
   int pid_;
-  int pidfd_;
+  kj::AutoCloseFd pidfd_;  // -1 when ssh ended before it could be opened
   std::string host_;
   kj::Own<kj::AsyncInputStream> stderr_;
   char buffer_[4096];

@@ -25,24 +25,20 @@ constexpr int kPipeBytes = 1 << 20;
 DllOutput::DllOutput() {
   std::fflush(stdout);
   std::fflush(stderr);
-  originalStderr_ = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  originalStderr_ = kj::AutoCloseFd(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
   if (originalStderr_ < 0) fail("dup stderr");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) fail("pipe");
-  ::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // best effort
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  if (::dup2(fds[1], STDOUT_FILENO) < 0 || ::dup2(fds[1], STDERR_FILENO) < 0) fail("dup2");
-  ::close(fds[1]);
-  readFd_ = fds[0];
+  readEnd_ = kj::AutoCloseFd(fds[0]);
+  kj::AutoCloseFd writeEnd(fds[1]);  // fds 1 and 2 keep the pipe's write end open
+  ::fcntl(writeEnd, F_SETPIPE_SZ, kPipeBytes);  // best effort
+  ::fcntl(readEnd_, F_SETFL, O_NONBLOCK);
+  ::fcntl(writeEnd, F_SETFL, O_NONBLOCK);
+  if (::dup2(writeEnd, STDOUT_FILENO) < 0 || ::dup2(writeEnd, STDERR_FILENO) < 0) fail("dup2");
 }
 
 DllOutput::~DllOutput() {
-  if (readFd_ >= 0) ::close(readFd_);
-  if (originalStderr_ >= 0) {
-    ::dup2(originalStderr_, STDERR_FILENO);
-    ::close(originalStderr_);
-  }
+  if (originalStderr_ >= 0) ::dup2(originalStderr_, STDERR_FILENO);
 }
 
 std::string DllOutput::drain() {
@@ -51,7 +47,7 @@ std::string DllOutput::drain() {
   std::string text;
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(readFd_, buf, sizeof buf);
+    ssize_t n = ::read(readEnd_, buf, sizeof buf);
     if (n > 0) {
       text.append(buf, static_cast<size_t>(n));
       continue;

@@ -7,6 +7,8 @@
 // keeps using the original stderr, duplicated before the redirection.
 #pragma once
 
+#include <kj/io.h>
+
 #include <string>
 
 namespace mqd::server {
@@ -20,14 +22,14 @@ class DllOutput {
   DllOutput(const DllOutput&) = delete;
   DllOutput& operator=(const DllOutput&) = delete;
 
-  int originalStderr() const { return originalStderr_; }
+  int originalStderr() const { return originalStderr_.get(); }
 
   // Everything written since the last drain (possibly empty). Never blocks.
   std::string drain();
 
  private:
-  int readFd_ = -1;
-  int originalStderr_ = -1;
+  kj::AutoCloseFd originalStderr_;  // put back on fd 2 when this ends
+  kj::AutoCloseFd readEnd_;         // the pipe fds 1 and 2 write into
 };
 
 }  // namespace mqd::server
