@@ -210,7 +210,7 @@ SshProcess::SshProcess(kj::AsyncIoContext& io, int pid, kj::AutoCloseFd pidfd, i
       ended_(readStderr().fork()) {}
 
 SshProcess::~SshProcess() {
-  if (pidfd_ >= 0) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGTERM, nullptr, 0);
+  if (pidfd_.get() >= 0) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGTERM, nullptr, 0);
 }
 
 kj::Promise<void> SshProcess::readStderr() {

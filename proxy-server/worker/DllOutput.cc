@@ -26,7 +26,7 @@ DllOutput::DllOutput() {
   std::fflush(stdout);
   std::fflush(stderr);
   originalStderr_ = kj::AutoCloseFd(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
-  if (originalStderr_ < 0) fail("dup stderr");
+  if (originalStderr_.get() < 0) fail("dup stderr");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) fail("pipe");
   readEnd_ = kj::AutoCloseFd(fds[0]);
@@ -38,7 +38,7 @@ DllOutput::DllOutput() {
 }
 
 DllOutput::~DllOutput() {
-  if (originalStderr_ >= 0) ::dup2(originalStderr_, STDERR_FILENO);
+  if (originalStderr_.get() >= 0) ::dup2(originalStderr_, STDERR_FILENO);
 }
 
 std::string DllOutput::drain() {
