@@ -33,7 +33,7 @@ struct ClientCounters {
   // round trip, since every call waited for was sent before it started.
   std::atomic<uint64_t> recalledWaits{0};
   // Updates of processes read on the server's node whose epoch check overlapped the round
-  // trip (MqsClient::sendUpdateCheckedLate), and those sent again with the debugger's bytes.
+  // trip (CommunicatorUpdates::sendCheckedLate), and those sent again with the debugger's bytes.
   std::atomic<uint64_t> lateChecks{0};
   std::atomic<uint64_t> lateChecksRedone{0};
   // What other processes' updates would read, as replies named it (wire PeerEpoch: a guess

@@ -5,7 +5,7 @@
 // Its two inputs are times: what the debugger's reads cost per byte (ReadCost, measured by
 // DebuggerSide; or pinned by the read_cost setting, for a debugger whose timings mislead and
 // for tests, whose verdicts must not depend on the machine's speed) and the quickest round trip
-// to the server so far (measured by MqsClient::roundTrip). The decision itself reads no clock:
+// to the server so far (measured by SessionLink::roundTrip). The decision itself reads no clock:
 // given the same inputs it is the same on any machine.
 #pragma once
 

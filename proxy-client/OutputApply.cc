@@ -140,4 +140,13 @@ void applyGroup(capnp::List<int32_t>::Reader ranks, capnp::Data::Reader written,
   }
 }
 
+void applyMessage(wire::OutString::Reader in, char** message, StringPool& strings) {
+  if (message == nullptr || in.isUntouched()) return;
+  if (in.isNull()) {
+    *message = nullptr;
+  } else {
+    *message = strings.intern(safePrintfFormat(in.getText()));
+  }
+}
+
 }  // namespace mqd::client

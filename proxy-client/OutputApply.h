@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "StringPool.h"
 #include "mqd.capnp.h"
 #include "mqs_interface.h"
 
@@ -45,5 +46,9 @@ inline mqs_tword_t narrowWord(int64_t value) { return narrowWordAs<mqs_tword_t>(
 // Every other '%' is escaped, so text from the network can never make the debugger's printf
 // read or write memory it should not.
 std::string safePrintfFormat(const std::string& text);
+
+// A has_queues message into *message (when `message` is not null and the DLL wrote one): NULL,
+// or the text made safe (safePrintfFormat) and kept in `strings` for the session's life.
+void applyMessage(wire::OutString::Reader in, char** message, StringPool& strings);
 
 }  // namespace mqd::client

@@ -112,4 +112,19 @@ void writeAhead(const std::vector<ReadAhead>& read, bool compress,
   }
 }
 
+void NamedWindows::keep(uint64_t token, capnp::List<wire::MemoryWindow>::Reader windows) {
+  if (windows.size() == 0) {
+    named_.erase(token);
+  } else {
+    named_[token] = windowsOf(windows);
+  }
+}
+
+std::vector<ReadAhead> readAhead(DebuggerSide& side, uint64_t process,
+                                 const std::vector<Window>& windows) {
+  return readWindows(windows, [&side, process](uint64_t start, uint32_t size) {
+    return side.readBlock(process, start, size, start, size);
+  });
+}
+
 }  // namespace mqd::client

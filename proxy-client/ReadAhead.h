@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "DebuggerSide.h"
@@ -21,6 +22,24 @@ namespace mqd::client {
 struct Window {
   uint64_t address;
   uint32_t size;
+};
+
+// Per image or process, the windows a server's reply named (a set-up's setUpAhead: what the
+// rest of that set-up, or a set-up of a process of that image, is likely to read).
+class NamedWindows {
+ public:
+  // Keeps what a reply named for `token`; a reply that named nothing forgets it.
+  void keep(uint64_t token, capnp::List<wire::MemoryWindow>::Reader windows);
+  // Null when nothing is named.
+  const std::vector<Window>* find(uint64_t token) const {
+    auto it = named_.find(token);
+    return it == named_.end() ? nullptr : &it->second;
+  }
+  void forget(uint64_t token) { named_.erase(token); }
+  void clear() { named_.clear(); }
+
+ private:
+  std::unordered_map<uint64_t, std::vector<Window>> named_;
 };
 
 // A window, and the block the debugger gave for it.
@@ -49,6 +68,11 @@ using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t siz
 // alone gives, a refusal (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger
 // cannot be asked now) gives an empty list: the server then asks for what it needs itself.
 std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read);
+
+// readWindows() of the process's memory through the debugger (each read a callback into it: a
+// packet exchange through gdbserver).
+std::vector<ReadAhead> readAhead(DebuggerSide& side, uint64_t process,
+                                 const std::vector<Window>& windows);
 
 // Whether `then` and `now` are the same reads: the same windows, each block the same (rc,
 // address and bytes). A refresh ahead made from `then` is proved current by `now`.

@@ -47,6 +47,11 @@ class RefreshAhead {
   // server reads the process on its node (never refreshed ahead, so never offered).
   void keepNextEpoch(uint64_t process, std::vector<Window> windows, bool learned,
                      bool readOnNode);
+  // The same from a reply that names it (a set-up's, a has-queues', an update's).
+  template <typename Reader>
+  void keepNextEpochOf(uint64_t process, Reader reply, bool learned) {
+    keepNextEpoch(process, windowsOf(reply.getNextEpoch()), learned, reply.getReadOnNode());
+  }
   // The process's next epoch becomes `windows` (empty: none), its other facts unchanged.
   void setNextEpoch(uint64_t process, std::vector<Window> windows);
   // Null when no reply named it.

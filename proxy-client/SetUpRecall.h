@@ -13,8 +13,8 @@
 // look-ups, each its own; of the memory, what the server says the DLL read: setUpRead) and
 // each call's outcome: result, message and effects in order (the info, dprints, output). A
 // later set-up whose inputs have the same digests is answered from the record before the
-// server replies (MqsClient::recallSetupImage, recallSetupProcess). The server still runs it,
-// and its reply is compared with what the debugger was told (MqsClient::settleRecalled): the
+// server replies (SetUpRecords::recallSetupImage, recallSetupProcess). The server still runs it,
+// and its reply is compared with what the debugger was told (SetUpRecords::settleRecalled): the
 // rule and what a contradiction does are in
 // docs/round-trips.md, "Set-ups answered from a record".
 //

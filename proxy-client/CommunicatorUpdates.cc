@@ -1,0 +1,167 @@
+#include "CommunicatorUpdates.h"
+
+#include <algorithm>
+
+#include "Log.h"
+#include "ProxyErrors.h"
+
+namespace mqd::client {
+
+CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
+  bool readOnNode = refreshAhead_.readOnNode(process);
+  std::vector<Window> named = refreshAhead_.beginUpdate(process);
+  Outcome outcome;
+  std::vector<ReadAhead> ahead;
+  outcome.walk = takeRefreshedAhead(process, &ahead);
+  if (outcome.walk) {
+    refreshAhead_.visited(process);
+    outcome.rc = mqs_ok;
+    return outcome;
+  }
+  std::vector<Window> checkLate;  // a process read on its node: its check overlaps the trip
+  bool epoch = config_.cache == wire::CachePolicy::EPOCH;
+  if (ahead.empty() && epoch && !named.empty() &&
+      bytesOf(named) <= wire::MAX_BLOCKS_AHEAD_BYTES) {
+    if (readOnNode) {
+      checkLate = std::move(named);
+    } else {
+      ahead = readAhead(side_, process, named);
+    }
+  }
+  auto reply = checkLate.empty()
+                   ? send(process, std::move(ahead),
+                          epoch ? refreshAhead_.candidates(process, side_.secondsPerByte())
+                                : std::vector<uint64_t>())
+                   : sendCheckedLate(process, checkLate);
+  refreshAhead_.visited(process);
+  outcome.rc = reply.get().getRc();
+  if (reply.call().callbackErrorCode() != 0) {
+    outcome.callbackError = ProxyError(reply.call().callbackErrorCode(),
+                                       reply.call().callbackErrorDetail());
+    return outcome;
+  }
+  if (reply.get().getWalk().getSize() > 0) {
+    outcome.walk = std::make_unique<RecordedWalk>(reply.get().getWalk());
+  }
+  return outcome;
+}
+
+std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
+    uint64_t process, std::vector<ReadAhead>* fresh) {
+  std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
+  if (!made) return nullptr;
+  *fresh = readAhead(side_, process, windowsOf(made->read));
+  if (!sameReads(made->read, *fresh)) {
+    ++counters_.refreshesStale;
+    MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
+            static_cast<unsigned long long>(process));
+    return nullptr;
+  }
+  ++counters_.refreshesAhead;
+  refreshAhead_.setNextEpoch(process, std::move(made->nextEpoch));
+  fresh->clear();
+  return std::move(made->walk);
+}
+
+Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
+    uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others) {
+  // The other processes' windows, read inside this call too: the server refreshes them after
+  // this one, and what it made of them is served at their own updates once proved current.
+  struct Other {
+    uint64_t process;
+    std::vector<ReadAhead> read;
+    uint64_t bytes;
+  };
+  std::vector<Other> batch;
+  for (uint64_t token : others) {
+    const std::vector<Window>& windows = *refreshAhead_.nextEpoch(token);
+    std::vector<ReadAhead> read = readAhead(side_, token, windows);
+    if (!read.empty()) batch.push_back({token, std::move(read), bytesOf(windows)});
+  }
+  if (!batch.empty()) {
+    MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
+            static_cast<unsigned long long>(process), batch.size());
+  }
+  const ClientCounters* c = &counters_;
+  auto reply = link_.roundTrip<wire::Session::UpdateCommunicatorListResults>(
+      EntryPoint::update_communicator_list,
+      [this, process, c, &ahead, &batch](wire::Session::Client& s) {
+        auto r = s.updateCommunicatorListRequest();
+        r.setProcess(process);
+        c->write(r.initClientCounters(ClientCounters::kCount));
+        bool compress = link_.compress();
+        writeAhead(ahead, compress, r);
+        if (!batch.empty()) {
+          auto out = r.initOthers(static_cast<unsigned>(batch.size()));
+          for (unsigned i = 0; i < batch.size(); ++i) {
+            out[i].setProcess(batch[i].process);
+            writeAhead(batch[i].read, compress, out[i]);
+          }
+        }
+        return r.send();
+      });
+  refreshAhead_.keepNextEpochOf(process, reply.get(), false);
+  if (config_.cache == wire::CachePolicy::EPOCH) {
+    auto peers = reply.get().getPeers();
+    counters_.peersNamed += peers.size();
+    counters_.peersTaken += refreshAhead_.takePeerGuesses(peers, side_.secondsPerByte());
+  }
+  for (const Other& o : batch) refreshAhead_.offered(o.process);
+  for (auto refreshed : reply.get().getRefreshed()) {
+    auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
+      return o.process == refreshed.getProcess();
+    });
+    if (it == batch.end() || it->read.empty()) continue;  // not sent, or named twice
+    try {
+      refreshAhead_.keep(it->process,
+                         {std::make_unique<RecordedWalk>(refreshed.getWalk()),
+                          windowsOf(refreshed.getNextEpoch()), std::move(it->read), it->bytes});
+    } catch (const ProxyError& e) {  // that process's own update will go to the server
+      MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
+    }
+  }
+  return reply;
+}
+
+Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendCheckedLate(
+    uint64_t process, const std::vector<Window>& windows) {
+  link_.settle();  // the calls sent earlier come first
+  const ClientCounters* c = &counters_;
+  auto pending = link_.start(EntryPoint::update_communicator_list,
+                       [process, c, &windows](wire::Session::Client& s) {
+                         auto r = s.updateCommunicatorListRequest();
+                         r.setProcess(process);
+                         c->write(r.initClientCounters(ClientCounters::kCount));
+                         auto late = r.initCheckLate(static_cast<unsigned>(windows.size()));
+                         for (unsigned i = 0; i < windows.size(); ++i) {
+                           late[i].setAddress(windows[i].address);
+                           late[i].setSize(windows[i].size);
+                         }
+                         return r.send();
+                       });
+  // The debugger reads while the request travels and the server walks; the callbacks the
+  // server asks meanwhile wait for finish().
+  std::vector<ReadAhead> read;
+  try {
+    read = readAhead(side_, process, windows);
+  } catch (...) {
+    link_.drain(std::move(pending));
+    throw;
+  }
+  auto reply = link_.finish<wire::Session::UpdateCommunicatorListResults>(
+      std::move(pending), EntryPoint::update_communicator_list);
+  auto node = reply.get().getNodeBytes();
+  if (reply.get().getLateCheckDeclined() || (node.size() > 0 && !sameAsNode(read, node))) {
+    ++counters_.lateChecksRedone;
+    MQD_LOG(Debug, "process %llu: %s: its update sent again with the debugger's bytes",
+            static_cast<unsigned long long>(process),
+            reply.get().getLateCheckDeclined() ? "the server declined the late check"
+                                               : "the node's bytes are not the debugger's");
+    return send(process, std::move(read));
+  }
+  if (node.size() > 0) ++counters_.lateChecks;
+  refreshAhead_.keepNextEpochOf(process, reply.get(), false);
+  return reply;
+}
+
+}  // namespace mqd::client

@@ -1,0 +1,76 @@
+// CommunicatorUpdates: a process's mqs_update_communicator_list as the shim makes it, the call
+// that starts each refresh of the process's queues (docs/round-trips.md, "The epoch").
+//
+// Contract: update() answers exactly what the DLL answers at this update, by one of three ways:
+// - from the process's refresh ahead (made inside another process's update), when the debugger
+//   reads every window it was made from as it was then: the DLL read nothing else, so it would
+//   answer the same now. No round trip.
+// - sent with what the shim read ahead for the process (its next epoch, under the epoch policy)
+//   and for other processes whose next epochs the cost rule finds worth reading now
+//   (RefreshAhead::candidates): the server refreshes those after this one, and each becomes a
+//   refresh ahead for its own update.
+// - for a process the server reads on its node, sent with its epoch check made late: the
+//   debugger reads while the request travels, and the reply is taken only if the node's bytes
+//   it carries are the debugger's; else the update goes again with the debugger's bytes.
+// Replies feed RefreshAhead: the process's next epoch, the peers the server guessed, the
+// refreshes it made ahead. A ProxyError from the link goes to the caller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ClientConfig.h"
+#include "ClientCounters.h"
+#include "DebuggerSide.h"
+#include "ProxyErrors.h"
+#include "ReadAhead.h"
+#include "RecordedWalk.h"
+#include "RefreshAhead.h"
+#include "SessionLink.h"
+
+namespace mqd::client {
+
+class CommunicatorUpdates {
+ public:
+  // All outlive this.
+  CommunicatorUpdates(SessionLink& link, DebuggerSide& side, RefreshAhead& refreshAhead,
+                      ClientCounters& counters, const ClientConfig& config)
+      : link_(link), side_(side), refreshAhead_(refreshAhead), counters_(counters),
+        config_(config) {}
+
+  struct Outcome {
+    int rc = 0;
+    // A callback's error, which the debugger sees instead of rc (the update was made all the
+    // same: the set-up replay makes it again).
+    std::optional<ProxyError> callbackError;
+    // The walk the debugger's next calls on the process are served from (null: none; they are
+    // forwarded).
+    std::unique_ptr<RecordedWalk> walk;
+  };
+  // The update of a set-up process, by the first of the contract's ways that applies.
+  Outcome update(uint64_t process);
+
+  // The second way alone, for a set-up replay: with `ahead` read for the process (may be
+  // empty) and the processes `others` refreshed ahead in it.
+  Reply<wire::Session::UpdateCommunicatorListResults> send(
+      uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {});
+
+ private:
+  // The first way: the walk when proved current, else null with `fresh` holding what was read
+  // now, for the update to send.
+  std::unique_ptr<RecordedWalk> takeRefreshedAhead(uint64_t process,
+                                                   std::vector<ReadAhead>* fresh);
+  // The third way.
+  Reply<wire::Session::UpdateCommunicatorListResults> sendCheckedLate(
+      uint64_t process, const std::vector<Window>& windows);
+
+  SessionLink& link_;
+  DebuggerSide& side_;
+  RefreshAhead& refreshAhead_;
+  ClientCounters& counters_;
+  const ClientConfig& config_;
+};
+
+}  // namespace mqd::client
