@@ -220,6 +220,15 @@ DebuggerHarness::~DebuggerHarness() {
   gActive = nullptr;
 }
 
+void DebuggerHarness::forgetInfos() {
+  for (auto& j : jobs_) j->info = nullptr;
+  for (auto& p : processes_) p->info = nullptr;
+  for (auto& i : images_) i->info = nullptr;
+  retiredJobInfos_.clear();
+  retiredProcessInfos_.clear();
+  retiredImageInfos_.clear();
+}
+
 bool DebuggerHarness::early(const char* callback, Process* process, bool needsReturn) {
   if (options_.timing == Timing::Always) return false;
   if (process->setUpCalled && (!needsReturn || process->setUpReturned)) return false;

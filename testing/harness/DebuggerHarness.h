@@ -119,6 +119,11 @@ class DebuggerHarness {
   void retire(mqs_process_info* info) { retiredProcessInfos_.push_back(info); }
   void retire(mqs_job_info* info) { retiredJobInfos_.push_back(info); }
 
+  // Lets go of every info without destroying it: for a test whose infos were put by another
+  // party than the DLL loaded here (the shim's DebuggerSide driven directly, which puts the
+  // server's info tokens), so that the destructor hands the loaded DLL none of them.
+  void forgetInfos();
+
   // Debugger error codes this harness returns, and their texts.
   enum { kNoSymbol = 1001, kUnmapped = 1002, kBadHandle = 1003 };
 
