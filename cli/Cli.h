@@ -35,8 +35,6 @@ const char* graphUsage();
 
 // ---- shared by the commands ----
 
-std::string jsonString(const std::string& s);
-
 // Milliseconds as "0.214 ms" / "12.3 ms".
 std::string formatMs(double ms);
 

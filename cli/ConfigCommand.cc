@@ -2,29 +2,32 @@
 #include <cstdio>
 
 #include "Cli.h"
+#include "Json.h"
 
 namespace mqd::client::cli {
 
 int configCommand(Context& c) {
   const ClientConfig& config = c.config;
   if (c.json) {
-    std::printf("{\"file\": %s, \"file_read\": %s, \"settings\": [",
-                jsonString(config.file).c_str(), config.fileRead ? "true" : "false");
-    bool first = true;
+    Json list = Json::array();
     for (const Setting& s : settings()) {
       auto source = config.sources.find(s.key);
-      std::printf("%s\n {\"key\": %s, \"variable\": %s, \"value\": %s, \"source\": %s}",
-                  first ? "" : ",", jsonString(s.key).c_str(), jsonString(s.variable).c_str(),
-                  jsonString(s.show(config)).c_str(),
-                  jsonString(source != config.sources.end() ? source->second : "default")
-                      .c_str());
-      first = false;
+      list.push(Json::object()
+                    .set("key", s.key)
+                    .set("variable", s.variable)
+                    .set("value", s.show(config))
+                    .set("source", source != config.sources.end() ? source->second : "default"));
     }
-    std::printf("\n], \"problems\": [");
-    for (size_t i = 0; i < c.problems.size(); ++i) {
-      std::printf("%s%s", i ? ", " : "", jsonString(c.problems[i]).c_str());
-    }
-    std::printf("]}\n");
+    Json problems = Json::array();
+    for (const std::string& p : c.problems) problems.push(p);
+    std::fputs(Json::object()
+                   .set("file", config.file)
+                   .set("file_read", config.fileRead)
+                   .set("settings", std::move(list))
+                   .set("problems", std::move(problems))
+                   .encode()
+                   .c_str(),
+               stdout);
     return c.problems.empty() ? 0 : 1;
   }
   std::printf("configuration file: %s\n",

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "Cli.h"
+#include "Json.h"
 
 namespace mqd::client::cli {
 namespace {
@@ -67,28 +68,32 @@ int infoCommand(Context& c) {
     probes.push_back(p);
   }
   if (c.json) {
-    std::printf("{\"server\": %s, \"version\": %s, \"arch\": %s, \"byte_order\": %s, "
-                "\"pointer_size\": %u, \"protocol\": %u, \"any_dll\": %s, \"dlls\": [",
-                jsonString(c.config.server).c_str(), jsonString(server.version).c_str(),
-                jsonString(server.arch).c_str(),
-                server.bigEndian ? "\"big-endian\"" : "\"little-endian\"", server.pointerSize,
-                server.protocol, server.anyDll ? "true" : "false");
-    for (size_t i = 0; i < probes.size(); ++i) {
-      const Probe& p = probes[i];
-      std::printf("%s\n {\"name\": %s, \"loaded\": %s", i ? "," : "", jsonString(p.name).c_str(),
-                  p.ok ? "true" : "false");
+    Json dlls = Json::array();
+    for (const Probe& p : probes) {
+      Json dll = Json::object().set("name", p.name).set("loaded", p.ok);
       if (p.ok) {
-        std::printf(", \"path\": %s, \"version_string\": %s, \"compatibility\": %d, "
-                    "\"taddr_width\": %d, \"build_id\": %s",
-                    jsonString(p.info.path).c_str(), jsonString(p.info.versionString).c_str(),
-                    p.info.compatibility, p.info.taddrWidth,
-                    jsonString(p.info.buildId).c_str());
+        dll.set("path", p.info.path)
+            .set("version_string", p.info.versionString)
+            .set("compatibility", p.info.compatibility)
+            .set("taddr_width", p.info.taddrWidth)
+            .set("build_id", p.info.buildId);
       } else {
-        std::printf(", \"error\": %s", jsonString(p.error).c_str());
+        dll.set("error", p.error);
       }
-      std::printf("}");
+      dlls.push(std::move(dll));
     }
-    std::printf("\n]}\n");
+    std::fputs(Json::object()
+                   .set("server", c.config.server)
+                   .set("version", server.version)
+                   .set("arch", server.arch)
+                   .set("byte_order", server.bigEndian ? "big-endian" : "little-endian")
+                   .set("pointer_size", server.pointerSize)
+                   .set("protocol", server.protocol)
+                   .set("any_dll", server.anyDll)
+                   .set("dlls", std::move(dlls))
+                   .encode()
+                   .c_str(),
+               stdout);
   } else {
     std::printf("server:        %s\n", c.config.server.c_str());
     std::printf("version:       mqd-proxy-server %s (protocol %u)\n", server.version.c_str(),

@@ -1,8 +1,10 @@
 // mqd-proxy ping: how long it takes to reach the server, and its round-trip time (Cli.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "Cli.h"
+#include "Json.h"
 
 namespace mqd::client::cli {
 
@@ -19,12 +21,21 @@ int pingCommand(Context& c) {
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
   if (c.json) {
-    std::printf("{\"server\": %s, \"version\": %s, \"connect_ms\": %.3f, \"rtt_ms\": [",
-                jsonString(connection->endpoint()).c_str(),
-                jsonString(server.getVersion()).c_str(), connectMs);
-    for (size_t i = 0; i < rtt.size(); ++i) std::printf("%s%.3f", i ? ", " : "", rtt[i]);
-    std::printf("], \"min_ms\": %.3f, \"median_ms\": %.3f, \"max_ms\": %.3f}\n", sorted.front(),
-                median, sorted.back());
+    // Milliseconds to the microsecond, as the text output shows them at most.
+    auto ms = [](double value) { return std::round(value * 1000) / 1000; };
+    Json times = Json::array();
+    for (double t : rtt) times.push(ms(t));
+    std::fputs(Json::object()
+                   .set("server", connection->endpoint())
+                   .set("version", server.getVersion().cStr())
+                   .set("connect_ms", ms(connectMs))
+                   .set("rtt_ms", std::move(times))
+                   .set("min_ms", ms(sorted.front()))
+                   .set("median_ms", ms(median))
+                   .set("max_ms", ms(sorted.back()))
+                   .encode()
+                   .c_str(),
+               stdout);
     return 0;
   }
   std::printf("mqd-proxy-server %s (%s) at %s: connected and admitted in %s\n",

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "Cli.h"
+#include "Json.h"
 #include "Log.h"
 
 namespace mqd::client::cli {
@@ -11,25 +12,23 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
   auto response = connection.proxy().statsRequest().send().wait(waitScope);
   auto sessions = response.getSessions();
   if (json) {
-    std::printf("[");
-    for (unsigned i = 0; i < sessions.size(); ++i) {
-      auto s = sessions[i];
-      std::printf("%s\n {\"connection\": %llu, \"worker\": %d, \"state\": %s, \"dll\": %s, "
-                  "\"client\": %s, \"started_ms\": %lld, \"ended_ms\": %lld, \"last_call\": %s, "
-                  "\"exit\": %s, \"counters\": {",
-                  i ? "," : "", static_cast<unsigned long long>(s.getConnection()), s.getWorker(),
-                  jsonString(s.getState()).c_str(), jsonString(s.getDll()).c_str(),
-                  jsonString(s.getClient()).c_str(), static_cast<long long>(s.getStartedMs()),
-                  static_cast<long long>(s.getEndedMs()), jsonString(s.getLastCall()).c_str(),
-                  jsonString(s.getExit()).c_str());
-      auto counters = s.getCounters();
-      for (unsigned k = 0; k < counters.size(); ++k) {
-        std::printf("%s%s: %llu", k ? ", " : "", jsonString(counters[k].getName()).c_str(),
-                    static_cast<unsigned long long>(counters[k].getValue()));
-      }
-      std::printf("}}");
+    Json out = Json::array();
+    for (auto s : sessions) {
+      Json counters = Json::object();
+      for (auto counter : s.getCounters()) counters.set(counter.getName(), counter.getValue());
+      out.push(Json::object()
+                   .set("connection", s.getConnection())
+                   .set("worker", s.getWorker())
+                   .set("state", s.getState().cStr())
+                   .set("dll", s.getDll().cStr())
+                   .set("client", s.getClient().cStr())
+                   .set("started_ms", s.getStartedMs())
+                   .set("ended_ms", s.getEndedMs())
+                   .set("last_call", s.getLastCall().cStr())
+                   .set("exit", s.getExit().cStr())
+                   .set("counters", std::move(counters)));
     }
-    std::printf("\n]\n");
+    std::fputs(out.encode().c_str(), stdout);
     return 0;
   }
   std::printf("%u session(s) on %s\n", sessions.size(), connection.endpoint().c_str());

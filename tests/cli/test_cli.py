@@ -124,6 +124,17 @@ def test_config_json_command_line_wins_over_file(cli, config_file):
             by_key["cache"]["value"] == "call"), r.all[-3000:]
 
 
+def test_config_json_escapes_what_it_shows(cli):
+    """A value with quotes, a backslash, a tab and non-ASCII text is shown exactly, as valid JSON."""
+    odd = '/tmp/a "quoted"\\dir\twith tab/é.log'
+    r = run([cli, "config", "--json"], {"MQD_PROXY_LOG_FILE": odd, "MQD_PROXY_CONFIG": "/nonexistent"})
+    doc = json.loads(r.stdout)
+    by_key = {s["key"]: s for s in doc["settings"]}
+    assert (r.returncode == 0 and by_key["log_file"]["value"] == odd and
+            by_key["log_file"]["source"] == "MQD_PROXY_LOG_FILE" and doc["problems"] == []), \
+        r.all[-3000:]
+
+
 def test_config_bad_settings_listed_exit_1(cli, config_file):
     with open(config_file, "a") as f:
         f.write("colour = blue\n")
@@ -193,7 +204,14 @@ def test_stats_lists_sessions(cli, unix):
 
 def test_stats_json(cli, unix):
     r = run([cli, "--server", unix.endpoint, "stats", "--json"])
-    assert r.returncode == 0 and isinstance(json.loads(r.stdout), list), r.all[-3000:]
+    sessions = json.loads(r.stdout)
+    # The info and ping tests above opened sessions: each with its numbers as numbers and its
+    # counters by name.
+    assert (r.returncode == 0 and isinstance(sessions, list) and sessions and
+            all(isinstance(s["connection"], int) and isinstance(s["started_ms"], int) and
+                isinstance(s["counters"], dict) and
+                all(isinstance(v, int) for v in s["counters"].values())
+                for s in sessions)), r.all[-3000:]
 
 
 # doctor
