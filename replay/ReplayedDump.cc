@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "OutputApply.h"
 #include "ProxyErrors.h"
+#include "QueueIteration.h"
 #include "RecordedWalk.h"
 #include "WireMethods.h"
 #include "mqd_proxy.h"
@@ -60,6 +62,16 @@ int rcOf(EntryPoint entryPoint, capnp::AnyPointer::Reader results) {
 template <typename Params>
 uint64_t processIn(capnp::AnyPointer::Reader params) {
   return params.getAs<Params>().getProcess();
+}
+
+// mqs_dll_error_string as the front end uses it (ReplayedDump::errorText), from `texts`.
+std::string errorTextIn(const std::map<int, std::string>& texts, int rc) {
+  auto it = texts.find(rc);
+  if (it != texts.end() && it->second != std::string(1, '\0')) return it->second;
+  if (it == texts.end() && MQD_PROXY_IS_PROXY_ERROR(rc) && proxyErrorText(rc) != nullptr) {
+    return std::string("mqd-proxy: ") + proxyErrorText(rc);
+  }
+  return "error " + std::to_string(rc);
 }
 
 int64_t number(const std::map<std::string, std::string>& label, const char* key,
@@ -248,14 +260,7 @@ std::string ReplayedDump::explain(const char* what, const HasQueues& answer,
   return why;
 }
 
-std::string ReplayedDump::errorText(int rc) const {
-  auto it = errorTexts_.find(rc);
-  if (it != errorTexts_.end() && it->second != std::string(1, '\0')) return it->second;
-  if (it == errorTexts_.end() && MQD_PROXY_IS_PROXY_ERROR(rc) && proxyErrorText(rc) != nullptr) {
-    return std::string("mqd-proxy: ") + proxyErrorText(rc);
-  }
-  return "error " + std::to_string(rc);
-}
+std::string ReplayedDump::errorText(int rc) const { return errorTextIn(errorTexts_, rc); }
 
 std::vector<ProcessView> ReplayedDump::processes() const {
   std::vector<const std::pair<const uint64_t, Process>*> ordered;
@@ -346,6 +351,177 @@ class RefreshAnswers {
   size_t next_ = 0;
 };
 
+// The front end's dump of one refresh as the steps of the queue iteration, into `out`. A call
+// the recorded session never made stops the iteration, with out.error saying so.
+class RefreshDumpSteps final : public QueueIterationSteps {
+ public:
+  RefreshDumpSteps(RefreshAnswers& answers, const std::map<int, std::string>& errorTexts,
+                   bool hasCommGroup, ProcessView& out)
+      : answers_(answers), errorTexts_(errorTexts), hasCommGroup_(hasCommGroup), out_(out) {}
+
+  std::optional<int> setupCommunicatorIterator() override {
+    return askRc(EntryPoint::setup_communicator_iterator,
+                 [](RecordedWalk& w, wire::RecordedRc::Reader* r) {
+                   return w.setupCommunicatorIterator(r);
+                 });
+  }
+
+  std::optional<int> getCommunicator() override {
+    current_ = CommunicatorView();
+    std::memset(&current_.communicator, 0, sizeof current_.communicator);
+    auto take = [this](wire::Communicator::Reader in) {
+      apply(in, current_.communicator);
+      if (in.getWritten() & wire::Communicator::WRITTEN_SIZE) {
+        communicatorSize_ =
+            current_.communicator.size < 0 ? 0 : static_cast<size_t>(current_.communicator.size);
+      }
+    };
+    std::optional<int> rc = ask(
+        EntryPoint::get_communicator,
+        [&](RecordedWalk& w, int* out) {
+          wire::RecordedCommunicator::Reader r;
+          if (!w.getCommunicator(&r)) return false;
+          take(r.getCommunicator());
+          *out = r.getRc();
+          return true;
+        },
+        [&](capnp::AnyPointer::Reader results) {
+          auto r = results.getAs<wire::Session::GetCommunicatorResults>();
+          take(r.getCommunicator());
+          return r.getRc();
+        });
+    if (rc && *rc != mqs_ok) out_.error = "mqs_get_communicator: " + errorText(*rc);
+    return rc;
+  }
+
+  // A DLL without mqs_get_comm_group (MPICH's): the group is unknown, shown as null, as the
+  // front end shows it whether it skips the call (a native load) or the shim answers
+  // MQD_PROXY_ERR_NO_ENTRY_POINT (frontends/gdb/mqd_gdb/dump.py).
+  bool asksCommGroup() override { return hasCommGroup_ && current_.communicator.size > 0; }
+
+  std::optional<int> getCommGroup() override {
+    std::vector<int> ranks(static_cast<size_t>(current_.communicator.size), 0);
+    size_t limit = std::min(communicatorSize_, ranks.size());
+    std::optional<int> rc = ask(
+        EntryPoint::get_comm_group,
+        [&](RecordedWalk& w, int* out) {
+          wire::RecordedGroup::Reader r;
+          if (!w.getCommGroup(&r)) return false;
+          applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
+          *out = r.getRc();
+          return true;
+        },
+        [&](capnp::AnyPointer::Reader results) {
+          auto r = results.getAs<wire::Session::GetCommGroupResults>();
+          applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
+          return r.getRc();
+        });
+    if (!rc || *rc == MQD_PROXY_ERR_NO_ENTRY_POINT) return rc;  // the group stays unknown
+    if (*rc == mqs_ok) {
+      current_.group = CommunicatorView::Group::Ranks;
+      current_.ranks = std::move(ranks);
+    } else {
+      current_.group = CommunicatorView::Group::Error;
+      current_.groupRc = *rc;
+      current_.groupError = errorText(*rc);
+    }
+    return rc;
+  }
+
+  std::optional<int> setupOperationIterator(int opClass) override {
+    // A communicator is shown from its queues on: one whose get or group the session never
+    // made is not.
+    if (opClass == 0) out_.communicators.push_back(std::move(current_));
+    opClass_ = opClass;
+    std::optional<int> rc = askRc(EntryPoint::setup_operation_iterator,
+                                  [opClass](RecordedWalk& w, wire::RecordedRc::Reader* r) {
+                                    return w.setupOperationIterator(opClass, r);
+                                  });
+    if (rc && *rc != mqs_ok) {
+      QueueView& q = queue();
+      q.rc = *rc;
+      q.setupFailed = true;
+      q.error = errorText(*rc);
+    }
+    return rc;
+  }
+
+  std::optional<int> nextOperation() override {
+    mqs_pending_operation op;
+    std::memset(&op, 0, sizeof op);
+    std::optional<int> rc = ask(
+        EntryPoint::next_operation,
+        [&](RecordedWalk& w, int* out) {
+          wire::RecordedOperation::Reader r;
+          if (!w.nextOperation(&r)) return false;
+          apply(r.getOperation(), op);
+          *out = r.getRc();
+          return true;
+        },
+        [&](capnp::AnyPointer::Reader results) {
+          auto r = results.getAs<wire::Session::NextOperationResults>();
+          apply(r.getOperation(), op);
+          return r.getRc();
+        });
+    if (!rc) return rc;
+    QueueView& q = queue();
+    if (*rc == mqs_ok) {
+      q.operations.push_back(op);
+    } else {
+      q.rc = *rc;
+      if (*rc != mqs_end_of_list) q.error = errorText(*rc);
+    }
+    return rc;
+  }
+
+  std::optional<int> nextCommunicator() override {
+    return askRc(EntryPoint::next_communicator,
+                 [](RecordedWalk& w, wire::RecordedRc::Reader* r) { return w.nextCommunicator(r); });
+  }
+
+ private:
+  // One call of the front end: the walk's answer while it has one (fromWalk returns whether it
+  // did), else the next forwarded call of `entryPoint` (fromResults reads it; a failed one
+  // gives its code). No rc, with out.error saying so, when the recorded session never made it.
+  template <typename FromWalk, typename FromResults>
+  std::optional<int> ask(EntryPoint entryPoint, FromWalk fromWalk, FromResults fromResults) {
+    int rc = 0;
+    if (answers_.walk() != nullptr && fromWalk(*answers_.walk(), &rc)) return rc;
+    answers_.leaveWalk();
+    const auto* a = answers_.next(entryPoint);
+    if (a == nullptr) {
+      out_.error = std::string("the recorded session has no ") + nameOf(entryPoint) + " here";
+      return std::nullopt;
+    }
+    return a->failedCode != 0 ? a->failedCode : fromResults(a->results);
+  }
+
+  // ask() for the calls that return nothing but rc.
+  template <typename Serve>
+  std::optional<int> askRc(EntryPoint entryPoint, Serve serve) {
+    return ask(
+        entryPoint,
+        [&serve](RecordedWalk& w, int* rc) {
+          wire::RecordedRc::Reader r;
+          if (!serve(w, &r)) return false;
+          *rc = r.getRc();
+          return true;
+        },
+        [entryPoint](capnp::AnyPointer::Reader results) { return rcOf(entryPoint, results); });
+  }
+
+  std::string errorText(int rc) const { return errorTextIn(errorTexts_, rc); }
+  QueueView& queue() { return out_.communicators.back().queues[opClass_]; }
+
+  RefreshAnswers& answers_;
+  const std::map<int, std::string>& errorTexts_;
+  bool hasCommGroup_;
+  ProcessView& out_;
+  CommunicatorView current_;  // the communicator just got, until its queues are shown
+  size_t communicatorSize_ = SIZE_MAX;  // as the shim bounds a group: the size last reported
+  int opClass_ = 0;
+};
+
 }  // namespace
 
 void ReplayedDump::keepErrorTexts(wire::Bulk::Reader walk) {
@@ -379,158 +555,8 @@ void ReplayedDump::dumpRefresh(const Refresh& refresh, ProcessView& out) const {
     }
   }
   RefreshAnswers answers(std::move(walk), refresh.forwarded);
-  // One call of the front end: the walk's answer while it has one (fromWalk returns whether it
-  // did), else the next forwarded call of `entryPoint` (fromResults reads it; a failed one
-  // gives its code). False, with out.error saying so, when the recorded session never made it.
-  auto ask = [&](EntryPoint entryPoint, auto fromWalk, auto fromResults, int* rc) {
-    if (answers.walk() != nullptr && fromWalk(*answers.walk(), rc)) return true;
-    answers.leaveWalk();
-    const auto* a = answers.next(entryPoint);
-    if (a == nullptr) {
-      out.error = std::string("the recorded session has no ") + nameOf(entryPoint) + " here";
-      return false;
-    }
-    *rc = a->failedCode != 0 ? a->failedCode : fromResults(a->results);
-    return true;
-  };
-  // For the calls that return nothing but rc.
-  auto rcFromWalk = [](auto serve) {
-    return [serve](RecordedWalk& w, int* rc) {
-      wire::RecordedRc::Reader r;
-      if (!serve(w, &r)) return false;
-      *rc = r.getRc();
-      return true;
-    };
-  };
-  auto rcFromResults = [](EntryPoint e) {
-    return [e](capnp::AnyPointer::Reader results) { return rcOf(e, results); };
-  };
-
-  int rc = 0;
-  if (!ask(EntryPoint::setup_communicator_iterator,
-           rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
-             return w.setupCommunicatorIterator(r);
-           }),
-           rcFromResults(EntryPoint::setup_communicator_iterator), &rc)) {
-    return;
-  }
-  size_t communicatorSize = SIZE_MAX;  // as the shim bounds a group: the size last reported
-  while (rc == mqs_ok) {
-    CommunicatorView c;
-    std::memset(&c.communicator, 0, sizeof c.communicator);
-    auto take = [&](wire::Communicator::Reader in) {
-      apply(in, c.communicator);
-      if (in.getWritten() & wire::Communicator::WRITTEN_SIZE) {
-        communicatorSize = c.communicator.size < 0 ? 0 : static_cast<size_t>(c.communicator.size);
-      }
-    };
-    if (!ask(EntryPoint::get_communicator,
-             [&](RecordedWalk& w, int* out) {
-               wire::RecordedCommunicator::Reader r;
-               if (!w.getCommunicator(&r)) return false;
-               take(r.getCommunicator());
-               *out = r.getRc();
-               return true;
-             },
-             [&](capnp::AnyPointer::Reader results) {
-               auto r = results.getAs<wire::Session::GetCommunicatorResults>();
-               take(r.getCommunicator());
-               return r.getRc();
-             },
-             &rc)) {
-      return;
-    }
-    if (rc != mqs_ok) {
-      out.error = "mqs_get_communicator: " + errorText(rc);
-      return;
-    }
-    if (c.communicator.size > 0) {
-      std::vector<int> ranks(static_cast<size_t>(c.communicator.size), 0);
-      size_t limit = std::min(communicatorSize, ranks.size());
-      int grc = MQD_PROXY_ERR_NO_ENTRY_POINT;
-      if (hasCommGroup_ &&
-          !ask(EntryPoint::get_comm_group,
-               [&](RecordedWalk& w, int* out) {
-                 wire::RecordedGroup::Reader r;
-                 if (!w.getCommGroup(&r)) return false;
-                 applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
-                 *out = r.getRc();
-                 return true;
-               },
-               [&](capnp::AnyPointer::Reader results) {
-                 auto r = results.getAs<wire::Session::GetCommGroupResults>();
-                 applyGroup(r.getRanks(), r.getWritten(), ranks.data(), limit);
-                 return r.getRc();
-               },
-               &grc)) {
-        return;
-      }
-      // A DLL without mqs_get_comm_group (MPICH's): the group is unknown, shown as null, as
-      // the front end shows it whether it skips the call (a native load) or the shim answers
-      // MQD_PROXY_ERR_NO_ENTRY_POINT (frontends/gdb/mqd_gdb/dump.py).
-      if (grc == MQD_PROXY_ERR_NO_ENTRY_POINT) {
-        c.group = CommunicatorView::Group::None;
-      } else if (grc == mqs_ok) {
-        c.group = CommunicatorView::Group::Ranks;
-        c.ranks = std::move(ranks);
-      } else {
-        c.group = CommunicatorView::Group::Error;
-        c.groupRc = grc;
-        c.groupError = errorText(grc);
-      }
-    }
-    for (int opClass = 0; opClass < 3; ++opClass) {
-      QueueView& q = c.queues[opClass];
-      int qrc = 0;
-      if (!ask(EntryPoint::setup_operation_iterator,
-               rcFromWalk([opClass](RecordedWalk& w, wire::RecordedRc::Reader* r) {
-                 return w.setupOperationIterator(opClass, r);
-               }),
-               rcFromResults(EntryPoint::setup_operation_iterator), &qrc)) {
-        out.communicators.push_back(std::move(c));
-        return;
-      }
-      if (qrc != mqs_ok) {
-        q.rc = qrc;
-        q.setupFailed = true;
-        q.error = errorText(qrc);
-        continue;
-      }
-      for (;;) {
-        mqs_pending_operation op;
-        std::memset(&op, 0, sizeof op);
-        if (!ask(EntryPoint::next_operation,
-                 [&](RecordedWalk& w, int* out) {
-                   wire::RecordedOperation::Reader r;
-                   if (!w.nextOperation(&r)) return false;
-                   apply(r.getOperation(), op);
-                   *out = r.getRc();
-                   return true;
-                 },
-                 [&](capnp::AnyPointer::Reader results) {
-                   auto r = results.getAs<wire::Session::NextOperationResults>();
-                   apply(r.getOperation(), op);
-                   return r.getRc();
-                 },
-                 &qrc)) {
-          out.communicators.push_back(std::move(c));
-          return;
-        }
-        if (qrc != mqs_ok) break;
-        q.operations.push_back(op);
-      }
-      q.rc = qrc;
-      if (qrc != mqs_end_of_list) q.error = errorText(qrc);
-    }
-    out.communicators.push_back(std::move(c));
-    if (!ask(EntryPoint::next_communicator,
-             rcFromWalk([](RecordedWalk& w, wire::RecordedRc::Reader* r) {
-               return w.nextCommunicator(r);
-             }),
-             rcFromResults(EntryPoint::next_communicator), &rc)) {
-      return;
-    }
-  }
+  RefreshDumpSteps steps(answers, errorTexts_, hasCommGroup_, out);
+  iterateQueues(steps);
 }
 
 }  // namespace mqd::replay

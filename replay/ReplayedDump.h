@@ -3,9 +3,10 @@
 // dump can be compared byte for byte (DumpFormat renders them).
 //
 // For every process, in the order the session set them up, the front end's dump runs over
-// the process's last refresh: mqs_update_communicator_list, setup_communicator_iterator, then
-// per communicator get_communicator, get_comm_group, the three queues (setup_operation_iterator,
-// next_operation until it stops) and next_communicator. Its answers are the replayed ones: from
+// the process's last refresh: mqs_update_communicator_list, then the queue iteration
+// (common/QueueIteration.h): setup_communicator_iterator, then per communicator
+// get_communicator, get_comm_group, the three queues (setup_operation_iterator, next_operation
+// until it stops) and next_communicator. Its answers are the replayed ones: from
 // the refresh's walk while that holds them (RecordedWalk, exactly as the shim serves a
 // debugger), then from the calls the session forwarded for that process, in order and matched
 // by entry point; they are applied to zeroed structs with the shim's own OutputApply, as the

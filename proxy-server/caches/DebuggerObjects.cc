@@ -12,6 +12,8 @@ namespace {
 // misbehaving or hostile client can make the server allocate.
 constexpr size_t kMaxObjectsPerKind = 1u << 20;
 
+}  // namespace
+
 const char* kindName(wire::InfoKind kind) {
   switch (kind) {
     case wire::InfoKind::IMAGE: return "image";
@@ -20,8 +22,6 @@ const char* kindName(wire::InfoKind kind) {
   }
   return "info";
 }
-
-}  // namespace
 
 template <typename T>
 T& DebuggerObjects::lookup(std::unordered_map<uint64_t, std::unique_ptr<T>>& table,

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,6 +41,7 @@ struct AddressAnswer {
 };
 
 struct RemoteImage {
+  static constexpr wire::InfoKind kInfoKind = wire::InfoKind::IMAGE;
   uint64_t token = 0;
   mqs_image_info* info = nullptr;
   bool setUp = false;  // mqs_setup_image was called for it in this session
@@ -55,6 +57,7 @@ struct RemoteImage {
 using TypeSizes = std::array<std::optional<int>, MQS_TARGET_TYPE_SIZES_OPENMPI_INTS>;
 
 struct RemoteProcess {
+  static constexpr wire::InfoKind kInfoKind = wire::InfoKind::PROCESS;
   uint64_t token = 0;
   mqs_process_info* info = nullptr;
   bool setUp = false;           // mqs_setup_process was called for it in this session
@@ -98,6 +101,7 @@ struct RemoteProcess {
 };
 
 struct RemoteJob {
+  static constexpr wire::InfoKind kInfoKind = wire::InfoKind::JOB;
   uint64_t token = 0;
   mqs_job_info* info = nullptr;
   bool setUp = false;
@@ -172,5 +176,13 @@ class DebuggerObjects {
   std::map<std::pair<int, uint64_t>, uint64_t> reserved_;  // (kind, handle) -> token, unused
   uint64_t nextInfoToken_ = 1;
 };
+
+// "image", "process", "job".
+const char* kindName(wire::InfoKind kind);
+
+// The stand-in type of a handle type the DLL passes (RemoteImage for mqs_image, ...).
+template <typename Handle>
+using StandInOf = std::remove_pointer_t<decltype(std::declval<DebuggerObjects&>().fromDll(
+    std::declval<Handle*>()))>;
 
 }  // namespace mqd::server

@@ -57,30 +57,17 @@ const char* checkedName(const char* text, const char* callback) {
 // the DLL printed before them: RemoteDebugger.cc, await and notify).
 RemoteDebugger& debuggerFor(DllCall& call) { return call.host().remote(); }
 
-RemoteImage& imageOf(DllCall& call, mqs_image* image) {
-  RemoteImage* r = call.host().objects().fromDll(image);
-  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown image");
+// The stand-in of an image, process or job handle the DLL passed; throws
+// ProxyError(BAD_HANDLE) for a pointer that is not one of ours.
+template <typename Handle>
+StandInOf<Handle>& objectOf(DllCall& call, Handle* handle) {
+  StandInOf<Handle>* r = call.host().objects().fromDll(handle);
+  if (r == nullptr) {
+    throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE,
+                     std::string("DLL passed an unknown ") +
+                         kindName(StandInOf<Handle>::kInfoKind));
+  }
   return *r;
-}
-
-RemoteProcess& processOf(DllCall& call, mqs_process* process) {
-  RemoteProcess* r = call.host().objects().fromDll(process);
-  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown process");
-  return *r;
-}
-
-RemoteJob& jobOf(DllCall& call, mqs_job* job) {
-  RemoteJob* r = call.host().objects().fromDll(job);
-  if (r == nullptr) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "DLL passed an unknown job");
-  return *r;
-}
-
-// put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
-// token, in order with the call's other callbacks.
-void relayPutInfo(DllCall& call, wire::InfoKind kind, uint64_t handle, void* info) {
-  uint64_t token = call.host().objects().infoToken(kind, handle, info);
-  Effect effect{Effect::Kind::PutInfo, {}, kind, handle, token};
-  debuggerFor(call).notify(call, std::move(effect));
 }
 
 // ---- basic callbacks: all local except dprints and errorstring ----
@@ -113,46 +100,36 @@ char* cbErrorString(int code) {
                         [&](DllCall& call) { return debuggerFor(call).errorString(call, code); });
 }
 
-void cbPutImageInfo(mqs_image* image, mqs_image_info* info) {
-  guarded("put_image_info", 0, [&](DllCall& call) {
-    RemoteImage& r = imageOf(call, image);
+// put_*_info and get_*_info, by wire::InfoKind.
+constexpr const char* kPutInfoNames[] = {"put_image_info", "put_process_info", "put_job_info"};
+constexpr const char* kGetInfoNames[] = {"get_image_info", "get_process_info", "get_job_info"};
+static_assert(static_cast<int>(wire::InfoKind::IMAGE) == 0 &&
+              static_cast<int>(wire::InfoKind::PROCESS) == 1 &&
+              static_cast<int>(wire::InfoKind::JOB) == 2);
+
+template <typename Handle>
+using InfoOf = decltype(StandInOf<Handle>::info);
+
+// put_*_info: kept here for get_*_info, and relayed (not awaited) so the debugger stores the
+// token, in order with the call's other callbacks.
+template <typename Handle>
+void cbPutInfo(Handle* handle, InfoOf<Handle> info) {
+  constexpr wire::InfoKind kind = StandInOf<Handle>::kInfoKind;
+  guarded(kPutInfoNames[static_cast<int>(kind)], 0, [&](DllCall& call) {
+    auto& r = objectOf(call, handle);
     r.info = info;
-    relayPutInfo(call, wire::InfoKind::IMAGE, r.token, info);
+    uint64_t token = call.host().objects().infoToken(kind, r.token, info);
+    debuggerFor(call).notify(call, Effect{Effect::Kind::PutInfo, {}, kind, r.token, token});
     return 0;
   });
 }
 
-mqs_image_info* cbGetImageInfo(mqs_image* image) {
-  return guarded<mqs_image_info*>("get_image_info", nullptr,
-                                  [&](DllCall& call) { return imageOf(call, image).info; });
-}
-
-void cbPutProcessInfo(mqs_process* process, mqs_process_info* info) {
-  guarded("put_process_info", 0, [&](DllCall& call) {
-    RemoteProcess& r = processOf(call, process);
-    r.info = info;
-    relayPutInfo(call, wire::InfoKind::PROCESS, r.token, info);
-    return 0;
-  });
-}
-
-mqs_process_info* cbGetProcessInfo(mqs_process* process) {
-  return guarded<mqs_process_info*>("get_process_info", nullptr,
-                                    [&](DllCall& call) { return processOf(call, process).info; });
-}
-
-void cbPutJobInfo(mqs_job* job, mqs_job_info* info) {
-  guarded("put_job_info", 0, [&](DllCall& call) {
-    RemoteJob& r = jobOf(call, job);
-    r.info = info;
-    relayPutInfo(call, wire::InfoKind::JOB, r.token, info);
-    return 0;
-  });
-}
-
-mqs_job_info* cbGetJobInfo(mqs_job* job) {
-  return guarded<mqs_job_info*>("get_job_info", nullptr,
-                                [&](DllCall& call) { return jobOf(call, job).info; });
+// NULL when the DLL put none (or it was destroyed), or the handle is not one of ours.
+template <typename Handle>
+InfoOf<Handle> cbGetInfo(Handle* handle) {
+  constexpr wire::InfoKind kind = StandInOf<Handle>::kInfoKind;
+  return guarded<InfoOf<Handle>>(kGetInfoNames[static_cast<int>(kind)], nullptr,
+                                 [&](DllCall& call) { return objectOf(call, handle).info; });
 }
 
 // ---- image callbacks: the debugger's symbol and type information ----
@@ -160,7 +137,7 @@ mqs_job_info* cbGetJobInfo(mqs_job* job) {
 // Leaves every size untouched when the debugger cannot be asked.
 void cbGetTypeSizes(mqs_process* process, mqs_target_type_sizes* sizes) {
   guarded("get_type_sizes", 0, [&](DllCall& call) {
-    debuggerFor(call).getTypeSizes(call, processOf(call, process), sizes);
+    debuggerFor(call).getTypeSizes(call, objectOf(call, process), sizes);
     return 0;
   });
 }
@@ -172,7 +149,7 @@ int cbFindFunction(mqs_image* image, char* name, mqs_lang_code lang, mqs_taddr_t
   return guarded("find_function", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
                    return debuggerFor(call).findFunction(
-                       call, imageOf(call, image), checkedName(name, "find_function"),
+                       call, objectOf(call, image), checkedName(name, "find_function"),
                        static_cast<int>(lang), addr);
                  });
 }
@@ -181,7 +158,7 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
   if (name == nullptr) return mqs_no_information;
   return guarded("find_symbol", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   return debuggerFor(call).findSymbol(call, imageOf(call, image),
+                   return debuggerFor(call).findSymbol(call, objectOf(call, image),
                                                        checkedName(name, "find_symbol"), addr);
                  });
 }
@@ -191,7 +168,7 @@ int cbFindSymbol(mqs_image* image, char* name, mqs_taddr_t* addr) {
 mqs_type* cbFindType(mqs_image* image, char* name, mqs_lang_code lang) {
   if (name == nullptr) return nullptr;
   return guarded<mqs_type*>("find_type", nullptr, [&](DllCall& call) -> mqs_type* {
-    uint64_t token = debuggerFor(call).findType(call, imageOf(call, image),
+    uint64_t token = debuggerFor(call).findType(call, objectOf(call, image),
                                                 checkedName(name, "find_type"),
                                                 static_cast<int>(lang));
     if (token > std::numeric_limits<uintptr_t>::max()) {
@@ -222,14 +199,14 @@ int cbSizeof(mqs_type* type) {
 // MQS_INVALID_PROCESS when unavailable.
 int cbGetGlobalRank(mqs_process* process) {
   return guarded("get_global_rank", static_cast<int>(MQS_INVALID_PROCESS), [&](DllCall& call) {
-    return debuggerFor(call).globalRank(call, processOf(call, process));
+    return debuggerFor(call).globalRank(call, objectOf(call, process));
   });
 }
 
 // NULL when unavailable.
 mqs_image* cbGetImage(mqs_process* process) {
   return guarded<mqs_image*>("get_image", nullptr, [&](DllCall& call) -> mqs_image* {
-    uint64_t token = debuggerFor(call).image(call, processOf(call, process));
+    uint64_t token = debuggerFor(call).image(call, objectOf(call, process));
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_image*>(&call.host().objects().image(token));
   });
@@ -242,7 +219,7 @@ int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
   }
   return guarded("fetch_data", static_cast<int>(MQD_PROXY_ERR_CALLBACK_FAILED),
                  [&](DllCall& call) {
-                   return debuggerFor(call).fetchData(call, processOf(call, process), addr, size,
+                   return debuggerFor(call).fetchData(call, objectOf(call, process), addr, size,
                                                       buf);
                  });
 }
@@ -252,7 +229,7 @@ int cbFetchData(mqs_process* process, mqs_taddr_t addr, int size, void* buf) {
 void cbTargetToHost(mqs_process* process, const void* in, void* out, int size) {
   if (in == nullptr || out == nullptr || size <= 0) return;
   guarded("target_to_host", 0, [&](DllCall& call) {
-    bool swap = processOf(call, process).targetBigEndian != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    bool swap = objectOf(call, process).targetBigEndian != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
     const auto* src = static_cast<const unsigned char*>(in);
     auto* dst = static_cast<unsigned char*>(out);
     if (!swap) {
@@ -269,7 +246,7 @@ void cbTargetToHost(mqs_process* process, const void* in, void* out, int size) {
 // NULL / MQS_INVALID_PROCESS when unavailable.
 mqs_job* cbGetProcessJob(mqs_process* process) {
   return guarded<mqs_job*>("get_process_job", nullptr, [&](DllCall& call) -> mqs_job* {
-    uint64_t token = debuggerFor(call).job(call, processOf(call, process));
+    uint64_t token = debuggerFor(call).job(call, objectOf(call, process));
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_job*>(&call.host().objects().job(token));
   });
@@ -278,7 +255,7 @@ mqs_job* cbGetProcessJob(mqs_process* process) {
 int cbGetProcessIdentity(mqs_process* process) {
   return guarded("get_process_identity", static_cast<int>(MQS_INVALID_PROCESS),
                  [&](DllCall& call) {
-                   return debuggerFor(call).identity(call, processOf(call, process));
+                   return debuggerFor(call).identity(call, objectOf(call, process));
                  });
 }
 
@@ -286,16 +263,22 @@ int cbGetProcessIdentity(mqs_process* process) {
 
 mqs_process* cbGetProcess(mqs_job* job, int index) {
   return guarded<mqs_process*>("get_process", nullptr, [&](DllCall& call) -> mqs_process* {
-    uint64_t token = debuggerFor(call).process(call, jobOf(call, job), index);
+    uint64_t token = debuggerFor(call).process(call, objectOf(call, job), index);
     if (token == 0) return nullptr;
     return reinterpret_cast<mqs_process*>(&call.host().objects().process(token));
   });
 }
 
-const mqs_basic_callbacks kBasic = {cbMalloc,        cbFree,         cbDprints,
-                                    cbErrorString,   cbPutImageInfo, cbGetImageInfo,
-                                    cbPutProcessInfo, cbGetProcessInfo, cbPutJobInfo,
-                                    cbGetJobInfo};
+const mqs_basic_callbacks kBasic = {cbMalloc,
+                                    cbFree,
+                                    cbDprints,
+                                    cbErrorString,
+                                    cbPutInfo<mqs_image>,
+                                    cbGetInfo<mqs_image>,
+                                    cbPutInfo<mqs_process>,
+                                    cbGetInfo<mqs_process>,
+                                    cbPutInfo<mqs_job>,
+                                    cbGetInfo<mqs_job>};
 const mqs_image_callbacks kImage = {cbGetTypeSizes, cbFindFunction, cbFindSymbol,
                                     cbFindType,     cbFieldOffset,  cbSizeof};
 const mqs_process_callbacks kProcess = {cbGetGlobalRank, cbGetImage,      cbFetchData,

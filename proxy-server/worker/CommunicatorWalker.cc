@@ -4,10 +4,12 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "OutputCapture.h"
+#include "QueueIteration.h"
 #include "RemoteDebugger.h"
 #include "SessionBoard.h"
 #include "VendorDll.h"
@@ -15,11 +17,6 @@
 
 namespace mqd::server {
 namespace {
-
-// A walk larger than this is not recorded (each operation costs a few hundred bytes).
-constexpr size_t kMaxRecordedOperations = kMaxWalkOperations;
-constexpr size_t kMaxRecordedCommunicators = kMaxWalkCommunicators;
-constexpr int kCollectives = 14;  // Barrier .. Scatterv
 
 // Runs one DLL call with its effects captured, as the unrecorded call would run.
 class Recording {
@@ -45,6 +42,168 @@ template <typename Builder>
 void setEffects(Builder b, const std::vector<Effect>& effects) {
   writeEffects(effects, b.initEffects(static_cast<unsigned>(effects.size())));
 }
+
+// The walk's steps: each call made on the DLL with its effects captured (Recording), its answer
+// built into the walk's message as an orphan first (the counts are not known in advance), then
+// adopted into its list without copying. A walk whose group buffers or message grow past
+// kMaxWalkBytes stops the iteration.
+class WalkRecordingSteps final : public QueueIterationSteps {
+ public:
+  WalkRecordingSteps(const VendorDll::EntryPoints& e, mqs_process* handle, RemoteProcess& process,
+                     DllCall& call, capnp::MessageBuilder& message,
+                     wire::CommunicatorWalk::Builder out, std::set<int>& codes)
+      : e_(e), handle_(handle), process_(process), call_(call), message_(message), out_(out),
+        codes_(codes), orphanage_(capnp::Orphanage::getForMessageContaining(out)) {}
+
+  std::optional<int> setupCommunicatorIterator() override {
+    Recording r(call_, EntryPoint::setup_communicator_iterator);
+    int rc = e_.mqs_setup_communicator_iterator(handle_);
+    codes_.insert(rc);
+    auto setup = out_.initSetup();
+    setup.setRc(rc);
+    setEffects(setup, r.finish());
+    setUp_ = rc == mqs_ok;
+    return rc;
+  }
+
+  std::optional<int> getCommunicator() override {
+    comms_.push_back(orphanage_.newOrphan<wire::WalkedCommunicator>());
+    auto c = comms_.back().get();
+    Recording r(call_, EntryPoint::get_communicator);
+    prepare(communicator_);
+    int rc = e_.mqs_get_communicator(handle_, &communicator_);
+    codes_.insert(rc);
+    auto get = c.initGet();
+    get.setRc(rc);
+    capture(communicator_, get.initCommunicator());
+    if (get.getCommunicator().getWritten() & wire::Communicator::WRITTEN_SIZE) {
+      process_.communicatorSize = communicator_.size;
+    }
+    setEffects(get, r.finish());
+    return rc;
+  }
+
+  bool asksCommGroup() override { return e_.mqs_get_comm_group != nullptr; }
+
+  std::optional<int> getCommGroup() override {
+    Recording r(call_, EntryPoint::get_comm_group);
+    size_t capacity = GroupBuffer::capacityFor(communicator_.size);
+    // Every group buffer is allocated and marked in full; beyond the minimum, a walk may
+    // spend no more on them than its whole message may hold (sizes come from the target).
+    groupBytes_ += (capacity - GroupBuffer::kMinCapacity) * sizeof(int);
+    if (groupBytes_ > CommunicatorWalker::kMaxWalkBytes) return std::nullopt;
+    GroupBuffer ranks(capacity);
+    int rc = e_.mqs_get_comm_group(handle_, ranks.data());
+    codes_.insert(rc);
+    auto c = comms_.back().get();
+    auto group = c.initGroup();
+    group.setRc(rc);
+    ranks.capture(group);
+    setEffects(group, r.finish());
+    c.setHasGroup(true);
+    return rc;
+  }
+
+  bool asksCommCollStates() override { return e_.mqs_get_comm_coll_state != nullptr; }
+
+  std::optional<int> getCommCollState(int collective) override {
+    auto c = comms_.back().get();
+    if (collective == 0) c.initCollStates(kCommCollectives);
+    Recording r(call_, EntryPoint::get_comm_coll_state);
+    int sequence, active;
+    prepare(sequence);
+    prepare(active);
+    int rc = e_.mqs_get_comm_coll_state(handle_, collective, &sequence, &active);
+    codes_.insert(rc);
+    auto s = c.getCollStates()[static_cast<unsigned>(collective)];
+    s.setRc(rc);
+    capture(sequence, s.initSequence());
+    capture(active, s.initActive());
+    setEffects(s, r.finish());
+    return rc;
+  }
+
+  std::optional<int> setupOperationIterator(int opClass) override {
+    auto c = comms_.back().get();
+    if (opClass == 0) c.initQueues(3);
+    Recording r(call_, EntryPoint::setup_operation_iterator);
+    int rc = e_.mqs_setup_operation_iterator(handle_, opClass);
+    codes_.insert(rc);
+    auto setup = c.getQueues()[static_cast<unsigned>(opClass)].initSetup();
+    setup.setRc(rc);
+    setEffects(setup, r.finish());
+    opClass_ = opClass;
+    ops_.clear();
+    return rc;
+  }
+
+  std::optional<int> nextOperation() override {
+    if (++operations_ % 1024 == 0 &&
+        message_.sizeInWords() * sizeof(capnp::word) > CommunicatorWalker::kMaxWalkBytes) {
+      return std::nullopt;
+    }
+    ops_.push_back(orphanage_.newOrphan<wire::RecordedOperation>());
+    auto o = ops_.back().get();
+    int rc;
+    {
+      Recording r(call_, EntryPoint::next_operation);
+      auto operation = std::make_unique<mqs_pending_operation>();
+      prepare(*operation);
+      rc = e_.mqs_next_operation(handle_, operation.get());
+      codes_.insert(rc);
+      o.setRc(rc);
+      capture(*operation, o.initOperation());
+      setEffects(o, r.finish());
+    }
+    if (rc != mqs_ok) {  // the queue's last call
+      auto list = comms_.back().get().getQueues()[static_cast<unsigned>(opClass_)].initOperations(
+          static_cast<unsigned>(ops_.size()));
+      for (size_t i = 0; i < ops_.size(); ++i) {
+        list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(ops_[i]));
+      }
+    }
+    return rc;
+  }
+
+  std::optional<int> nextCommunicator() override {
+    Recording r(call_, EntryPoint::next_communicator);
+    int rc = e_.mqs_next_communicator(handle_);
+    codes_.insert(rc);
+    auto c = comms_.back().get();
+    auto next = c.initNext();
+    next.setRc(rc);
+    setEffects(next, r.finish());
+    c.setHasNext(true);
+    return rc;
+  }
+
+  // After an iteration that ended: the communicators into the walk (none when the iterator's
+  // set-up failed, as the debugger then asks for none).
+  void adoptCommunicators() {
+    if (!setUp_) return;
+    auto list = out_.initCommunicators(static_cast<unsigned>(comms_.size()));
+    for (size_t i = 0; i < comms_.size(); ++i) {
+      list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(comms_[i]));
+    }
+  }
+
+ private:
+  const VendorDll::EntryPoints& e_;
+  mqs_process* handle_;
+  RemoteProcess& process_;
+  DllCall& call_;
+  capnp::MessageBuilder& message_;
+  wire::CommunicatorWalk::Builder out_;
+  std::set<int>& codes_;
+  capnp::Orphanage orphanage_;
+  bool setUp_ = false;
+  std::vector<capnp::Orphan<wire::WalkedCommunicator>> comms_;
+  mqs_communicator communicator_;  // the one just got
+  size_t groupBytes_ = 0;
+  int opClass_ = 0;
+  std::vector<capnp::Orphan<wire::RecordedOperation>> ops_;  // of the queue being recorded
+  size_t operations_ = 0;  // next_operation calls of the whole walk
+};
 
 }  // namespace
 
@@ -78,124 +237,12 @@ bool CommunicatorWalker::record(capnp::MessageBuilder& message) {
 
 bool CommunicatorWalker::recordCalls(capnp::MessageBuilder& message,
                                      wire::CommunicatorWalk::Builder out, std::set<int>& codes) {
-  const VendorDll::EntryPoints& e = dll_.entry();
-  {
-    Recording r(call_, EntryPoint::setup_communicator_iterator);
-    int rc = e.mqs_setup_communicator_iterator(handle());
-    codes.insert(rc);
-    auto setup = out.initSetup();
-    setup.setRc(rc);
-    setEffects(setup, r.finish());
-    if (rc != mqs_ok) return true;
-  }
-  // Built as orphans in the walk's own message first (the counts are not known in advance),
-  // then adopted into their lists without copying.
-  auto orphanage = capnp::Orphanage::getForMessageContaining(out);
-  std::vector<capnp::Orphan<wire::WalkedCommunicator>> comms;
-  size_t operations = 0;
-  size_t groupBytes = 0;
-  for (;;) {
-    if (comms.size() >= kMaxRecordedCommunicators) return false;
-    comms.push_back(orphanage.newOrphan<wire::WalkedCommunicator>());
-    auto c = comms.back().get();
-    mqs_communicator communicator;
-    int getRc;
-    {
-      Recording r(call_, EntryPoint::get_communicator);
-      prepare(communicator);
-      getRc = e.mqs_get_communicator(handle(), &communicator);
-      codes.insert(getRc);
-      auto get = c.initGet();
-      get.setRc(getRc);
-      capture(communicator, get.initCommunicator());
-      if (get.getCommunicator().getWritten() & wire::Communicator::WRITTEN_SIZE) process_.communicatorSize = communicator.size;
-      setEffects(get, r.finish());
-    }
-    if (getRc != mqs_ok) break;  // a debugger stops here
-    if (e.mqs_get_comm_group != nullptr) {
-      Recording r(call_, EntryPoint::get_comm_group);
-      size_t capacity = GroupBuffer::capacityFor(communicator.size);
-      // Every group buffer is allocated and marked in full; beyond the minimum, a walk may
-      // spend no more on them than its whole message may hold (sizes come from the target).
-      groupBytes += (capacity - GroupBuffer::kMinCapacity) * sizeof(int);
-      if (groupBytes > kMaxWalkBytes) return false;
-      GroupBuffer ranks(capacity);
-      int rc = e.mqs_get_comm_group(handle(), ranks.data());
-      codes.insert(rc);
-      auto group = c.initGroup();
-      group.setRc(rc);
-      ranks.capture(group);
-      setEffects(group, r.finish());
-      c.setHasGroup(true);
-    }
-    if (e.mqs_get_comm_coll_state != nullptr) {
-      auto states = c.initCollStates(kCollectives);
-      for (int k = 0; k < kCollectives; ++k) {
-        Recording r(call_, EntryPoint::get_comm_coll_state);
-        int sequence, active;
-        prepare(sequence);
-        prepare(active);
-        int rc = e.mqs_get_comm_coll_state(handle(), k, &sequence, &active);
-        codes.insert(rc);
-        auto s = states[static_cast<unsigned>(k)];
-        s.setRc(rc);
-        capture(sequence, s.initSequence());
-        capture(active, s.initActive());
-        setEffects(s, r.finish());
-      }
-    }
-    auto queues = c.initQueues(3);
-    for (int op = 0; op < 3; ++op) {
-      auto q = queues[static_cast<unsigned>(op)];
-      int rc;
-      {
-        Recording r(call_, EntryPoint::setup_operation_iterator);
-        rc = e.mqs_setup_operation_iterator(handle(), op);
-        codes.insert(rc);
-        auto setup = q.initSetup();
-        setup.setRc(rc);
-        setEffects(setup, r.finish());
-      }
-      if (rc != mqs_ok) continue;
-      std::vector<capnp::Orphan<wire::RecordedOperation>> ops;
-      for (;;) {
-        if (++operations > kMaxRecordedOperations) return false;
-        if (operations % 1024 == 0 && message.sizeInWords() * sizeof(capnp::word) > kMaxWalkBytes) {
-          return false;
-        }
-        ops.push_back(orphanage.newOrphan<wire::RecordedOperation>());
-        auto o = ops.back().get();
-        Recording r(call_, EntryPoint::next_operation);
-        auto operation = std::make_unique<mqs_pending_operation>();
-        prepare(*operation);
-        rc = e.mqs_next_operation(handle(), operation.get());
-        codes.insert(rc);
-        o.setRc(rc);
-        capture(*operation, o.initOperation());
-        setEffects(o, r.finish());
-        if (rc != mqs_ok) break;
-      }
-      auto list = q.initOperations(static_cast<unsigned>(ops.size()));
-      for (size_t i = 0; i < ops.size(); ++i) {
-        list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(ops[i]));
-      }
-    }
-    int nextRc;
-    {
-      Recording r(call_, EntryPoint::next_communicator);
-      nextRc = e.mqs_next_communicator(handle());
-      codes.insert(nextRc);
-      auto next = c.initNext();
-      next.setRc(nextRc);
-      setEffects(next, r.finish());
-      c.setHasNext(true);
-    }
-    if (nextRc != mqs_ok) break;
-  }
-  auto list = out.initCommunicators(static_cast<unsigned>(comms.size()));
-  for (size_t i = 0; i < comms.size(); ++i) {
-    list.adoptWithCaveats(static_cast<unsigned>(i), kj::mv(comms[i]));
-  }
+  WalkRecordingSteps steps(dll_.entry(), handle(), process_, call_, message, out, codes);
+  QueueIterationLimits limits;
+  limits.communicators = kMaxWalkCommunicators;
+  limits.operations = kMaxWalkOperations;
+  if (iterateQueues(steps, limits) != IterationEnd::Ended) return false;
+  steps.adoptCommunicators();
   return true;
 }
 

@@ -2,10 +2,10 @@
 // where the debugger believes it is when the shim stops serving from the record.
 //
 // record() runs, right after a successful mqs_update_communicator_list, what every debugger
-// does next: setup_communicator_iterator, then for each communicator get_communicator,
-// get_comm_group, get_comm_coll_state(0..13) (when the DLL has them), the three queues
-// (setup_operation_iterator and next_operation until it stops answering mqs_ok) and
-// next_communicator, as long as the DLL answers mqs_ok. Every call is captured exactly as the
+// does next (the queue iteration, common/QueueIteration.h): setup_communicator_iterator, then
+// for each communicator get_communicator, get_comm_group, get_comm_coll_state(0..13) (when the
+// DLL has them), the three queues (setup_operation_iterator and next_operation until it stops
+// answering mqs_ok) and next_communicator, as long as the DLL answers mqs_ok. Every call is captured exactly as the
 // unrecorded call would have been (OutputCapture), with the debugger-visible effects it caused.
 // The shim then answers the debugger's calls from the record for as long as they follow it.
 //

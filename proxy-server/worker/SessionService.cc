@@ -1,9 +1,12 @@
 #include "SessionService.h"
 
+#include <kj/common.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <type_traits>
 
 #include "AsanFiber.h"
 #include "Bulk.h"
@@ -67,6 +70,28 @@ std::vector<RemoteDebugger::BlockAhead> blocksAhead(capnp::List<wire::MemoryWind
   return ahead;
 }
 
+// mqs_destroy_*_info of the info `token` names (NULL for token 0; a token that names no live
+// info of Object's kind is refused with ProxyError(BAD_HANDLE)), then the token forgotten.
+// Returns what the DLL's `destroy` returned.
+template <typename Object, typename Info, typename R>
+R destroyInfo(DebuggerObjects& objects, DllCall& call, uint64_t token, R (*destroy)(Info*)) {
+  static_assert(std::is_same_v<Info*, decltype(Object::info)>);
+  auto* info = token == 0 ? nullptr
+                          : static_cast<Info*>(
+                                objects.infoFromToken(Object::kInfoKind, token, call.name()));
+  KJ_DEFER(objects.forgetInfo(token));
+  return destroy(info);
+}
+
+// The infos of Object's kind still live, each destroyed by `destroy` (when the DLL has it).
+template <typename Object, typename Info, typename R>
+void destroyLiveInfos(DebuggerObjects& objects, R (*destroy)(Info*)) {
+  static_assert(std::is_same_v<Info*, decltype(Object::info)>);
+  for (void* info : objects.takeLiveInfos(Object::kInfoKind)) {
+    if (destroy) destroy(static_cast<Info*>(info));
+  }
+}
+
 }  // namespace
 
 SessionService::SessionService(std::unique_ptr<VendorDll> dll, wire::Debugger::Client debugger,
@@ -109,19 +134,9 @@ void SessionService::destroyLeftInfos() {
   // call: callbacks that need the debugger are refused (DllCall::current() is null).
   const VendorDll::EntryPoints& entry = dll_->entry();
   try {
-    for (void* info : objects_.takeLiveInfos(wire::InfoKind::JOB)) {
-      if (entry.mqs_destroy_job_info) entry.mqs_destroy_job_info(static_cast<mqs_job_info*>(info));
-    }
-    for (void* info : objects_.takeLiveInfos(wire::InfoKind::PROCESS)) {
-      if (entry.mqs_destroy_process_info) {
-        entry.mqs_destroy_process_info(static_cast<mqs_process_info*>(info));
-      }
-    }
-    for (void* info : objects_.takeLiveInfos(wire::InfoKind::IMAGE)) {
-      if (entry.mqs_destroy_image_info) {
-        entry.mqs_destroy_image_info(static_cast<mqs_image_info*>(info));
-      }
-    }
+    destroyLiveInfos<RemoteJob>(objects_, entry.mqs_destroy_job_info);
+    destroyLiveInfos<RemoteProcess>(objects_, entry.mqs_destroy_process_info);
+    destroyLiveInfos<RemoteImage>(objects_, entry.mqs_destroy_image_info);
   } catch (...) {
     MQD_LOG(Warn, "destroying the infos left at the end of the session failed");
   }
@@ -447,12 +462,8 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
 
 kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
   return runDll(context, EntryPoint::destroy_image_info, [this, context](DllCall& call) mutable {
-    uint64_t token = context.getParams().getInfo();
-    auto* info = token == 0 ? nullptr
-                            : static_cast<mqs_image_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::IMAGE, token, call.name()));
-    dll_->entry().mqs_destroy_image_info(info);
-    objects_.forgetInfo(token);
+    destroyInfo<RemoteImage>(objects_, call, context.getParams().getInfo(),
+                             dll_->entry().mqs_destroy_image_info);
   });
 }
 
@@ -534,12 +545,8 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
 
 kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
   return runDll(context, EntryPoint::destroy_process_info, [this, context](DllCall& call) mutable {
-    uint64_t token = context.getParams().getInfo();
-    auto* info = token == 0 ? nullptr
-                            : static_cast<mqs_process_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::PROCESS, token, call.name()));
-    dll_->entry().mqs_destroy_process_info(info);
-    objects_.forgetInfo(token);
+    destroyInfo<RemoteProcess>(objects_, call, context.getParams().getInfo(),
+                               dll_->entry().mqs_destroy_process_info);
   });
 }
 
@@ -841,13 +848,8 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
   return runDll(context, EntryPoint::destroy_job_info, [this, context](DllCall& call) mutable {
     auto results = context.getResults();
     if (!dllExports(call, results)) return;
-    uint64_t token = context.getParams().getInfo();
-    auto* info = token == 0 ? nullptr
-                            : static_cast<mqs_job_info*>(objects_.infoFromToken(
-                                  wire::InfoKind::JOB, token, call.name()));
-    int rc = dll_->entry().mqs_destroy_job_info(info);
-    objects_.forgetInfo(token);
-    results.setRc(rc);
+    results.setRc(destroyInfo<RemoteJob>(objects_, call, context.getParams().getInfo(),
+                                         dll_->entry().mqs_destroy_job_info));
   });
 }
 

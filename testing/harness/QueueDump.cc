@@ -3,8 +3,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "QueueIteration.h"
 #include "mqd_proxy.h"
 
 namespace mqd::harness {
@@ -32,86 +34,122 @@ std::string chars(const char* p, size_t n) {
   return out;
 }
 
+// Notes where the dump failed; no rc, so that the iteration stops there.
+std::optional<int> fail(QueueDump& d, const char* call, int rc) {
+  d.failedCall = call;
+  d.failedRc = rc;
+  d.text += line("%s -> %d", call, rc);
+  return std::nullopt;
+}
+
+// The dump's steps: each call made through the DLL, its answer rendered into the text. A proxy
+// error (or a DLL error where a debugger could not go on) is noted as where the dump failed.
+class DumpSteps final : public QueueIterationSteps {
+ public:
+  DumpSteps(MqsLibrary& dll, mqs_process* process, QueueDump& d)
+      : dll_(dll), process_(process), d_(d) {}
+
+  std::optional<int> setupCommunicatorIterator() override {
+    ++d_.calls;
+    int rc = dll_.setup_communicator_iterator(process_);
+    if (rc != mqs_ok && rc != mqs_end_of_list) fail(d_, "mqs_setup_communicator_iterator", rc);
+    return rc;
+  }
+
+  std::optional<int> getCommunicator() override {
+    poison(c_);
+    ++d_.calls;
+    int rc = dll_.get_communicator(process_, &c_);
+    if (rc != mqs_ok) {
+      fail(d_, "mqs_get_communicator", rc);
+      return rc;
+    }
+    d_.text += line("comm %llu rank %lld size %lld name '%s'",
+                    static_cast<unsigned long long>(c_.unique_id),
+                    static_cast<long long>(c_.local_rank), static_cast<long long>(c_.size),
+                    chars(c_.name, sizeof c_.name).c_str());
+    return rc;
+  }
+
+  bool asksCommGroup() override {
+    return dll_.get_comm_group != nullptr && c_.size > 0 && c_.size < 1 << 20;
+  }
+
+  std::optional<int> getCommGroup() override {
+    std::vector<int> ranks(static_cast<size_t>(c_.size), -7);
+    ++d_.calls;
+    int rc = dll_.get_comm_group(process_, ranks.data());
+    if (MQD_PROXY_IS_PROXY_ERROR(rc)) return fail(d_, "mqs_get_comm_group", rc);
+    std::string group;
+    for (int r : ranks) group += " " + std::to_string(r);
+    d_.text += line("  group rc %d:%s", rc, group.c_str());
+    return rc;
+  }
+
+  std::optional<int> setupOperationIterator(int opClass) override {
+    ++d_.calls;
+    int rc = dll_.setup_operation_iterator(process_, opClass);
+    if (MQD_PROXY_IS_PROXY_ERROR(rc)) return fail(d_, "mqs_setup_operation_iterator", rc);
+    d_.text += line("  queue %d rc %d", opClass, rc);
+    return rc;
+  }
+
+  std::optional<int> nextOperation() override {
+    mqs_pending_operation op;
+    poison(op);
+    ++d_.calls;
+    int rc = dll_.next_operation(process_, &op);
+    if (rc == mqs_end_of_list) return rc;
+    if (rc != mqs_ok) {
+      // A DLL may stop a queue with its own error; a proxy error ends the dump.
+      if (MQD_PROXY_IS_PROXY_ERROR(rc)) return fail(d_, "mqs_next_operation", rc);
+      d_.text += line("    next_operation -> %d", rc);
+      return rc;
+    }
+    ++d_.operations;
+    d_.text += line(
+        "    op status %d peer %lld/%lld wild %d tag %lld len %lld sysbuf %d buf %llx "
+        "actual %lld/%lld tag %lld len %lld '%s' '%s' '%s'",
+        op.status, static_cast<long long>(op.desired_local_rank),
+        static_cast<long long>(op.desired_global_rank), op.tag_wild,
+        static_cast<long long>(op.desired_tag), static_cast<long long>(op.desired_length),
+        op.system_buffer, static_cast<unsigned long long>(op.buffer),
+        static_cast<long long>(op.actual_local_rank),
+        static_cast<long long>(op.actual_global_rank),
+        static_cast<long long>(op.actual_tag), static_cast<long long>(op.actual_length),
+        chars(op.extra_text[0], 64).c_str(), chars(op.extra_text[1], 64).c_str(),
+        chars(op.extra_text[2], 64).c_str());
+    return rc;
+  }
+
+  std::optional<int> nextCommunicator() override {
+    ++d_.calls;
+    int rc = dll_.next_communicator(process_);
+    if (rc != mqs_ok && rc != mqs_end_of_list) fail(d_, "mqs_next_communicator", rc);
+    return rc;
+  }
+
+ private:
+  MqsLibrary& dll_;
+  mqs_process* process_;
+  QueueDump& d_;
+  mqs_communicator c_;  // the communicator just got
+};
+
 }  // namespace
 
 QueueDump dumpQueues(MqsLibrary& dll, mqs_process* process, bool update) {
   QueueDump d;
-  auto failed = [&d](const char* call, int rc) {
-    d.failedCall = call;
-    d.failedRc = rc;
-    d.text += line("%s -> %d", call, rc);
-    return d;
-  };
-  int rc;
   if (update) {
     ++d.calls;
-    if ((rc = dll.update_communicator_list(process)) != mqs_ok) {
-      return failed("mqs_update_communicator_list", rc);
+    int rc = dll.update_communicator_list(process);
+    if (rc != mqs_ok) {
+      fail(d, "mqs_update_communicator_list", rc);
+      return d;
     }
   }
-  ++d.calls;
-  if ((rc = dll.setup_communicator_iterator(process)) != mqs_ok) {
-    if (rc == mqs_end_of_list) return d;
-    return failed("mqs_setup_communicator_iterator", rc);
-  }
-  for (;;) {
-    mqs_communicator c;
-    poison(c);
-    ++d.calls;
-    if ((rc = dll.get_communicator(process, &c)) != mqs_ok) {
-      return failed("mqs_get_communicator", rc);
-    }
-    d.text += line("comm %llu rank %lld size %lld name '%s'",
-                   static_cast<unsigned long long>(c.unique_id),
-                   static_cast<long long>(c.local_rank), static_cast<long long>(c.size),
-                   chars(c.name, sizeof c.name).c_str());
-    if (dll.get_comm_group != nullptr && c.size > 0 && c.size < 1 << 20) {
-      std::vector<int> ranks(static_cast<size_t>(c.size), -7);
-      ++d.calls;
-      rc = dll.get_comm_group(process, ranks.data());
-      if (MQD_PROXY_IS_PROXY_ERROR(rc)) return failed("mqs_get_comm_group", rc);
-      std::string group;
-      for (int r : ranks) group += " " + std::to_string(r);
-      d.text += line("  group rc %d:%s", rc, group.c_str());
-    }
-    for (int q = 0; q < 3; ++q) {
-      ++d.calls;
-      rc = dll.setup_operation_iterator(process, q);
-      if (MQD_PROXY_IS_PROXY_ERROR(rc)) return failed("mqs_setup_operation_iterator", rc);
-      d.text += line("  queue %d rc %d", q, rc);
-      if (rc != mqs_ok) continue;
-      for (;;) {
-        mqs_pending_operation op;
-        poison(op);
-        ++d.calls;
-        rc = dll.next_operation(process, &op);
-        if (rc == mqs_end_of_list) break;
-        if (rc != mqs_ok) {
-          // A DLL may stop a queue with its own error; a proxy error ends the dump.
-          if (MQD_PROXY_IS_PROXY_ERROR(rc)) return failed("mqs_next_operation", rc);
-          d.text += line("    next_operation -> %d", rc);
-          break;
-        }
-        ++d.operations;
-        d.text += line(
-            "    op status %d peer %lld/%lld wild %d tag %lld len %lld sysbuf %d buf %llx "
-            "actual %lld/%lld tag %lld len %lld '%s' '%s' '%s'",
-            op.status, static_cast<long long>(op.desired_local_rank),
-            static_cast<long long>(op.desired_global_rank), op.tag_wild,
-            static_cast<long long>(op.desired_tag), static_cast<long long>(op.desired_length),
-            op.system_buffer, static_cast<unsigned long long>(op.buffer),
-            static_cast<long long>(op.actual_local_rank),
-            static_cast<long long>(op.actual_global_rank),
-            static_cast<long long>(op.actual_tag), static_cast<long long>(op.actual_length),
-            chars(op.extra_text[0], 64).c_str(), chars(op.extra_text[1], 64).c_str(),
-            chars(op.extra_text[2], 64).c_str());
-      }
-    }
-    ++d.calls;
-    rc = dll.next_communicator(process);
-    if (rc == mqs_end_of_list) break;
-    if (rc != mqs_ok) return failed("mqs_next_communicator", rc);
-  }
+  DumpSteps steps(dll, process, d);
+  iterateQueues(steps);
   return d;
 }
 

@@ -1,11 +1,11 @@
 // QueueDump: one full message-queue dump of a process, as a debugger's refresh makes it, in a
 // canonical text form that a native load and a proxied load can be compared by.
 //
-// The dump is mqs_update_communicator_list, then for every communicator get_communicator,
-// get_comm_group and the three operation queues. It stops at the first proxy error
-// (mqd_proxy.h: "the proxy failed, clearly"), or at a DLL error where a debugger could not go
-// on (update, iterator set-up, get_communicator, next_communicator), and says which call that
-// was and what it returned. Other DLL answers are part of the text, compared like the rest.
+// The dump is mqs_update_communicator_list, then the queue iteration (common/QueueIteration.h):
+// for every communicator get_communicator, get_comm_group and the three operation queues. It
+// stops at the first proxy error (mqd_proxy.h: "the proxy failed, clearly"), or at a DLL error
+// where a debugger could not go on (update, iterator set-up, get_communicator,
+// next_communicator), and says which call that was and what it returned. Other DLL answers are part of the text, compared like the rest.
 #pragma once
 
 #include <string>
