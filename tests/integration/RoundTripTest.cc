@@ -21,6 +21,9 @@
 #include <regex>
 #include <string>
 
+#include <capnp/compat/json.h>
+#include <capnp/message.h>
+
 #include "RunCommand.h"
 #include "ServerProcess.h"
 #include "ShimRig.h"
@@ -70,22 +73,34 @@ void configure(const std::string& endpoint, const char* cache, const char* compr
 using Counters = std::map<std::string, uint64_t>;
 
 // The counters of the server's most recent session with a DLL (not an earlier stats
-// connection), from `mqd-proxy stats --json`.
+// connection), from `mqd-proxy stats --json`, read with Cap'n Proto's JSON codec.
 Counters lastSession(const std::string& endpoint) {
-  Command c = run(std::string(mqd::test::kCli) + " --server " + endpoint + " stats --json");
+  // (stderr apart: only the document is read)
+  Command c =
+      run("(" + std::string(mqd::test::kCli) + " --server " + endpoint + " stats --json 2>/dev/null)");
   REQUIRE(c.status == 0);
-  std::string session;
-  for (size_t at = c.output.find("{\"connection\""); at != std::string::npos;) {
-    size_t next = c.output.find("{\"connection\"", at + 1);
-    std::string one = c.output.substr(at, next == std::string::npos ? next : next - at);
-    if (one.find("\"dll\": \"/") != std::string::npos) session = one;
-    at = next;
+  capnp::MallocMessageBuilder message;
+  auto doc = message.initRoot<capnp::JsonValue>();
+  capnp::JsonCodec().decodeRaw(kj::arrayPtr(c.output.data(), c.output.size()), doc);
+  REQUIRE(doc.isArray());
+  auto field = [](capnp::JsonValue::Reader object, const char* name) {
+    for (auto f : object.getObject()) {
+      if (f.getName() == name) return f.getValue();
+    }
+    return capnp::JsonValue::Reader();
+  };
+  kj::Maybe<capnp::JsonValue::Reader> session;
+  for (auto s : doc.asReader().getArray()) {
+    auto dll = field(s, "dll");
+    if (dll.isString() && dll.getString().startsWith("/")) session = s;
   }
-  REQUIRE_FALSE(session.empty());
   Counters out;
-  std::regex pair("\"([a-z_.]+)\": ([0-9]+)");
-  for (std::sregex_iterator it(session.begin(), session.end(), pair), end; it != end; ++it) {
-    out[(*it)[1]] = std::stoull((*it)[2]);
+  KJ_IF_MAYBE(s, session) {
+    for (auto counter : field(*s, "counters").getObject()) {
+      out[counter.getName()] = static_cast<uint64_t>(counter.getValue().getNumber());
+    }
+  } else {
+    FAIL("no session with a DLL in: " << c.output);
   }
   return out;
 }
