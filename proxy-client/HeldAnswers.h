@@ -23,6 +23,14 @@
 
 namespace mqd::client {
 
+// The object a set-up or has-queues call is about: an image (mqs_setup_image,
+// mqs_image_has_queues) or a process (mqs_setup_process, mqs_process_has_queues).
+inline wire::InfoKind objectKindOf(EntryPoint entryPoint) {
+  return entryPoint == EntryPoint::setup_image || entryPoint == EntryPoint::image_has_queues
+             ? wire::InfoKind::IMAGE
+             : wire::InfoKind::PROCESS;
+}
+
 // Gives the debugger a recorded call's effects, in order; a put_*_info puts `infoToken` on the
 // object `token` of `kind`.
 void deliverRecordedEffects(DebuggerSide& side, const std::vector<SetUpRecall::Effect>& effects,
@@ -72,8 +80,7 @@ class HeldAnswers {
 template <typename Results, typename Keep>
 void HeldAnswers::holdReply(SessionLink& link, std::shared_ptr<PendingCall> pending,
                             EntryPoint entryPoint, uint64_t token, Keep&& keep) {
-  wire::InfoKind kind = entryPoint == EntryPoint::image_has_queues ? wire::InfoKind::IMAGE
-                                                                   : wire::InfoKind::PROCESS;
+  wire::InfoKind kind = objectKindOf(entryPoint);
   drop(kind, token);
   try {
     Reply<Results> reply = link.finish<Results>(std::move(pending), entryPoint);

@@ -8,13 +8,6 @@
 namespace mqd::client {
 namespace {
 
-// The object a set-up call is about: an image or a process.
-wire::InfoKind kindOf(EntryPoint e) {
-  return e == EntryPoint::setup_image || e == EntryPoint::image_has_queues
-             ? wire::InfoKind::IMAGE
-             : wire::InfoKind::PROCESS;
-}
-
 const char* objectName(wire::InfoKind kind) {
   return kind == wire::InfoKind::IMAGE ? "image" : "process";
 }
@@ -88,9 +81,10 @@ bool SetUpRecords::firstSetUp(wire::InfoKind kind, uint64_t token) {
 
 bool SetUpRecords::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
   if (ahead.keys.empty() || side_.replaying) return false;
-  std::vector<const SetUpRecall::Record*> found = recall_->find(ahead.answersByKey());
+  SetUpRecall::Answers answers = ahead.answersByKey();
+  std::vector<const SetUpRecall::Record*> found = recall_->find(answers);
   if (found.empty()) return false;
-  ImageRecord kept{*found.front(), ahead.answersByKey(), true, true, {}};
+  ImageRecord kept{*found.front(), std::move(answers), true, true, {}};
   kept.record.process.reset();
   // Of the processes recorded with it, those whose set-up consumed look-ups answered the same
   // for this image: the same process again (or one that shares its addresses).
@@ -134,7 +128,7 @@ void SetUpRecords::answerFromRecord(EntryPoint setUpEntry, uint64_t token,
                                  const SetUpRecall::Call& told, uint64_t info,
                                  const std::string& warning,
                                  const SetUpRecall::Call& hasQueues) {
-  wire::InfoKind kind = kindOf(setUpEntry);
+  wire::InfoKind kind = objectKindOf(setUpEntry);
   EntryPoint hasQueuesEntry = kind == wire::InfoKind::IMAGE ? EntryPoint::image_has_queues
                                                             : EntryPoint::process_has_queues;
   recalled_.push_back({setUpEntry, token, std::move(setUp), told, info, warning});
@@ -284,7 +278,7 @@ void SetUpRecords::settleRecalled(bool behindAnother) {
     for (size_t i = 0; same && i < effects.size(); ++i) {
       wire::Effect::Reader now = *effects[i];
       same = effectOf(now) == call.told.effects[i] &&
-             (!now.isPutInfo() || (now.getPutInfo().getKind() == kindOf(call.entryPoint) &&
+             (!now.isPutInfo() || (now.getPutInfo().getKind() == objectKindOf(call.entryPoint) &&
                                    now.getPutInfo().getHandle() == call.token &&
                                    now.getPutInfo().getInfo() == call.infoToken));
     }
@@ -296,7 +290,7 @@ void SetUpRecords::settleRecalled(bool behindAnother) {
 void SetUpRecords::contradict(const Recalled& call, const std::string& how,
                            std::vector<kj::Own<wire::Effect::Reader>> unexpected) {
   ++counters_.setUpsContradicted;
-  wire::InfoKind kind = kindOf(call.entryPoint);
+  wire::InfoKind kind = objectKindOf(call.entryPoint);
   contradicted_.insert({static_cast<int>(kind), call.token});
   if (recall_) recall_->refute();
   std::string text = std::string("mqd-proxy: ") + nameOf(call.entryPoint) +
