@@ -12,14 +12,28 @@
 # Needs root (CI runs as root on a throwaway machine): without it, it fails and says so. It
 # refuses to run where mqd-proxy is already installed by someone else, and it takes the dpkg
 # lock only through apt-get (waiting for it), so it neither replaces nor removes anything it
-# did not install. Other tests use the build tree's files, never /usr's. A run killed before
-# its clean-up (ctest's timeout) leaves a stamp in BUILD_DIR; the next run purges what that run
-# installed first.
+# did not install. Other tests use the build tree's files, never /usr's.
+#
+# The machine has one /usr, so its state is the machine's, not the build's: runs from several
+# clones (a developer's run beside CI's) take turns on a lock in /run/lock, and a run killed
+# before its clean-up (ctest's timeout, an ended session) leaves a stamp in /var/lib; the next
+# run, from whichever clone, purges what that run installed first.
 set -euo pipefail
+# Another run of this test on this machine holds the lock while its package is installed: wait
+# for it (its own run is bounded by its ctest timeout). flock keeps the lock, not this script
+# (-o): a process the run leaves behind does not hold it.
+lock=/run/lock/mqd-proxy-deb-smoke.lock
+if [ -z "${MQD_DEB_SMOKE_LOCKED:-}" ]; then
+  status=0
+  MQD_DEB_SMOKE_LOCKED=1 flock -o -w 600 -E 75 "$lock" bash "$0" "$@" || status=$?
+  [ $status != 75 ] || echo "FAIL: another run of packaging-deb on this machine held $lock for 600 s"
+  exit $status
+fi
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
 package=mqd-proxy
-stamp=$build/tests/packaging/deb-smoke.installed
+state=/var/lib/mqd-proxy-tests
+stamp=$state/deb-smoke.installed
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -y -q -o DPkg::Lock::Timeout=600)
 
@@ -72,13 +86,22 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# A run of this test that was killed (its stamp is here) may have left dpkg itself half done (a
+# purge killed in man-db's trigger): dpkg finishes that work, then the package it installed is
+# purged. Without the stamp, an installed package is someone else's.
+if [ -e "$stamp" ]; then
+  echo "== finishing what an interrupted run of this test left ($(cat "$stamp"))"
+  if [ -n "$(dpkg --audit 2>&1)" ]; then
+    dpkg --configure -a > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "dpkg --configure -a"; }
+  fi
+  case "$(status_of)" in
+    ""|not-installed) rm -f "$stamp" ;;
+    *) purge || fail "could not purge the $package left by an interrupted run" ;;
+  esac
+fi
 case "$(status_of)" in
   ""|not-installed) ;;
-  *)
-    [ -e "$stamp" ] || fail "$package is already installed here ($(status_of)), not by this test: it will not replace or remove it"
-    echo "== purging the $package an interrupted run of this test installed"
-    purge || fail "could not purge the $package left by an interrupted run"
-    ;;
+  *) fail "$package is already installed here ($(status_of)), not by this test: it will not replace or remove it" ;;
 esac
 
 echo "== cpack -G DEB"
@@ -129,8 +152,8 @@ dpkg-deb -c "$deb" | grep -v '^d' | awk '{print $6}' | sed 's|^\./|/|' > "$work/
 echo "ok: $(wc -l < "$work/files") files, under /usr but its settings and unit; dependencies from dpkg-shlibdeps"
 
 echo "== apt-get install $deb"
-mkdir -p "$(dirname "$stamp")"
-touch "$stamp"
+mkdir -p "$state"
+echo "$build, $(date -u +%FT%TZ)" > "$stamp"
 installed=1
 "${apt[@]}" install "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "apt-get install"; }
 [ "$(status_of)" = installed ] || fail "dpkg says $package is $(status_of)"
