@@ -38,8 +38,8 @@ const char* graphUsage();
 // Milliseconds as "0.214 ms" / "12.3 ms".
 std::string formatMs(double ms);
 
-// "stopped by the server" sentences: the ProxyError code's text and detail of an exception.
-std::string describeFailure(const kj::Exception& e, int* code = nullptr);
+// "stopped by the server" sentences: the failure's code's text and its detail.
+std::string describeFailure(const ProxyError& e);
 
 // Round-trip times of `count` Proxy.describe calls on `connection`, in milliseconds.
 std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& waitScope,

@@ -19,12 +19,9 @@ std::string formatMs(double ms) {
   return buf;
 }
 
-std::string describeFailure(const kj::Exception& e, int* code) {
-  std::string detail;
-  int c = proxyCodeOf(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
-  if (code != nullptr) *code = c;
-  const char* text = proxyErrorText(c);
-  return std::string(text != nullptr ? text : "error") + ": " + detail;
+std::string describeFailure(const ProxyError& e) {
+  const char* text = proxyErrorText(e.code());
+  return std::string(text != nullptr ? text : "error") + ": " + e.what();
 }
 
 std::vector<double> measureRoundTrips(Connection& connection, kj::WaitScope& waitScope,
@@ -47,13 +44,13 @@ DllInfo probeDll(Connection& connection, kj::WaitScope& waitScope, const std::st
   auto response = request.send().wait(waitScope);
   if (response.hasFailure()) {
     auto failure = response.getFailure();
-    throw proxyException(checkedFailureCode(failure.getCode()), failure.getDetail().cStr());
+    throw ProxyError(checkedFailureCode(failure.getCode()), failure.getDetail().cStr());
   }
   return DllInfo::from(response.getDll());
 }
 
 DllInfo probeDll(kj::AsyncIoContext& io, const ClientConfig& config, const std::string& dll) {
-  auto connection = Connection::connect(io, config).wait(io.waitScope);
+  auto connection = Connection::connectNow(io, config);
   return probeDll(*connection, io.waitScope, dll);
 }
 

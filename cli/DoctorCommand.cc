@@ -94,10 +94,11 @@ int doctorCommand(Context& c) {
   kj::Own<Connection> connection;
   auto start = std::chrono::steady_clock::now();
   try {
-    connection = Connection::connect(io, c.config).wait(io.waitScope);
-  } catch (const kj::Exception& e) {
-    int code = 0;
-    std::string why = describeFailure(e, &code);
+    connection = Connection::connectNow(io, c.config);
+  } catch (...) {
+    ProxyError failure = currentFailure();
+    int code = failure.code();
+    std::string why = describeFailure(failure);
     list.fail("server reachable and admitting us: " + why, fixFor(code, &endpoint));
     std::printf("skip  the remaining checks need the server\n\n%d problem(s) found\n",
                 list.failures);
@@ -168,9 +169,8 @@ int doctorCommand(Context& c) {
                       " bytes, wider than this shim's",
                   "use a 64-bit build of the shim");
       }
-    } catch (const kj::Exception& e) {
-      int code = 0;
-      std::string why = describeFailure(e, &code);
+    } catch (...) {
+      std::string why = describeFailure(currentFailure());
       list.fail("vendor DLL " + (dll.empty() ? std::string("(the server's default)") : dll) +
                     " does not load: " + why,
                 dll.empty() || server.getAnyDll()

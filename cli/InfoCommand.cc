@@ -27,7 +27,7 @@ std::string compatibilityName(int level) {
 int infoCommand(Context& c) {
   auto io = kj::setupAsyncIo();
   // The connection the server is described on serves the first DLL's probe too.
-  kj::Own<Connection> connection = Connection::connect(io, c.config).wait(io.waitScope);
+  kj::Own<Connection> connection = Connection::connectNow(io, c.config);
   auto server = [&]() {
     auto response = connection->proxy().describeRequest().send().wait(io.waitScope);
     struct Description {
@@ -62,8 +62,8 @@ int infoCommand(Context& c) {
         p.info = probeDll(io, c.config, name);
       }
       p.ok = true;
-    } catch (const kj::Exception& e) {
-      p.error = describeFailure(e);
+    } catch (...) {
+      p.error = describeFailure(currentFailure());
     }
     probes.push_back(p);
   }

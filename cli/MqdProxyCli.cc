@@ -154,8 +154,11 @@ int main(int argc, char** argv) {
   }
   try {
     return chosen->run(c);
-  } catch (const kj::Exception& e) {
+  } catch (const ProxyError& e) {
     std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(e).c_str());
+    return 1;
+  } catch (const kj::Exception& e) {
+    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(rpcFailure(e)).c_str());
     return 1;
   } catch (const std::exception& e) {
     // Each command reports its own failures; one that escapes is a bug, but it is still said

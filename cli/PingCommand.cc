@@ -11,7 +11,7 @@ namespace mqd::client::cli {
 int pingCommand(Context& c) {
   auto io = kj::setupAsyncIo();
   auto start = std::chrono::steady_clock::now();
-  auto connection = Connection::connect(io, c.config).wait(io.waitScope);
+  auto connection = Connection::connectNow(io, c.config);
   double connectMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   auto description = connection->proxy().describeRequest().send().wait(io.waitScope);

@@ -91,7 +91,7 @@ int printStats(Connection& connection, kj::WaitScope& waitScope, bool json) {
 
 int statsCommand(Context& c) {
   auto io = kj::setupAsyncIo();
-  auto connection = Connection::connect(io, c.config).wait(io.waitScope);
+  auto connection = Connection::connectNow(io, c.config);
   return printStats(*connection, io.waitScope, c.json);
 }
 

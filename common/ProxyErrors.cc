@@ -69,27 +69,24 @@ const char* proxyErrorName(int code) {
 
 namespace mqd {
 
-kj::Exception proxyException(int code, const std::string& detail) {
+kj::Exception ChainFailure::raise(int code, const std::string& detail) {
+  if (code_ == 0) {
+    code_ = checkedFailureCode(code);
+    detail_ = detail;
+  }
+  return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(detail.c_str()));
+}
+
+ProxyError ChainFailure::failureOf(const kj::Exception& e, int fallbackCode) const {
+  if (code_ != 0) return ProxyError(code_, detail_);
+  return ProxyError(fallbackCode, e.getDescription().cStr());
+}
+
+kj::Exception peerException(int code, const std::string& detail) {
   const char* name = proxyErrorName(code);
   return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
                        kj::str(name != nullptr ? name : "MQD_PROXY_ERR_PROTOCOL", ": ",
                                detail.c_str()));
-}
-
-int proxyCodeOf(const kj::Exception& e, int fallbackCode, std::string* detail) {
-  using detail::Entry;
-  using detail::kEntries;
-  std::string description = e.getDescription().cStr();
-  for (const Entry& entry : kEntries) {
-    std::string prefix = std::string(entry.name) + ": ";
-    size_t at = description.find(prefix);
-    if (at != std::string::npos) {
-      if (detail != nullptr) *detail = description.substr(at + prefix.size());
-      return entry.code;
-    }
-  }
-  if (detail != nullptr) *detail = description;
-  return fallbackCode;
 }
 
 int checkedFailureCode(int wireCode) {
@@ -104,6 +101,20 @@ int codeOfRpcException(const kj::Exception& e) {
       return MQD_PROXY_ERR_TIMEOUT;
     default:
       return MQD_PROXY_ERR_PROTOCOL;
+  }
+}
+
+ProxyError rpcFailure(const kj::Exception& e) {
+  return ProxyError(codeOfRpcException(e), e.getDescription().cStr());
+}
+
+ProxyError currentFailure() {
+  try {
+    throw;
+  } catch (const ProxyError& e) {
+    return e;
+  } catch (const kj::Exception& e) {
+    return rpcFailure(e);
   }
 }
 

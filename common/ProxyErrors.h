@@ -34,18 +34,36 @@ class ProxyError : public std::runtime_error {
 
 #include <kj/exception.h>
 
+#include <memory>
+
 namespace mqd {
 
-// Between processes a proxy error travels as a number: the `failure` every Session result
-// carries (mqd.capnp). Inside one process, a kj promise chain carries only kj::Exception, so a
-// proxy error passing through one (connecting, the handshake, TLS, ssh) is an exception whose
-// description starts with the code's name. These two functions are the only writer and the
-// only reader of that form; nothing that came over the wire is read with them.
-kj::Exception proxyException(int code, const std::string& detail);
+// A chain of kj promises carries only kj::Exception from one step to the next. The steps of a
+// chain that fail for a proxy reason (connecting: the address, TLS, ssh, the handshake, the
+// session's opening) share one ChainFailure: `raise` keeps the code and the detail as data and
+// gives back the exception to throw; whoever ends the chain asks `failureOf` for them. The
+// first failure raised is the chain's: a later step that sees `raised()` passes the exception
+// on. Nothing is ever read back from an exception's text.
+class ChainFailure {
+ public:
+  static std::shared_ptr<ChainFailure> make() { return std::make_shared<ChainFailure>(); }
 
-// The code and detail of an exception made by proxyException (perhaps with context put in
-// front of it); any other exception yields `fallbackCode` and its whole description.
-int proxyCodeOf(const kj::Exception& e, int fallbackCode, std::string* detail);
+  kj::Exception raise(int code, const std::string& detail);
+  bool raised() const { return code_ != 0; }
+
+  // The failure raised; when none was, `fallbackCode` with the exception's description.
+  ProxyError failureOf(const kj::Exception& e, int fallbackCode) const;
+
+ private:
+  int code_ = 0;
+  std::string detail_;
+};
+
+// An exception for a peer to read, answering a call it made (a callback the server relayed):
+// its description names the code ("MQD_PROXY_ERR_FETCH_TOO_LARGE: ...") for the peer's logs and
+// the callback failure it records. Text for people: a code crosses the wire only in a
+// `failure` (mqd.capnp), and nothing parses one out of a description.
+kj::Exception peerException(int code, const std::string& detail);
 
 // The code of a `failure` read from the wire: itself when it is a proxy code, otherwise
 // MQD_PROXY_ERR_PROTOCOL, so that no peer can make a failed call look like a DLL's answer.
@@ -55,5 +73,12 @@ int checkedFailureCode(int wireCode);
 // connection is MQD_PROXY_ERR_SESSION_LOST, a deadline that passed (kj's timeouts are
 // OVERLOADED) MQD_PROXY_ERR_TIMEOUT, anything else MQD_PROXY_ERR_PROTOCOL.
 int codeOfRpcException(const kj::Exception& e);
+
+// An exception of the RPC system as a ProxyError: codeOfRpcException's code, its description.
+ProxyError rpcFailure(const kj::Exception& e);
+
+// The failure being handled, for a catch (...) block: a ProxyError as it is, an exception of the
+// RPC system as rpcFailure() makes it; any other exception is thrown on.
+ProxyError currentFailure();
 
 }  // namespace mqd

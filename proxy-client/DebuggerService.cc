@@ -33,7 +33,7 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
                                                     std::function<Value(DebuggerSide&)> run) {
   std::shared_ptr<PendingCall> call = connection_.current();
   if (!call) {
-    throw proxyException(MQD_PROXY_ERR_NOT_SET_UP,
+    throw peerException(MQD_PROXY_ERR_NOT_SET_UP,
                          std::string(what) + " requested while no mqs_* call is in progress");
   }
   if (ClientCounters* c = connection_.counters()) ++c->callbacksServed;
@@ -51,14 +51,14 @@ kj::Promise<Value> DebuggerService::onCallingThread(const char* what,
       if (e.code() == MQD_PROXY_ERR_ADDRESS_WIDTH || e.code() == MQD_PROXY_ERR_PROTOCOL) {
         target->noteCallbackError(e.code(), std::string(what) + ": " + e.what());
       }
-      (*fulfiller)->reject(proxyException(e.code(), std::string(what) + ": " + e.what()));
+      (*fulfiller)->reject(peerException(e.code(), std::string(what) + ": " + e.what()));
     } catch (const std::exception& e) {
       (*fulfiller)->reject(
-          proxyException(MQD_PROXY_ERR_CALLBACK_FAILED, std::string(what) + ": " + e.what()));
+          peerException(MQD_PROXY_ERR_CALLBACK_FAILED, std::string(what) + ": " + e.what()));
     }
   });
   if (!posted) {
-    throw proxyException(MQD_PROXY_ERR_SESSION_LOST,
+    throw peerException(MQD_PROXY_ERR_SESSION_LOST,
                          std::string(what) + " arrived after its call ended");
   }
   return kj::mv(paf.promise);
@@ -147,7 +147,7 @@ kj::Promise<void> DebuggerService::fetchData(FetchDataContext context) {
   uint64_t address = p.getAddress();
   int32_t size = p.getSize();
   if (size < 0 || size > kMaxFetchBytes) {
-    throw proxyException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
+    throw peerException(MQD_PROXY_ERR_FETCH_TOO_LARGE,
                          "fetch_data of " + std::to_string(size) + " bytes refused");
   }
   struct Fetched {
@@ -256,7 +256,7 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
   for (auto b : params.getBlocks()) {
     total += b.getSize();
     if (total > kMaxBulkBytes) {
-      throw proxyException(MQD_PROXY_ERR_FETCH_TOO_LARGE, "fetchBlocks asks for too much");
+      throw peerException(MQD_PROXY_ERR_FETCH_TOO_LARGE, "fetchBlocks asks for too much");
     }
     requests.push_back({b.getAddress(), b.getSize(), b.getNeededAddress(), b.getNeededSize()});
   }
@@ -298,7 +298,7 @@ kj::Promise<void> DebuggerService::lookUp(LookUpContext context) {
   std::vector<LookupKey> requests;
   for (auto l : params.getLookups()) {
     std::optional<LookupKey> key = LookupKey::from(l);
-    if (!key) throw proxyException(MQD_PROXY_ERR_PROTOCOL, "lookUp: a look-up of an unknown kind");
+    if (!key) throw peerException(MQD_PROXY_ERR_PROTOCOL, "lookUp: a look-up of an unknown kind");
     requests.push_back(std::move(*key));
   }
   using Results = std::vector<DebuggerSide::LookupResult>;

@@ -96,9 +96,8 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
     } catch (const ProxyError& e) {
       return report(e.code(), e.what(), entryPoint);
     } catch (const kj::Exception& e) {
-      std::string detail;
-      int code = proxyCodeOf(e, MQD_PROXY_ERR_PROTOCOL, &detail);
-      return report(code, detail, entryPoint);
+      ProxyError failure = rpcFailure(e);
+      return report(failure.code(), failure.what(), entryPoint);
     } catch (const std::exception& e) {
       return report(MQD_PROXY_ERR_PROTOCOL, e.what(), entryPoint);
     } catch (...) {

@@ -19,17 +19,19 @@ SessionLink::~SessionLink() {
 
 SessionLink::Opened SessionLink::open(DebuggerSide& side, SessionRecorder* recorder) {
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
-  try {
-    loop_->run([&]() {
-      connection_ = nullptr;  // the old connection, if any, is done with
-      return Connection::open(loop_->io(), config_, side, counters_, recorder)
-          .then([this](kj::Own<Connection> c) { connection_ = kj::mv(c); });
-    });
-  } catch (const kj::Exception& e) {
-    std::string detail;
-    int code = proxyCodeOf(e, MQD_PROXY_ERR_UNREACHABLE, &detail);
-    throw ProxyError(code, detail);
-  }
+  kj::Maybe<ProxyError> refused;
+  loop_->run([&]() {
+    connection_ = nullptr;  // the old connection, if any, is done with
+    return Connection::open(loop_->io(), config_, side, counters_, recorder)
+        .then([this, &refused](Connected connected) {
+          if (connected.is<ProxyError>()) {
+            refused = connected.get<ProxyError>();
+          } else {
+            connection_ = kj::mv(connected.get<kj::Own<Connection>>());
+          }
+        });
+  });
+  KJ_IF_MAYBE(failure, refused) { throw *failure; }
   Opened opened;
   loop_->run([&]() {
     opened.dll = connection_->dll();

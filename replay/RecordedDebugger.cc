@@ -221,7 +221,7 @@ void RecordedDebugger::Service::answer(
         return;
       }
       a_.noteUnrecorded(describe(method, params));
-      throw proxyException(MQD_PROXY_ERR_CALLBACK_FAILED,
+      throw peerException(MQD_PROXY_ERR_CALLBACK_FAILED,
                            "mqd-proxy replay: the recording has no answer to " +
                                describe(method, params));
   }

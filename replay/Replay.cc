@@ -84,13 +84,6 @@ Failed failedWith(kj::Exception::Type type, const std::string& description) {
   return Failed{codeOfRpcException(e), description};
 }
 
-// The sentence of an exception from connecting (common/ProxyErrors.h: the code's name left out).
-std::string described(const kj::Exception& e) {
-  std::string detail;
-  proxyCodeOf(e, MQD_PROXY_ERR_PROTOCOL, &detail);
-  return detail;
-}
-
 // The first place two notification lists differ, or "".
 std::string compareNotifications(const std::vector<std::string>& recorded,
                                   const std::vector<std::string>& replayed) {
@@ -204,9 +197,9 @@ void SessionReplay::open(record::SessionOpened::Reader opened) {
   std::string where = "session " + std::to_string(sessions_);
   kj::Own<Connection> connection;
   try {
-    connection = Connection::connect(io_, config_).wait(io_.waitScope);
-  } catch (const kj::Exception& e) {
-    throw Unusable{"cannot reach the server: " + described(e)};
+    connection = Connection::connectNow(io_, config_);
+  } catch (const ProxyError& e) {
+    throw Unusable{std::string("cannot reach the server: ") + e.what()};
   }
   auto request = connection->proxy().openSessionRequest();
   request.setOptions(opened.getOptions());

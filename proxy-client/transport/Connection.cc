@@ -106,23 +106,33 @@ namespace {
 
 // Adds the deadline to a connection step; a timeout becomes MQD_PROXY_ERR_TIMEOUT, any other
 // failure without a proxy code MQD_PROXY_ERR_UNREACHABLE.
-kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
-                                              kj::Promise<kj::Own<Connection>> step,
-                                              const std::string& where,
-                                              std::chrono::milliseconds timeout) {
+// The chain ends in a Connected: the connection, or the failure raised on the way.
+kj::Promise<Connected> withDeadline(kj::AsyncIoContext& io, kj::Promise<kj::Own<Connection>> step,
+                                    const std::string& where, std::chrono::milliseconds timeout,
+                                    std::shared_ptr<ChainFailure> failure) {
   auto ms = timeout.count();
   return io.provider->getTimer()
       .timeoutAfter(ms * kj::MILLISECONDS, kj::mv(step))
-      .catch_([where, ms](kj::Exception&& e) -> kj::Own<Connection> {
-        std::string detail;
-        int code = proxyCodeOf(e, 0, &detail);
-        if (code != 0) throw kj::mv(e);
-        if (e.getType() == kj::Exception::Type::OVERLOADED) {
-          throw proxyException(MQD_PROXY_ERR_TIMEOUT,
+      .then(
+          [](kj::Own<Connection> c) {
+            Connected out;
+            out.init<kj::Own<Connection>>(kj::mv(c));
+            return out;
+          },
+          [where, ms, failure](kj::Exception&& e) {
+            if (!failure->raised()) {
+              if (e.getType() == kj::Exception::Type::OVERLOADED) {
+                failure->raise(MQD_PROXY_ERR_TIMEOUT,
                                where + ": no answer within " + std::to_string(ms) + " ms");
-        }
-        throw proxyException(MQD_PROXY_ERR_UNREACHABLE, where + ": " + detail);
-      });
+              } else {
+                failure->raise(MQD_PROXY_ERR_UNREACHABLE,
+                               where + ": " + e.getDescription().cStr());
+              }
+            }
+            Connected out;
+            out.init<ProxyError>(failure->failureOf(e, MQD_PROXY_ERR_UNREACHABLE));
+            return out;
+          });
 }
 
 // ssh://: ssh (SshTransport.h) runs the server with --stdio; the token, if any, is still
@@ -130,7 +140,8 @@ kj::Promise<kj::Own<Connection>> withDeadline(kj::AsyncIoContext& io,
 // handshake completes is explained with what ssh and the remote side wrote to stderr.
 kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const Endpoint& endpoint,
                                                 ClientCounters* counters,
-                                                const ClientConfig& config, std::string token) {
+                                                const ClientConfig& config, std::string token,
+                                                std::shared_ptr<ChainFailure> failure) {
   std::string where = endpoint.toString();
   struct Holder {
     kj::Own<kj::AsyncIoStream> stream;
@@ -141,6 +152,8 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
   kj::Own<SshProcess> ssh;
   try {
     ssh = SshProcess::start(io, endpoint, config, &h->stream);
+  } catch (const ProxyError& e) {
+    return failure->raise(e.code(), e.what());
   } catch (kj::Exception& e) {
     return kj::mv(e);
   }
@@ -150,26 +163,24 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
   auto handshake = kj::evalNow([&]() { return clientHandshake(*h->stream, token); });
   std::fill(token.begin(), token.end(), '\0');
   return handshake
-      .then([h, where, counters](HandshakeReply reply) -> kj::Own<Connection> {
+      .then([h, where, counters, failure](HandshakeReply reply) -> kj::Own<Connection> {
         if (!reply.ok && reply.closed) {
           kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, reply.reason));
         }
-        if (!reply.ok) throw proxyException(reply.code, where + ": " + reply.reason);
+        if (!reply.ok) throw failure->raise(reply.code, where + ": " + reply.reason);
         auto connection = kj::heap<Connection>(kj::mv(h->stream), where, counters);
         connection->setSsh(h->ssh);
         return connection;
       })
-      .catch_([h, where](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
-        std::string detail;
-        if (proxyCodeOf(e, 0, &detail) != 0 || h->stream.get() == nullptr) {
-          return kj::mv(e);
-        }
+      .catch_([h, where, failure](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
+        if (failure->raised() || h->stream.get() == nullptr) return kj::mv(e);
+        std::string detail = e.getDescription().cStr();
         // Most likely ssh itself failed (authentication, host key, no such command): wait
         // briefly for its last words.
         return h->ssh->whenEnded(std::chrono::milliseconds(2000))
-            .then([h, where, detail]() -> kj::Own<Connection> {
+            .then([h, where, detail, failure]() -> kj::Own<Connection> {
               std::string said = h->ssh->stderrTail();
-              throw proxyException(
+              throw failure->raise(
                   MQD_PROXY_ERR_UNREACHABLE,
                   where + ": " +
                       (said.empty() ? "the connection through ssh ended: " + detail
@@ -182,19 +193,20 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
 }
 
 kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint,
-                                           ClientCounters* counters, const ClientConfig& config) {
+                                           ClientCounters* counters, const ClientConfig& config,
+                                           std::shared_ptr<ChainFailure> failure) {
   std::string where = endpoint.toString();
   std::string token;
   if (!config.tokenFile.empty()) {
     try {
       token = readTokenFile(config.tokenFile);
     } catch (const std::runtime_error& e) {
-      return proxyException(MQD_PROXY_ERR_AUTH_FAILED,
+      return failure->raise(MQD_PROXY_ERR_AUTH_FAILED,
                             where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
   if (endpoint.kind == Endpoint::Kind::Ssh) {
-    return connectOverSsh(io, endpoint, counters, config, kj::mv(token));
+    return connectOverSsh(io, endpoint, counters, config, kj::mv(token), failure);
   }
   std::string caFile = config.tlsCa;
   std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
@@ -214,7 +226,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
       }
       checkSocketPath(endpoint.path, trusted);
     } catch (const SocketDistrusted& e) {
-      return proxyException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+      return failure->raise(MQD_PROXY_ERR_AUTH_FAILED, e.what());
     }
   }
   return io.provider->getNetwork()
@@ -223,8 +235,8 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
         return address->connect().attach(kj::mv(address));
       })
       .then(
-          [tcp = endpoint.kind == Endpoint::Kind::Tcp, isUnix, trusted,
-           path = endpoint.path](kj::Own<kj::AsyncIoStream> stream) {
+          [tcp = endpoint.kind == Endpoint::Kind::Tcp, isUnix, trusted, path = endpoint.path,
+           failure](kj::Own<kj::AsyncIoStream> stream) {
             if (tcp) {
               // Small request, small reply, over and over: Nagle's algorithm would hold each
               // one back for the peer's delayed ACK.
@@ -236,59 +248,75 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                 try {
                   checkSocketPeer(*fd, path, trusted);
                 } catch (const SocketDistrusted& e) {
-                  throw proxyException(MQD_PROXY_ERR_AUTH_FAILED, e.what());
+                  throw failure->raise(MQD_PROXY_ERR_AUTH_FAILED, e.what());
                 }
               } else {
-                throw proxyException(MQD_PROXY_ERR_AUTH_FAILED,
+                throw failure->raise(MQD_PROXY_ERR_AUTH_FAILED,
                                      "unix:" + path + ": cannot tell who runs the server there");
               }
             }
             return kj::mv(stream);
           },
-          [where](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
-            throw proxyException(MQD_PROXY_ERR_UNREACHABLE,
+          [where, failure](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
+            throw failure->raise(MQD_PROXY_ERR_UNREACHABLE,
                                  where + ": " + e.getDescription().cStr() +
                                       " (is mqd-proxy-server running there? set "
                                       "MQD_PROXY_SERVER)");
           })
-      .then([tls, caFile, tlsName, where](kj::Own<kj::AsyncIoStream> stream)
+      .then([tls, caFile, tlsName, where, failure](kj::Own<kj::AsyncIoStream> stream)
                 -> kj::Promise<kj::Own<kj::AsyncIoStream>> {
         if (!tls) return kj::mv(stream);
-        return startTls(kj::mv(stream), caFile, tlsName, where);
+        return startTls(kj::mv(stream), caFile, tlsName, where, failure);
       })
-      .then([where, counters, token = kj::mv(token)](kj::Own<kj::AsyncIoStream> stream) mutable {
+      .then([where, counters, failure,
+             token = kj::mv(token)](kj::Own<kj::AsyncIoStream> stream) mutable {
         // Admission before any RPC: the server answers OK or says why not.
         auto handshake = clientHandshake(*stream, token);
         std::fill(token.begin(), token.end(), '\0');
-        return handshake.then([where, counters, stream = kj::mv(stream)](
+        return handshake.then([where, counters, failure, stream = kj::mv(stream)](
                                   HandshakeReply reply) mutable -> kj::Own<Connection> {
-          if (!reply.ok) throw proxyException(reply.code, where + ": " + reply.reason);
+          if (!reply.ok) throw failure->raise(reply.code, where + ": " + reply.reason);
           return kj::heap<Connection>(kj::mv(stream), where, counters);
         });
       });
 }
 
 // The endpoint, or the reason it is not one.
-kj::OneOf<Endpoint, kj::Exception> parseEndpoint(const std::string& server) {
-  kj::OneOf<Endpoint, kj::Exception> out;
+kj::OneOf<Endpoint, ProxyError> parseEndpoint(const std::string& server) {
+  kj::OneOf<Endpoint, ProxyError> out;
   try {
     out.init<Endpoint>(Endpoint::parse(server));
   } catch (const std::invalid_argument& e) {
-    out.init<kj::Exception>(proxyException(MQD_PROXY_ERR_UNREACHABLE,
-                                           std::string(e.what()) + " in MQD_PROXY_SERVER"));
+    out.init<ProxyError>(
+        ProxyError(MQD_PROXY_ERR_UNREACHABLE, std::string(e.what()) + " in MQD_PROXY_SERVER"));
   }
+  return out;
+}
+
+Connected failed(ProxyError e) {
+  Connected out;
+  out.init<ProxyError>(kj::mv(e));
   return out;
 }
 
 }  // namespace
 
-kj::Promise<kj::Own<Connection>> Connection::connect(kj::AsyncIoContext& io,
-                                                     const ClientConfig& config) {
+kj::Promise<Connected> Connection::connect(kj::AsyncIoContext& io, const ClientConfig& config) {
   auto parsed = parseEndpoint(config.server);
-  if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
+  if (parsed.is<ProxyError>()) return failed(parsed.get<ProxyError>());
   const Endpoint& endpoint = parsed.get<Endpoint>();
-  return withDeadline(io, connectTo(io, endpoint, nullptr, config), endpoint.toString(),
-                      config.timeout);
+  auto failure = ChainFailure::make();
+  return withDeadline(io, connectTo(io, endpoint, nullptr, config, failure), endpoint.toString(),
+                      config.timeout, failure);
+}
+
+kj::Own<Connection> Connection::connectNow(kj::AsyncIoContext& io, const ClientConfig& config) {
+  return take(connect(io, config).wait(io.waitScope));
+}
+
+kj::Own<Connection> Connection::take(Connected&& connected) {
+  if (connected.is<ProxyError>()) throw connected.get<ProxyError>();
+  return kj::mv(connected.get<kj::Own<Connection>>());
 }
 
 kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
@@ -297,7 +325,13 @@ kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
   auto bounded = kj::heap<ClientConfig>(config);
   bounded->timeout = timeout;
   auto connected = connect(io, *bounded);
-  return connected.attach(kj::mv(bounded)).then([&io, ticket, timeout](kj::Own<Connection> c) {
+  return connected.attach(kj::mv(bounded)).then([&io, ticket, timeout](
+                                                    Connected connected) -> kj::Promise<PostMortem> {
+    if (connected.is<ProxyError>()) {
+      // Text for the post-mortem's reader, who only says the end could not be asked for.
+      return kj::Promise<PostMortem>(KJ_EXCEPTION(FAILED, connected.get<ProxyError>().what()));
+    }
+    kj::Own<Connection> c = kj::mv(connected.get<kj::Own<Connection>>());
     auto request = c->proxy().postMortemRequest();
     request.getTicket().setConnection(ticket.connection);
     request.getTicket().setKey(ticket.key);
@@ -330,12 +364,11 @@ kj::Maybe<kj::Promise<PostMortem>> Connection::transportPostMortem(
   return ssh->whenEnded(timeout).then([ssh]() { return ssh->workerEnd(); });
 }
 
-kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
-                                                  const ClientConfig& config,
-                                                  DebuggerSide& side, ClientCounters& counters,
-                                                  SessionRecorder* recorder) {
+kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConfig& config,
+                                        DebuggerSide& side, ClientCounters& counters,
+                                        SessionRecorder* recorder) {
   auto parsed = parseEndpoint(config.server);
-  if (parsed.is<kj::Exception>()) return kj::mv(parsed.get<kj::Exception>());
+  if (parsed.is<ProxyError>()) return failed(parsed.get<ProxyError>());
   Endpoint endpoint = parsed.get<Endpoint>();
   std::string where = endpoint.toString();
   std::string dll = config.dll;
@@ -343,8 +376,11 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
   bool compress = config.compress == ClientConfig::Compress::On ||
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind != Endpoint::Kind::Unix);
-  auto opened = connectTo(io, endpoint, &counters, config).then([&side, dll, where, cache, compress,
-                                                                 recorder](kj::Own<Connection> c) {
+  auto failure = ChainFailure::make();
+  auto opened = connectTo(io, endpoint, &counters, config, failure).then([&side, dll, where, cache,
+                                                                          compress, recorder,
+                                                                          failure](
+                                                                             kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
@@ -369,12 +405,12 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
       request.setDebugger(kj::mv(service));
     }
     return request.send().then(
-        [c = kj::mv(c), recorder, asked = kj::mv(asked)](
+        [c = kj::mv(c), recorder, asked = kj::mv(asked), failure](
             capnp::Response<wire::Proxy::OpenSessionResults>&& response) mutable {
           if (response.hasFailure()) {
-            auto failure = response.getFailure();
-            throw proxyException(checkedFailureCode(failure.getCode()), c->endpoint_ + ": " +
-                                                        failure.getDetail().cStr());
+            auto refused = response.getFailure();
+            throw failure->raise(refused.getCode(),
+                                 c->endpoint_ + ": " + refused.getDetail().cStr());
           }
           c->session_ = response.getSession();
           auto d = response.getDll();
@@ -389,12 +425,12 @@ kj::Promise<kj::Own<Connection>> Connection::open(kj::AsyncIoContext& io,
           }
           return kj::mv(c);
         },
-        [where](kj::Exception&& e) -> kj::Own<Connection> {
-          throw proxyException(MQD_PROXY_ERR_SESSION_REFUSED,
+        [where, failure](kj::Exception&& e) -> kj::Own<Connection> {
+          throw failure->raise(MQD_PROXY_ERR_SESSION_REFUSED,
                                where + ": " + e.getDescription().cStr());
         });
   });
-  return withDeadline(io, kj::mv(opened), where, config.timeout);
+  return withDeadline(io, kj::mv(opened), where, config.timeout, failure);
 }
 
 }  // namespace mqd::client

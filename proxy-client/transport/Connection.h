@@ -9,6 +9,7 @@
 
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
+#include <kj/one-of.h>
 
 #include <algorithm>
 #include <atomic>
@@ -57,25 +58,36 @@ struct SessionTicket {
   uint64_t key = 0;  // 0: the server gave none (no post-mortem possible)
 };
 
+class Connection;
+
+// The end of connecting: the connection, or the failure that says why there is none (its code
+// kept as data on the way: ProxyErrors.h, ChainFailure).
+using Connected = kj::OneOf<kj::Own<Connection>, ProxyError>;
+
 class Connection {
  public:
   // Connects and opens a session (telling the server which info tokens the debugger already
-  // holds, from `side`, so that a re-established session keeps them). Fails with a ProxyError-carrying kj::Exception (see
-  // proxyException): UNREACHABLE when the endpoint cannot be reached, SESSION_REFUSED when
-  // the server says no, AUTH_FAILED for a missing, wrong or unsafe token, TLS when TLS does not
-  // fit or verify, TIMEOUT after `config.timeout`.
+  // holds, from `side`, so that a re-established session keeps them). Never rejects: a failure
+  // is a ProxyError in the Connected: UNREACHABLE when the endpoint cannot be reached,
+  // SESSION_REFUSED when the server says no, AUTH_FAILED for a missing, wrong or unsafe token,
+  // TLS when TLS does not fit or verify, TIMEOUT after `config.timeout`.
   // `counters` (owned by the caller, outliving the connection) receive the wire bytes and
   // the callbacks served. A `recorder` (MQD_PROXY_RECORD, outliving the connection) taps the
   // session's two capabilities.
-  static kj::Promise<kj::Own<Connection>> open(kj::AsyncIoContext& io, const ClientConfig& config,
-                                               DebuggerSide& side, ClientCounters& counters,
-                                               SessionRecorder* recorder = nullptr);
+  static kj::Promise<Connected> open(kj::AsyncIoContext& io, const ClientConfig& config,
+                                     DebuggerSide& side, ClientCounters& counters,
+                                     SessionRecorder* recorder = nullptr);
 
   // Only connects and passes the handshake (for tools that talk to the Proxy capability, not
   // to a DLL), to config.server with config's token, TLS settings and timeout; fails like
   // open().
-  static kj::Promise<kj::Own<Connection>> connect(kj::AsyncIoContext& io,
-                                                  const ClientConfig& config);
+  static kj::Promise<Connected> connect(kj::AsyncIoContext& io, const ClientConfig& config);
+
+  // connect(), waited for on `io`'s wait scope: the connection, or throws its ProxyError.
+  static kj::Own<Connection> connectNow(kj::AsyncIoContext& io, const ClientConfig& config);
+
+  // The connection `connected` holds; throws its ProxyError if it holds none.
+  static kj::Own<Connection> take(Connected&& connected);
 
   void setSsh(SshProcess* ssh) { ssh_ = ssh; }
 

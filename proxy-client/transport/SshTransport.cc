@@ -48,7 +48,7 @@ std::string findProgram(const std::string& name) {
 }
 
 [[noreturn]] void unreachable(const std::string& why) {
-  throw proxyException(MQD_PROXY_ERR_UNREACHABLE, why);
+  throw ProxyError(MQD_PROXY_ERR_UNREACHABLE, why);
 }
 
 // A pipe or a socket pair: [0] and [1] are its two ends, each closed when let go.

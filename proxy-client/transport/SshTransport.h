@@ -38,8 +38,8 @@ std::vector<std::string> sshCommand(const Endpoint& endpoint, const ClientConfig
 class SshProcess {
  public:
   // Starts ssh for `endpoint`. Returns the process; `stream` receives our end of the
-  // socketpair. Throws a ProxyError-carrying kj::Exception (MQD_PROXY_ERR_UNREACHABLE) when
-  // ssh cannot be started (not found, fork failure).
+  // socketpair. Throws ProxyError(MQD_PROXY_ERR_UNREACHABLE) when ssh cannot be
+  // started (not found, fork failure).
   static kj::Own<SshProcess> start(kj::AsyncIoContext& io, const Endpoint& endpoint,
                                    const ClientConfig& config,
                                    kj::Own<kj::AsyncIoStream>* stream);

@@ -53,7 +53,8 @@ class RefusalTap final : public ForwardingStream {
 kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
                                                  const std::string& caFile,
                                                  const std::string& host,
-                                                 const std::string& where) {
+                                                 const std::string& where,
+                                                 std::shared_ptr<ChainFailure> failure) {
   kj::TlsContext::Options options;
   kj::Maybe<kj::TlsCertificate> ca;
   if (!caFile.empty()) {
@@ -61,11 +62,11 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
     try {
       pem = readRegularFile(caFile, kMaxPemBytes);
     } catch (const FileRefused& e) {
-      return proxyException(MQD_PROXY_ERR_TLS,
+      return failure->raise(MQD_PROXY_ERR_TLS,
                             where + ": cannot read MQD_PROXY_TLS_CA " + e.what());
     }
     KJ_IF_MAYBE(e, kj::runCatchingExceptions([&]() { ca = kj::TlsCertificate(pem); })) {
-      return proxyException(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
+      return failure->raise(MQD_PROXY_ERR_TLS, where + ": MQD_PROXY_TLS_CA " + caFile +
                                                     " is not a PEM certificate (" +
                                                     e->getDescription().cStr() + ")");
     }
@@ -75,7 +76,7 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
   kj::Own<kj::TlsContext> context;
   KJ_IF_MAYBE(e, kj::runCatchingExceptions(
                      [&]() { context = kj::heap<kj::TlsContext>(kj::mv(options)); })) {
-    return proxyException(MQD_PROXY_ERR_TLS,
+    return failure->raise(MQD_PROXY_ERR_TLS,
                           where + ": cannot set up TLS: " + e->getDescription().cStr());
   }
   auto refusal = std::make_shared<std::string>();
@@ -84,14 +85,14 @@ kj::Promise<kj::Own<kj::AsyncIoStream>> startTls(kj::Own<kj::AsyncIoStream> raw,
       [context = kj::mv(context)](kj::Own<kj::AsyncIoStream> stream) mutable {
         return stream.attach(kj::mv(context));
       },
-      [refusal, where, host, caFile](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
+      [refusal, where, host, caFile, failure](kj::Exception&& e) -> kj::Own<kj::AsyncIoStream> {
         if (!refusal->empty()) {
           HandshakeReply reply = parseReply(*refusal);
-          throw proxyException(reply.code, where + ": " + reply.reason);
+          throw failure->raise(reply.code, where + ": " + reply.reason);
         }
         std::string trust = caFile.empty() ? "the system's trust store"
                                            : "MQD_PROXY_TLS_CA " + caFile;
-        throw proxyException(
+        throw failure->raise(
             MQD_PROXY_ERR_TLS,
             where + ": TLS handshake failed: " + e.getDescription().cStr() +
                 " (the server must speak TLS (--listen tls:...), and its certificate must be "
