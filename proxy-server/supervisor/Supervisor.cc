@@ -402,7 +402,7 @@ void Supervisor::forkWorker(int fd, const std::string& refusal) {
     }
     if (slot != nullptr) slot->worker = ::getpid();
     WorkerConfig config{&dlls_,   options_.stateDir, options_.blockSize,
-                        &board_,  slot,              &admission_,
+                        board_,   slot,              &admission_,
                         uint64_t(options_.maxMessageMiB) << 17,  // MiB in 8-byte words
                         options_.idleTimeoutS,
                         options_.dllCpuLimitS,

@@ -25,8 +25,10 @@ constexpr size_t kMaxDllName = 4096;
 // or when anything throws. Nothing escapes into the DLL's C frames.
 template <typename R, typename Body>
 R guarded(const char* name, R failure, Body&& body) {
-  DllCall* call = DllCall::current();
-  if (call == nullptr) {
+  DllCall* call = nullptr;
+  KJ_IF_MAYBE(c, DllCall::current()) {
+    call = c;
+  } else {
     MQD_LOG(Warn, "vendor DLL called %s outside of any mqs_* call; refused", name);
     return failure;
   }

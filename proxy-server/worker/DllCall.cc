@@ -38,7 +38,10 @@ DllCall::~DllCall() {
   }
 }
 
-DllCall* DllCall::current() { return tCurrent; }
+kj::Maybe<DllCall&> DllCall::current() {
+  if (tCurrent == nullptr) return nullptr;
+  return *tCurrent;
+}
 
 void DllCall::recordCallbackFailure(const std::string& what) {
   if (firstFailure_.empty()) firstFailure_ = what;

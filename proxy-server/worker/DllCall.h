@@ -3,7 +3,7 @@
 // A DllCall exists exactly while the worker executes DLL code for one Session method. It runs
 // on a kj fiber, so a callback that needs the debugger can wait for the RPC reply on the
 // fiber's WaitScope (waiting on the event loop from a plain event callback is not allowed).
-// The C callback trampolines find it through current(); outside a call current() is null and
+// The C callback trampolines find it through current(); outside a call current() is none and
 // the trampolines refuse politely.
 #pragma once
 
@@ -62,8 +62,8 @@ class DllCall {
   DllCall(const DllCall&) = delete;
   DllCall& operator=(const DllCall&) = delete;
 
-  // The call in progress on this thread, or nullptr.
-  static DllCall* current();
+  // The call in progress on this thread; none between calls.
+  static kj::Maybe<DllCall&> current();
 
   DllHost& host() { return host_; }
   Metrics& metrics() { return host_.metrics(); }

@@ -108,7 +108,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
           config_.nodeMemory && options.getRecorded() ? "; recorded: no memory read on this host"
                                                       : "");
   auto results = context.getResults();
-  if (SessionBoard::Slot* slot = config_.slot) {
+  KJ_IF_MAYBE(slot, config_.slot) {
     copyField(slot->dll, sizeof slot->dll, dll->path());
     copyField(slot->client, sizeof slot->client, options.getClientArch());
     slot->key = newTicketKey();
@@ -146,8 +146,8 @@ kj::Promise<void> ProxyService::postMortem(PostMortemContext context) {
 
 kj::Promise<void> ProxyService::answerPostMortem(PostMortemContext context, uint64_t connection,
                                                  uint64_t key, kj::TimePoint deadline) {
-  const SessionBoard::Slot* s =
-      config_.board != nullptr ? config_.board->find(connection, key) : nullptr;
+  const SessionBoard::Slot* s = nullptr;
+  KJ_IF_MAYBE(board, config_.board) { s = board->find(connection, key); }
   bool ended = s != nullptr && s->state.load() == 2;
   if (s != nullptr && !ended && timer_.now() < deadline) {
     // The supervisor marks the slot ended when it reaps the worker: look again shortly.
@@ -170,10 +170,12 @@ kj::Promise<void> ProxyService::answerPostMortem(PostMortemContext context, uint
 
 kj::Promise<void> ProxyService::stats(StatsContext context) {
   std::vector<const SessionBoard::Slot*> slots;
-  if (config_.board != nullptr) {
+  KJ_IF_MAYBE(board, config_.board) {
     // Every session but the asker's own connection.
-    config_.board->forEach([&](const SessionBoard::Slot& s) {
-      if (&s != config_.slot) slots.push_back(&s);
+    const SessionBoard::Slot* own = nullptr;
+    KJ_IF_MAYBE(slot, config_.slot) { own = slot; }
+    board->forEach([&](const SessionBoard::Slot& s) {
+      if (&s != own) slots.push_back(&s);
     });
   }
   auto list = context.getResults().initSessions(static_cast<unsigned>(slots.size()));

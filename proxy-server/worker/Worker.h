@@ -27,8 +27,12 @@ struct WorkerConfig {
   const DllAllowList* dlls;
   std::string stateDir;       // learned look-ups (empty: not kept)
   uint32_t blockSize;         // target memory block size
-  SessionBoard* board;        // shared with the supervisor and the other workers (may be null)
-  SessionBoard::Slot* slot;   // this worker's entry on it (may be null)
+  // The board is shared with the supervisor and the other workers; none without a supervisor
+  // (the fuzzer). The slot is this worker's entry on it; none when the board was full (the
+  // session goes on, unlisted). Not settings but the places the worker writes what it does,
+  // so written through a const WorkerConfig too (mutable).
+  mutable kj::Maybe<SessionBoard&> board;
+  mutable kj::Maybe<SessionBoard::Slot&> slot;
   const AdmissionPolicy* admission;  // TLS and token, checked before any RPC
   uint64_t traversalLimitWords;      // the largest message read (--max-message-mib)
   int idleTimeoutS;                  // end the session after this long silent (0: never)

@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   static WorkerConfig c{&dlls,
                         /*stateDir=*/"",
                         mqd::fuzz::kSeedBlockSize,
-                        /*board=*/nullptr,
+                        /*board=*/nullptr,  // none
                         /*slot=*/nullptr,
                         /*admission=*/nullptr,  // serveConnection starts after admission
                         /*traversalLimitWords=*/uint64_t(128) << 17,  // --max-message-mib 128
