@@ -338,9 +338,10 @@ void MqsClient::restartIteration(mqs_process* process) {
   if (token != 0) setUp_.cursor(token).reset();
 }
 
-RecordedWalk* MqsClient::walkOf(uint64_t process) {
+kj::Maybe<RecordedWalk&> MqsClient::walkOf(uint64_t process) {
   auto it = walks_.find(process);
-  return it == walks_.end() ? nullptr : it->second.get();
+  if (it == walks_.end()) return nullptr;
+  return *it->second;
 }
 
 void MqsClient::leaveWalk(uint64_t process) {
@@ -374,7 +375,7 @@ int MqsClient::walkOrForward(EntryPoint entryPoint, mqs_process* process, Ask&& 
       return *absent;
     }
     uint64_t token = setUpProcess(process, entryPoint);
-    if (RecordedWalk* walk = walkOf(token)) {
+    KJ_IF_MAYBE(walk, walkOf(token)) {
       typename Recorded::Reader recorded;
       if (ask(*walk, &recorded)) {
         step(setUp_.cursor(token));

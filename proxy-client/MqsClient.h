@@ -121,8 +121,8 @@ class MqsClient {
   // session re-established by this very call does not bring a fresh DLL there (its list may be
   // shorter now). Called before the session is ensured.
   void restartIteration(mqs_process* process);
-  // The walk the debugger is being served from for this process, or nullptr.
-  RecordedWalk* walkOf(uint64_t process);
+  // The walk the debugger is being served from for this process, if any.
+  kj::Maybe<RecordedWalk&> walkOf(uint64_t process);
   // Stops serving the process from its walk: the server brings the DLL to where the debugger
   // believes it is (sent without waiting, ahead of the next call).
   void leaveWalk(uint64_t process);

@@ -75,11 +75,12 @@ void SessionBoard::end(Slot* slot, const std::string& how) {
   slot->state.store(2);
 }
 
-const SessionBoard::Slot* SessionBoard::find(uint64_t connection, uint64_t key) const {
+kj::Maybe<const SessionBoard::Slot&> SessionBoard::find(uint64_t connection,
+                                                        uint64_t key) const {
   if (key == 0) return nullptr;
   for (size_t i = 0; i < count_; ++i) {
     const Slot& s = slots_[i];
-    if (s.state.load() != 0 && s.connection == connection && s.key == key) return &s;
+    if (s.state.load() != 0 && s.connection == connection && s.key == key) return s;
   }
   return nullptr;
 }

@@ -83,9 +83,9 @@ class SessionBoard {
   // Supervisor: the worker ended; `how` is "exit 0", "SIGSEGV", ...
   void end(Slot* slot, const std::string& how);
 
-  // The slot of the session with this ticket (open or ended), or nullptr. A zero key never
+  // The slot of the session with this ticket (open or ended), if any. A zero key never
   // matches.
-  const Slot* find(uint64_t connection, uint64_t key) const;
+  kj::Maybe<const Slot&> find(uint64_t connection, uint64_t key) const;
   void forEach(const std::function<void(const Slot&)>& fn) const;
 
   // "connection 3 (worker 1234, libompi_dbg_msgq.so): 12 round trips (10 calls, 2 callbacks),

@@ -146,24 +146,26 @@ kj::Promise<void> ProxyService::postMortem(PostMortemContext context) {
 
 kj::Promise<void> ProxyService::answerPostMortem(PostMortemContext context, uint64_t connection,
                                                  uint64_t key, kj::TimePoint deadline) {
-  const SessionBoard::Slot* s = nullptr;
-  KJ_IF_MAYBE(board, config_.board) { s = board->find(connection, key); }
-  bool ended = s != nullptr && s->state.load() == 2;
-  if (s != nullptr && !ended && timer_.now() < deadline) {
-    // The supervisor marks the slot ended when it reaps the worker: look again shortly.
-    return timer_.afterDelay(kPostMortemPollMs * kj::MILLISECONDS)
-        .then([this, context, connection, key, deadline]() mutable {
-          return answerPostMortem(context, connection, key, deadline);
-        });
-  }
-  auto report = context.getResults().initReport();
-  report.setKnown(s != nullptr);
-  if (s != nullptr) {
+  kj::Maybe<const SessionBoard::Slot&> found;
+  KJ_IF_MAYBE(board, config_.board) { found = board->find(connection, key); }
+  KJ_IF_MAYBE(s, found) {
+    bool ended = s->state.load() == 2;
+    if (!ended && timer_.now() < deadline) {
+      // The supervisor marks the slot ended when it reaps the worker: look again shortly.
+      return timer_.afterDelay(kPostMortemPollMs * kj::MILLISECONDS)
+          .then([this, context, connection, key, deadline]() mutable {
+            return answerPostMortem(context, connection, key, deadline);
+          });
+    }
+    auto report = context.getResults().initReport();
+    report.setKnown(true);
     report.setEnded(ended);
     report.setWorker(s->worker);
     report.setHow(std::string(s->exit, strnlen(s->exit, sizeof s->exit)));
     report.setDll(std::string(s->dll, strnlen(s->dll, sizeof s->dll)));
     report.setLastCall(std::string(s->lastCall, strnlen(s->lastCall, sizeof s->lastCall)));
+  } else {
+    context.getResults().initReport().setKnown(false);
   }
   return kj::READY_NOW;
 }
