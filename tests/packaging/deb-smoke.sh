@@ -15,14 +15,21 @@
 # did not install. Other tests use the build tree's files, never /usr's.
 #
 # The machine has one /usr, so its state is the machine's, not the build's: runs from several
-# clones (a developer's run beside CI's) take turns on a lock in /run/lock, and a run killed
-# before its clean-up (ctest's timeout, an ended session) leaves a stamp in /var/lib; the next
-# run, from whichever clone, purges what that run installed first.
+# clones (a developer's run beside CI's) take turns on a lock, and a run killed before its
+# clean-up (ctest's timeout, an ended session) leaves a stamp, both in /var/lib/mqd-proxy-tests;
+# the next run, from whichever clone, purges what that run installed first.
 set -euo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+if [ "$(id -u)" != 0 ]; then
+  fail "packaging-deb installs the .deb with apt-get and must run as root (it does in CI); run it as root, or leave it out with ctest -LE packaging"
+fi
+state=/var/lib/mqd-proxy-tests  # this machine's, whichever clone runs the test
+stamp=$state/deb-smoke.installed
+mkdir -p "$state"
 # Another run of this test on this machine holds the lock while its package is installed: wait
 # for it (its own run is bounded by its ctest timeout). flock keeps the lock, not this script
 # (-o): a process the run leaves behind does not hold it.
-lock=/run/lock/mqd-proxy-deb-smoke.lock
+lock=$state/deb-smoke.lock
 if [ -z "${MQD_DEB_SMOKE_LOCKED:-}" ]; then
   status=0
   MQD_DEB_SMOKE_LOCKED=1 flock -o -w 600 -E 75 "$lock" bash "$0" "$@" || status=$?
@@ -32,15 +39,9 @@ fi
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
 package=mqd-proxy
-state=/var/lib/mqd-proxy-tests
-stamp=$state/deb-smoke.installed
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -y -q -o DPkg::Lock::Timeout=600)
 
-fail() { echo "FAIL: $*"; exit 1; }
-if [ "$(id -u)" != 0 ]; then
-  fail "packaging-deb installs the .deb with apt-get and must run as root (it does in CI); run it as root, or leave it out with ctest -LE packaging"
-fi
 for tool in apt-get dpkg dpkg-deb dpkg-shlibdeps cpack gdb mpirun lintian; do
   command -v "$tool" > /dev/null || fail "$tool is missing (tools/install-deps.sh installs what this test needs)"
 done
@@ -152,7 +153,6 @@ dpkg-deb -c "$deb" | grep -v '^d' | awk '{print $6}' | sed 's|^\./|/|' > "$work/
 echo "ok: $(wc -l < "$work/files") files, under /usr but its settings and unit; dependencies from dpkg-shlibdeps"
 
 echo "== apt-get install $deb"
-mkdir -p "$state"
 echo "$build, $(date -u +%FT%TZ)" > "$stamp"
 installed=1
 "${apt[@]}" install "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "apt-get install"; }
