@@ -104,9 +104,9 @@ void Connection::markBroken(int code, const std::string& why) {
 
 namespace {
 
-// Adds the deadline to a connection step; a timeout becomes MQD_PROXY_ERR_TIMEOUT, any other
-// failure without a proxy code MQD_PROXY_ERR_UNREACHABLE.
-// The chain ends in a Connected: the connection, or the failure raised on the way.
+// Adds the deadline to a connection step and ends its chain in a Connected: the connection, or
+// the failure raised on the way; when none was, a timeout is MQD_PROXY_ERR_TIMEOUT and any other
+// failure MQD_PROXY_ERR_UNREACHABLE.
 kj::Promise<Connected> withDeadline(kj::AsyncIoContext& io, kj::Promise<kj::Own<Connection>> step,
                                     const std::string& where, std::chrono::milliseconds timeout,
                                     std::shared_ptr<ChainFailure> failure) {
