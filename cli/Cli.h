@@ -29,7 +29,8 @@ int infoCommand(Context& c);
 int doctorCommand(Context& c);
 int configCommand(Context& c);
 // graph: runs the deadlock analysis (python3 -m mqd_analysis graph) on c.args; returns only
-// when it cannot (GraphCommand.cc).
+// when it cannot (GraphCommand.cc). graphUsage(): its operands and what it does, in the form
+// replay::replayUsage() has.
 int graphCommand(Context& c);
 const char* graphUsage();
 

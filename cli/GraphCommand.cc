@@ -43,18 +43,16 @@ bool isFile(const std::string& path) { return ::access(path.c_str(), R_OK) == 0;
 }  // namespace
 
 const char* graphUsage() {
-  return R"(  graph SNAPSHOT.json [--json] [--dot FILE] [--svg FILE] [--png FILE] [--html FILE]
-        [--compare LATER.json]
-            Who waits on whom: the deadlock analysis of a whole-job snapshot saved by gdb's
-            `mqd snapshot` (or `mqd dump --all --json`), without a debugger or a server.
-            Prints the verdict, the ranks of each deadlock and its likely cause (--json: the
-            analysis as JSON); --dot, --svg, --png and --html write the picture and a
-            self-contained HTML report (SVG, PNG and HTML need Graphviz's dot); --compare
-            reports which ranks are stuck and which moved in a later snapshot. Runs python3
-            with the analysis installed in share/mqd-proxy/analysis. Exit status 0 when the
-            analysis was made (whatever the verdict), 2 for bad input or usage, 3 when an
-            output could not be written
-)";
+  return "SNAPSHOT.json [--json] [--dot FILE] [--svg FILE] [--png FILE] [--html FILE] "
+         "[--compare LATER.json]\n"
+         "Who waits on whom: the deadlock analysis of a whole-job snapshot saved by gdb's `mqd "
+         "snapshot` (or `mqd dump --all --json`), without a debugger or a server. Prints the "
+         "verdict, the ranks of each deadlock and its likely cause (--json: the analysis as "
+         "JSON); --dot, --svg, --png and --html write the picture and a self-contained HTML "
+         "report (SVG, PNG and HTML need Graphviz's dot); --compare reports which ranks are "
+         "stuck and which moved in a later snapshot. Runs python3 with the analysis installed "
+         "in share/mqd-proxy/analysis. Exit status 0 when the analysis was made (whatever the "
+         "verdict), 2 for bad input or usage, 3 when an output could not be written.";
 }
 
 int graphCommand(Context& c) {

@@ -1,14 +1,14 @@
-// mqd-proxy: the command-line client of mqd-proxy-server. See usage() for the command line;
-// each command is in its own file (Cli.h).
+// mqd-proxy: the command-line client of mqd-proxy-server. The command line is declared in
+// declare() (and shown by --help); each command is in its own file (Cli.h).
 #include <kj/async-io.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "Cli.h"
+#include "CommandLine.h"
 #include "Log.h"
 #include "ProxyErrors.h"
 #include "Replay.h"
@@ -18,45 +18,18 @@ using namespace mqd::client;
 
 namespace {
 
-std::string usage() {
-  return std::string(R"(Usage: mqd-proxy [OPTIONS] COMMAND [--json]
+const char* const kDescription = R"(Usage: mqd-proxy [OPTIONS] COMMAND [--json]
 
 Talks to an mqd-proxy-server, shows the configuration a debugger's libmqdproxy.so uses, and
 analyses a hung MPI job's saved snapshot for deadlocks.
+)";
 
-Commands:
-  config    The effective configuration: every setting, its value, and where the value
-            came from (default, configuration file and line, or environment variable).
-  ping      Connects (timing the connection and admission) and measures --count round
-            trips to the server.
-  info      The server's version, architecture, byte order and pointer size, and each vendor
-            DLL it offers, loaded in a session of its own: version string, compatibility
-            level, address width, build id. Exit 1 when a DLL does not load.
-  stats     Every session open on the server and the most recent ended ones: round trips
-            (calls the debugger's shim made, callbacks the server made), messages, bytes on
-            the wire, bulk bytes before and after compression, cache hits and misses by kind,
-            and what the shim reported (calls answered from recorded walks, error texts).
-  doctor    A checklist: configuration, server reachable, authentication, version,
-            architecture, latency, and the vendor DLL loads; each failure says what to fix.
-            Exit 1 when any check fails.
-)") + replay::replayUsage() + cli::graphUsage() + R"(
-Options:
-  --server ENDPOINT   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]
-                      (default: the server setting below)
-  --dll PATH          the vendor DLL for info and doctor (default: the dll setting)
-  --timeout SECONDS   give up after this long without an answer (default: the timeout
-                      setting, 30)
-  --count N           round trips for ping and doctor (default 5)
-  --json              machine-readable output (config, ping, info, stats)
-  -h, --help          this text
-  --version           the version of this client
-
-Exit status: 0 success, 1 failure (explained on stderr or in the output), 2 usage error.
+const char* const kFooter =
+    R"(Exit status: 0 success, 1 failure (explained on stderr or in the output), 2 usage error.
 
 Settings, shared with the debugger's libmqdproxy.so: each can be set in the environment or
 in the configuration file (environment wins; `mqd-proxy config` shows the result):
-)" + ClientConfig::help();
-}
+)";
 
 // replay parses its own operands (Replay.h); a --dll given before the command goes with them.
 int replayEntry(cli::Context& c) {
@@ -65,6 +38,98 @@ int replayEntry(cli::Context& c) {
     c.args.push_back(c.config.dll);
   }
   return replay::replayCommand(c.config, c.args, c.json);
+}
+
+struct Command {
+  const char* name;
+  int (*run)(cli::Context&);
+  bool operands;             // takes operands after the command
+  const char* description;   // "OPERANDS\nWHAT IT DOES" (common/CommandLine.h)
+};
+
+const Command kCommands[] = {
+    {"config", cli::configCommand, false,
+     "\nThe effective configuration: every setting, its value, and where the value came from "
+     "(default, configuration file and line, or environment variable)."},
+    {"ping", cli::pingCommand, false,
+     "\nConnects (timing the connection and admission) and measures --count round trips to "
+     "the server."},
+    {"info", cli::infoCommand, false,
+     "\nThe server's version, architecture, byte order and pointer size, and each vendor DLL "
+     "it offers, loaded in a session of its own: version string, compatibility level, address "
+     "width, build id. Exit 1 when a DLL does not load."},
+    {"stats", cli::statsCommand, false,
+     "\nEvery session open on the server and the most recent ended ones: round trips (calls "
+     "the debugger's shim made, callbacks the server made), messages, bytes on the wire, bulk "
+     "bytes before and after compression, cache hits and misses by kind, and what the shim "
+     "reported (calls answered from recorded walks, error texts)."},
+    {"doctor", cli::doctorCommand, false,
+     "\nA checklist: configuration, server reachable, authentication, version, architecture, "
+     "latency, and the vendor DLL loads; each failure says what to fix. Exit 1 when any check "
+     "fails."},
+    {"replay", replayEntry, true, replay::replayUsage()},
+    {"graph", cli::graphCommand, true, cli::graphUsage()},
+};
+
+struct Parsed {
+  bool help = false;
+  bool version = false;
+  std::string timeoutProblem;  // --timeout's value is not a setting's value
+};
+
+// Declares the command line on `app`, bound to `c` (whose configuration is already loaded:
+// an option overrides the setting and becomes its source) and `p`.
+void declare(CLI::App& app, cli::Context& c, Parsed& p) {
+  cmdline::prepare(app, 22);
+  app.description(kDescription);
+  app.footer(std::string(kFooter) + ClientConfig::help());
+  app.fallthrough();  // the options below may come after the command too
+  for (const Command& command : kCommands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.description);
+    sub->set_help_flag();
+    if (std::string(command.name) == "graph") {
+      // Every operand and option after "graph" is the analysis's (GraphCommand.cc), even one
+      // this program has too.
+      sub->prefix_command();
+      sub->fallthrough(false);
+    }
+  }
+  app.require_subcommand(0, 1);
+  app.add_option_function<std::string>(
+         "--server",
+         [&c](const std::string& v) {
+           c.config.server = v;
+           c.config.sources["server"] = "--server";
+         },
+         "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH] (default: "
+         "the server setting below).")
+      ->type_name("ENDPOINT")
+      ->check(cmdline::nonEmpty("an endpoint"));
+  app.add_option_function<std::string>(
+         "--dll",
+         [&c](const std::string& v) {
+           c.config.dll = v;
+           c.config.sources["dll"] = "--dll";
+         },
+         "The vendor DLL for info, doctor and replay (default: the dll setting).")
+      ->type_name("PATH")
+      ->check(cmdline::nonEmpty("a path"));
+  app.add_option_function<std::string>(
+         "--timeout",
+         [&c, &p](const std::string& v) {
+           p.timeoutProblem = c.config.set("timeout", v);
+           c.config.sources["timeout"] = "--timeout";
+         },
+         "Give up after this long without an answer (default: the timeout setting).")
+      ->type_name("SECONDS");
+  app.add_option("--count", c.count, "Round trips for ping and doctor.")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(cmdline::numberBetween(1, 100000));
+  app.add_flag("--json", c.json,
+               "Machine-readable output (config, ping, info, stats, replay, graph).");
+  app.add_flag("--version", p.version, "Print the version of this client and exit.");
+  app.add_flag("-h,--help", p.help, "Print this help and exit.");
 }
 
 int usageError(const std::string& why) {
@@ -79,78 +144,50 @@ int main(int argc, char** argv) {
   c.config = ClientConfig::load(&c.problems);
   logSetComponent("mqd-proxy");
   logSetLevel(c.config.logLevel);
-  std::string command;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (command == "graph") {
-      c.args.push_back(a);  // every operand and option is the analysis's (GraphCommand.cc)
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(usage().c_str(), stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::printf("mqd-proxy %s\n", MQD_VERSION);
-      return 0;
-    } else if (command == "replay" && a != "--server" && a != "--timeout" && a != "--json") {
-      c.args.push_back(a);  // replay's own FILE, --dll and --stats (Replay.h)
-    } else if (a == "--server") {
-      const char* v = value();
-      if (v == nullptr) return usageError("--server needs an endpoint");
-      c.config.server = v;
-      c.config.sources["server"] = "--server";
-    } else if (a == "--dll") {
-      const char* v = value();
-      if (v == nullptr) return usageError("--dll needs a path");
-      c.config.dll = v;
-      c.config.sources["dll"] = "--dll";
-    } else if (a == "--timeout") {
-      const char* v = value();
-      if (v == nullptr) return usageError("--timeout needs a number of seconds");
-      std::string problem = c.config.set("timeout", v);
-      if (!problem.empty()) return usageError("--timeout: " + problem);
-      c.config.sources["timeout"] = "--timeout";
-    } else if (a == "--count") {
-      const char* v = value();
-      int n = v != nullptr ? std::atoi(v) : 0;
-      if (n < 1 || n > 100000) return usageError("--count needs a number from 1 to 100000");
-      c.count = n;
-    } else if (a == "--json") {
-      c.json = true;
-    } else if (command.empty() && !a.empty() && a[0] != '-') {
-      command = a;
-    } else if (!command.empty() && !a.empty() && a[0] != '-') {
-      c.args.push_back(a);
-    } else {
-      return usageError("unexpected argument \"" + a + "\"");
-    }
+  CLI::App app;
+  Parsed p;
+  declare(app, c, p);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return usageError(e.what());
   }
-  if (command.empty()) {
-    std::fputs(usage().c_str(), stderr);
+  const Command* chosen = nullptr;
+  for (const Command& command : kCommands) {
+    if (app.got_subcommand(command.name)) chosen = &command;
+  }
+  bool graph = chosen != nullptr && chosen->run == cli::graphCommand;
+  if (p.help) {  // (not after graph: its --help is the analysis's)
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  if (p.version) {
+    std::printf("mqd-proxy %s\n", MQD_VERSION);
+    return 0;
+  }
+  if (!p.timeoutProblem.empty()) return usageError("--timeout: " + p.timeoutProblem);
+  // What no option claimed: the command's operands, or a mistake said in our words.
+  std::vector<std::string> extra = app.remaining();
+  for (const std::string& a : extra) {
+    if (chosen != nullptr && chosen->operands) break;  // replay's options are its own
+    if (!a.empty() && a[0] == '-') return usageError("unexpected argument \"" + a + "\"");
+  }
+  if (chosen == nullptr) {
+    if (!extra.empty()) return usageError("unknown command \"" + extra.front() + "\"");
+    std::fputs(app.help().c_str(), stderr);
     return 2;
   }
-  struct Entry {
-    const char* name;
-    int (*run)(cli::Context&);
-    bool operands;  // takes operands after the command
-  };
-  static const Entry commands[] = {
-      {"config", cli::configCommand, false}, {"ping", cli::pingCommand, false},
-      {"info", cli::infoCommand, false},     {"stats", cli::statsCommand, false},
-      {"doctor", cli::doctorCommand, false}, {"replay", replayEntry, true},
-      {"graph", cli::graphCommand, true},
-  };
-  const Entry* chosen = nullptr;
-  for (const Entry& e : commands) {
-    if (command == e.name) chosen = &e;
+  if (!chosen->operands && !extra.empty()) {
+    return usageError(std::string(chosen->name) + " takes no operand \"" + extra.front() + "\"");
   }
-  if (chosen == nullptr) return usageError("unknown command \"" + command + "\"");
-  if (!chosen->operands && !c.args.empty()) {
-    return usageError(command + " takes no operand \"" + c.args[0] + "\"");
-  }
+  c.args = graph ? app.get_subcommand("graph")->remaining() : extra;
   // Configuration problems are the subject of config and doctor; the others say them first,
   // but graph, which uses no setting.
-  if (command != "config" && command != "doctor" && command != "graph") {
-    for (const std::string& p : c.problems) std::fprintf(stderr, "mqd-proxy: %s\n", p.c_str());
+  std::string command = chosen->name;
+  if (command != "config" && command != "doctor" && !graph) {
+    for (const std::string& problem : c.problems) {
+      std::fprintf(stderr, "mqd-proxy: %s\n", problem.c_str());
+    }
   }
   try {
     return chosen->run(c);

@@ -396,16 +396,15 @@ void SessionReplay::report(bool stats) const {
 }  // namespace
 
 const char* replayUsage() {
-  return R"(  replay FILE [--dll PATH] [--stats]
-            Plays a session recorded with MQD_PROXY_RECORD=FILE against the server, without
-            the debugger or the job: the recorded calls in order, the server's callbacks
-            answered from the recording. Prints the session's message queues as the gdb
-            front end's `mqd dump --all` does (with --json, as `mqd dump --all --json`), and
-            on stderr the calls, callbacks and time taken (--stats: also per entry point).
-            --dll PATH replays against another DLL on the server's allow-list. Exit status
-            0 when every result matched the recording, 1 at a difference (the first is
-            named), 2 when the recording or the server cannot be used
-)";
+  return "FILE [--dll PATH] [--stats]\n"
+         "Plays a session recorded with MQD_PROXY_RECORD=FILE against the server, without the "
+         "debugger or the job: the recorded calls in order, the server's callbacks answered "
+         "from the recording. Prints the session's message queues as the gdb front end's `mqd "
+         "dump --all` does (with --json, as `mqd dump --all --json`), and on stderr the calls, "
+         "callbacks and time taken (--stats: also per entry point). --dll PATH replays against "
+         "another DLL on the server's allow-list. Exit status 0 when every result matched the "
+         "recording, 1 at a difference (the first is named), 2 when the recording or the "
+         "server cannot be used.";
 }
 
 namespace {

@@ -30,7 +30,8 @@ using client::ClientConfig;
 // --timeout. Returns the exit status.
 int replayCommand(const ClientConfig& config, const std::vector<std::string>& args, bool json);
 
-// The command's usage lines, for mqd-proxy --help.
+// The command's operands and what it does, for mqd-proxy --help: "OPERANDS\nTEXT", the form
+// of a command's description in common/CommandLine.h's help layout.
 const char* replayUsage();
 
 }  // namespace mqd::replay

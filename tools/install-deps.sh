@@ -18,7 +18,7 @@ packages=(
   # build
   g++ cmake make pkg-config binutils
   # libraries
-  capnproto libcapnp-dev libuv1-dev libzstd-dev doctest-dev
+  capnproto libcapnp-dev libuv1-dev libzstd-dev libcli11-dev doctest-dev
   # the real debugger and the real MPI: gdb with its Python, gdbserver (how gdb reaches ranks
   # on other hosts: `mqd attach --gdbserver`), Open MPI and its development headers (for the
   # debug-type object of the stripped libmpi)

@@ -9,6 +9,7 @@ order: `stats` lists the sessions the `ping` and `info` tests before it opened.
 """
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -97,6 +98,61 @@ def test_unknown_command_exits_2(cli):
 def test_ping_count_0_is_a_usage_error(cli):
     r = run([cli, "ping", "--count", "0"])
     assert r.returncode == 2, r.all[-3000:]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["ping", "stray"], 'ping takes no operand "stray"'),
+    (["ping", "--bogus"], 'unexpected argument "--bogus"'),
+    (["--server"], "--server"),
+    (["--timeout", "soon", "ping"], "--timeout"),
+    (["--count", "100001", "ping"], "between 1 and 100000"),
+])
+def test_usage_errors_are_one_sentence_and_exit_2(cli, argv, words):
+    r = run([cli] + argv)
+    assert _one_sentence(r) and words in r.stderr and "see --help" in r.stderr, r.all[-3000:]
+
+
+def test_options_go_before_or_after_the_command(cli):
+    """--server, --timeout and --json mean the same before and after the command; the last of a
+    repeated one wins, as a later setting overrides an earlier one."""
+    before = run([cli, "--json", "--timeout", "7", "--server", "unix:/a", "config"])
+    after = run([cli, "config", "--server", "unix:/b", "--server", "unix:/a", "--timeout=7",
+                 "--json"])
+    assert before.returncode == 0 and after.returncode == 0, before.all + after.all
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    server = [s for s in json.loads(after.stdout)["settings"] if s["key"] == "server"][0]
+    assert server["value"] == "unix:/a" and server["source"] == "--server", after.stdout
+
+
+def test_server_options_in_the_docs_are_those_of_its_help(artefacts):
+    """docs/configuration.md's table of server options names every option `mqd-proxy-server
+    --help` shows, and the same default where --help says one."""
+    r = run([artefacts.require("server"), "--help"])
+    assert r.returncode == 0, r.all[-3000:]
+    helped = {}  # option -> default ("" when --help says none)
+    option = None
+    for line in r.stdout.splitlines():
+        m = re.match(r"  (?:-\w, )?(--[\w-]+)", line)
+        if m:
+            option = m.group(1)
+            helped[option] = ""
+        d = re.search(r"Default: (\S+)\.$", line)
+        if d and option:
+            helped[option] = d.group(1)
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "configuration.md")
+    with open(docs) as f:
+        text = f.read()
+    section = text[text.index("## Server options"):]
+    section = section[:section.index("\n## ", 1)]
+    rows = {}
+    for row in section.splitlines():
+        cells = row.split("|")
+        if len(cells) > 3:
+            for name in re.findall(r"(--[a-z][\w-]*)", cells[1]):
+                rows[name] = cells[2]
+    assert len(helped) >= 20 and set(helped) == set(rows), (sorted(helped), sorted(rows))
+    for name, default in helped.items():
+        assert "`%s`" % default in rows[name] if default else True, (name, default, rows[name])
 
 
 # config: defaults, file, environment, command line, and the sources it names.

@@ -28,7 +28,13 @@ TEST_CASE("ServerOptions: defaults and repeatable --dll") {
 
 TEST_CASE("ServerOptions: usage errors name the problem") {
   CHECK_THROWS_WITH_AS(parse({"--frobnicate"}), doctest::Contains("--frobnicate"), UsageError);
-  CHECK_THROWS_WITH_AS(parse({"--dll"}), doctest::Contains("needs a value"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--dll"}), doctest::Contains("--dll: 1 required PATH missing"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--dll", ""}), doctest::Contains("--dll: needs a path"), UsageError);
+  CHECK_THROWS_WITH_AS(parse({"stray"}), doctest::Contains("unknown option \"stray\""),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--block-size", "5000"}), doctest::Contains("power of two"),
+                       UsageError);
   CHECK_THROWS_WITH_AS(parse({"--listen", "tcp:x"}), doctest::Contains("--listen"), UsageError);
   CHECK_THROWS_WITH_AS(parse({"--log-level", "loud"}), doctest::Contains("loud"), UsageError);
   CHECK_THROWS_WITH_AS(parse({"--shutdown-grace-ms", "-1"}), doctest::Contains("between"),

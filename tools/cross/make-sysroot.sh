@@ -20,8 +20,9 @@ case "$arch" in arm64|ppc64el|s390x|i386) ;; *) echo "make-sysroot: unknown arch
 # With dependencies: what the server, the test programs and a singleton Open MPI process need.
 closure=(libstdc++6 doctest-dev libcapnp-dev libuv1-dev libzstd-dev libopenmpi3)
 # Without dependencies: mpi.h and Open MPI's internal headers with the hwloc and libevent headers
-# they include (for the type object, frontends/ompi-types).
-single=(libopenmpi-dev openmpi-common libhwloc-dev libevent-dev)
+# they include (for the type object, frontends/ompi-types); CLI11's headers (the server's
+# command line; architecture-independent, no dependencies).
+single=(libopenmpi-dev openmpi-common libhwloc-dev libevent-dev libcli11-dev)
 stamp="$dir/.mqd-sysroot"
 want="$arch ${closure[*]} / ${single[*]}"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
