@@ -11,26 +11,17 @@ constexpr EntryPointInfo kInfo[] = {
 };
 static_assert(sizeof kInfo / sizeof kInfo[0] == kEntryPointCount, "one entry per entry point");
 
-template <typename Field>
-kj::Maybe<EntryPoint> find(kj::StringPtr wanted, Field field) {
-  for (size_t i = 0; i < kEntryPointCount; ++i) {
-    if (wanted == kInfo[i].*field) return static_cast<EntryPoint>(i);
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 const EntryPointInfo& entryPointInfo(EntryPoint entryPoint) {
   return kInfo[static_cast<size_t>(entryPoint)];
 }
 
-kj::Maybe<EntryPoint> entryPointNamed(kj::StringPtr name) {
-  return find(name, &EntryPointInfo::name);
-}
-
-kj::Maybe<EntryPoint> entryPointOfMethod(kj::StringPtr method) {
-  return find(method, &EntryPointInfo::method);
+std::optional<EntryPoint> entryPointOfMethod(kj::StringPtr method) {
+  for (size_t i = 0; i < kEntryPointCount; ++i) {
+    if (method == kInfo[i].method) return static_cast<EntryPoint>(i);
+  }
+  return std::nullopt;
 }
 
 }  // namespace mqd

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "mqs_entry_points.h"
 
@@ -39,9 +40,7 @@ struct EntryPointInfo {
 const EntryPointInfo& entryPointInfo(EntryPoint entryPoint);
 inline const char* nameOf(EntryPoint entryPoint) { return entryPointInfo(entryPoint).name; }
 
-// The entry point of that C name ("mqs_next_operation"), or of that method ("nextOperation");
-// null when there is none.
-kj::Maybe<EntryPoint> entryPointNamed(kj::StringPtr name);
-kj::Maybe<EntryPoint> entryPointOfMethod(kj::StringPtr method);
+// The entry point a Session method ("nextOperation") forwards, if any.
+std::optional<EntryPoint> entryPointOfMethod(kj::StringPtr method);
 
 }  // namespace mqd

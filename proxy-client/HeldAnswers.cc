@@ -22,11 +22,11 @@ void deliverRecordedEffects(DebuggerSide& side, const std::vector<SetUpRecall::E
   }
 }
 
-kj::Maybe<int> HeldAnswers::serve(DebuggerSide& side, StringPool& strings, wire::InfoKind kind,
-                                  uint64_t token, char** message) {
+std::optional<int> HeldAnswers::serve(DebuggerSide& side, StringPool& strings,
+                                      wire::InfoKind kind, uint64_t token, char** message) {
   Answers& held = of(kind);
   auto it = held.find(token);
-  if (it == held.end()) return nullptr;
+  if (it == held.end()) return std::nullopt;
   Answer answer = std::move(it->second);
   held.erase(it);
   if (answer.errorCode != 0) throw ProxyError(answer.errorCode, answer.errorDetail);

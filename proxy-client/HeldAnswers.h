@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,8 +59,8 @@ class HeldAnswers {
                  uint64_t token, Keep&& keep);
   // The debugger's own call on `token`, served from its held answer if there is one: delivers
   // its effects, applies its message to *message and returns its rc (throws ProxyError for a
-  // held error). Null when none is held.
-  kj::Maybe<int> serve(DebuggerSide& side, StringPool& strings, wire::InfoKind kind,
+  // held error). Nothing when none is held.
+  std::optional<int> serve(DebuggerSide& side, StringPool& strings, wire::InfoKind kind,
                        uint64_t token, char** message);
   void drop(wire::InfoKind kind, uint64_t token) { of(kind).erase(token); }
   void dropAll(wire::InfoKind kind) { of(kind).clear(); }

@@ -315,22 +315,22 @@ uint64_t MqsClient::setUpImage(mqs_image* image, EntryPoint entryPoint) {
   return token;
 }
 
-kj::Maybe<int> MqsClient::openFor(EntryPoint entryPoint) {
+std::optional<int> MqsClient::openFor(EntryPoint entryPoint) {
   ensureSession();
   const EntryPointInfo& info = entryPointInfo(entryPoint);
   switch (info.absent) {
     case Absent::REQUIRED:
     case Absent::SHIM_ANSWERS:
-      return nullptr;
+      return std::nullopt;
     case Absent::NO_ENTRY_POINT:
-      if (dll_.has(entryPoint)) return nullptr;
+      if (dll_.has(entryPoint)) return std::nullopt;
       throw ProxyError(MQD_PROXY_ERR_NO_ENTRY_POINT,
                        std::string(info.name) + " is not provided by vendor DLL " + dll_.path);
     case Absent::NO_INFORMATION:
-      if (dll_.has(entryPoint)) return nullptr;
+      if (dll_.has(entryPoint)) return std::nullopt;
       return static_cast<int>(mqs_no_information);
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 void MqsClient::restartIteration(mqs_process* process) {
@@ -370,7 +370,7 @@ int MqsClient::walkOrForward(EntryPoint entryPoint, mqs_process* process, Ask&& 
   return call(entryPoint, [&]() -> int {
     // Where an earlier iteration stood no longer matters, even if this call fails.
     if (entryPoint == EntryPoint::setup_communicator_iterator) restartIteration(process);
-    KJ_IF_MAYBE(absent, openFor(entryPoint)) {
+    if (auto absent = openFor(entryPoint)) {
       setUpProcess(process, entryPoint);  // a process never set up is refused all the same
       return *absent;
     }
@@ -408,7 +408,7 @@ void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
 char* MqsClient::versionString() {
   char* result = nullptr;
   int rc = call(EntryPoint::version_string, [&]() -> int {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::version_string)) return *absent;
+    if (auto absent = openFor(EntryPoint::version_string)) return *absent;
     result = strings_.intern(dll_.versionString);
     return mqs_ok;
   });
@@ -422,7 +422,7 @@ char* MqsClient::versionString() {
 int MqsClient::versionCompatibility() {
   int level = MQS_INTERFACE_COMPATIBILITY_MPI1;
   call(EntryPoint::version_compatibility, [&]() -> int {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::version_compatibility)) return *absent;
+    if (auto absent = openFor(EntryPoint::version_compatibility)) return *absent;
     level = dll_.compatibility;
     return mqs_ok;
   });
@@ -441,7 +441,7 @@ char* MqsClient::dllErrorString(int code) {
   }
   char* result = nullptr;
   int rc = call(EntryPoint::dll_error_string, [&]() -> int {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::dll_error_string)) return *absent;
+    if (auto absent = openFor(EntryPoint::dll_error_string)) return *absent;
     auto known = dllErrorText_.find(code);
     if (known != dllErrorText_.end()) {
       ++counters_.errorTextsLocal;
@@ -479,7 +479,7 @@ char* MqsClient::rememberDllErrorText(int code, wire::OutString::Reader text) {
 
 int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks) {
   return call(EntryPoint::setup_image, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_image)) return *absent;
+    if (auto absent = openFor(EntryPoint::setup_image)) return *absent;
     uint64_t token = side_.images.tokenOf(image);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL image");
     side_.setImageCallbacks(token, callbacks);
@@ -507,9 +507,9 @@ int MqsClient::setupImage(mqs_image* image, const mqs_image_callbacks* callbacks
 
 int MqsClient::imageHasQueues(mqs_image* image, char** message) {
   return call(EntryPoint::image_has_queues, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::image_has_queues)) return *absent;
+    if (auto absent = openFor(EntryPoint::image_has_queues)) return *absent;
     uint64_t token = setUpImage(image, EntryPoint::image_has_queues);
-    KJ_IF_MAYBE(rc, held_.serve(side_, strings_, wire::InfoKind::IMAGE, token, message)) {
+    if (auto rc = held_.serve(side_, strings_, wire::InfoKind::IMAGE, token, message)) {
       setUp_.queriedQueues(SessionSetUp::Kind::Image, token);
       return *rc;
     }
@@ -527,7 +527,7 @@ int MqsClient::imageHasQueues(mqs_image* image, char** message) {
 
 void MqsClient::destroyImageInfo(mqs_image_info* info) {
   call(EntryPoint::destroy_image_info, [&]() -> int {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_image_info)) return *absent;
+    if (auto absent = openFor(EntryPoint::destroy_image_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::IMAGE, token);
     refreshAhead_.forgetRefreshes();  // never refresh ahead a process of an image the debugger let go
@@ -546,7 +546,7 @@ void MqsClient::destroyImageInfo(mqs_image_info* info) {
 
 int MqsClient::setupProcess(mqs_process* process, const mqs_process_callbacks* callbacks) {
   return call(EntryPoint::setup_process, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_process)) return *absent;
+    if (auto absent = openFor(EntryPoint::setup_process)) return *absent;
     uint64_t token = side_.processes.tokenOf(process);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL process");
     walks_.erase(token);  // set-up starts the DLL's view of the process afresh
@@ -686,9 +686,9 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {
   return call(EntryPoint::process_has_queues, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::process_has_queues)) return *absent;
+    if (auto absent = openFor(EntryPoint::process_has_queues)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::process_has_queues);
-    KJ_IF_MAYBE(rc, held_.serve(side_, strings_, wire::InfoKind::PROCESS, token, message)) {
+    if (auto rc = held_.serve(side_, strings_, wire::InfoKind::PROCESS, token, message)) {
       setUp_.queriedQueues(SessionSetUp::Kind::Process, token);
       return *rc;
     }
@@ -712,7 +712,7 @@ int MqsClient::processHasQueues(mqs_process* process, char** message) {
 
 void MqsClient::destroyProcessInfo(mqs_process_info* info) {
   call(EntryPoint::destroy_process_info, [&]() -> int {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_process_info)) return *absent;
+    if (auto absent = openFor(EntryPoint::destroy_process_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::PROCESS, token);
     refreshAhead_.forgetRefreshes();  // never refresh ahead a process the debugger let go
@@ -732,7 +732,7 @@ void MqsClient::destroyProcessInfo(mqs_process_info* info) {
 int MqsClient::updateCommunicatorList(mqs_process* process) {
   return call(EntryPoint::update_communicator_list, [&]() {
     restartIteration(process);
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::update_communicator_list)) return *absent;
+    if (auto absent = openFor(EntryPoint::update_communicator_list)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::update_communicator_list);
     walks_.erase(token);  // a new epoch: the old walk is stale
     CommunicatorUpdates::Outcome outcome = updates_.update(token);
@@ -845,7 +845,7 @@ int MqsClient::nextOperation(mqs_process* process, mqs_pending_operation* operat
 
 int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
   return call(EntryPoint::setup_job, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_job)) return *absent;
+    if (auto absent = openFor(EntryPoint::setup_job)) return *absent;
     uint64_t token = side_.jobs.tokenOf(job);
     if (token == 0) throw ProxyError(MQD_PROXY_ERR_BAD_HANDLE, "NULL job");
     side_.setJobCallbacks(token, callbacks);
@@ -857,7 +857,7 @@ int MqsClient::setupJob(mqs_job* job, const mqs_job_callbacks* callbacks) {
 
 int MqsClient::destroyJobInfo(mqs_job_info* info) {
   return call(EntryPoint::destroy_job_info, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::destroy_job_info)) return *absent;
+    if (auto absent = openFor(EntryPoint::destroy_job_info)) return *absent;
     uint64_t token = reinterpret_cast<uintptr_t>(info);
     side_.infoDestroyed(wire::InfoKind::JOB, token);
     auto reply = link_.roundTrip<wire::Session::DestroyJobInfoResults>(
@@ -872,7 +872,7 @@ int MqsClient::destroyJobInfo(mqs_job_info* info) {
 
 int MqsClient::setupNewProcessIterator(mqs_process* process) {
   return call(EntryPoint::setup_new_process_iterator, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::setup_new_process_iterator)) return *absent;
+    if (auto absent = openFor(EntryPoint::setup_new_process_iterator)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::setup_new_process_iterator);
     leaveWalk(token);
     auto reply = link_.roundTrip<wire::Session::SetupNewProcessIteratorResults>(
@@ -891,7 +891,7 @@ int MqsClient::setupNewProcessIterator(mqs_process* process) {
 
 int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* location) {
   return call(EntryPoint::next_new_process, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::next_new_process)) return *absent;
+    if (auto absent = openFor(EntryPoint::next_new_process)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::next_new_process);
     SessionSetUp::Entry* e = setUp_.find(SessionSetUp::Kind::Process, token);
     if (e != nullptr && e->newProcessesLost) {
@@ -914,7 +914,7 @@ int MqsClient::nextNewProcess(mqs_process* process, mqs_process_location* locati
 
 int MqsClient::setProcessIdentity(mqs_process* process, int identity) {
   return call(EntryPoint::set_process_identity, [&]() {
-    KJ_IF_MAYBE(absent, openFor(EntryPoint::set_process_identity)) return *absent;
+    if (auto absent = openFor(EntryPoint::set_process_identity)) return *absent;
     uint64_t token = setUpProcess(process, EntryPoint::set_process_identity);
     leaveWalk(token);
     auto reply = link_.roundTrip<wire::Session::SetProcessIdentityResults>(

@@ -112,9 +112,9 @@ class MqsClient {
 
   // Opens the session if needed (ensureSession), then, for an entry point the vendor DLL does
   // not export, gives the answer mqs_entry_points.h decides: throws ProxyError(NO_ENTRY_POINT)
-  // naming it and the DLL, or returns mqs_no_information. Null when the call goes on. Every
+  // naming it and the DLL, or returns mqs_no_information. Nothing when the call goes on. Every
   // answer for a missing entry point is decided here.
-  kj::Maybe<int> openFor(EntryPoint entryPoint);
+  std::optional<int> openFor(EntryPoint entryPoint);
 
   // The debugger starts the process's communicator iteration afresh (mqs_update_communicator_
   // list, mqs_setup_communicator_iterator): where the last one stood no longer matters, so a

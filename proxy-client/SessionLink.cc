@@ -1,5 +1,7 @@
 #include "SessionLink.h"
 
+#include <optional>
+
 #include "Log.h"
 #include "PostMortem.h"
 
@@ -19,7 +21,7 @@ SessionLink::~SessionLink() {
 
 SessionLink::Opened SessionLink::open(DebuggerSide& side, SessionRecorder* recorder) {
   if (!loop_) loop_ = std::make_unique<EventLoopThread>();
-  kj::Maybe<ProxyError> refused;
+  std::optional<ProxyError> refused;
   loop_->run([&]() {
     connection_ = nullptr;  // the old connection, if any, is done with
     return Connection::open(loop_->io(), config_, side, counters_, recorder)
@@ -31,7 +33,7 @@ SessionLink::Opened SessionLink::open(DebuggerSide& side, SessionRecorder* recor
           }
         });
   });
-  KJ_IF_MAYBE(failure, refused) { throw *failure; }
+  if (refused) throw *refused;
   Opened opened;
   loop_->run([&]() {
     opened.dll = connection_->dll();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "Connection.h"
@@ -70,10 +71,10 @@ struct Failed {
 };
 
 // The `failure` of Session method `method`'s results (every Session result has one), if set.
-kj::Maybe<Failed> failureIn(uint16_t method, capnp::AnyPointer::Reader results) {
+std::optional<Failed> failureIn(uint16_t method, capnp::AnyPointer::Reader results) {
   auto schema = capnp::Schema::from<wire::Session>().getMethods()[method].getResultType();
   auto fields = results.getAs<capnp::DynamicStruct>(schema);
-  if (!fields.has("failure")) return nullptr;
+  if (!fields.has("failure")) return std::nullopt;
   auto failure = fields.get("failure").as<wire::Failure>();
   return Failed{checkedFailureCode(failure.getCode()), failure.getDetail()};
 }
@@ -297,8 +298,8 @@ void SessionReplay::complete(record::SessionReturn::Reader recorded) {
   std::vector<std::string> recordedNotes = recordedNotifications_.take();
   std::vector<std::string> replayedNotes = answers_.takeNotifications();
   // How the call ended, recorded and replayed: failed (with the `failure` of its results, or
-  // with an exception of the RPC system), or returned (nullptr).
-  kj::Maybe<Failed> recordedFailed;
+  // with an exception of the RPC system), or returned (nullopt).
+  std::optional<Failed> recordedFailed;
   if (recorded.hasFailure()) {
     auto r = recorded.getFailure();
     recordedFailed = failedWith(static_cast<kj::Exception::Type>(r.getType()),
@@ -306,10 +307,10 @@ void SessionReplay::complete(record::SessionReturn::Reader recorded) {
   } else {
     recordedFailed = failureIn(call.method, recorded.getResults());
   }
-  kj::Maybe<Failed> replayedFailed;
+  std::optional<Failed> replayedFailed;
   capnp::AnyPointer::Reader results;
   KJ_IF_MAYBE(e, failure) {
-    if (e->getType() == kj::Exception::Type::OVERLOADED && recordedFailed == nullptr) {
+    if (e->getType() == kj::Exception::Type::OVERLOADED && !recordedFailed) {
       difference(where, "no answer from the server within " + std::to_string(ms) + " ms");
       stopped_ = true;
       return;
@@ -320,20 +321,21 @@ void SessionReplay::complete(record::SessionReturn::Reader recorded) {
     replayedFailed = failureIn(call.method, results);
   }
 
-  KJ_IF_MAYBE(now, replayedFailed) {
-    KJ_IF_MAYBE(then, recordedFailed) {
-      if (then->code != now->code) {
-        difference(where, "failed with \"" + now->detail + "\"; recorded: \"" + then->detail +
-                              "\"");
+  if (replayedFailed) {
+    const Failed& now = *replayedFailed;
+    if (recordedFailed) {
+      if (recordedFailed->code != now.code) {
+        difference(where, "failed with \"" + now.detail + "\"; recorded: \"" +
+                              recordedFailed->detail + "\"");
       }
     } else {
-      difference(where, "the call failed: " + now->detail + "; recorded: it returned");
+      difference(where, "the call failed: " + now.detail + "; recorded: it returned");
     }
-    dump_.add(call.method, call.params, nullptr, now->code);
+    dump_.add(call.method, call.params, nullptr, now.code);
     return;
   }
-  KJ_IF_MAYBE(then, recordedFailed) {
-    difference(where, "it returned; recorded: it failed with \"" + then->detail + "\"");
+  if (recordedFailed) {
+    difference(where, "it returned; recorded: it failed with \"" + recordedFailed->detail + "\"");
   } else {
     auto schema =
         capnp::Schema::from<wire::Session>().getMethods()[call.method].getResultType();

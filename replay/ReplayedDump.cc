@@ -139,7 +139,7 @@ std::shared_ptr<ReplayedDump::Call> ReplayedDump::keep(EntryPoint entryPoint,
 void ReplayedDump::add(uint16_t method, capnp::AnyPointer::Reader params,
                        const capnp::AnyPointer::Reader* results, int failedCode) {
   EntryPoint entryPoint;
-  KJ_IF_MAYBE(e, entryPointOfSessionMethod(method)) {
+  if (auto e = entryPointOfSessionMethod(method)) {
     entryPoint = *e;
   } else {
     return;  // Session.reposition: no answer a front end sees

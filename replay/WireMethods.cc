@@ -13,9 +13,9 @@ namespace {
 capnp::InterfaceSchema sessionSchema() { return capnp::Schema::from<wire::Session>(); }
 
 // Entry point by Session ordinal, made once from the schema's method names.
-const std::vector<kj::Maybe<EntryPoint>>& byOrdinal() {
-  static const std::vector<kj::Maybe<EntryPoint>> table = [] {
-    std::vector<kj::Maybe<EntryPoint>> out;
+const std::vector<std::optional<EntryPoint>>& byOrdinal() {
+  static const std::vector<std::optional<EntryPoint>> table = [] {
+    std::vector<std::optional<EntryPoint>> out;
     for (auto method : sessionSchema().getMethods()) {
       out.push_back(entryPointOfMethod(method.getProto().getName()));
     }
@@ -26,9 +26,9 @@ const std::vector<kj::Maybe<EntryPoint>>& byOrdinal() {
 
 }  // namespace
 
-kj::Maybe<EntryPoint> entryPointOfSessionMethod(uint16_t ordinal) {
+std::optional<EntryPoint> entryPointOfSessionMethod(uint16_t ordinal) {
   const auto& table = byOrdinal();
-  if (ordinal >= table.size()) return nullptr;
+  if (ordinal >= table.size()) return std::nullopt;
   return table[ordinal];
 }
 
@@ -39,7 +39,7 @@ uint16_t sessionMethodOf(EntryPoint entryPoint) {
 }
 
 kj::String describeSessionMethod(uint16_t ordinal) {
-  KJ_IF_MAYBE(entryPoint, entryPointOfSessionMethod(ordinal)) return kj::str(nameOf(*entryPoint));
+  if (auto entryPoint = entryPointOfSessionMethod(ordinal)) return kj::str(nameOf(*entryPoint));
   auto methods = sessionSchema().getMethods();
   if (ordinal < methods.size()) return kj::str("Session.", methods[ordinal].getProto().getName());
   return kj::str("Session method ", ordinal);

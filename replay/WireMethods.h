@@ -13,15 +13,16 @@
 #include <kj/string.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "EntryPoints.h"
 #include "mqd.capnp.h"
 
 namespace mqd::replay {
 
-// The entry point the Session method of that ordinal forwards; null for a Session method that
+// The entry point the Session method of that ordinal forwards; none for a Session method that
 // forwards none (Session.reposition) and for an ordinal mqd.capnp does not have.
-kj::Maybe<EntryPoint> entryPointOfSessionMethod(uint16_t ordinal);
+std::optional<EntryPoint> entryPointOfSessionMethod(uint16_t ordinal);
 
 // The ordinal of the Session method that forwards `entryPoint`. Throws (KJ_REQUIRE) for the
 // entry points the shim answers itself (version_string, version_compatibility, dll_taddr_width).

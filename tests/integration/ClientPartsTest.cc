@@ -264,10 +264,10 @@ TEST_SUITE("HeldAnswers") {
 
     char* text = nullptr;
     // Another kind, another object: not this answer.
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 7, &text) == nullptr);
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 8, &text) == nullptr);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 7, &text) == std::nullopt);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 8, &text) == std::nullopt);
     CHECK(parts.d.effects().empty());
-    KJ_IF_MAYBE(rc, parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 7, &text)) {
+    if (auto rc = parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 7, &text)) {
       CHECK(*rc == mqs_ok);
     } else {
       FAIL("the held answer was not served");
@@ -276,7 +276,7 @@ TEST_SUITE("HeldAnswers") {
     CHECK(std::string(text) == "%s has 100%% of its queues");  // made safe for printf
     CHECK(parts.d.effects() == std::vector<std::string>{"dprints: held"});
     // Once only: the next call goes to the DLL.
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 7, &text) == nullptr);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 7, &text) == std::nullopt);
   }
 
   TEST_CASE("a held callback error is what the call answers; dropped answers serve nothing") {
@@ -309,11 +309,11 @@ TEST_SUITE("HeldAnswers") {
     p.message = untouched();
     parts.held.hold(wire::InfoKind::PROCESS, 2, std::move(p));
     parts.held.drop(wire::InfoKind::IMAGE, 2);
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 2, &text) == nullptr);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 2, &text) == std::nullopt);
     parts.held.dropAll(wire::InfoKind::IMAGE);
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 3, &text) == nullptr);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::IMAGE, 3, &text) == std::nullopt);
     // The other kind's answers stand.
-    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 2, &text) != nullptr);
+    CHECK(parts.held.serve(parts.side, strings, wire::InfoKind::PROCESS, 2, &text) != std::nullopt);
     CHECK(text == nullptr);  // an untouched message leaves the debugger's pointer alone
   }
 }
