@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "CapnpCompat.h"
 #include "Connection.h"
 #include "DumpFormat.h"
 #include "Log.h"
@@ -258,8 +259,8 @@ void SessionReplay::issue(record::SessionCall::Reader call) {
     if (method == sessionMethodOf(EntryPoint::update_communicator_list)) {
       answers_.beginEpoch(params.getAs<wire::Session::UpdateCommunicatorListParams>().getProcess());
     }
-    auto request = session->typelessRequest(capnp::typeId<wire::Session>(), method,
-                                            params.targetSize());
+    auto request = capnp_compat::typelessRequest(*session, capnp::typeId<wire::Session>(),
+                                                 method, params.targetSize());
     request.set(params);
     kj::Promise<capnp::Response<capnp::AnyPointer>> reply = request.send();
     outstanding_.emplace(call.getId(), Outstanding{method, calls_, params, kj::mv(reply)});

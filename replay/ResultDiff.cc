@@ -149,7 +149,9 @@ std::string compareStructs(capnp::DynamicStruct::Reader a, capnp::DynamicStruct:
       if (!d.empty()) return d;
     }
   }
-  for (auto field : a.getSchema().getNonUnionFields()) {
+  // Named, not a temporary: gcc 14 takes a temporary schema's fields for a dangling reference.
+  capnp::StructSchema schema = a.getSchema();
+  for (auto field : schema.getNonUnionFields()) {
     if (readAhead(field)) continue;
     std::string d = compareValues(a.get(field), b.get(field), join(path, field.getProto().getName()),
                                   field.getProto().getName() == "walk");

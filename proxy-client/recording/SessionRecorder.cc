@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "CapnpCompat.h"
 #include "Log.h"
 
 #ifndef MQD_VERSION
@@ -43,7 +44,8 @@ class SessionRecorder::SessionTap final : public capnp::Capability::Server {
       override {
     auto params = context.getParams();
     uint64_t id = recorder_->sessionCall(methodId, params);
-    auto request = target_.typelessRequest(interfaceId, methodId, params.targetSize());
+    auto request =
+        capnp_compat::typelessRequest(target_, interfaceId, methodId, params.targetSize());
     request.set(params);
     context.releaseParams();
     SessionRecorder* recorder = recorder_;
