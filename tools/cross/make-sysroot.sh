@@ -10,7 +10,9 @@
 # dependency closure (libc6 included, so qemu-user can run programs with -L DIR), plus the Open
 # MPI development files and tools without their dependencies, unpacks every .deb into DIR with
 # dpkg-deb -x, and turns absolute symlinks into relative ones (ppc64el's loader needs that).
-# Re-running with the same package set is a no-op (DIR/.mqd-sysroot records it).
+# Re-running with the same package set is a no-op (DIR/.mqd-sysroot records it, written last).
+# DIR may be shared by several builds (tests/cross/ keeps the sysroots in a cache outside the
+# clone): runs for the same DIR wait for each other (flock on DIR.lock, at most 30 minutes).
 set -euo pipefail
 
 arch=${1:?usage: make-sysroot.sh ARCH DIR}
@@ -23,15 +25,17 @@ closure=(libstdc++6 doctest-dev libcapnp-dev libuv1-dev libzstd-dev libopenmpi3)
 # they include (for the type object, frontends/ompi-types); CLI11's headers (the server's
 # command line; architecture-independent, no dependencies).
 single=(libopenmpi-dev openmpi-common libhwloc-dev libevent-dev libcli11-dev)
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+exec 9>"$dir.lock"
+flock -w 1800 9 || { echo "make-sysroot: $dir is being made by another run for over 30 minutes" >&2; exit 1; }
 stamp="$dir/.mqd-sysroot"
 want="$arch ${closure[*]} / ${single[*]}"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "make-sysroot: $dir is up to date ($arch)"
   exit 0
 fi
-
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
+rm -f "$stamp"  # written again last: a run stopped half-way leaves none
 apt_dir="$dir/.apt"
 rm -rf "$apt_dir"
 mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources.list.d,debs,preferences.d}
