@@ -46,9 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 from artefacts import Artefacts  # noqa: E402
 from failure import wait_for  # noqa: E402
-from mpi_job import Job, MpichJob  # noqa: E402
+from mpi_job import Job, MpichJob, open_mpi_dll  # noqa: E402
 
-OMPI_DLL_GLOB = "/usr/lib/{arch}/openmpi/lib/openmpi3/libompi_dbg_msgq.so"
 DEBUG = bool(os.environ.get("MQD_BENCH_DEBUG"))
 
 # Runs inside gdb: loads the front end, dumps `dumps` times, reading the server's counters
@@ -252,7 +251,7 @@ class OpenMpiSuite(GdbRankSuite):
 
     def __init__(self, build, n, work):
         arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
-        super().__init__(build, work, OMPI_DLL_GLOB.format(arch=arch),
+        super().__init__(build, work, open_mpi_dll(arch),
                          Job(build.pending, 4, 3 * n, work))
 
 
@@ -389,7 +388,7 @@ DESCRIPTIONS = {
     "openmpi": [
         "## Open MPI: one rank dumped by gdb",
         "",
-        "Rank 0 of a live 4-rank Open MPI 4.1.4 job (`--mca pml ob1 --mca btl self,vader`)",
+        "Rank 0 of a live 4-rank Open MPI {ompi} job (`--mca pml ob1 --mca btl self,vader`)",
         "with N pending operations per queue (3N per rank: receives from specific and any",
         "source/tag, large unmatched sends, on WORLD, a dup, a split and a named",
         "communicator). gdb with the mqd front end dumps it; time is the wall time of",
@@ -414,6 +413,17 @@ DESCRIPTIONS = {
         "so the time is the proxy's own. Every dump must see all operations.",
     ],
 }
+
+
+def open_mpi_version():
+    """The version of the Open MPI on PATH, as `mpirun --version` says it ("4.1.4", "5.0.7")."""
+    try:
+        out = subprocess.run(["mpirun", "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "(unknown version)"
+    words = out.split("\n", 1)[0].split()
+    return words[-1] if words else "(unknown version)"
 
 
 def write_results(sections, path, args):
@@ -441,12 +451,16 @@ def write_results(sections, path, args):
              "Here gdb attaches the rank itself. The topology users have, gdb reaching the rank",
              "through gdbserver over its own link (`bench/real_topology.py`, with an aarch64",
              "rank under qemu-user), has its tables in RESULTS-real-topology.md; the whole job",
-             "of 1 to 64 ranks (`bench/whole_job.py`) in RESULTS-whole-job.md.",
+             "of 1 to 64 ranks (`bench/whole_job.py`) in RESULTS-whole-job.md. Open MPI 5.0",
+             "on Debian 13: RESULTS-open-mpi-5.md (this benchmark run in the Debian 13 root of",
+             "tests/debian13/, docs/open-mpi-5.md).",
              "",
              "Reproduce: `python3 bench/bench.py --build build --suites %s --sizes %s --rtts %s`"
              % (args.suites, args.sizes, args.rtts), ""]
+    ompi = open_mpi_version()
     for name, rows in sections:
-        lines += DESCRIPTIONS[name] + [""] + table(rows) + [""]
+        lines += [line.replace("{ompi}", ompi) for line in DESCRIPTIONS[name]] + [""] + \
+            table(rows) + [""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))

@@ -45,11 +45,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
 sys.path.insert(0, HERE)
-from bench import OMPI_DLL_GLOB, Build, Proxy, delta, human, round_trips, wire_bytes  # noqa
+from bench import Build, Proxy, delta, human, round_trips, wire_bytes  # noqa
 from artefacts import Artefacts  # noqa: E402
 from daemon import start_daemon, stop_daemon  # noqa: E402
 from failure import Failure, wait_for  # noqa: E402
-from mpi_job import Job, check_against_manifests  # noqa: E402
+from mpi_job import Job, check_against_manifests, open_mpi_dll  # noqa: E402
 from ports import free_port  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cross"))
 import e2e_cross as cross  # noqa: E402
@@ -256,7 +256,7 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
     try:
         if cross_target is None:
             arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
-            dll = OMPI_DLL_GLOB.format(arch=arch)
+            dll = open_mpi_dll(arch)
             job = Job(build.pending, 4, 3 * n, work)
             rank = lambda mode: LocalRank(build, job.pids[0], debugger_rtt, work)  # noqa: E731
             proxy = lambda state, extra: Proxy(build, dll, state, server_rtt,  # noqa: E731

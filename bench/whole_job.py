@@ -61,10 +61,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing", "python"))
-from bench import (Build, OMPI_DLL_GLOB, Proxy, delta, forget, forget_job, human,  # noqa: E402
+from bench import (Build, Proxy, delta, forget, forget_job, human,  # noqa: E402
                    proxy_env, round_trips, wire_bytes)
 from gdbserver import GdbServer  # noqa: E402
-from mpi_job import Job  # noqa: E402
+from mpi_job import Job, open_mpi_dll  # noqa: E402
 from real_topology import Link  # noqa: E402
 
 # Runs inside gdb: attaches the job, loads the DLL, dumps every rank `dumps` times; after each
@@ -158,7 +158,7 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
             attach_options="", per_rank=False):
     """Rows for one job of `ranks` ranks, in each of `topologies`."""
     arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
-    dll = OMPI_DLL_GLOB.format(arch=arch)
+    dll = open_mpi_dll(arch)
     rows = []
     job = Job(build.pending, ranks, ops, work)
     local = "mqd attach --launcher %d" % job.proc.pid

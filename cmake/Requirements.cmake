@@ -13,6 +13,7 @@
 #   MQD_TESTS_ANALYSIS   MQD_DOT, MQD_MYPY; with MQD_TESTS_MPI also MQD_CHROMIUM
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
 #                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
+#   MQD_TESTS_DEBIAN13   MQD_MMDEBSTRAP, MQD_UNSHARE (and root)
 #   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
 #   MQD_FUZZ             MQD_CLANG_C, MQD_CLANG_CXX and clang's libFuzzer
 #   MQD_CROSS            per architecture its cross compiler; for a target platform its
@@ -58,7 +59,8 @@ macro(mqd_check_requirements)
       mqd_require_program(MQD_OPENSSL MQD_TESTS openssl openssl)  # tests/integration: certificates
     endif()
   endif()
-  foreach(option MQD_TESTS_MPI MQD_TESTS_MPICH MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING)
+  foreach(option MQD_TESTS_MPI MQD_TESTS_MPICH MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING
+                 MQD_TESTS_DEBIAN13)
     if(${option} AND NOT MQD_TESTS)
       message(FATAL_ERROR "${option} adds tests: it needs MQD_TESTS=ON.")
     endif()
@@ -72,11 +74,13 @@ macro(mqd_check_requirements)
     mqd_require_program(MQD_MPIRUN MQD_TESTS_MPI openmpi-bin mpirun)
     mqd_require_program(MQD_GDB MQD_TESTS_MPI gdb gdb)
     mqd_require_program(MQD_GDBSERVER MQD_TESTS_MPI gdbserver gdbserver)  # e2e-attach-openmpi
+    # Debian 12's Open MPI 4.1 (libopenmpi3) or Debian 13's Open MPI 5.0 (libopenmpi40)
     find_file(MQD_OMPI_MSGQ_DLL libompi_dbg_msgq.so
-              PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openmpi/lib/openmpi3 NO_DEFAULT_PATH)
+              PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openmpi/lib/openmpi3
+                    /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openmpi/lib/openmpi40 NO_DEFAULT_PATH)
     if(NOT MQD_OMPI_MSGQ_DLL)
       mqd_requirement_missing(MQD_TESTS_MPI "Open MPI's message-queue DLL libompi_dbg_msgq.so"
-                              libopenmpi3)
+                              "libopenmpi3 or libopenmpi40")
     endif()
   endif()
 
@@ -96,6 +100,18 @@ macro(mqd_check_requirements)
                 "cache, or with -DMQD_TESTS_MPICH=OFF.")
       endif()
     endforeach()
+  endif()
+
+  if(MQD_TESTS_DEBIAN13)
+    # A Debian 13 root (tools/release-root/): made by mmdebstrap, entered in a mount namespace
+    # of its own (unshare), as root.
+    mqd_require_program(MQD_MMDEBSTRAP MQD_TESTS_DEBIAN13 mmdebstrap mmdebstrap)
+    mqd_require_program(MQD_UNSHARE MQD_TESTS_DEBIAN13 util-linux unshare)
+    execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT uid STREQUAL "0")
+      message(FATAL_ERROR "MQD_TESTS_DEBIAN13 makes and enters a Debian root, which needs root: "
+                          "run as root, or configure with -DMQD_TESTS_DEBIAN13=OFF.")
+    endif()
   endif()
 
   if(MQD_TESTS_SSH)
@@ -146,8 +162,9 @@ macro(mqd_check_requirements)
   endif()
 
   if(MQD_FUZZ)
-    mqd_require_program(MQD_CLANG_C MQD_FUZZ clang-14 clang-14 clang)
-    mqd_require_program(MQD_CLANG_CXX MQD_FUZZ clang-14 clang++-14 clang++)
+    # Debian 12's clang 14 or Debian 13's clang 19 (tools/install-deps.sh)
+    mqd_require_program(MQD_CLANG_C MQD_FUZZ clang-14 clang-14 clang-19 clang)
+    mqd_require_program(MQD_CLANG_CXX MQD_FUZZ clang-14 clang++-14 clang++-19 clang++)
     execute_process(COMMAND ${MQD_CLANG_CXX} -print-resource-dir OUTPUT_VARIABLE resource
                     OUTPUT_STRIP_TRAILING_WHITESPACE)
     file(GLOB fuzzer "${resource}/lib/linux/libclang_rt.fuzzer-*.a")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages mqd-proxy needs, and only those that are missing.
+# Installs the Debian packages mqd-proxy needs, and only those that are missing, on Debian 12
+# (bookworm) or Debian 13 (trixie).
 # Runs apt-get as root (directly, or through sudo when available).
 #   install-deps.sh          what building, the demo and the native tests need
 #   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
@@ -11,14 +12,27 @@
 #                            (tests/packaging/), pytest (the Python tests), Graphviz and
 #                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
 #                            mypy (the front ends' type check: tests/frontend/), and what
-#                            building MPICH from Debian's source package needs (tools/mpich/)
+#                            building MPICH from Debian's source package needs (tools/mpich/),
+#                            and on Debian 12 mmdebstrap for the Debian 13 part (tests/debian13/)
 set -euo pipefail
+
+# The one package set that differs between the releases: the fuzz build's clang (tests/fuzz/).
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+case "$codename" in
+  bookworm) llvm=14 ;;
+  trixie) llvm=19 ;;
+  *) echo "install-deps: knows Debian 12 (bookworm) and Debian 13 (trixie); this machine is" \
+          "'${codename:-unknown}' (/etc/os-release)" >&2
+     exit 1 ;;
+esac
 
 packages=(
   # build
   g++ cmake make pkg-config binutils
   # libraries
   capnproto libcapnp-dev libuv1-dev libzstd-dev libcli11-dev doctest-dev
+  # PMIx's tool library: `mqd attach --launcher` of an Open MPI 5 job (frontends/pmix/)
+  libpmix-dev
   # the real debugger and the real MPI: gdb with its Python, gdbserver (how gdb reaches ranks
   # on other hosts: `mqd attach --gdbserver`), Open MPI and its development headers (for the
   # debug-type object of the stripped libmpi)
@@ -45,7 +59,7 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # on a loopback port (testing/python/sshd.py); systemd for systemd-socket-activate and
     # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
     # not need to be running); lintian for the .deb (packaging-deb)
-    packages+=(clang-14 libclang-rt-14-dev openssh-server systemd lintian)
+    packages+=("clang-$llvm" "libclang-rt-$llvm-dev" openssh-server systemd lintian)
     # the deadlock analysis (tests/analysis/, tests/deadlock/): Graphviz's dot for the
     # pictures, and Chromium to render the HTML report headless and check the screenshot
     packages+=(graphviz chromium)
@@ -55,6 +69,11 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
     # a private apt instance, unpacked by dpkg-source (dpkg-dev, above; xz), built against
     # Debian's hwloc instead of MPICH's embedded copy
     packages+=(xz-utils libhwloc-dev)
+    # the Debian 13 part of the suite on Debian 12 (tests/debian13/): a Debian 13 root made
+    # from Debian's packages (tools/release-root/)
+    if [ "$codename" = bookworm ]; then
+      packages+=(mmdebstrap)
+    fi
   fi
 elif [ -n "${1:-}" ]; then
   echo "usage: install-deps.sh [--cross|--test]" >&2

@@ -33,7 +33,16 @@ build=$(cd "${1:-build}" && pwd)
 ops=${2:-8}
 ranks=4
 multiarch=$(gcc -print-multiarch)
-dll=$(ls /usr/lib/"$multiarch"/openmpi/lib/openmpi3/libompi_dbg_msgq.so)
+# Debian 12's Open MPI 4.1 (libopenmpi3) or Debian 13's Open MPI 5.0 (libopenmpi40)
+dll=
+for candidate in /usr/lib/"$multiarch"/openmpi/lib/openmpi{3,40}/libompi_dbg_msgq.so; do
+  if [ -f "$candidate" ]; then dll=$candidate; break; fi
+done
+if [ -z "$dll" ]; then
+  echo "mpi-demo: no Open MPI message-queue DLL under /usr/lib/$multiarch/openmpi/lib:" \
+       "install libopenmpi3 (Debian 12) or libopenmpi40 (Debian 13)" >&2
+  exit 1
+fi
 if [ -n "$prefix" ]; then
   server=$prefix/bin/mqd-proxy-server
   shim=$prefix/lib/$multiarch/libmqdproxy.so

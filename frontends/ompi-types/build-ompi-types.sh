@@ -49,10 +49,17 @@ if [ -z "$freelist" ] || [ -z "$pointers" ]; then
   exit 1
 fi
 
+# Open MPI 5's internal headers include PMIx's (Debian's libopenmpi-dev depends on libpmix-dev,
+# which installs them here); Open MPI 4.1's do not.
+includes=(-I"$here/stub" -I"$ompi/include" -I"$ompi/include/openmpi")
+pmix=$sysroot/usr/lib/$multiarch/pmix2/include
+if [ -d "$pmix" ]; then
+  includes+=(-I"$pmix")
+fi
 mkdir -p "$(dirname "$out")"
 # With a sysroot, the compiler's /usr/include is the sysroot's: no host header can slip in.
 $cc ${sysroot:+--sysroot="$sysroot"} -g -O0 -fno-eliminate-unused-debug-types -w \
-  -I"$here/stub" -I"$ompi/include" -I"$ompi/include/openmpi" \
+  "${includes[@]}" \
   -DMQD_EXPECT_FREE_LIST_SIZE="$freelist" -DMQD_EXPECT_POINTER_ARRAY_SIZE="$pointers" \
   -c "$here/ompi_types.c" -o "$out"
 echo "build-ompi-types: $out for $(basename "$libmpi") ($multiarch): opal_free_list_t $((freelist)) bytes," \

@@ -19,12 +19,24 @@ import subprocess
 
 from failure import Failure, wait_for
 
-ANY_SOURCE_QUIRK = 4294967295  # Open MPI 4.1's DLL does not sign-extend MPI_ANY_SOURCE
+def open_mpi_dll(multiarch=None, root=""):
+    """Open MPI's message-queue DLL where Debian installs it under ROOT for MULTIARCH (default:
+    this machine's): Debian 12's Open MPI 4.1 (libopenmpi3) or Debian 13's 5.0 (libopenmpi40);
+    the 4.1 path when there is neither, for the caller's own "missing" message."""
+    if multiarch is None:
+        multiarch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
+    paths = ["%s/usr/lib/%s/openmpi/lib/%s/libompi_dbg_msgq.so" % (root, multiarch, d)
+             for d in ("openmpi3", "openmpi40")]
+    return next((p for p in paths if os.path.exists(p)), paths[0])
+
+
+ANY_SOURCE_QUIRK = 4294967295  # Open MPI's DLL (4.1 and 5.0) does not sign-extend MPI_ANY_SOURCE
 
 # MPI_Comm_get_name returns "" for communicators the program did not name; Open MPI's DLL shows
-# the internal names Open MPI gives them instead: "MPI COMMUNICATOR <cid> DUP FROM <parent>".
-UNNAMED = {"dup": re.compile(r"MPI COMMUNICATOR \d+ DUP FROM 0$"),
-           "split": re.compile(r"MPI COMMUNICATOR \d+ SPLIT FROM 0$")}
+# the internal names Open MPI gives them instead: "MPI COMMUNICATOR <cid> DUP FROM <parent>"
+# (Open MPI 4.1), "MPI COMM <cid> DUP FROM <parent>" (5.0).
+UNNAMED = {"dup": re.compile(r"MPI COMM(UNICATOR)? \d+ DUP FROM 0$"),
+           "split": re.compile(r"MPI COMM(UNICATOR)? \d+ SPLIT FROM 0$")}
 
 
 def find_communicator(communicators, label, facts):
@@ -70,10 +82,11 @@ class LaunchedJob:
         self.log.close()
 
 
-class Job(LaunchedJob):
-    """mpirun -np RANKS --mca pml ob1 --mca btl self,vader pending OPS DIR, until stopped."""
+class OpenMpiJob(LaunchedJob):
+    """mpirun -np RANKS --mca pml ob1 --mca btl self,vader PROGRAM ARGS... DIR, until stopped:
+    Open MPI's mpirun (4.1's, or 5.0's, which is PRRTE's prterun)."""
 
-    def __init__(self, program, ranks, ops, workdir):
+    def __init__(self, argv, ranks, workdir):
         env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
         # A sanitized build (tests/sanitize/) adds options for the MPI ranks alone.
         extra = os.environ.get("MQD_TEST_TARGET_ASAN_OPTIONS")
@@ -81,8 +94,15 @@ class Job(LaunchedJob):
             env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), extra) if o)
         super().__init__(
             ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
-             "--mca", "pml", "ob1", "--mca", "btl", "self,vader", program, str(ops)],
+             "--mca", "pml", "ob1", "--mca", "btl", "self,vader"] + argv,
             ranks, workdir, "the MPI job", env)
+
+
+class Job(OpenMpiJob):
+    """mpirun ... pending OPS DIR (tests/e2e/pending.c), until stopped."""
+
+    def __init__(self, program, ranks, ops, workdir):
+        super().__init__([program, str(ops)], ranks, workdir)
 
 
 class MpichJob(LaunchedJob):
@@ -136,7 +156,7 @@ def check_against_manifests(dumps, manifests):
                         continue
                     problems += check_operation(who, c["name"], op, got)
             unexpected = c["queues"]["unexpected"]
-            if unexpected["rc"] != 1:  # Open MPI 4.1.4: no information
+            if unexpected["rc"] != 1:  # Open MPI 4.1 and 5.0: no information
                 problems.append("%s: unexpected queue answered %s" % (who, unexpected["rc"]))
     return problems
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""A whole job attached by the front end from its launcher's MPIR process table.
+"""A whole job attached by the front end from its launcher's process table.
 
 A live Open MPI job of RANKS ranks (tests/e2e/pending.c, N pending operations each) is
 attached by gdb with `mqd attach --launcher <mpirun's pid>`: the front end reads mpirun's
-MPIR process table and attaches every rank, one inferior each, in MPI_COMM_WORLD rank order.
+MPIR process table (Open MPI 4.1), or asks its PMIx server for the job's (Open MPI 5, which has
+no MPIR table: frontends/pmix/), and attaches every rank, one inferior each, in MPI_COMM_WORLD
+rank order.
 Then `mqd dump --all`, natively and through the proxy in every cache mode
 (testing/python/dump_matrix.py), and natively once more with every rank reached through a
 real gdbserver --multi on loopback (`--gdbserver HOST=127.0.0.1:PORT`: the route a rank on
@@ -286,6 +288,34 @@ def check_labels(dumps, manifests, host):
     return problems
 
 
+def check_no_table(frontend, work):
+    """`mqd attach --launcher` of a process that is no launcher (neither an MPIR table nor a
+    PMIx server): one sentence that says both, at once, and nothing attached."""
+    bystander = subprocess.Popen(["sleep", "600"])
+    try:
+        out = subprocess.run(["gdb", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+                              "-ex", "source " + frontend,
+                              "-ex", "mqd attach --launcher %d" % bystander.pid,
+                              "-ex", "info inferiors"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace", timeout=120).stdout
+    finally:
+        bystander.kill()
+        bystander.wait()
+    with open(os.path.join(work, "no-table.log"), "w") as f:
+        f.write(out)
+    said = [line for line in out.splitlines() if line.startswith("mqd:")]
+    wanted = ("process %d publishes no MPIR process table" % bystander.pid,
+              "and no PMIx process table", "runs no PMIx server a tool can attach to")
+    if len(said) != 1 or not all(w in said[0] for w in wanted):
+        return ["mqd attach --launcher of a process that is no launcher said %s, not one "
+                "sentence with %s: see no-table.log" % (said, wanted)]
+    if "Traceback" in out or str(bystander.pid) in out.split(said[0])[-1]:
+        return ["mqd attach --launcher of a process that is no launcher left it attached or "
+                "failed in Python: see no-table.log"]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -337,6 +367,7 @@ def main():
                                              args.gdbserver, args.ranks, work,
                                              outputs["native"][0])
         problems += check_shared_symbols(job.pids, args.frontend, attach, work)
+        problems += check_no_table(args.frontend, work)
         dumps = json.loads(outputs["native"][0])
         problems += check_labels(dumps, job.manifests, host)
         problems += check_against_manifests(dumps, job.manifests)

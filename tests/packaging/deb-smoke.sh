@@ -162,7 +162,8 @@ unit=$(grep -E '/systemd/system/mqd-proxy-server\.service$' "$work/files")
 for f in /usr/bin/mqd-proxy-server /usr/bin/mqd-proxy "/usr/lib/$multiarch/libmqdproxy.so" \
          /usr/share/mqd-proxy/gdb/mqd.py /usr/include/mqd-proxy/mqs_interface.h \
          /usr/include/mqd-proxy/mqd_proxy.h "/usr/lib/$multiarch/cmake/MqdProxy/MqdProxyConfig.cmake" \
-         /etc/default/mqd-proxy-server "$unit" "${unit%.service}.socket"; do
+         /etc/default/mqd-proxy-server "$unit" "${unit%.service}.socket" \
+         /usr/libexec/mqd-proxy/mqd-pmix-procs; do
   [ -e "$f" ] || fail "$f is not installed"
 done
 # The gdb front end is mqd.py and its package mqd_gdb (frontends/CMakeLists.txt), as staged in

@@ -3,7 +3,8 @@
   mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] [--without-thread-db]
   mqd attach PID [PID ...]
       Attach a whole job, one inferior per rank: the ranks the launcher's MPIR process table
-      names (Open MPI's mpirun, MPICH's mpiexec), in MPI_COMM_WORLD rank order, each labelled
+      names (Open MPI 4's mpirun, MPICH's mpiexec, Slurm's srun), or its PMIx server's (Open
+      MPI 5's mpirun, PRRTE's prterun), in MPI_COMM_WORLD rank order, each labelled
       with its rank and host, a remote host's through its gdbserver --multi (several named
       for one host take its ranks in turn: job); or the processes named.
       --without-thread-db: gdbserver loads no libthread_db for them, a third of the
@@ -121,8 +122,9 @@ def _wants_tracebacks() -> bool:
 
 class MqdAttach(gdb.Command):
     """Attach a whole job: mqd attach --launcher PID [--gdbserver HOST=ADDRESS ...] | mqd attach PID...
---launcher PID: the job's launcher (Open MPI's mpirun, MPICH's mpiexec); its MPIR process table
-names every rank's host and pid. Each rank is attached in an inferior of its own, in
+--launcher PID: the job's launcher; its MPIR process table (Open MPI 4's mpirun, MPICH's mpiexec,
+Slurm's srun) or its PMIx server (Open MPI 5's mpirun, PRRTE's prterun) names every rank's host
+and pid. Each rank is attached in an inferior of its own, in
 MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on another host is
 attached through the gdbserver --multi that --gdbserver names for that host; name several for
 one host and its ranks go to them in turn (one per rank spares an exchange per rank and dump).

@@ -1,8 +1,11 @@
 """The whole job, attached by `mqd attach`: every rank one inferior, in MPI_COMM_WORLD rank
 order, each labelled with its rank and host.
 
-  read_proctable(pid)     what the launcher (Open MPI's mpirun, MPICH's Hydra mpiexec) says:
-                          its MPIR process table, read by attaching to it and detaching again
+  read_proctable(pid)     what the launcher says: its MPIR process table (Open MPI 4's
+                          mpirun, MPICH's Hydra mpiexec, Slurm's srun), read by attaching to it
+                          and detaching again; for a launcher without one (Open MPI 5's
+                          mpirun, PRRTE's prterun), its PMIx server's process table, asked by
+                          the PMIx tool mqd-pmix-procs (frontends/pmix/)
   attach(ranks, servers)  one inferior per rank: attached locally, or through a gdbserver
                           named for the rank's host (--multi; or --attach, holding the rank;
                           the host's ranks in turn when it has several); a local process an
@@ -14,16 +17,23 @@ debuggers) is an array of MPIR_PROCDESC {char *host_name; char *executable_name;
 MPIR_proctable_size entries long, entry i being MPI_COMM_WORLD rank i. Debian's launchers
 carry no debug types for it, so it is read as raw memory, laid out by the launcher's own
 pointer size and byte order.
+
+Open MPI 5 has no MPIR table: its launcher runs a PMIx server, which answers a PMIx tool with
+the job's process table (rank, host, pid, executable). The helper does that from this host, as
+the launcher's user, within PMIX_TIMEOUT seconds, and prints one line per rank.
 """
 from __future__ import annotations
 
+import os
 import socket
 import struct
+import subprocess
 from typing import Dict, List, Optional
 
 import gdb
 
 from . import lookup, memory
+from .analysis import FRONTEND_DIR
 from .errors import MqdError
 from .execute import PagesKept, Setting, quietly
 from .inferiors import (SelectedInferior, big_endian, find as find_inferior, is_local,
@@ -31,6 +41,12 @@ from .inferiors import (SelectedInferior, big_endian, find as find_inferior, is_
 
 # A launcher's table larger than this is taken for garbage, not a job.
 MAX_RANKS = 1 << 20
+
+# The PMIx helper, staged and installed three levels above the front end's directory
+# (frontends/CMakeLists.txt), and how long its launcher's server may take to answer.
+PMIX_PROCS = os.path.normpath(os.path.join(FRONTEND_DIR, "..", "..", "..", "libexec", "mqd-proxy",
+                                           "mqd-pmix-procs"))
+PMIX_TIMEOUT = 30
 
 
 class Rank:
@@ -76,9 +92,10 @@ def _byte_order() -> str:
 
 
 def read_proctable(pid: int) -> List[Rank]:
-    """The ranks of the job launched by process `pid`, from its MPIR process table, in rank
-    order. Attaches to the launcher in an inferior of its own, reads, detaches and removes that
-    inferior. MqdError when `pid` cannot be attached or has no table."""
+    """The ranks of the job launched by process `pid`, in rank order: from its MPIR process
+    table, or, when it has none, from its PMIx server. Attaches to the launcher in an inferior
+    of its own, reads, detaches and removes that inferior. MqdError when `pid` cannot be
+    attached or offers neither."""
     previous = gdb.selected_inferior().num
     num = _new_inferior(connected=False)
     try:
@@ -88,22 +105,56 @@ def read_proctable(pid: int) -> List[Rank]:
             except gdb.error as e:
                 raise MqdError("cannot attach to the launcher %d: %s" % (pid, e))
             try:
-                return _read_table(pid)
+                ranks = _read_table(pid)
             finally:
                 quietly("detach")
     finally:
         quietly("inferior %d" % previous)
         quietly("remove-inferiors %d" % num)
+    return ranks if ranks is not None else _read_pmix(pid)
 
 
-def _read_table(pid: int) -> List[Rank]:
+def _read_pmix(pid: int) -> List[Rank]:
+    """The ranks the PMIx server of launcher `pid` lists (module docstring)."""
+    neither = ("process %d publishes no MPIR process table (no MPIR_proctable), and no PMIx "
+               "process table: %%s. Attach to the job's launcher (Open MPI's mpirun, MPICH's "
+               "mpiexec, Slurm's srun), or name the ranks' pids" % pid)
+    if not os.access(PMIX_PROCS, os.X_OK):
+        raise MqdError(neither % ("the PMIx helper %s is not installed" % PMIX_PROCS))
+    try:
+        run = subprocess.run([PMIX_PROCS, str(pid)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, errors="replace",
+                             timeout=PMIX_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise MqdError(neither % ("its PMIx server did not answer in %d s" % PMIX_TIMEOUT))
+    except OSError as e:
+        raise MqdError(neither % ("cannot run %s: %s" % (PMIX_PROCS, e)))
+    if run.returncode != 0:
+        said = run.stderr.strip().replace("mqd-pmix-procs: ", "", 1) or \
+            "mqd-pmix-procs failed (%d)" % run.returncode
+        raise MqdError(neither % said)
+    ranks: List[Rank] = []
+    for line in run.stdout.splitlines():
+        fields = line.split("\t", 3)
+        if len(fields) != 4 or not fields[0].isdigit() or not fields[1].isdigit():
+            raise MqdError(neither % ("mqd-pmix-procs printed %r" % line))
+        rank, rank_pid = int(fields[0]), int(fields[1])
+        if rank != len(ranks) or rank_pid <= 0 or rank >= MAX_RANKS:
+            raise MqdError(neither % ("mqd-pmix-procs listed rank %d (pid %d) as the %dth"
+                                      % (rank, rank_pid, len(ranks))))
+        ranks.append(Rank(rank, fields[2] or None, fields[3] or None, rank_pid))
+    if not ranks:
+        raise MqdError(neither % "its PMIx server lists no process")
+    return ranks
+
+
+def _read_table(pid: int) -> Optional[List[Rank]]:
+    """The launcher's MPIR process table; None when it has none (no MPIR_proctable)."""
     try:
         size = int(gdb.parse_and_eval("(int) MPIR_proctable_size"))
         table = int(gdb.parse_and_eval("(unsigned long) MPIR_proctable"))
     except gdb.error:
-        raise MqdError("process %d publishes no MPIR process table (no MPIR_proctable): attach "
-                       "to the job's launcher (Open MPI's mpirun, MPICH's mpiexec), or name the "
-                       "ranks' pids" % pid)
+        return None
     if table == 0 or size <= 0:
         raise MqdError("the launcher %d has no processes in its MPIR process table yet (size "
                        "%d): has the job started?" % (pid, size))
