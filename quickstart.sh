@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mqd-proxy on a fresh Debian 12 machine, in one command:
+# mqd-proxy on a fresh Debian 12 or Debian 13 machine, in one command:
 #   ./quickstart.sh         install what is missing, build, run the main job: a live 4-rank
 #                           Open MPI job, gdb attached to every rank, queues through the proxy
 #   ./quickstart.sh test    install what is missing, build (also a sanitized copy), run the
@@ -33,6 +33,11 @@ if [ "$mode" = test ]; then
   # every test option on: a missing tool fails the configure with its sentence, never a skip
   tests="-DMQD_TESTS_MPI=ON -DMQD_TESTS_SSH=ON -DMQD_TESTS_ANALYSIS=ON -DMQD_TESTS_PACKAGING=ON"
   tests+=" -DMQD_TESTS_MPICH=ON -DMQD_MPICH_PREFIX=$mpich"
+  # On Debian 12, the project is also built and tested in a Debian 13 root (tests/debian13/:
+  # Open MPI 5, Cap'n Proto 1.1, gdb 16), made from Debian's packages once per machine.
+  if [ "$(. /etc/os-release && echo "$VERSION_CODENAME")" = bookworm ]; then
+    tests+=" -DMQD_TESTS_DEBIAN13=ON"
+  fi
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}

@@ -38,7 +38,8 @@ def run_gdb(server, program, script, text, sources, env, work, timeout=600):
     """Runs the gdb script `text` (written to WORKDIR/`script`) in a batch gdb that reaches
     `server`'s process with the target's files local (`set sysroot /`, `file PROGRAM`), after
     sourcing each of `sources` (the front end first), with `env`. Returns gdb's stderr (where
-    `set debug remote 1` writes); its whole output goes to WORKDIR/gdb.log. Failure if gdb
+    `set debug remote 1` writes, binary packets included: bytes that are no UTF-8 read as
+    U+FFFD); its whole output goes to WORKDIR/gdb.log. Failure if gdb
     failed or printed a Python traceback."""
     path = os.path.join(work, script)
     with open(path, "w") as f:
@@ -49,7 +50,7 @@ def run_gdb(server, program, script, text, sources, env, work, timeout=600):
     for source in sources:
         argv += ["-ex", "source " + source]
     gdb = subprocess.run(argv + ["-x", path], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=timeout)
+                         stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout)
     with open(os.path.join(work, "gdb.log"), "w") as f:
         f.write(gdb.stdout + gdb.stderr)
     if gdb.returncode != 0 or "Traceback" in gdb.stderr:
