@@ -3,13 +3,15 @@
 # (bookworm) or Debian 13 (trixie).
 # Runs apt-get as root (directly, or through sudo when available).
 #   install-deps.sh          what building, the demo and the native tests need
+#   install-deps.sh --packaging  also what the packaging tests need (tests/packaging/):
+#                            systemd's tools and lintian (the Debian 13 root of tests/debian13/
+#                            has these)
 #   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
 #                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
 #   install-deps.sh --test   everything the whole test suite needs: --cross, clang with its
 #                            sanitizer and libFuzzer runtimes (tests/fuzz/), openssh-server
-#                            for the ssh:// tests (tests/cli/), systemd's tools and lintian
-#                            (tests/packaging/), pytest (the Python tests), Graphviz and
+#                            for the ssh:// tests (tests/cli/), --packaging, Graphviz and
 #                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
 #                            mypy (the front ends' type check: tests/frontend/), and what
 #                            building MPICH from Debian's source package needs (tools/mpich/),
@@ -47,19 +49,28 @@ packages=(
   # dependencies (cpack finds its ELF files with file, and runs dpkg-shlibdeps on them)
   help2man dpkg-dev file
 )
-if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
+mode=${1:-}
+case "$mode" in
+  ""|--packaging|--cross|--test) ;;
+  *) echo "usage: install-deps.sh [--packaging|--cross|--test]" >&2; exit 2 ;;
+esac
+if [ "$mode" = --packaging ] || [ "$mode" = --test ]; then
+  # systemd for systemd-socket-activate and systemd-analyze (tests/packaging/: socket
+  # activation, the units verified; systemd does not need to be running); lintian for the .deb
+  # (packaging-deb)
+  packages+=(systemd lintian)
+fi
+if [ "$mode" = --cross ] || [ "$mode" = --test ]; then
   packages+=(
     g++-aarch64-linux-gnu g++-powerpc64le-linux-gnu g++-s390x-linux-gnu g++-i686-linux-gnu
     qemu-user gdb-multiarch
     # make-sysroot.sh: a private apt instance, dpkg-deb, realpath
     apt dpkg coreutils ca-certificates
   )
-  if [ "$1" = "--test" ]; then
+  if [ "$mode" = --test ]; then
     # clang for the fuzz build; openssh-server for the ssh:// tests, which run their own sshd
-    # on a loopback port (testing/python/sshd.py); systemd for systemd-socket-activate and
-    # systemd-analyze (tests/packaging/: socket activation, the units verified; systemd does
-    # not need to be running); lintian for the .deb (packaging-deb)
-    packages+=("clang-$llvm" "libclang-rt-$llvm-dev" openssh-server systemd lintian)
+    # on a loopback port (testing/python/sshd.py)
+    packages+=("clang-$llvm" "libclang-rt-$llvm-dev" openssh-server)
     # the deadlock analysis (tests/analysis/, tests/deadlock/): Graphviz's dot for the
     # pictures, and Chromium to render the HTML report headless and check the screenshot
     packages+=(graphviz chromium)
@@ -75,9 +86,6 @@ if [ "${1:-}" = "--cross" ] || [ "${1:-}" = "--test" ]; then
       packages+=(mmdebstrap)
     fi
   fi
-elif [ -n "${1:-}" ]; then
-  echo "usage: install-deps.sh [--cross|--test]" >&2
-  exit 2
 fi
 
 missing=()

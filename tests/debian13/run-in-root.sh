@@ -4,7 +4,9 @@
 # /src and BUILD at /build.
 #   main   makes ROOT or brings it up to date (tools/release-root/make-root.sh), then runs the
 #          README's main command there: BUILD_DIR=/build ./quickstart.sh
-#   tests  runs that build's unit, transparency and e2e tests: ctest -L 'unit|transparency|e2e'
+#   tests  configures that build for the packaging tests too (MQD_TESTS_PACKAGING: the .deb
+#          made, checked by lintian, installed in ROOT and used there), and runs its unit,
+#          transparency, e2e and packaging tests: ctest -L 'unit|transparency|e2e|packaging'
 set -euo pipefail
 step=${1:?usage: run-in-root.sh main|tests ROOT SOURCE BUILD}
 root=${2:?} source=${3:?} build=${4:?}
@@ -16,7 +18,10 @@ case "$step" in
     "$tools/make-root.sh" trixie "$root"
     exec "${enter[@]}" env BUILD_DIR=/build /src/quickstart.sh ;;
   tests)
-    exec "${enter[@]}" ctest --test-dir /build -L 'unit|transparency|e2e' --output-on-failure \
-      --timeout 1800 -j2 ;;
+    exec "${enter[@]}" bash -c 'set -e
+      cmake -DMQD_TESTS_PACKAGING=ON /build > /dev/null
+      cmake --build /build -j2
+      exec ctest --test-dir /build -L "unit|transparency|e2e|packaging" --output-on-failure \
+        --timeout 1800 -j2' ;;
   *) echo "usage: run-in-root.sh main|tests ROOT SOURCE BUILD" >&2; exit 2 ;;
 esac
