@@ -38,6 +38,11 @@ if [ "$mode" = test ]; then
   if [ "$(. /etc/os-release && echo "$VERSION_CODENAME")" = bookworm ]; then
     tests+=" -DMQD_TESTS_DEBIAN13=ON"
   fi
+  # An aarch64 node with its own kernel (tests/arm-node/: qemu-system-aarch64, Debian's arm64
+  # kernel and packages), whose programs are the aarch64 cross build's.
+  case ";$cross;" in
+    *";aarch64;"*) tests+=" -DMQD_TESTS_ARM_NODE=ON" ;;
+  esac
 else
   tools/install-deps.sh
   cross=${MQD_CROSS-}

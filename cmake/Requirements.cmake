@@ -14,6 +14,8 @@
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
 #                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
 #   MQD_TESTS_DEBIAN13   MQD_MMDEBSTRAP, MQD_UNSHARE (and root)
+#   MQD_TESTS_ARM_NODE   MQD_QEMU_SYSTEM_AARCH64, MQD_MMDEBSTRAP, MQD_CPIO (and MQD_TESTS_MPI,
+#                        aarch64 in MQD_CROSS, whose build has the node's programs)
 #   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
 #   MQD_FUZZ             MQD_CLANG_C, MQD_CLANG_CXX and clang's libFuzzer
 #   MQD_CROSS            per architecture its cross compiler; for a target platform its
@@ -60,7 +62,7 @@ macro(mqd_check_requirements)
     endif()
   endif()
   foreach(option MQD_TESTS_MPI MQD_TESTS_MPICH MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING
-                 MQD_TESTS_DEBIAN13)
+                 MQD_TESTS_DEBIAN13 MQD_TESTS_ARM_NODE)
     if(${option} AND NOT MQD_TESTS)
       message(FATAL_ERROR "${option} adds tests: it needs MQD_TESTS=ON.")
     endif()
@@ -112,6 +114,21 @@ macro(mqd_check_requirements)
       message(FATAL_ERROR "MQD_TESTS_DEBIAN13 makes and enters a Debian root, which needs root: "
                           "run as root, or configure with -DMQD_TESTS_DEBIAN13=OFF.")
     endif()
+  endif()
+
+  if(MQD_TESTS_ARM_NODE)
+    # The node (tools/arm-node/): its image made by mmdebstrap from Debian's arm64 packages and
+    # packed by cpio, booted by qemu-system-aarch64; its programs come from the aarch64 cross
+    # build, the job and the debugger's side from MQD_TESTS_MPI's.
+    if(NOT MQD_TESTS_MPI OR NOT "aarch64" IN_LIST MQD_CROSS)
+      message(FATAL_ERROR "MQD_TESTS_ARM_NODE runs the aarch64 build's server and MPI program on "
+                          "the node and this build's gdb front end: it needs MQD_TESTS_MPI=ON and "
+                          "aarch64 in MQD_CROSS (or configure with -DMQD_TESTS_ARM_NODE=OFF).")
+    endif()
+    mqd_require_program(MQD_QEMU_SYSTEM_AARCH64 MQD_TESTS_ARM_NODE qemu-system-arm
+                        qemu-system-aarch64)
+    mqd_require_program(MQD_MMDEBSTRAP MQD_TESTS_ARM_NODE mmdebstrap mmdebstrap)
+    mqd_require_program(MQD_CPIO MQD_TESTS_ARM_NODE cpio cpio)
   endif()
 
   if(MQD_TESTS_SSH)

@@ -15,7 +15,9 @@
 #                            Chromium (the deadlock analysis: tests/analysis/, tests/deadlock/),
 #                            mypy (the front ends' type check: tests/frontend/), and what
 #                            building MPICH from Debian's source package needs (tools/mpich/),
-#                            and on Debian 12 mmdebstrap for the Debian 13 part (tests/debian13/)
+#                            mmdebstrap for the Debian 13 part (tests/debian13/, on Debian 12)
+#                            and for the aarch64 node, with qemu-system-arm and cpio
+#                            (tests/arm-node/)
 set -euo pipefail
 
 # The one package set that differs between the releases: the fuzz build's clang (tests/fuzz/).
@@ -81,10 +83,10 @@ if [ "$mode" = --cross ] || [ "$mode" = --test ]; then
     # Debian's hwloc instead of MPICH's embedded copy
     packages+=(xz-utils libhwloc-dev)
     # the Debian 13 part of the suite on Debian 12 (tests/debian13/): a Debian 13 root made
-    # from Debian's packages (tools/release-root/)
-    if [ "$codename" = bookworm ]; then
-      packages+=(mmdebstrap)
-    fi
+    # from Debian's packages (tools/release-root/); the aarch64 node (tests/arm-node/): a
+    # machine emulator, and its image made by mmdebstrap from Debian's arm64 packages and
+    # packed by cpio (tools/arm-node/)
+    packages+=(mmdebstrap qemu-system-arm cpio)
   fi
 fi
 
