@@ -26,8 +26,15 @@ misses the packets of every command the front end runs with to_string) and, thro
 round trips and bytes (the server's session counters). The table goes to
 bench/RESULTS-real-topology.md.
 
+The aarch64 node (--arm-node, tools/arm-node/): rank 0 of a 4-rank job on an aarch64 machine
+with its own kernel under qemu-system-aarch64, reached through `gdbserver --attach` on the
+node (the debugger's link: a Link to the node's forwarded port), the aarch64 server on the
+node (the server link); the reference is the node's own gdb dumping the rank natively (no
+debugger link), and the node modes prove and read the rank on the node.
+
 usage: real_topology.py --build DIR [--sizes 10,100,1000] [--debugger-rtt 20]
                         [--server-rtt 20] [--native-max 100] [--output FILE]
+                        [--arm-node BUILD/cross/aarch64 [--node-sizes 10,100,1000]]
 Native dumps read the target in small pieces, each a round trip on the debugger link; above
 --native-max operations per queue they are not run (marked so).
 """
@@ -54,6 +61,7 @@ from ports import free_port  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cross"))
 import e2e_cross as cross  # noqa: E402
 from gdbserver import GdbServer  # noqa: E402
+import node_job  # noqa: E402
 
 PHASES = ("load", "first", "refresh")
 MODES = ("native", "cold", "learned", "node-cold", "node-new", "node")
@@ -214,6 +222,89 @@ class EmulatedProxy:
         self.server.stop()
 
 
+class NodeRank:
+    """Rank 0 of the job on the aarch64 node (testing/python/node_job.py) under `gdbserver
+    --attach` there, reached by this host's gdb-multiarch through a Link to the node's
+    forwarded port: the debugger's link to a real node."""
+
+    def __init__(self, job, build, rtt, work):
+        job.start_gdbservers([0])
+        self.link = Link(build, "127.0.0.1:%d" % job.node.port[node_job.GDBSERVER_PORT], rtt,
+                         work, "debugger-link")
+        self.gdb = job.remote_gdb([self.link.address])
+        self.delay_signal = None  # the link is slow from the start
+
+    def stop(self):
+        self.link.stop()  # gdbserver ends with gdb's session
+
+
+class NodeProxy:
+    """The aarch64 server on the node, behind a Link for RTT > 0; the same attributes as
+    bench.Proxy (endpoint, direct, stop), and its log's text once stopped (`log_text`)."""
+
+    def __init__(self, job, build, state, rtt, work, extra):
+        self.job = job
+        self.server = job.start_server(SERVER_OPTIONS + extra, state)
+        self.direct = self.server.endpoint
+        self.link = Link(build, self.direct.split(":", 1)[1], rtt, work, "server-link") \
+            if rtt > 0 else None
+        self.endpoint = "tcp:" + self.link.address if self.link else self.direct
+        self.log_text = ""
+
+    def stop(self):
+        if self.link:
+            self.link.stop()
+        self.job.stop_server()
+        self.log_text = self.job.server_log(self.server)
+
+
+def measure_node(build, cross_build, n, debugger_rtt, server_rtt):
+    """Rows of one size on the aarch64 node: the node's own native dump of rank 0 (its gdb,
+    the DLL loaded natively; no debugger link) and this host's through the proxy in every mode
+    of MODES but native, each identical to the node's."""
+    work = tempfile.mkdtemp(prefix="mqd-bench-node-")
+    job = node_job.NodeJob(build.path, cross_build, 4, 3 * n)
+    rows = []
+    try:
+        native = job.native_dump(os.path.join(work, "native"), [0])
+        native["seconds"] = [0.0] + native["seconds"]  # the DLL's load: nothing to measure
+        native["packets"] = ["-"] * len(PHASES)         # its gdb reads the ranks by ptrace
+        rows.append(("native", native, None))
+        reference = native["texts"][0]
+        problems = check_against_manifests(json.loads(native["json"]), job.manifests[:1])
+        if problems:
+            raise Failure("the node's native dump does not show what rank 0 posted: %s"
+                          % "; ".join(problems[:5]))
+        shim_env = {"MQD_PROXY_TOKEN_FILE": job.token}
+        for mode in MODES[1:]:
+            state = "state-" + mode if mode in ("node-cold", "node-new") else "state"
+            shim = dict(shim_env, MQD_PROXY_STATE_DIR=os.path.join(
+                work, "shim-state-node-cold" if mode == "node-cold" else "shim-state"))
+            server = NodeProxy(job, build, state, server_rtt, work,
+                               ["--node-memory"] if mode.startswith("node") else [])
+            try:
+                load = "mqd load --server %s --vendor-dll %s %s" % (
+                    server.endpoint, node_job.DLL, build.shim)
+                found = run_gdb(build, NodeRank(job, build, debugger_rtt, work),
+                                ["mqd types " + job.types], load, os.path.join(work, mode),
+                                server.direct, shim)
+            finally:
+                server.stop()
+            if mode.startswith("node") and \
+                    "memory read on this host, from pid %d" % job.pids[0] not in server.log_text:
+                raise Failure("%s: the server on the node did not prove rank 0 (see %s)"
+                              % (mode, work))
+            for i, text in enumerate(found["texts"]):
+                if text != native["texts"][i]:
+                    raise Failure("%s: dump %d at N=%d differs from the node's native one "
+                                  "(see %s)" % (mode, i, n, work))
+            rows.append((mode, found, found["counters"]))
+    finally:
+        job.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return results("aarch64 node", n, rows, reference.count("\n      #"))
+
+
 def _listening(port):
     """Whether something listens on TCP `port`, seen in /proc/net/tcp: connecting to find out
     would use up qemu's gdb stub, which takes one connection."""
@@ -328,7 +419,12 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
         if job is not None:
             job.stop()
     shutil.rmtree(work, ignore_errors=True)
-    target = cross_target.arch if cross_target else platform.machine()
+    return results(cross_target.arch if cross_target else platform.machine(), n, rows,
+                   operations)
+
+
+def results(target, n, rows, operations):
+    """The rows of a size, [(mode, found, counters)], as the table's records, each printed."""
     result = []
     for mode, found, counters in rows:
         previous = {}
@@ -342,7 +438,7 @@ def measure(build, n, debugger_rtt, server_rtt, native_max, cross_target=None):
                            "seconds": found["seconds"][i], "packets": found["packets"][i],
                            "rts": round_trips(d) if counters else None,
                            "bytes": wire_bytes(d) if counters else None})
-            print("%s N=%d %-7s %-7s %8.3f s, debugger link %5d exchanges, server link %s"
+            print("%s N=%d %-7s %-7s %8.3f s, debugger link %5s exchanges, server link %s"
                   % (target, n, mode, name, found["seconds"][i], found["packets"][i],
                      "%d round trips, %s" % (round_trips(d), human(wire_bytes(d)))
                      if counters else "-"), flush=True)
@@ -391,6 +487,11 @@ def main():
     ap.add_argument("--cross-build")
     ap.add_argument("--sysroot")
     ap.add_argument("--cross-sizes", default="100")
+    ap.add_argument("--arm-node", metavar="CROSS_BUILD",
+                    help="also measure rank 0 of a job on the aarch64 node (tools/arm-node/), "
+                         "with the programs of CROSS_BUILD (BUILD/cross/aarch64), against the "
+                         "node's own native dump")
+    ap.add_argument("--node-sizes", default="10,100,1000")
     ap.add_argument("--output", default=os.path.join(HERE, "RESULTS-real-topology.md"))
     args = ap.parse_args()
     build = Build(args.build)
@@ -406,6 +507,9 @@ def main():
         for n in [int(s) for s in args.cross_sizes.split(",") if s]:
             rows += measure(build, n, args.debugger_rtt, args.server_rtt, args.native_max,
                             cross_target)
+    if args.arm_node:
+        for n in [int(x) for x in args.node_sizes.split(",") if x]:
+            rows += measure_node(build, args.arm_node, n, args.debugger_rtt, args.server_rtt)
     text = table(rows, args.native_max)
     print(text)
     command = ("python3 bench/real_topology.py --build BUILD --sizes %s --debugger-rtt %g "
@@ -415,6 +519,8 @@ def main():
         command += (" --arch %s --cross-build BUILD/cross/%s --sysroot BUILD/cross/%s "
                     "--cross-sizes %s" % (args.arch, args.arch, os.path.basename(
                         args.sysroot.rstrip("/")), args.cross_sizes))
+    if args.arm_node:
+        command += " --arm-node BUILD/cross/aarch64 --node-sizes %s" % args.node_sizes
     with open(args.output, "w") as f:
         f.write("# The real topology: gdb through gdbserver, the shim through the server link\n\n"
                 "`%s`, %s, %s, %d cores.\n\n"

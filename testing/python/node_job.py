@@ -7,8 +7,9 @@ reached over a network is served). tests/arm-node/ and bench/real_topology.py us
     from node_job import NodeJob
     job = NodeJob(host_build, cross_build, ranks=4, ops=30)   # boots the node, starts the job
     native = job.native_dump(prefix)           # {seconds, texts, json}: on the node
-    server = job.start_server(node_memory=True, state="fresh")
+    server = job.start_server(["--node-memory"], "fresh")   # the aarch64 server on the node
     proxied = job.proxied_dump(prefix, server, {"MQD_PROXY_CACHE": "call"})
+    job.stop_server()
     job.server_log(server)                      # what the node's server logged
     job.stop()                                  # the job ends, the node powers off
 
@@ -22,14 +23,13 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 
 from artefacts import Artefacts
 from failure import LOADED_MACHINE_SLACK, Failure, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                                 "arm-node"))
-from node import Node, default_image, make_image  # noqa: E402
+from node import Node, NodeError, default_image, make_image  # noqa: E402,F401 (NodeError: for callers)
 
 OPT = "/opt/mqd"                       # the project's aarch64 files on the node
 DLL = "/usr/lib/aarch64-linux-gnu/openmpi/lib/openmpi3/libompi_dbg_msgq.so"
@@ -118,17 +118,20 @@ class NodeJob:
         """DUMP_SCRIPT's configuration (its environment variable's value)."""
         return json.dumps({"frontend": frontend, "types": types, "load": load, "out": out})
 
-    def native_dump(self, prefix):
-        """The node's own gdb attached to every rank with the DLL loaded natively: the
-        reference. Results are fetched to PREFIX.*."""
+    def native_dump(self, prefix, ranks=None):
+        """The node's own gdb attached to every rank (or those of `ranks`) with the DLL loaded
+        natively: the reference. Results are fetched to PREFIX.*."""
+        pids = [self.pids[r] for r in (ranks if ranks is not None else range(self.ranks))]
         out = "/tmp/job/native"
         config = self._dump_config(OPT + "/gdb/mqd.py", OPT + "/ompi_types.o", "mqd load " + DLL,
                                    out)
         self.node.put({self._script(): "/tmp/job/dump.py"})
-        attach = " ".join(
-            ("-ex %s " % shlex.quote("add-inferior") + "-ex %s " % shlex.quote(
-                "inferior %d" % (i + 1)) if i else "") + "-ex %s" % shlex.quote("attach %d" % pid)
-            for i, pid in enumerate(self.pids))
+        commands = []
+        for i, pid in enumerate(pids):
+            if i:
+                commands += ["add-inferior", "inferior %d" % (i + 1)]
+            commands.append("attach %d" % pid)
+        attach = " ".join("-ex " + shlex.quote(c) for c in commands)
         command = ("MQD_NODE_DUMP=%s gdb -q -nx -batch -iex 'set debuginfod enabled off' %s "
                    "-ex 'inferior 1' -x /tmp/job/dump.py" % (shlex.quote(config), attach))
         result = self.node.run(command, check=False, timeout=3600)
@@ -160,54 +163,72 @@ class NodeJob:
         if rc != 0 or errors or "Traceback" in log:
             raise Failure("%s failed (%d) writing %s:\n%s" % (who, rc, out, log[-4000:]))
 
-    def start_server(self, node_memory, state):
-        """The aarch64 server on the node's port SERVER_PORT (one at a time), with its state in
-        /tmp/STATE on the node (a new name: a server new to the DLL)."""
+    def start_server(self, options, state):
+        """The aarch64 server on the node's port SERVER_PORT with `options` (e.g.
+        ["--node-memory"]) and its state in /tmp/STATE on the node (a new name: a server new to
+        the DLL); the one before it, if any, is stopped."""
+        self.stop_server()
         self.servers += 1
         name = "server-%d" % self.servers
         log = "/tmp/job/%s.log" % name
-        self.node.run("pkill -f '^%s/server' ; rm -f /tmp/job/server.ready; "
+        self.node.run("rm -f /tmp/job/server.ready; "
                       "setsid nohup %s/server --listen tcp:0.0.0.0:%d --token-file %s/token "
                       "--dll %s --state-dir /tmp/%s --ready-file /tmp/job/server.ready "
                       "--log-level debug %s > %s 2>&1 < /dev/null &"
-                      % (OPT, OPT, SERVER_PORT, OPT, DLL, state,
-                         "--node-memory" if node_memory else "", log))
+                      % (OPT, SERVER_PORT, OPT, DLL, state,
+                         " ".join(shlex.quote(o) for o in options), log))
         wait_for(lambda: self.node.run("test -s /tmp/job/server.ready", check=False).returncode
                  == 0, 60 + LOADED_MACHINE_SLACK, "the server on the node")
         return NodeServer(name, "tcp:127.0.0.1:%d" % self.node.port[SERVER_PORT], log)
 
+    def stop_server(self):
+        """Stops the node's server (SIGTERM: its session summaries reach its log) and waits
+        for it to end."""
+        self.node.run("pkill -TERM -f '^%s/server' ; for i in $(seq 300); do "
+                      "pgrep -f '^%s/server' > /dev/null || exit 0; sleep 0.1; done; exit 1"
+                      % (OPT, OPT), check=False)
+
     def server_log(self, server):
         return self.node.get(server.log).decode(errors="replace")
 
-    def _start_gdbservers(self):
-        """A `gdbserver --attach` for every rank (each ends with its debugger's session)."""
-        self.node.run(" ".join(
-            "setsid nohup gdbserver --attach :%d %d > /tmp/job/gdbserver-%d.log 2>&1 < /dev/null &"
-            % (GDBSERVER_PORT + r, pid, r) for r, pid in enumerate(self.pids)))
+    def start_gdbservers(self, ranks=None):
+        """A `gdbserver --attach` on the node for every rank (or those of `ranks`), rank R's
+        on GDBSERVER_PORT + R; each ends with its debugger's session (any left from a session
+        that failed are ended first)."""
+        ranks = ranks if ranks is not None else range(self.ranks)
+        self.node.run("pkill -x gdbserver; for i in $(seq 300); do pgrep -x gdbserver > "
+                      "/dev/null || break; sleep 0.1; done; " + " ".join(
+                          "setsid nohup gdbserver --attach :%d %d > /tmp/job/gdbserver-%d.log "
+                          "2>&1 < /dev/null &" % (GDBSERVER_PORT + r, self.pids[r], r)
+                          for r in ranks))
         listening = " && ".join("ss -Htln sport = :%d | grep -q LISTEN" % (GDBSERVER_PORT + r)
-                                for r in range(self.ranks))
+                                for r in ranks)
         wait_for(lambda: self.node.run(listening, check=False).returncode == 0,
                  60 + LOADED_MACHINE_SLACK, "the ranks' gdbservers on the node")
 
-    def proxied_dump(self, prefix, server, env):
-        """This host's gdb-multiarch reaching every rank through its gdbserver on the node,
-        the node's files as its sysroot, the shim loaded against `server`; `env` is the
-        shim's (MQD_PROXY_CACHE, ...)."""
-        self._start_gdbservers()
+    def remote_gdb(self, addresses):
+        """This host's gdb-multiarch (batch) with one inferior per gdbserver address (HOST:PORT),
+        the node's files as its sysroot and the aarch64 program loaded locally."""
         cmd = ["gdb-multiarch", "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off",
                "-iex", "set sysroot " + self.node.root, "-iex", "set auto-load safe-path /",
                "-ex", "set architecture aarch64"]
-        for r in range(self.ranks):
-            if r:
-                cmd += ["-ex", "add-inferior", "-ex", "inferior %d" % (r + 1)]
-            cmd += ["-ex", "file " + self.program,
-                    "-ex", "target remote 127.0.0.1:%d" % self.node.port[GDBSERVER_PORT + r]]
+        for i, address in enumerate(addresses):
+            if i:
+                cmd += ["-ex", "add-inferior", "-ex", "inferior %d" % (i + 1)]
+            cmd += ["-ex", "file " + self.program, "-ex", "target remote " + address]
+        return cmd + ["-ex", "inferior 1"]
+
+    def proxied_dump(self, prefix, server, env):
+        """This host's gdb-multiarch reaching every rank through its gdbserver on the node,
+        the shim loaded against `server`; `env` is the shim's (MQD_PROXY_CACHE, ...)."""
+        self.start_gdbservers()
+        cmd = self.remote_gdb(["127.0.0.1:%d" % self.node.port[GDBSERVER_PORT + r]
+                               for r in range(self.ranks)])
         load = "mqd load --server %s --vendor-dll %s %s" % (server.endpoint, DLL, self.shim)
         full_env = dict(os.environ, MQD_PROXY_TOKEN_FILE=self.token, **env)
         full_env["MQD_NODE_DUMP"] = self._dump_config(self.frontend, self.types, load, prefix)
-        cmd += ["-ex", "inferior 1", "-x", self._script()]
-        result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=full_env, timeout=3600)
+        result = subprocess.run(cmd + ["-x", self._script()], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=full_env, timeout=3600)
         self._check_gdb("gdb-multiarch", result.returncode, result.stdout, prefix)
         return self._read(prefix)
 

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "python"))
 from failure import Failure  # noqa: E402
 from mpi_job import check_against_manifests  # noqa: E402
-from node_job import NodeJob  # noqa: E402
+from node_job import NodeError, NodeJob  # noqa: E402
 from scratch import tear_down  # noqa: E402
 
 CACHE_MODES = ("epoch", "call", "off")
@@ -54,7 +54,8 @@ def main():
         if native["texts"][1] != native["texts"][0]:
             problems.append("the node's native refresh differs from its first dump")
         for node_memory in (False, True):
-            server = job.start_server(node_memory, "state-%s" % node_memory)
+            server = job.start_server(["--node-memory"] if node_memory else [],
+                                      "state-%s" % node_memory)
             for mode in CACHE_MODES:
                 name = "%s%s" % ("node-" if node_memory else "", mode)
                 found = job.proxied_dump(os.path.join(work, name), server,
@@ -69,6 +70,7 @@ def main():
                         problems.append("%s: the %s dump differs from the node's native one "
                                         "(see %s)" % (name, kind, work))
             if node_memory:
+                job.stop_server()  # its sessions' summaries are in its log
                 log = job.server_log(server)
                 with open(os.path.join(work, server.name + ".log"), "w") as f:
                     f.write(log)
@@ -100,6 +102,6 @@ def main():
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except Failure as e:
+    except (Failure, NodeError) as e:
         print("FAIL:", e)
         sys.exit(1)

@@ -142,7 +142,7 @@ EVENTS = ("cont", "new_inferior", "memory_changed", "exited", "inferior_deleted"
 # What gdb 13 starts with, of the parameters the front end reads or sets.
 PARAMETERS = {"non-stop": False, "python print-stack": "message",
               "trust-readonly-sections": False, "remote symbol-lookup-packet": None,
-              "suppress-cli-notifications": False, "debug remote": 0}
+              "suppress-cli-notifications": False, "debug remote": 0, "remotetimeout": 2}
 
 
 def _fake_gdb():

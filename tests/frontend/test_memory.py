@@ -125,3 +125,27 @@ def test_not_worth_checking_reads_again(memory, target):
     target.reads.clear()
     command(memory, reads)
     assert len(target.reads) == 8 and target.crcs == [(0, 0)]
+
+
+def test_no_check_outlasts_gdbs_remote_timeout(memory, target):
+    # 40 kept pages in one stretch: a stub of unknown speed checks 4 packets first (enough to
+    # time it); one measured at 50 us a byte (an emulated node's gdbserver) gets runs it checks
+    # in at most half of remotetimeout (2 s): 20,000 bytes, 4 pages; one pinned at 0.1 s per
+    # MiB gets MAX_RUN.
+    memory._worth_checking = lambda link, size: True
+    reads = [(BASE + 4096 * i, 16) for i in range(1, 41)]
+    command(memory, reads)
+    target.crcs.clear()
+    command(memory, reads)
+    assert [size for _, size in target.crcs][:1] == [4 * memory.PACKET]
+    link = gdb.current.connection.num
+    memory._crc_per_byte[link] = 50e-6
+    target.crcs.clear()
+    command(memory, reads)
+    sizes = [size for _, size in target.crcs]
+    assert max(sizes) == 4 * 4096 and sum(sizes) == 39 * 4096  # the first page is read again
+    memory._crc_per_byte.pop(link)
+    memory._pinned_crc_per_byte = lambda: 0.1 / (1 << 20)
+    target.crcs.clear()
+    command(memory, reads)
+    assert [size for _, size in target.crcs] == [39 * 4096]

@@ -14,7 +14,7 @@ while nothing can have changed it for the debugger, that is
   - in a later command, only once the target proved it unchanged. The pages of a process
     behind a remote stub that answers qCRC are kept when a command ends. At the process's
     first read in a later command, its first kept page is read again, and each run of
-    consecutive kept pages (at most MAX_RUN) is checked with one qCRC exchange (the stub's
+    consecutive kept pages (at most _max_run) is checked with one qCRC exchange (the stub's
     CRC-32 of that memory now, against the CRC of the bytes kept) where that is likely
     quicker than reading the run again (_worth_checking). A run whose CRC differs, that the
     stub cannot read or that is not worth a check is dropped, and read again when asked for.
@@ -37,7 +37,7 @@ import os
 import re
 import time
 import zlib
-from typing import Any, Dict, List, Literal, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Set, Tuple, Union
 
 import gdb
 
@@ -56,7 +56,9 @@ MAX_KEPT_BYTES = 128 << 20
 # more) and never for one packet's worth (a read is one exchange too).
 PACKET = 8 << 10  # about what gdbserver carries per memory read
 CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
-# The most one qCRC checks: a change anywhere in a run drops it all, to be read again.
+# The most one qCRC checks: a change anywhere in a run drops it all, to be read again. Less
+# behind a slow stub (_max_run): gdb waits `remotetimeout` seconds for a reply, and a reply
+# that comes later is taken for the answer to gdb's next packet.
 MAX_RUN = 256 << 10
 _exchange: Dict[int, float] = {}  # connection number -> the quickest exchange seen
 _crc_per_byte: Dict[int, float] = {}  # connection number -> the stub's time per byte
@@ -212,7 +214,7 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages) -> None:
     _exchange[link] = min(_exchange.get(link, took), took)
     _checks["read"] += 1
     del kept[first]
-    for run in _runs(kept):
+    for run in _runs(kept, lambda: _max_run(link)):
         size = len(run) * PAGE
         if not _worth_checking(link, size):
             _checks["dropped"] += len(run)
@@ -237,16 +239,37 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages) -> None:
             _checks["changed"] += 1
 
 
-def _runs(pages: Pages) -> List[List[int]]:
-    """The page addresses of `pages`, sorted, as runs of consecutive pages of at most
-    MAX_RUN bytes."""
-    runs: List[List[int]] = []
+def _runs(pages: Pages, longest: Callable[[], int]) -> Iterator[List[int]]:
+    """The page addresses of `pages`, sorted, as runs of consecutive pages, each of at most
+    `longest()` bytes (asked as each run starts: what the checks so far measured)."""
+    run: List[int] = []
+    limit = 0
     for page in sorted(pages):
-        if runs and runs[-1][-1] + PAGE == page and len(runs[-1]) * PAGE < MAX_RUN:
-            runs[-1].append(page)
-        else:
-            runs.append([page])
-    return runs
+        if run and run[-1] + PAGE == page and len(run) * PAGE < limit:
+            run.append(page)
+            continue
+        if run:
+            yield run
+        run, limit = [page], longest()
+    if run:
+        yield run
+
+
+def _max_run(link: int) -> int:
+    """The most bytes one qCRC over stub connection `link` may check: MAX_RUN, and no more than
+    the stub checks, at its speed (pinned or measured), in half of gdb's remote timeout; until
+    measured, 4 packets, enough to measure it. gdbserver checks a byte at a time: about 1.2 us
+    a byte on x86_64 hardware, 42 us on the emulated aarch64 node (tests/arm-node/), where a
+    whole MAX_RUN took 11 s and its late reply answered the next read in gdb's stead."""
+    per_byte = _pinned_crc_per_byte()
+    if per_byte is None:
+        per_byte = _crc_per_byte.get(link)
+    if per_byte is None:
+        return 4 * PACKET
+    if per_byte <= 0:
+        return MAX_RUN
+    timeout = gdb.parameter("remotetimeout") or 2
+    return max(PAGE, min(MAX_RUN, int(timeout / 2 / per_byte) // PAGE * PAGE))
 
 
 def _worth_checking(link: int, size: int) -> bool:
