@@ -301,7 +301,8 @@ def measure_node(build, cross_build, n, debugger_rtt, server_rtt):
             rows.append((mode, found, found["counters"]))
     finally:
         job.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    for directory in (work, job.work):  # kept when the run failed, for a look
+        shutil.rmtree(directory, ignore_errors=True)
     return results("aarch64 node", n, rows, reference.count("\n      #"))
 
 

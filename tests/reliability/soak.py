@@ -17,6 +17,7 @@ usage: soak.py --build DIR [--seconds 60] [--clients 8] [--fault-rate 0.002] [--
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,13 +163,17 @@ def main():
           f"{max((r['max_dump_ms'] for r in results), default=0):.0f} ms")
     print(f"  faults injected: {faults} {kinds}; survived: {survived}")
     print(f"  wrong answers: {wrong}")
-    print(f"  server healthy afterwards: {'yes' if not failures else 'NO'}; logs in {work}")
+    print(f"  server healthy afterwards: {'yes' if not failures else 'NO'}")
     if wrong:
         failures.append(f"{wrong} wrong answer(s)")
     if faults == 0:
         failures.append("no fault was injected: the soak proved nothing")
     for f in failures:
         print(f"FAIL: {f}")
+    if failures or os.environ.get("MQD_KEEP"):
+        print(f"  logs in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0
 
 
