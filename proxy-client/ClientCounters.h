@@ -29,6 +29,9 @@ struct ClientCounters {
   std::atomic<uint64_t> refreshesStale{0};    // refreshes ahead the target had changed since
   std::atomic<uint64_t> setUpsRecalled{0};    // image and process set-ups answered from records
   std::atomic<uint64_t> setUpsContradicted{0};  // of those calls, answered otherwise by the DLL
+  // Of the process set-ups answered from records, those from another process's record moved
+  // (SetUpRecall::shiftTo). In the summary only, as peersNamed.
+  std::atomic<uint64_t> setUpsMoved{0};
   // Waits for the replies of set-ups answered from records (settleRecalled): each at most one
   // round trip, since every call waited for was sent before it started.
   std::atomic<uint64_t> recalledWaits{0};

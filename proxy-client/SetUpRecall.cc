@@ -95,7 +95,7 @@ bool SetUpRecall::Call::putsInfo() const {
 }
 
 std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::LookupResult& a,
-                                   bool address) {
+                                   bool address, uint64_t shift) {
   char buf[64];
   switch (key.kind) {
     case LookupKey::Symbol:
@@ -105,7 +105,7 @@ std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::Loo
         break;
       }
       std::snprintf(buf, sizeof buf, "%d:%llx", a.rc,
-                    static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address : 0));
+                    static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address - shift : 0));
       break;
     case LookupKey::Type:  // a type's token is the session's own: only whether there is one
       std::snprintf(buf, sizeof buf, "%d", a.type != 0 ? 1 : 0);
@@ -119,16 +119,45 @@ std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::Loo
 }
 
 std::optional<SetUpRecall::Digest> SetUpRecall::digestOf(
-    const ConsumedLookups::Lookups& lookups, const Answers& answers) {
+    const ConsumedLookups::Lookups& lookups, const Answers& answers, uint64_t shift) {
   Sha256 sha;
   sha.number(static_cast<int64_t>(lookups.size()));
   for (const auto& [key, address] : lookups) {
     auto it = answers.find(key);
     if (it == answers.end()) return std::nullopt;
     feedKey(sha, key);
-    sha.number(address ? 1 : 0).text(canonical(key, it->second, address));
+    sha.number(address ? 1 : 0).text(canonical(key, it->second, address, shift));
   }
   return sha.finish();
+}
+
+std::optional<uint64_t> SetUpRecall::anchorOf(const ConsumedLookups::Lookups& lookups,
+                                              const Answers& answers) {
+  for (const auto& [key, address] : lookups) {
+    auto it = answers.find(key);
+    if (address && it != answers.end() && it->second.rc == mqs_ok && it->second.written) {
+      return it->second.address;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> SetUpRecall::shiftTo(const ProcessOutcome& process,
+                                             const Answers& answers) {
+  if (!process.anchor || !process.warning.empty()) return std::nullopt;
+  for (const Call* call : {&process.setUp, &process.hasQueues}) {
+    if (call->message.kind == Message::Text) return std::nullopt;
+    for (const Effect& e : call->effects) {
+      if (e.kind != Effect::PutInfo) return std::nullopt;
+    }
+  }
+  std::optional<uint64_t> now = anchorOf(*process.lookups, answers);
+  if (!now) return std::nullopt;
+  uint64_t shift = *now - *process.anchor;
+  if (shift == 0 || shift % kShiftGranule != 0) return std::nullopt;
+  std::optional<Digest> digest = digestOf(*process.lookups, answers, shift);
+  if (!digest || *digest != process.lookupDigest) return std::nullopt;
+  return shift;
 }
 
 bool SetUpRecall::lookupsProve(const ProcessOutcome& process, const Answers& answers) {
@@ -141,8 +170,9 @@ SetUpRecall::ProcessInputs::ProcessInputs(bool bigEndian, const DebuggerSide::Ty
   for (const std::optional<int>& size : sizes) sha_.number(size ? 1 : 0).number(size ? *size : 0);
 }
 
-bool SetUpRecall::ProcessInputs::read(const Read& r, const DebuggerSide::Block& block) {
-  if (block.rc != mqs_ok || block.address != r.address || block.bytes.size() != r.size) {
+bool SetUpRecall::ProcessInputs::read(const Read& r, const DebuggerSide::Block& block,
+                                      uint64_t shift) {
+  if (block.rc != mqs_ok || block.address != r.address + shift || block.bytes.size() != r.size) {
     return false;
   }
   sha_.number(static_cast<int64_t>(r.address)).number(r.size);
@@ -264,6 +294,7 @@ void SetUpRecall::load() {
           p.setUp = callFrom(in.getProcess());
           p.warning = in.getWarning();
           p.hasQueues = callFrom(in.getProcessHasQueues());
+          if (in.getHasProcessAnchor()) p.anchor = in.getProcessAnchor();
           r.process = std::move(p);
         }
       }
@@ -329,6 +360,8 @@ void SetUpRecall::save() {
     writeCall(p.setUp, o.initProcess());
     o.setWarning(p.warning);
     writeCall(p.hasQueues, o.initProcessHasQueues());
+    o.setHasProcessAnchor(p.anchor.has_value());
+    o.setProcessAnchor(p.anchor.value_or(0));
   }
   writeStateFile(file_, message);
 }

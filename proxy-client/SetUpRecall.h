@@ -20,10 +20,12 @@
 //
 // A record covers one image's set-up and that of the process set up with it. Address-space
 // randomisation makes a symbol's address particular to one process, so a process part (whose
-// reads start at symbols) serves the same process again (a job attached again); an image part
-// whose set-up took no address (Open MPI's) serves every rank of the job, from the second on,
-// in the same session. Processes that share their addresses (no randomisation, a test harness)
-// share the image's record: each of their process parts is tried.
+// reads start at symbols) serves the same process again (a job attached again) as it is, and
+// another rank of the same program moved (shiftTo): every address it took and every read it
+// made by the one distance the first address it took moved, a whole number of pages. An image
+// part whose set-up took no address (Open MPI's) serves every rank of the job, from the second
+// on, in the same session. Processes that share their addresses (no randomisation, a test
+// harness) share the image's record: each of their process parts is tried.
 // One file per DLL build: <state-dir>/setups-<build-id>.capnp (wire::SetUpRecords), at most
 // kMaxRecords, the newest kept; an unreadable file is ignored and rewritten. Records serve
 // the session that made them as well; without a state directory, only the debugger
@@ -93,6 +95,9 @@ class SetUpRecall {
     Call setUp;               // mqs_setup_process: rc mqs_ok
     std::string warning;      // the set-up reply's (ByteOrderCheck)
     Call hasQueues;
+    // The address answered to the first look-up (in LookupKey order) of `lookups` that took
+    // one and found it: where the record lies in its process (shiftTo). nullopt: none did.
+    std::optional<uint64_t> anchor;
   };
   struct Record {
     LookupList lookups;  // consumed by the image's two calls
@@ -106,22 +111,37 @@ class SetUpRecall {
   // What a DLL consumes of an answer: of a symbol or function its result, and its address only
   // if it took it (`address`); of a type whether there is one (its handle is the session's
   // own); of a field or size the value.
+  // `shift` is subtracted from every address taken (a record moved: shiftTo).
   static std::string canonical(const LookupKey& key, const DebuggerSide::LookupResult& answer,
-                               bool address);
+                               bool address, uint64_t shift = 0);
   // The digest of the answers to `lookups`, nullopt if one of them was not answered.
   static std::optional<Digest> digestOf(const ConsumedLookups::Lookups& lookups,
-                                        const Answers& answers);
-  // Whether `answers` prove a record's process part as to the look-ups.
+                                        const Answers& answers, uint64_t shift = 0);
+  // The anchor of a process part keyed by `lookups` with `answers` (ProcessOutcome::anchor).
+  static std::optional<uint64_t> anchorOf(const ConsumedLookups::Lookups& lookups,
+                                          const Answers& answers);
+  // Whether `answers` prove a record's process part as to the look-ups, at its own addresses.
   static bool lookupsProve(const ProcessOutcome& process, const Answers& answers);
+  // Whether `answers` prove a record's process part moved, and by how much: the other process
+  // of the same program took every address the record's set-up took, `shift` bytes further
+  // (modulo 2^64), and answered every other look-up alike. The shift is the anchor look-up's
+  // move; it is a non-zero multiple of kShiftGranule (a loader places mappings at page
+  // boundaries, so alignments the DLL may test are kept), and only a record whose outcomes
+  // carry no text (no dprints or output, no message, no warning: a text may print an address)
+  // moves. nullopt otherwise. The bytes the set-up read are proved at the moved addresses
+  // (ProcessInputs::read with the shift).
+  static constexpr uint64_t kShiftGranule = 4096;
+  static std::optional<uint64_t> shiftTo(const ProcessOutcome& process, const Answers& answers);
 
   // The digest of a process set-up's inputs: its byte order and type sizes, then every read,
   // in order. A read that failed or came back short makes the set-up unrecordable (read()
   // returns false): the server's handling of a partial block sent ahead differs from one it
-  // asked for.
+  // asked for. A record's read proved in another process moved by `shift` (shiftTo) is read
+  // there, `block` at r.address + shift, and digested as the record's.
   class ProcessInputs {
    public:
     ProcessInputs(bool bigEndian, const DebuggerSide::TypeSizes& sizes);
-    bool read(const Read& read, const DebuggerSide::Block& block);
+    bool read(const Read& read, const DebuggerSide::Block& block, uint64_t shift = 0);
     Digest finish() { return sha_.finish(); }
 
    private:

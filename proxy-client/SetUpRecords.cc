@@ -84,15 +84,8 @@ bool SetUpRecords::recallSetupImage(uint64_t image, const LookupsAhead& ahead) {
   SetUpRecall::Answers answers = ahead.answersByKey();
   std::vector<const SetUpRecall::Record*> found = recall_->find(answers);
   if (found.empty()) return false;
-  ImageRecord kept{*found.front(), std::move(answers), true, true, {}};
+  ImageRecord kept{*found.front(), std::move(answers), true, true};
   kept.record.process.reset();
-  // Of the processes recorded with it, those whose set-up consumed look-ups answered the same
-  // for this image: the same process again (or one that shares its addresses).
-  for (const SetUpRecall::Record* r : found) {
-    if (r->process && SetUpRecall::lookupsProve(*r->process, kept.answers)) {
-      kept.processes.push_back(*r->process);
-    }
-  }
   const SetUpRecall::ImageOutcome& outcome = kept.record.image;
   uint64_t info = 0;
   if (!chooseInfoToken(outcome.setUp, &info)) return false;
@@ -111,7 +104,7 @@ void SetUpRecords::recordImageSetUp(uint64_t image, const Mark& from, int rc,
     // Keyed at its has-queues reply, which names what the two calls consumed.
     SetUpRecall::Record record;
     record.image.setUp = SetUpRecall::Call{rc, {}, std::move(effects)};
-    imageRecords_[image] = ImageRecord{std::move(record), ahead.answersByKey(), false, false, {}};
+    imageRecords_[image] = ImageRecord{std::move(record), ahead.answersByKey(), false, false};
   }
 }
 
@@ -146,40 +139,75 @@ void SetUpRecords::answerFromRecord(EntryPoint setUpEntry, uint64_t token,
           static_cast<unsigned long long>(token));
 }
 
+std::vector<SetUpRecords::ProcessCandidate> SetUpRecords::candidatesFor(
+    const ImageRecord& image) const {
+  // Of the processes recorded with records of this image's set-up (found now: a process set up
+  // since the image was, another rank's, counts), those whose set-up consumed look-ups answered
+  // the same for this image: the same process again (or one that shares its addresses); then,
+  // when none is, those answered the same moved (another rank of the job: SetUpRecall::shiftTo).
+  // Process parts share their look-up lists: one digest per list (a state directory may hold
+  // thousands of one job's ranks).
+  std::vector<ProcessCandidate> candidates;
+  std::vector<const SetUpRecall::Record*> found = recall_->find(image.answers);
+  std::map<const ConsumedLookups::Lookups*, std::optional<SetUpRecall::Digest>> digests;
+  for (const SetUpRecall::Record* r : found) {
+    if (!r->process) continue;
+    const ConsumedLookups::Lookups* list = r->process->lookups.get();
+    auto d = digests.find(list);
+    if (d == digests.end()) {
+      d = digests.emplace(list, SetUpRecall::digestOf(*list, image.answers)).first;
+    }
+    if (d->second && *d->second == r->process->lookupDigest) {
+      candidates.push_back({&*r->process, 0});
+    }
+  }
+  for (size_t i = 0; i < found.size() && candidates.empty(); ++i) {
+    const SetUpRecall::Record* r = found[i];
+    if (!r->process) continue;
+    if (std::optional<uint64_t> shift = SetUpRecall::shiftTo(*r->process, image.answers)) {
+      candidates.push_back({&*r->process, *shift});
+      if (candidates.size() == kMaxMovedCandidates) break;
+    }
+  }
+  return candidates;
+}
+
 bool SetUpRecords::recallSetupProcess(uint64_t process, bool bigEndian) {
   if (side_.replaying) return false;
   uint64_t image = side_.getImage(process);
   auto it = imageRecords_.find(image);
-  if (it == imageRecords_.end() || !it->second.recalled || it->second.processes.empty()) {
-    return false;
-  }
+  if (it == imageRecords_.end() || !it->second.recalled) return false;
+  std::vector<ProcessCandidate> candidates = candidatesFor(it->second);
+  if (candidates.empty()) return false;
   DebuggerSide::TypeSizes sizes = side_.getTypeSizes(process);
   // The proof: the same byte order and type sizes, and every byte a recorded set-up read (its
   // setUpRead), read again now and sent with the set-up, which then asks for none of it. That
   // is what the server learned of the process's set-up, which a set-up without a record reads
   // ahead too (setUpAhead). Reads that several records share are made once.
+  // A record moved from another process (shift) is read where this process keeps the same.
   std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, DebuggerSide::Block> blocks;
-  const SetUpRecall::ProcessOutcome* proved = nullptr;
+  const ProcessCandidate* proved = nullptr;
   std::vector<ReadAhead> read;
-  for (const SetUpRecall::ProcessOutcome& candidate : it->second.processes) {
+  for (const ProcessCandidate& candidate : candidates) {
     SetUpRecall::ProcessInputs inputs(bigEndian, sizes);
     read.clear();
     bool whole = true;
-    for (const SetUpRecall::Read& r : candidate.reads) {
-      auto key = std::make_tuple(r.address, r.size, r.neededAddress, r.neededSize);
+    for (const SetUpRecall::Read& r : candidate.outcome->reads) {
+      uint64_t at = r.address + candidate.shift;
+      uint64_t needed = r.neededAddress + candidate.shift;
+      auto key = std::make_tuple(at, r.size, needed, r.neededSize);
       auto b = blocks.find(key);
       if (b == blocks.end()) {
-        b = blocks.emplace(key, side_.readBlock(process, r.address, r.size, r.neededAddress,
-                                                r.neededSize)).first;
+        b = blocks.emplace(key, side_.readBlock(process, at, r.size, needed, r.neededSize)).first;
       }
-      whole = inputs.read(r, b->second);
+      whole = inputs.read(r, b->second, candidate.shift);
       if (!whole) break;
       bool again = std::any_of(read.begin(), read.end(), [&](const ReadAhead& a) {
-        return a.window.address == r.address && a.window.size == r.size;
+        return a.window.address == at && a.window.size == r.size;
       });
-      if (!again) read.push_back({Window{r.address, r.size}, b->second});
+      if (!again) read.push_back({Window{at, r.size}, b->second});
     }
-    if (whole && inputs.finish() == candidate.digest) {
+    if (whole && inputs.finish() == candidate.outcome->digest) {
       proved = &candidate;
       break;
     }
@@ -189,12 +217,19 @@ bool SetUpRecords::recallSetupProcess(uint64_t process, bool bigEndian) {
             static_cast<unsigned long long>(process));
     return false;
   }
+  const SetUpRecall::ProcessOutcome& outcome = *proved->outcome;
   uint64_t info = 0;
-  if (!chooseInfoToken(proved->setUp, &info)) return false;
+  if (!chooseInfoToken(outcome.setUp, &info)) return false;
   ProcessFacts facts{image, sizes, std::nullopt};
   answerFromRecord(EntryPoint::setup_process, process,
                    startSetupProcess(link_, process, bigEndian, &facts, read, info, true),
-                   proved->setUp, info, proved->warning, proved->hasQueues);
+                   outcome.setUp, info, outcome.warning, outcome.hasQueues);
+  if (proved->shift != 0) {
+    ++counters_.setUpsMoved;
+    MQD_LOG(Debug, "process %llu: set up from another process's record, moved by %#llx",
+            static_cast<unsigned long long>(process),
+            static_cast<unsigned long long>(proved->shift));
+  }
   return true;
 }
 
@@ -473,6 +508,7 @@ void SetUpRecords::recordProcessHasQueues(uint64_t process, const Mark& from,
   }
   rec.outcome.hasQueues = std::move(call);
   rec.outcome.digest = inputs.finish();
+  rec.outcome.anchor = SetUpRecall::anchorOf(*rec.outcome.lookups, it->second.answers);
   SetUpRecall::Record record = it->second.record;
   record.process = std::move(rec.outcome);
   recall_->keep(std::move(record));

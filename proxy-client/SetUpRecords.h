@@ -125,16 +125,27 @@ class SetUpRecords {
     uint64_t infoToken = 0;  // the token of the info it was told of (a PutInfo effect)
     std::string warning;     // setup_process: the byte-order warning it was told
   };
+  // A process part its image's look-ups prove, for the process's set-up to try: at the
+  // record's own addresses (shift 0) or moved (SetUpRecall::shiftTo). Points into recall_,
+  // unchanged until the next keep().
+  struct ProcessCandidate {
+    const SetUpRecall::ProcessOutcome* outcome;
+    uint64_t shift = 0;
+  };
   // Per image whose set-up was recorded or recalled in this client: its record (without a
   // process part); `recalled` when the image's set-up was answered from it, and then the
-  // process parts recorded with it, newest first, for its process's set-up to try.
+  // process parts of records found with its answers serve its process's set-up.
   struct ImageRecord {
     SetUpRecall::Record record;
     SetUpRecall::Answers answers;  // answered ahead with the image's set-up: what proves it
     bool complete = false;  // its mqs_image_has_queues' outcome is in
     bool recalled = false;
-    std::vector<SetUpRecall::ProcessOutcome> processes;
   };
+  std::vector<ProcessCandidate> candidatesFor(const ImageRecord& image) const;
+  // Process parts moved from another process tried per set-up, at most: the newest records
+  // (a job's first rank's, in a job never seen). Each costs a digest, and its reads if its
+  // look-ups prove it.
+  static constexpr size_t kMaxMovedCandidates = 4;
   // The process set-up being recorded: its facts, and what the shim read of the process
   // (ahead or asked), of which the server names what the DLL read (setUpRead).
   struct ProcessRecording {

@@ -410,6 +410,8 @@ struct SetUpRecord {
   consumed @10 :List(RecordedLookup);  # what the image's two calls consumed
   processConsumed @11 :List(RecordedLookup);  # what the process's two calls consumed
   processLookupDigest @12 :Data;  # SHA-256 of the answers to processConsumed
+  hasProcessAnchor @13 :Bool;     # processAnchor below is set (an older file's never is)
+  processAnchor @14 :UInt64;      # where the process part lies in its process (its anchor)
 }
 
 struct RecordedLookup {

@@ -254,6 +254,7 @@ void layOut(TargetModel& t, const Job& job) {
   if (job.ignoreQueues) t.defineSymbol("tmpi_ignore_queues", t.allocateData(4));
   if (job.warnOnStderr) t.defineSymbol("tmpi_warn_stderr", t.allocateData(4));
   if (job.lateIdentity) t.defineSymbol("tmpi_late_identity", t.allocateData(4));
+  if (job.noIdentity) t.defineSymbol("tmpi_no_identity", t.allocateData(4));
 }
 
 void replaceCommunicators(TargetModel& t, const Job& job) {

@@ -13,6 +13,9 @@
 //   tmpi_late_identity    present only when Job::lateIdentity (the DLL asks for the process's
 //                         rank, job and identity at every update instead of at its set-up, as
 //                         Open MPI's does)
+//   tmpi_no_identity      present only when Job::noIdentity (the DLL never asks who the process
+//                         is, as Open MPI's never does in a dump: its set-ups and updates ask
+//                         the debugger nothing but look-ups and memory)
 #pragma once
 
 #include <array>
@@ -59,6 +62,7 @@ struct Job {
   bool ignoreQueues = false;
   bool warnOnStderr = false;
   bool lateIdentity = false;
+  bool noIdentity = false;
   bool brokenCommunicatorList = false;  // the list head points at unmapped memory
 };
 

@@ -140,7 +140,8 @@ class DumpMatrix:
         # "Set-ups answered from a record").
         with open(self.tcp_shim_log) as f:
             recalled = re.findall(r"session summary: .* (\d+) set-ups answered from records "
-                                  r"\((\d+) contradicted", f.read())
+                                  r"\(\d+ moved from another process's, (\d+) contradicted",
+                                  f.read())
         wanted = 2 * (len(self.pids) - 1)
         if not recalled or int(recalled[-1][0]) < wanted or int(recalled[-1][1]) != 0:
             problems.append("tcp: the shim answered %s set-ups from records (contradicted), "

@@ -88,6 +88,7 @@ typedef struct {
   int walked; /* operations served since mqs_setup_communicator_iterator */
   int identity;
   int late; /* tmpi_late_identity: rank, job and identity asked at every update, not set-up */
+  int anonymous; /* tmpi_no_identity: never asked */
   mqs_taddr_t new_procs;
   int new_count, new_index;
   mqs_job *job;
@@ -329,7 +330,9 @@ EXPORT int mqs_setup_process(mqs_process *process, const mqs_process_callbacks *
   /* Like Open MPI's DLL, a target with tmpi_late_identity is asked who the process is only
      when the queues are read (mqs_update_communicator_list), never during the set-up. */
   pi->late = ii->cb->mqs_find_symbol_fp(image, "tmpi_late_identity", NULL) == mqs_ok;
-  if (!pi->late) pi->global_rank = cb->mqs_get_global_rank_fp(process);
+  /* A target with tmpi_no_identity is never asked (its rank and identity show as 0). */
+  pi->anonymous = ii->cb->mqs_find_symbol_fp(image, "tmpi_no_identity", NULL) == mqs_ok;
+  if (!pi->late && !pi->anonymous) pi->global_rank = cb->mqs_get_global_rank_fp(process);
   rc = ii->cb->mqs_find_symbol_fp(image, "tmpi_comm_list", &pi->list_symbol);
   if (rc != mqs_ok) {
     report("find_symbol(tmpi_comm_list)", rc);
@@ -341,7 +344,7 @@ EXPORT int mqs_setup_process(mqs_process *process, const mqs_process_callbacks *
     return err_missing_symbol;
   }
   pi->sequence = -1;
-  if (!pi->late) ask_identity(process, pi);
+  if (!pi->late && !pi->anonymous) ask_identity(process, pi);
   basic->mqs_put_process_info_fp(process, (mqs_process_info *)pi);
   return mqs_ok;
 }

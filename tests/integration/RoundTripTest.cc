@@ -219,15 +219,39 @@ std::unique_ptr<ServerProcess> rankByRankServer(TempDir& dir, const std::string&
                                "--state-dir", stateDir, "--read-around", around});
 }
 
-// A job of kRanks ranks set up by the harness through the shim (the server on a unix socket:
-// `shared`, or one of its own), then refreshed rank by rank by round(). The shim reaches the
-// server through an mqd-relay with a round trip of kRelayRoundTripMs, as a server on another
-// machine. Whether a refresh ahead is worth it is the pinned read cost's answer (gReadCost),
-// never the timings' (a loaded machine's slow reads made it leave ranks out: CI r35, r38, and
-// a fresh machine's sanitized run at f33674d).
+// Waits until the server's log says a worker exited: what its session learned is kept by then.
+void waitForWorkerExit(const std::string& log) {
+  bool ended = false;
+  for (int i = 0; i < 200 && !ended; ++i) {
+    ended = run("grep -q 'worker [0-9]* exited' " + log).status == 0;
+    if (!ended) ::usleep(50 * 1000);
+  }
+  REQUIRE(ended);
+}
+
+// The shape of a RankByRank job: `ranks`; `noIdentity`: the DLL never asks who a process is,
+// as Open MPI's (its set-ups are then recorded, its updates refreshed ahead); `sequencePerRank`: each
+// rank's communicator sequence number (which the set-up reads) is its own; `shimState`: the
+// shim's state directory, if not one of this job's.
+constexpr int kJobRanks = 4;
+struct RankByRankShape {
+  int ranks = kJobRanks;
+  bool noIdentity = false;
+  bool sequencePerRank = false;
+  std::string shimState;
+};
+
+// A job of kRanks ranks (or shape.ranks) set up by the harness through the shim (the server
+// on a unix socket: `shared`, or one of its own), then refreshed rank by rank by round(). The
+// shim reaches the server through an mqd-relay with a round trip of kRelayRoundTripMs, as a
+// server on another machine. Whether a refresh ahead is worth it is the pinned read cost's
+// answer (gReadCost), never the timings' (a loaded machine's slow reads made it leave ranks
+// out: CI r35, r38, and a fresh machine's sanitized run at f33674d).
 struct RankByRank {
-  static constexpr int kRanks = 4;
+  static constexpr int kRanks = kJobRanks;
   static constexpr int kRelayRoundTripMs = 20;
+  using Shape = RankByRankShape;
+  int n;
   TempDir dir;
   std::unique_ptr<ServerProcess> ownServer;
   ServerProcess& server;
@@ -244,8 +268,9 @@ struct RankByRank {
   // in a directory of this job's (else MQD_PROXY_STATE_DIR=off: nothing past the session).
   explicit RankByRank(DebuggerHarness::Options options, ServerProcess* shared = nullptr,
                       bool apart = false, bool imagesFirst = false, int ops = 50,
-                      bool shimState = true)
-      : ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
+                      bool shimState = true, const Shape& shape = Shape{})
+      : n(shape.ranks),
+        ownServer(shared ? nullptr : rankByRankServer(dir, dir / "state")),
         server(shared ? *shared : *ownServer),
         relay(mqd::test::kRelay,
               {"--listen", "unix:" + (dir / "relay.sock"), "--connect", server.endpoint(),
@@ -254,16 +279,20 @@ struct RankByRank {
         d(mqd::test::kShim, options) {
     configure(relay.endpoint(), "epoch", "auto", dir);  // read when the session opens
     if (!shimState) setenv("MQD_PROXY_STATE_DIR", "off", 1);
-    for (int r = 0; r < kRanks; ++r) {
+    if (!shape.shimState.empty()) setenv("MQD_PROXY_STATE_DIR", shape.shimState.c_str(), 1);
+    for (int r = 0; r < n; ++r) {
       uint64_t moved = static_cast<uint64_t>(r) * 0x2345000;
       targets.push_back(
           std::make_unique<TargetModel>(8, false, apart ? 0x5555a0000000 + moved : 0));
       if (apart) targets.back()->placeData(0x555500000000 + static_cast<uint64_t>(r) * 0x7000);
-      layOut(*targets.back(), standardJob(ops, kRanks, r));
+      Job job = standardJob(ops, n, r);
+      job.noIdentity = shape.noIdentity;
+      if (shape.sequencePerRank) job.sequence = 1 + r;
+      layOut(*targets.back(), job);
     }
     d.dll().setup_basic_callbacks(d.basicCallbacks());
     std::vector<mqs_image*> images;
-    for (int r = 0; r < kRanks; ++r) {
+    for (int r = 0; r < n; ++r) {
       auto* image = d.addImage(*targets[r], "a.out");
       images.push_back(reinterpret_cast<mqs_image*>(image));
       processes.push_back(reinterpret_cast<mqs_process*>(
@@ -282,11 +311,11 @@ struct RankByRank {
     setUpImage(0);
     setUpProcess(0);
     Counters before = lastSession(server.endpoint());
-    for (int r = 1; r < kRanks; ++r) {
+    for (int r = 1; r < n; ++r) {
       setUpImage(r);
       if (!imagesFirst) setUpProcess(r);
     }
-    for (int r = 1; r < kRanks && imagesFirst; ++r) setUpProcess(r);
+    for (int r = 1; r < n && imagesFirst; ++r) setUpProcess(r);
     Counters after = lastSession(server.endpoint());
     setUpRoundTrips = roundTrips(after) - roundTrips(before);
   }
@@ -298,7 +327,7 @@ struct RankByRank {
                  std::vector<uint64_t>* perRank = nullptr) {
     Counters now = lastSession(server.endpoint());
     uint64_t before = roundTrips(now);
-    for (int r = 0; r < kRanks; ++r) {
+    for (int r = 0; r < n; ++r) {
       if (change) change(r);
       uint64_t rankBefore = 0;
       if (perRank) {
@@ -438,6 +467,68 @@ TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answ
   CHECK(stateOff == imagesFirst);
 }
 
+TEST_CASE("epoch policy: a job never seen costs round trips that do not grow with its ranks") {
+  // A DLL the proxy knows (its look-ups learned on both sides) and a job it never saw, whose
+  // ranks lie at addresses of their own, set up as `mqd dump --all` does (rank 0 whole, then
+  // the images, then the processes) and refreshed rank by rank. Rank 0's process set-up is
+  // recorded; every other rank's is answered from that record moved by the distance its own
+  // symbols lie from rank 0's, once the bytes it reads there are proved the same
+  // (SetUpRecall::shiftTo), with all replies waited for once; every first update after rank
+  // 0's is guessed and refreshed ahead. So 4, 16 and 64 ranks cost the same. With each rank's
+  // set-up reading bytes of its own (its sequence number), no record proves another rank's
+  // set-up and each costs its round trip: the count grows with the ranks.
+  struct Cost {
+    uint64_t setUps = 0;
+    uint64_t firstRound = 0;
+    Counters counters;
+  };
+  auto neverSeen = [](int ranks, bool sequencePerRank) {
+    TempDir shared;
+    auto server = rankByRankServer(shared, shared / "state");
+    RankByRank::Shape shape;
+    shape.noIdentity = true;
+    shape.shimState = shared / "shim-state";
+    {  // the DLL learned: a job of its own, then everything learned of its memory forgotten
+      shape.ranks = 2;
+      RankByRank earlier(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
+                         /*imagesFirst=*/true, /*ops=*/50, true, shape);
+      earlier.round(nullptr);
+    }
+    waitForWorkerExit(shared / "server.log");
+    REQUIRE(run("rm -f " + (shared / "state") + "/blocks-* " + (shared / "shim-state") +
+                "/setups-*").status == 0);
+    shape.ranks = ranks;
+    shape.sequencePerRank = sequencePerRank;
+    RankByRank job(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
+                   /*imagesFirst=*/true, /*ops=*/50, true, shape);
+    Cost cost;
+    cost.setUps = job.setUpRoundTrips;
+    cost.firstRound = job.round(nullptr);
+    cost.counters = lastSession(server->endpoint());
+    unsetenv("MQD_PROXY_STATE_DIR");
+    return cost;
+  };
+  std::map<int, Cost> costs;
+  for (int ranks : {4, 16, 64}) costs[ranks] = neverSeen(ranks, false);
+  Cost own4 = neverSeen(4, true), own16 = neverSeen(16, true);
+  for (auto& [ranks, c] : costs) {
+    MESSAGE(ranks, " ranks never seen: set-ups of ranks 1 to ", ranks - 1, " ", c.setUps,
+            " round trips, first refresh of all ", c.firstRound, "; set-ups answered from "
+            "records ", c.counters["client.setups_recalled"]);
+    CHECK(c.counters["client.setups_recalled"] == 2 * uint64_t(ranks - 1));
+    CHECK(c.counters["client.setups_contradicted"] == 0);
+    CHECK(c.counters["memory.peer_guesses"] == uint64_t(ranks - 1));
+  }
+  MESSAGE("each rank's set-up reading bytes of its own: 4 ranks ", own4.setUps, " + ",
+          own4.firstRound, ", 16 ranks ", own16.setUps, " + ", own16.firstRound);
+  for (int ranks : {16, 64}) {
+    CHECK(costs[ranks].setUps == costs[4].setUps);
+    CHECK(costs[ranks].firstRound == costs[4].firstRound);
+  }
+  CHECK(own4.counters["client.setups_recalled"] == 3);  // the images alone
+  CHECK(own16.setUps + own16.firstRound >= own4.setUps + own4.firstRound + 12);
+}
+
 TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a guess is updated "
           "again") {
   // Rank 3's refresh ahead is made from its guess with rank 1's update; the rank then changes
@@ -508,12 +599,7 @@ TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learne
     coldFirst = job.round(nullptr);
   }
   { RankByRank job(DebuggerHarness::Options{}, server.get()); }  // set-ups only
-  bool ended = false;  // its worker's session is over: whatever it keeps is kept
-  for (int i = 0; i < 200 && !ended; ++i) {
-    ended = run("grep -q 'worker [0-9]* exited' " + (shared / "server.log")).status == 0;
-    if (!ended) ::usleep(50 * 1000);
-  }
-  REQUIRE(ended);
+  waitForWorkerExit(shared / "server.log");
   Counters counters;
   {
     RankByRank job(DebuggerHarness::Options{}, server.get());

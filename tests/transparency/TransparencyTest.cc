@@ -454,10 +454,19 @@ void editRecords(const std::string& path,
   ::close(fd);
 }
 
+// How many process set-ups the last session answered from another process's record, moved.
+long setUpsMoved(const std::string& log) {
+  static const std::regex counts(
+      "([0-9]+) set-ups answered from records \\(([0-9]+) moved from another process's");
+  return summaryCounts(log, counts).second;
+}
+
 // How many set-ups the last session answered from records, and of those calls how many the
 // DLL contradicted.
 std::pair<long, long> setUpsRecalled(const std::string& log) {
-  static const std::regex counts("([0-9]+) set-ups answered from records \\(([0-9]+) contra");
+  static const std::regex counts(
+      "([0-9]+) set-ups answered from records \\([0-9]+ moved from another process's, "
+      "([0-9]+) contra");
   return summaryCounts(log, counts);
 }
 
@@ -633,6 +642,31 @@ TEST_CASE("a job refreshed rank by rank: a rank that changes between the debugge
   }
 }
 
+// Runs `scenario` on a job of 4 ranks laid out apart (cell.spread) at places never seen (the
+// server's learned state, kept between sessions, knows nothing of them, in this run or the
+// next), natively and through the proxy in every mode, which must show the same; `check(mode)`
+// then reads the shim's log. `ownRecords`: each proxied session keeps the shim's records in a
+// state directory of its own (else none: MQD_PROXY_STATE_DIR=off).
+void neverSeenInEveryMode(Cell cell, const JobScenario& scenario, bool ownRecords,
+                          const std::function<void(const Mode&)>& check) {
+  server();
+  uint64_t place = (static_cast<uint64_t>(::getpid()) & 0xfff) << 24;
+  for (const Mode& mode : allModes()) {
+    place += 0x10000000;
+    cell.spread = place;
+    Outcome native = converseJob(dllFor(3), cell, 4, scenario);
+    INFO("cell: ", cell.name(), "; ", mode.name());
+    TempDir state;
+    useProxy(mode, cell);
+    if (ownRecords) setenv("MQD_PROXY_STATE_DIR", (state / "shim-state").c_str(), 1);
+    setenv("MQD_PROXY_LOG", "info", 1);
+    requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario));
+    unsetenv("MQD_PROXY_LOG");
+    setenv("MQD_PROXY_STATE_DIR", "off", 1);
+    check(mode);
+  }
+}
+
 TEST_CASE("a job never seen: the others' first updates guessed from the first rank's, while "
           "ranks change") {
   // Each rank's data and heap lie elsewhere. In a first session the server guesses, from what
@@ -652,19 +686,7 @@ TEST_CASE("a job never seen: the others' first updates guessed from the first ra
     }
     t.appendEffects();
   };
-  server();
-  uint64_t place = (static_cast<uint64_t>(::getpid()) & 0xfff) << 24;
-  for (const Mode& mode : allModes()) {
-    // Places never seen: the server's learned state (kept between sessions) knows nothing of
-    // these ranks, in this run and the next.
-    place += 0x10000000;
-    cell.spread = place;
-    Outcome native = converseJob(dllFor(3), cell, 4, scenario);
-    INFO("cell: ", cell.name(), "; ", mode.name());
-    useProxy(mode, cell);
-    setenv("MQD_PROXY_LOG", "info", 1);
-    requireSame(native, converseJob(mqd::test::kShim, cell, 4, scenario));
-    unsetenv("MQD_PROXY_LOG");
+  neverSeenInEveryMode(cell, scenario, false, [](const Mode& mode) {
     if (std::string(mode.cache) == "epoch") {
       // The server guessed the 3 other ranks' first updates. Whether the shim reads a guess
       // ahead is its cost rule's call, which the harness's timings on a unix socket leave
@@ -672,7 +694,7 @@ TEST_CASE("a job never seen: the others' first updates guessed from the first ra
       // a rank changed after its refresh ahead.
       CHECK(peersNamed(scratch() / "shim.log").first >= 3);
     }
-  }
+  });
 }
 
 TEST_CASE("set-ups answered from records: the native answers, and a rank changed since is set "
@@ -761,6 +783,34 @@ TEST_CASE("set-ups answered from records: the native answers, and a rank changed
     unsetenv("MQD_PROXY_LOG");
     setenv("MQD_PROXY_STATE_DIR", "off", 1);
   }
+}
+
+TEST_CASE("a job never seen: set-ups answered from another rank's record, moved, and by the "
+          "DLL where a rank reads otherwise") {
+  // Each rank's data lies elsewhere (whole pages apart). In a first session rank 0's set-ups
+  // ask their look-ups one by one and are not recorded; rank 1's are. Rank 2's process set-up
+  // is answered from rank 1's record moved by the distance between their symbols, once the
+  // bytes it reads there are proved the same (SetUpRecall::shiftTo); rank 3's sequence number,
+  // which the set-up reads, is its own, so its set-up goes to the DLL. Every mode shows exactly
+  // what a native load shows.
+  Cell cell{kWidest, false, 5, 3, 7};
+  cell.lateIdentity = true;  // as Open MPI's DLL: the set-up asks nothing but look-ups, reads
+  JobScenario scenario = [&cell](Transcript& t, std::vector<Subjects>& ranks) {
+    Job own = standardJob(cell.opsPerQueue, static_cast<int>(ranks.size()), 3);
+    own.sequence = 2;
+    own.lateIdentity = true;
+    replaceCommunicators(*ranks[3].target, own);
+    if (!setUpJob(t, ranks)) return;
+    for (Subjects& s : ranks) refresh(t, s.process, Capabilities{});
+  };
+  neverSeenInEveryMode(cell, scenario, true, [](const Mode& mode) {
+    if (std::string(mode.cache) == "epoch") {
+      auto [recalled, contradicted] = setUpsRecalled(scratch() / "shim.log");
+      CHECK(recalled == 3);  // the images of ranks 2 and 3, the process of rank 2
+      CHECK(setUpsMoved(scratch() / "shim.log") == 1);
+      CHECK(contradicted == 0);
+    }
+  });
 }
 
 TEST_CASE("64-bit target values in this debugger's mqs_taddr_t and mqs_tword_t") {

@@ -76,6 +76,7 @@ SetUpRecall::Record record(SetUpRecall& recall, uint64_t symbol, unsigned char b
   p.reads = {read};
   p.setUp = {mqs_ok, {}, {{SetUpRecall::Effect::PutInfo, {}}}};
   p.hasQueues = {mqs_ok, {SetUpRecall::Message::Text, "no queues in %s"}, {}};
+  p.anchor = SetUpRecall::anchorOf(kProcessConsumed, answers(symbol, 7, 8));
   r.process = p;
   return r;
 }
@@ -255,4 +256,78 @@ TEST_CASE("set-up records: a damaged file is ignored and rewritten") {
   recall.keep(record(recall, 0x1000, 1));
   recall.save();
   CHECK(SetUpRecall(dir.path(), "build-a").find(answers(0x1000, 7, 8)).size() == 1);
+}
+
+TEST_CASE("set-up records: a process part moved to another rank of the program") {
+  // Rank 1's symbol lies a whole number of pages from rank 0's: its answers prove rank 0's
+  // process part moved by that distance, and its reads are proved there; any other difference
+  // (a look-up answered otherwise, a distance within a page, a record whose outcome carries a
+  // text) proves nothing.
+  SetUpRecall recall("", "build-a");
+  SetUpRecall::Record r = record(recall, 0x7f0000001000, 1);
+  SetUpRecall::ProcessOutcome& p = *r.process;
+  p.hasQueues.message = {SetUpRecall::Message::Null, {}};
+  REQUIRE(p.anchor);
+  CHECK(*p.anchor == 0x7f0000001000);
+  CHECK_FALSE(SetUpRecall::shiftTo(p, answers(0x7f0000001000, 7, 8)));  // not moved: as it is
+  auto shift = SetUpRecall::shiftTo(p, answers(0x7f0000046000 + 0x1000, 9, 8));
+  REQUIRE(shift);
+  CHECK(*shift == 0x46000);
+  auto down = SetUpRecall::shiftTo(p, answers(0x7effff000000 + 0x1000, 9, 8));
+  REQUIRE(down);
+  CHECK(*down == uint64_t{0x7effff000000} - 0x7f0000000000);  // modulo 2^64
+  CHECK_FALSE(SetUpRecall::shiftTo(p, answers(0x7f0000046010, 7, 8)));      // within a page
+  CHECK_FALSE(SetUpRecall::shiftTo(p, answers(0x7f0000047000, 7, 8, 5)));   // not found
+  // The moved reads: the bytes at the moved address, digested as the record's.
+  SetUpRecall::ProcessInputs same(false, DebuggerSide::TypeSizes{});
+  REQUIRE(same.read(p.reads[0], block(0x7f0000047000, {1}), *shift));
+  CHECK(same.finish() == p.digest);
+  SetUpRecall::ProcessInputs other(false, DebuggerSide::TypeSizes{});
+  REQUIRE(other.read(p.reads[0], block(0x7f0000047000, {2}), *shift));
+  CHECK(other.finish() != p.digest);
+  SetUpRecall::ProcessInputs elsewhere(false, DebuggerSide::TypeSizes{});
+  CHECK_FALSE(elsewhere.read(p.reads[0], block(0x7f0000001000, {1}), *shift));
+  // A text may print an address: such a record serves its own process only.
+  SetUpRecall::ProcessOutcome texted = p;
+  texted.hasQueues.message = {SetUpRecall::Message::Text, "no queues in %s"};
+  CHECK_FALSE(SetUpRecall::shiftTo(texted, answers(0x7f0000047000, 7, 8)));
+  texted = p;
+  texted.setUp.effects.push_back({SetUpRecall::Effect::Dprints, "set up at 0x7f0000001000"});
+  CHECK_FALSE(SetUpRecall::shiftTo(texted, answers(0x7f0000047000, 7, 8)));
+  texted = p;
+  texted.warning = "byte order";
+  CHECK_FALSE(SetUpRecall::shiftTo(texted, answers(0x7f0000047000, 7, 8)));
+  // Two addresses taken: both must have moved by the same distance.
+  const LookupKey kOther{LookupKey::Symbol, "ompi_mpi_communicators", 0, ""};
+  SetUpRecall::ProcessOutcome two = p;
+  mqd::ConsumedLookups::Lookups both{{kSymbol, true}, {kOther, true}};
+  two.lookups = recall.share(both);
+  auto withOther = [&](uint64_t symbol, uint64_t other) {
+    SetUpRecall::Answers a = answers(symbol, 7, 8);
+    a[kOther] = symbolAt(other);
+    return a;
+  };
+  two.lookupDigest = *SetUpRecall::digestOf(both, withOther(0x7f0000001000, 0x7f0000201000));
+  two.anchor = SetUpRecall::anchorOf(both, withOther(0x7f0000001000, 0x7f0000201000));
+  CHECK(SetUpRecall::shiftTo(two, withOther(0x7f0000047000, 0x7f0000247000)) == *shift);
+  CHECK_FALSE(SetUpRecall::shiftTo(two, withOther(0x7f0000047000, 0x7f0000248000)));
+  // Without an anchor (an older file's record, or a set-up that took no address) nothing moves.
+  SetUpRecall::ProcessOutcome unanchored = p;
+  unanchored.anchor.reset();
+  CHECK_FALSE(SetUpRecall::shiftTo(unanchored, answers(0x7f0000047000, 7, 8)));
+}
+
+TEST_CASE("set-up records: the anchor is kept in the file") {
+  TempDir dir;
+  {
+    SetUpRecall recall(dir.path(), "build-a");
+    recall.keep(record(recall, 0x7f0000001000, 1));
+    recall.save();
+  }
+  SetUpRecall again(dir.path(), "build-a");
+  auto found = again.find(answers(0x2000, 42, 8));
+  REQUIRE(found.size() == 1);
+  REQUIRE(found.front()->process);
+  REQUIRE(found.front()->process->anchor);
+  CHECK(*found.front()->process->anchor == 0x7f0000001000);
 }
