@@ -87,7 +87,8 @@ class Build:
 class Proxy:
     """A server (with its learned-state directory) and, for RTT > 0, a relay in front of it."""
 
-    def __init__(self, build, dll, state, rtt, work, options=(), shim_state=None):
+    def __init__(self, build, dll, state, rtt, work, options=(), shim_state=None,
+                 bandwidth=None):
         # The shim's learned look-ups (MQD_PROXY_STATE_DIR, proxy_env) live beside the
         # server's --state-dir unless told otherwise, so that forget(state) makes a first
         # session ever on both sides.
@@ -104,15 +105,17 @@ class Proxy:
         self.direct = open(ready).read().strip()
         self.relay = None
         self.endpoint = self.direct
-        if rtt > 0:
+        if rtt > 0 or bandwidth:
             # A relay only speaks TCP to its server: a second listener would need a second
-            # server, so the relay connects to the unix socket and listens on TCP.
+            # server, so the relay connects to the unix socket and listens on TCP. `bandwidth`:
+            # bytes per second each way, at most.
             rready = os.path.join(work, "relay.ready")
             if os.path.exists(rready):
                 os.unlink(rready)
             self.relay = subprocess.Popen(
                 [build.relay, "--listen", "tcp:127.0.0.1:0", "--connect", self.direct,
-                 "--delay-ms", str(rtt / 2.0), "--ready-file", rready])
+                 "--delay-ms", str(rtt / 2.0), "--ready-file", rready] +
+                (["--bandwidth", str(int(bandwidth))] if bandwidth else []))
             wait_for(lambda: os.path.exists(rready), 20, "the relay")
             self.endpoint = open(rready).read().strip()
 

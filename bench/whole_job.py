@@ -8,7 +8,8 @@ attached by one gdb with the front end (`mqd attach --launcher <mpirun>`), which
 refresh. Two topologies:
 
 local  gdb attaches every rank itself (ptrace); the shim reaches the server through an
-       injected RTT (0: a unix socket; else mqd-relay on TCP loopback, as bench.py). Modes:
+       injected RTT (0: a unix socket; else mqd-relay on TCP loopback, as bench.py), and a
+       bandwidth where --rtts names one (100@10: 100 ms, 10 MB/s each way). Modes:
          native    Open MPI's DLL loaded in gdb (the reference; its JSON is compared with
                    every other)
          cold      through the proxy, first session ever (empty --state-dir; nothing learned
@@ -170,20 +171,24 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
                          for c in d.get("communicators", []) for q in c["queues"].values())
         base = {"ranks": ranks, "ops": operations}
 
-        def proxied(topology, mode, rtt, state, attach, options=(), links=()):
-            proxy = Proxy(build, dll, state, rtt, work, options)
+        def proxied(topology, mode, rtt, state, attach, options=(), links=(), mbps=None):
+            proxy = Proxy(build, dll, state, rtt, work, options,
+                          bandwidth=mbps * 1e6 if mbps else None)
             try:
                 load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
                 result, texts = run_gdb(build, attach, load,
-                                        os.path.join(work, "%s-%s-%g" % (topology, mode, rtt)),
+                                        os.path.join(work, "%s-%s-%s" % (
+                                            topology, mode, link_name(rtt, mbps))),
                                         proxy.proc.pid, proxy.direct,
                                         shim_env=proxy_env(mode, proxy), links=links)
             finally:
                 proxy.stop()
-            check(texts, reference, "%s %s at %g ms" % (topology, mode, rtt), work)
+            check(texts, reference, "%s %s at %s" % (topology, mode, link_name(rtt, mbps)),
+                  work)
             first = delta(result["counters"][0], {})
             refresh = delta(result["counters"][1], result["counters"][0])
-            return dict(base, topology=topology, mode=mode, rtt=rtt, **timing(result),
+            return dict(base, topology=topology, mode=mode, rtt=rtt, mbps=mbps,
+                        **timing(result),
                         rts=(round_trips(first), round_trips(refresh)),
                         bytes=(wire_bytes(first), wire_bytes(refresh)),
                         rss_server=result["rss_server"], rss_workers=result["rss_workers"])
@@ -191,16 +196,16 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
         if "local" in topologies:
             rows.append(dict(base, topology="local", mode="native", rtt=None, **timing(native)))
             report(rows[-1])
-            for rtt in rtts:
-                state = os.path.join(work, "state-%g" % rtt)
+            for rtt, mbps in rtts:
+                state = os.path.join(work, "state-" + link_name(rtt, mbps))
                 forget(state)
                 for mode in ("cold", "learned", "new-job"):
                     if mode == "new-job":
                         forget_job(state)
-                    rows.append(proxied("local", mode, rtt, state, local))
+                    rows.append(proxied("local", mode, rtt, state, local, mbps=mbps))
                     report(rows[-1])
         if "real" in topologies:
-            rtt = max(rtts)
+            rtt = max(r for r, _ in rtts)
             state = os.path.join(work, "state-%g" % rtt)
             if "local" not in topologies:  # the real runs are learned sessions
                 forget(state)
@@ -294,13 +299,29 @@ def timing(result):
     return found
 
 
+def link_name(rtt, mbps):
+    """A server link's RTT and bandwidth as --rtts names it: 100, or 100@10 (10 MB/s)."""
+    return "%g" % rtt + ("@%g" % mbps if mbps else "")
+
+
+def parse_links(text):
+    """--rtts: RTTs in ms, each with an optional @MB/s: [(rtt, mbps or None), ...]."""
+    found = []
+    for item in text.split(","):
+        rtt, _, mbps = item.partition("@")
+        found.append((float(rtt), float(mbps) if mbps else None))
+    return found
+
+
 def links(r):
-    """The RTTs of a row's links: the debugger's (real topology) and the server's (proxied)."""
+    """The RTTs of a row's links: the debugger's (real topology) and the server's (proxied),
+    with the server link's bandwidth where it is limited."""
     parts = []
     if r.get("debugger_rtt") is not None:
         parts.append("debugger %g ms" % r["debugger_rtt"])
     if r["rtt"] is not None:
-        parts.append("server %g ms" % r["rtt"])
+        parts.append("server %g ms" % r["rtt"] + (", %g MB/s" % r["mbps"] if r.get("mbps")
+                                                  else ""))
     return ", ".join(parts) or "—"
 
 
@@ -409,7 +430,8 @@ def main():
     ap.add_argument("--ranks", default="1,16,64")
     ap.add_argument("--ops", type=int, default=200)
     ap.add_argument("--rtts", default="0,20", help="the server link's RTTs (ms) in the local "
-                    "topology; the real topology takes the largest")
+                    "topology, each with an optional bandwidth in MB/s (100@10); the real "
+                    "topology takes the largest RTT")
     ap.add_argument("--topologies", default="local,real")
     ap.add_argument("--real-ranks", help="the rank counts measured in the real topology "
                     "(default: all of --ranks)")
@@ -435,7 +457,7 @@ def main():
         work = tempfile.mkdtemp(prefix="mqd-bench-job-")
         these = [t for t in topologies if t == "local" or ranks in real]
         try:
-            rows += measure(build, ranks, args.ops, [float(x) for x in args.rtts.split(",")],
+            rows += measure(build, ranks, args.ops, parse_links(args.rtts),
                             work, these, args.debugger_rtt, args.native_max_ranks,
                             args.attach_options, args.gdbserver_per_rank)
         finally:

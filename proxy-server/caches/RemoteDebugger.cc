@@ -59,6 +59,9 @@ void hit(DllCall& call, bool cached, Count hitCounter, Count missCounter) {
 
 template <typename Request>
 auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
+  if (discovery_) {
+    throw ProxyError(MQD_PROXY_ERR_CALLBACK_FAILED, "no request leaves a look-up discovery");
+  }
   auto started = std::chrono::steady_clock::now();
   auto response = await(call, request);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
@@ -115,6 +118,30 @@ AddressAnswer addressAnswer(int rc, bool asked, wire::OutAddress::Reader out) {
   return a;
 }
 
+// A discovery child's stand-in for a symbol or function: found, at an address of its own.
+constexpr uint64_t kStandInAddress = 0x10000;
+// ... and for a type: a token no debugger hands out first (they count up from 1).
+constexpr uint64_t kStandInTypes = uint64_t{1} << 40;
+
+}  // namespace
+
+bool RemoteDebugger::discovered(const LookupKey& key) const {
+  if (!discovery_) return false;
+  discovery_(key);
+  return true;
+}
+
+namespace {
+
+AddressAnswer standInAddress(bool want, bool existing) {
+  AddressAnswer a;
+  a.rc = want || existing ? mqs_ok : mqs_no_information;
+  a.knowsAddress = want;
+  a.written = want;
+  a.address = kStandInAddress;
+  return a;
+}
+
 }  // namespace
 
 int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* name,
@@ -124,6 +151,7 @@ int RemoteDebugger::findSymbol(DllCall& call, RemoteImage& image, const char* na
   consume(&key, want);
   if (caches()) seen_.insert(key);
   return cachedAddress(call, caches(), image.symbols, std::string(name), want, [&]() {
+    if (discovered(key)) return standInAddress(want, discoveryExisting_);
     auto request = client_.findSymbolRequest();
     request.setImage(image.token);
     request.setName(name);
@@ -141,6 +169,7 @@ int RemoteDebugger::findFunction(DllCall& call, RemoteImage& image, const char* 
   if (caches()) seen_.insert(key);
   return cachedAddress(call, caches(), image.functions, std::make_pair(std::string(name), lang),
                        want, [&]() {
+                         if (discovered(key)) return standInAddress(want, discoveryExisting_);
                          auto request = client_.findFunctionRequest();
                          request.setImage(image.token);
                          request.setName(name);
@@ -163,11 +192,14 @@ uint64_t RemoteDebugger::findType(DllCall& call, RemoteImage& image, const char*
     hit(call, it != image.types.end(), Count::LookupHits, Count::LookupMisses);
     if (it != image.types.end()) return it->second;
   }
-  auto request = client_.findTypeRequest();
-  request.setImage(image.token);
-  request.setName(name);
-  request.setLang(lang);
-  uint64_t token = awaitAnswer(call, request).getType();
+  uint64_t token = kStandInTypes + typeNames_.size() + 1;
+  if (!discovered(named)) {
+    auto request = client_.findTypeRequest();
+    request.setImage(image.token);
+    request.setName(name);
+    request.setLang(lang);
+    token = awaitAnswer(call, request).getType();
+  }
   if (caches()) {
     image.types[key] = token;
     if (token != 0) typeNames_[token] = key;
@@ -185,10 +217,13 @@ int RemoteDebugger::fieldOffset(DllCall& call, uint64_t type, const char* field)
     hit(call, it != fieldOffsets_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != fieldOffsets_.end()) return it->second;
   }
-  auto request = client_.fieldOffsetRequest();
-  request.setType(type);
-  request.setField(field);
-  int offset = awaitAnswer(call, request).getOffset();
+  int offset = 0;
+  if (!lookup || !discovered(*lookup)) {
+    auto request = client_.fieldOffsetRequest();
+    request.setType(type);
+    request.setField(field);
+    offset = awaitAnswer(call, request).getOffset();
+  }
   if (caches()) fieldOffsets_[key] = offset;
   return offset;
 }
@@ -202,9 +237,12 @@ int RemoteDebugger::sizeOf(DllCall& call, uint64_t type) {
     hit(call, it != sizes_.end(), Count::LookupHits, Count::LookupMisses);
     if (it != sizes_.end()) return it->second;
   }
-  auto request = client_.sizeOfRequest();
-  request.setType(type);
-  int size = awaitAnswer(call, request).getSize();
+  int size = 8;
+  if (!lookup || !discovered(*lookup)) {
+    auto request = client_.sizeOfRequest();
+    request.setType(type);
+    size = awaitAnswer(call, request).getSize();
+  }
   if (caches()) sizes_[type] = size;
   return size;
 }
@@ -837,6 +875,7 @@ char* RemoteDebugger::errorString(DllCall& call, int code) {
 }
 
 void RemoteDebugger::notify(DllCall& call, Effect effect) {
+  if (discovery_) return;  // nothing leaves a look-up discovery
   // As for a request (await): the output printed before this effect goes first.
   if (effect.kind != Effect::Kind::DllOutput) call.host().relayDllOutput(call);
   if (std::vector<Effect>* recorder = call.recorder()) {
@@ -854,6 +893,9 @@ void RemoteDebugger::notify(DllCall& call, Effect effect) {
 void RemoteDebugger::prefetchLookups(DllCall& call, RemoteImage& image,
                                      const std::vector<LookupKey>& lookups) {
   if (options_.policy != wire::CachePolicy::EPOCH || lookups.empty()) return;
+  MQD_LOG(Trace, "image %llu: %zu look-ups asked ahead, the first %s",
+          static_cast<unsigned long long>(image.token), lookups.size(),
+          lookups.front().name.c_str());
   auto request = client_.lookUpRequest();
   request.setImage(image.token);
   auto list = request.initLookups(static_cast<unsigned>(lookups.size()));

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -51,6 +52,9 @@ class RemoteDebugger {
     // debugger whose timings mislead, and tests, whose verdicts must not depend on the
     // machine's speed). nullopt: from the callbacks' timings.
     std::optional<uint64_t> aroundBytes;
+    // Whether an image's look-ups may be found before its set-up (LookupDiscovery; the
+    // server's --no-lookup-discovery turns it off).
+    bool lookupDiscovery = true;
   };
 
   RemoteDebugger(wire::Debugger::Client client, Options options);
@@ -179,6 +183,15 @@ class RemoteDebugger {
 
   // Every look-up asked for in this session (what LearnedLookups keeps for the DLL).
   const std::set<LookupKey>& lookupsSeen() const { return seen_; }
+  // Only in a LookupDiscovery child: from now on every look-up not cached goes to `sink` and
+  // is answered by a stand-in (found: an address, a type token of its own, offset 0, size 8;
+  // a symbol or function asked only whether it exists, with no out-pointer, is found only if
+  // `existing`: a DLL may stop at either answer), and nothing reaches the debugger: a request
+  // fails (ProxyError CALLBACK_FAILED), a notification is dropped.
+  void discoverInto(std::function<void(const LookupKey&)> sink, bool existing) {
+    discovery_ = std::move(sink);
+    discoveryExisting_ = existing;
+  }
   // While `sink` is set (SessionService, for a set-up's calls), every look-up the DLL makes is
   // added to it; nullptr stops. Under the epoch policy only (the caller's to decide).
   void consumeInto(ConsumedLookups* sink) { consumed_ = sink; }
@@ -254,6 +267,10 @@ class RemoteDebugger {
   std::map<uint64_t, std::pair<std::string, int>> typeNames_;  // token -> (name, lang)
   std::set<LookupKey> seen_;
   ConsumedLookups* consumed_ = nullptr;
+  std::function<void(const LookupKey&)> discovery_;  // discoverInto
+  bool discoveryExisting_ = true;
+  // In a discovery child: `key` named to the parent, true; else false (ask the debugger).
+  bool discovered(const LookupKey& key) const;
   // Sends `request` and waits for the debugger's answer on the call's fiber, timing it (see
   // aroundBudget).
   template <typename Request>

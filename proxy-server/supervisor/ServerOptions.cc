@@ -135,6 +135,12 @@ void declare(CLI::App& app, ServerOptions& o) {
             return value == "measured" ? "" : cmdline::numberBetween(0, 1 << 20)(value);
           },
           ""));
+  app.add_flag_function(
+         "--no-lookup-discovery", [&o](int64_t) { o.lookupDiscovery = false; },
+         "Never run an image's set-up in a forked child, with stand-in answers, to find the "
+         "look-ups it makes (in a first session with a DLL, when nothing of its look-ups was "
+         "learned; the child reaches nothing and its names are asked of the debugger in one "
+         "round trip). For a vendor DLL whose set-up must not run twice.");
   app.add_flag("--node-memory", o.nodeMemory,
                "Read the target's memory on this host when the debugger's process is proved to "
                "be one of this user's processes here, instead of asking the debugger for every "

@@ -27,6 +27,9 @@ struct ServerOptions {
   // --read-around: the bound on what a miss reads around its block (RemoteDebugger::
   // aroundBudget), fixed; nullopt ("measured"): from the callbacks' timings.
   std::optional<uint64_t> readAround;
+  // --no-lookup-discovery: never run an image's set-up in a child to find its look-ups
+  // (LookupDiscovery).
+  bool lookupDiscovery = true;
   // Security (docs/security.md, "Security model").
   std::string tokenFile;           // --token-file: clients must present this token
   std::string tlsCert;             // --tls-cert: PEM certificate chain (tls: listeners)

@@ -19,7 +19,7 @@ constexpr const char* kNames[] = {
     "cache.lookup_misses", "cache.process_hits", "cache.process_misses", "cache.memory_hits",
     "cache.memory_misses", "memory.blocks",   "memory.block_bytes", "memory.blocks_prefetched",
     "memory.node_blocks", "cache.lookups_prefetched", "walk.recorded", "walk.refreshed_ahead",
-    "dll.calls",        "rt.calls_behind",   "memory.peer_guesses",
+    "dll.calls",        "rt.calls_behind",   "memory.peer_guesses", "cache.lookups_discovered",
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == SessionBoard::kCounters, "a name per counter");
 
@@ -125,7 +125,7 @@ void copyField(char* field, size_t size, const std::string& text) {
 }
 
 void Metrics::setLastCall(const char* entryPoint) {
-  copyField(slot_.lastCall, sizeof slot_.lastCall, entryPoint);
+  copyField(slot_->lastCall, sizeof slot_->lastCall, entryPoint);
 }
 
 }  // namespace mqd::server

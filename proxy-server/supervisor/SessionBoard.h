@@ -46,6 +46,7 @@ enum class Count : int {
                     // trip of their own (a set-up's has-queues call), not among Calls
   PeerGuesses,      // first updates' reads guessed from a peer's and named to the shim
                     // (SessionService::guessPeers)
+  LookupsDiscovered,// look-ups an image's set-up makes, found before it ran (LookupDiscovery)
   kCount
 };
 
@@ -106,22 +107,25 @@ void copyField(char* field, size_t size, const std::string& text);
 // (runWorker) and hands it to everything that counts; no lock and no system call.
 class Metrics {
  public:
-  explicit Metrics(kj::Maybe<SessionBoard::Slot&> slot) : slot_(slot.orDefault(sink_)) {}
+  explicit Metrics(kj::Maybe<SessionBoard::Slot&> slot) : slot_(&slot.orDefault(sink_)) {}
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   void add(Count c, uint64_t n = 1) {
-    slot_.counters[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
+    slot_->counters[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
   }
   uint64_t get(Count c) const {
-    return slot_.counters[static_cast<int>(c)].load(std::memory_order_relaxed);
+    return slot_->counters[static_cast<int>(c)].load(std::memory_order_relaxed);
   }
   void setLastCall(const char* entryPoint);
-  SessionBoard::Slot& slot() { return slot_; }
+  SessionBoard::Slot& slot() { return *slot_; }
+  // From now on nothing is counted on the board (a forked child's copy, whose board is the
+  // parent's shared memory: LookupDiscovery).
+  void detach() { slot_ = &sink_; }
 
  private:
   SessionBoard::Slot sink_{};
-  SessionBoard::Slot& slot_;
+  SessionBoard::Slot* slot_;
 };
 
 }  // namespace mqd::server

@@ -408,7 +408,8 @@ void Supervisor::forkWorker(int fd, const std::string& refusal) {
                         options_.dllCpuLimitS,
                         options_.shutdownGraceMs,
                         options_.nodeMemory,
-                        options_.readAround};
+                        options_.readAround,
+                        options_.lookupDiscovery};
     ::_exit(leakCheckedStatus(runWorker(worker, config)));
   }
   if (slot != nullptr) slot->worker = pid;

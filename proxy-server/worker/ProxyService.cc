@@ -96,6 +96,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   session.debugger.compress = options.getCompress();
   session.debugger.blockSize = config_.blockSize;
   session.debugger.aroundBytes = config_.readAround;
+  session.debugger.lookupDiscovery = config_.lookupDiscovery;
   // A recorded session's replay has only the debugger's answers: nothing read on this host.
   session.debugger.nodeMemory = config_.nodeMemory && !options.getRecorded();
   session.stateDir = config_.stateDir;

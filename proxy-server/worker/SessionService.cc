@@ -16,6 +16,7 @@
 #include "DllCall.h"
 #include "DllOutput.h"
 #include "Log.h"
+#include "LookupDiscovery.h"
 #include "OutputCapture.h"
 #include "PeerLayout.h"
 #include "ProxyErrors.h"
@@ -420,6 +421,29 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
         remote_.keepLookups(call, image, keys, params.getAnswers());
         for (const LookupKey& k : keys) ahead.erase(k);
       }
+    }
+    // Nothing known of the DLL's look-ups (a first session ever): the set-up's own, found in a
+    // child that runs it with stand-in answers, asked in the same round trip.
+    bool nothingKnown = ahead.empty() && !(params.hasAhead() && params.getAhead().size() > 0);
+    // Twice: symbols asked only whether they exist found, then missing (a DLL may stop at
+    // either answer: "queues disabled" on one, "not an MPI program" on the other).
+    if (nothingKnown && remote_.options().policy == wire::CachePolicy::EPOCH &&
+        remote_.options().lookupDiscovery) {
+      size_t before = ahead.size();
+      for (bool existing : {true, false}) {
+        std::vector<LookupKey> found = LookupDiscovery::discover([&](int fd) {
+          call.metrics().detach();
+          remote_.discoverInto(
+              [fd](const LookupKey& key) { LookupDiscovery::writeKey(fd, key); }, existing);
+          auto* standIn = reinterpret_cast<mqs_image*>(&image);
+          if (dll_->entry().mqs_setup_image(standIn, imageCallbackTable()) == mqs_ok) {
+            char* message = nullptr;
+            dll_->entry().mqs_image_has_queues(standIn, &message);
+          }
+        });
+        ahead.insert(found.begin(), found.end());
+      }
+      call.metrics().add(Count::LookupsDiscovered, ahead.size() - before);
     }
     if (!ahead.empty()) {
       remote_.prefetchLookups(call, image, std::vector<LookupKey>(ahead.begin(), ahead.end()));

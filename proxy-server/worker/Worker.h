@@ -42,6 +42,7 @@ struct WorkerConfig {
                                      // (DisconnectWatchdog)
   bool nodeMemory;                   // --node-memory (RemoteDebugger::fromNode)
   std::optional<uint64_t> readAround;  // --read-around (RemoteDebugger::aroundBudget)
+  bool lookupDiscovery;                // not --no-lookup-discovery (LookupDiscovery)
 };
 
 // Limits on every message a client sends on a connection (the ReaderOptions of the RPC

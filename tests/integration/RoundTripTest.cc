@@ -51,10 +51,13 @@ struct PinReadCost {
 constexpr const char* kAroundBeside = "0";
 constexpr const char* kAroundFar = "1048576";
 
-ServerProcess startServer(TempDir& dir, const std::string& listen) {
-  return ServerProcess(mqd::test::kServer,
-                       {"--listen", listen, "--dll", mqd::test::kTestDll3, "--log-file",
-                        dir / "server.log", "--read-around", kAroundBeside});
+// `more`: further options of the server's.
+ServerProcess startServer(TempDir& dir, const std::string& listen,
+                          const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args{"--listen", listen, "--dll", mqd::test::kTestDll3, "--log-file",
+                                dir / "server.log", "--read-around", kAroundBeside};
+  args.insert(args.end(), more.begin(), more.end());
+  return ServerProcess(mqd::test::kServer, args);
 }
 
 void configure(const std::string& endpoint, const char* cache, const char* compress,
@@ -145,6 +148,51 @@ TEST_CASE("counters: with caching off, every callback the debugger answered is o
   CHECK(c["walk.recorded"] == 0);
   CHECK(c["wire.bytes_in"] > 0);
   CHECK(c["wire.bytes_out"] > 0);
+}
+
+TEST_CASE("epoch policy: in a first session ever, an image's look-ups are found before its "
+          "set-up and asked in one round trip") {
+  // Nothing learned on either side: the server runs the image's set-up in a child with
+  // stand-in answers to find its look-ups (proxy-server/worker/LookupDiscovery.h), and asks the
+  // debugger for them all in one round trip before the real set-up; without it (the server's
+  // --no-lookup-discovery, or `call`, which keeps nothing ahead) each is a round trip. Every
+  // look-up the image's set-up makes is one of those (the test DLL's path does not depend on
+  // the answers' values).
+  auto imageSetUp = [](const char* cache, bool discovery = true) {
+    TempDir dir;
+    ServerProcess server =
+        startServer(dir, "unix:" + (dir / "s.sock"),
+                    discovery ? std::vector<std::string>{} : std::vector<std::string>{
+                                                                 "--no-lookup-discovery"});
+    configure(server.endpoint(), cache, "auto", dir);
+    Rig rig(3);
+    char* m = nullptr;
+    rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
+    long before = answeredCallbacks(*rig.d);
+    REQUIRE(rig.dll().setup_image(rig.i(), rig.d->imageCallbacks()) == mqs_ok);
+    REQUIRE(rig.dll().image_has_queues(rig.i(), &m) == mqs_ok);
+    long lookups = answeredCallbacks(*rig.d) - before;
+    Counters c = lastSession(server.endpoint());
+    return std::make_tuple(roundTrips(c), lookups, c);
+  };
+  auto [epoch, epochLookups, e] = imageSetUp("epoch");
+  auto [call, callLookups, c] = imageSetUp("call");
+  auto [off, offLookups, o] = imageSetUp("epoch", false);
+  MESSAGE("a first image set-up: ", epoch, " round trips under epoch (", e["rt.calls"],
+          " calls, ", e["rt.callbacks"], " callbacks; ", epochLookups, " look-ups answered, ",
+          e["cache.lookups_discovered"], " found before, ", e["cache.lookup_misses"],
+          " missed), ", call, " under call (", callLookups, " look-ups)");
+  CHECK(callLookups > 20);
+  CHECK(call >= static_cast<uint64_t>(callLookups));
+  CHECK(e["cache.lookups_discovered"] >= static_cast<uint64_t>(callLookups));
+  CHECK(e["cache.lookup_misses"] == 0);  // the real set-up asked nothing one by one
+  // The session's opening, the set-up (its has-queues call behind it), and the one batch.
+  CHECK(e["rt.callbacks"] == 1);
+  CHECK(epoch == 3);
+  // Switched off: one by one, as under call.
+  CHECK(o["cache.lookups_discovered"] == 0);
+  CHECK(o["rt.callbacks"] == static_cast<uint64_t>(offLookups));
+  CHECK(offLookups == callLookups);
 }
 
 TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned session fewer") {
@@ -648,10 +696,13 @@ TEST_CASE("epoch policy: the images after the first in a session get their look-
   uint64_t secondCallbacks = second["rt.callbacks"] - first["rt.callbacks"];
   MESSAGE("callback round trips of an image's set-up: first ", firstCallbacks, ", second ",
           secondCallbacks);
-  CHECK(first["cache.lookups_prefetched"] == 0);  // nothing learned before: a fresh state
-  CHECK(second["cache.lookups_prefetched"] > 0);
+  // Nothing learned before (a fresh state): the first image's batch is what its set-up's run
+  // with stand-in answers found (LookupDiscovery), no more.
+  CHECK(first["cache.lookups_discovered"] > 10);
+  CHECK(first["cache.lookups_prefetched"] == first["cache.lookups_discovered"]);
+  CHECK(second["cache.lookups_prefetched"] > first["cache.lookups_prefetched"]);
+  CHECK(second["cache.lookups_discovered"] == first["cache.lookups_discovered"]);
   CHECK(second["cache.lookup_misses"] == first["cache.lookup_misses"]);
-  CHECK(firstCallbacks > 10);
   // The shim answered the look-ups with the request; at most the image's type sizes remain.
   CHECK(secondCallbacks <= 1);
 }
@@ -695,7 +746,10 @@ TEST_CASE("epoch policy: each has-queues call goes behind its set-up and serves 
   auto text = [](const char* m) { return m ? std::string(m) : std::string("(null)"); };
   auto setUp = [&](const char* cache, Counters* afterSetUps, Counters* afterQueries) {
     TempDir dir;
-    ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
+    // The image's look-ups asked one by one, inside its has-queues call behind the set-up,
+    // even under epoch: nothing learned, and none found before the set-up.
+    ServerProcess server =
+        startServer(dir, "unix:" + (dir / "s.sock"), {"--no-lookup-discovery"});
     configure(server.endpoint(), cache, "off", dir);
     Rig rig(10);
     rig.dll().setup_basic_callbacks(rig.d->basicCallbacks());
@@ -744,7 +798,7 @@ TEST_CASE("epoch policy: each has-queues call goes behind its set-up and serves 
   CHECK(epoch.imageMessage == call.imageMessage);
   CHECK(epoch.processMessage == call.processMessage);
   // The call sent behind asks the debugger what it asks inside the debugger's own call, at the
-  // moment a native load asks (here the image's look-ups: a first session knows none ahead).
+  // moment a native load asks (here the image's look-ups: this server knows none ahead).
   CHECK(epoch.imageQueryCallbacks == call.imageQueryCallbacks);
   CHECK(epoch.imageQueryCallbacks > 0);
   MESSAGE("calls for 4 set-up calls: epoch ", epochQueries["rt.calls"], " (and ",
@@ -782,11 +836,17 @@ TEST_CASE("epoch policy: a server that never saw the DLL gets the shim's learned
   MESSAGE("callback round trips: first session ", cold["rt.callbacks"], ", a new server with the "
           "shim's learned look-ups ", newServer["rt.callbacks"], ", without them ",
           forgetful["rt.callbacks"]);
-  CHECK(cold["cache.lookup_misses"] > 10);
+  // Without learned look-ups a server finds the image's (LookupDiscovery) and asks the
+  // process's set-up's one by one; with the shim's it asks nothing.
+  CHECK(cold["cache.lookup_misses"] > 0);
+  CHECK(cold["cache.lookups_discovered"] > 10);
   CHECK(forgetful["cache.lookup_misses"] == cold["cache.lookup_misses"]);
+  CHECK(forgetful["cache.lookups_discovered"] == cold["cache.lookups_discovered"]);
   CHECK(newServer["cache.lookup_misses"] == 0);
-  CHECK(newServer["cache.lookups_prefetched"] >= cold["cache.lookup_misses"]);
-  CHECK(newServer["rt.callbacks"] + 10 < forgetful["rt.callbacks"]);
+  CHECK(newServer["cache.lookups_discovered"] == 0);
+  CHECK(newServer["cache.lookups_prefetched"] >=
+        cold["cache.lookups_discovered"] + cold["cache.lookup_misses"]);
+  CHECK(newServer["rt.callbacks"] + cold["cache.lookup_misses"] + 1 <= forgetful["rt.callbacks"]);
   // One file per DLL build, private to its user.
   Command files = run("ls -l " + shimState);
   CHECK(files.output.find("lookups-") != std::string::npos);
