@@ -97,7 +97,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
                         /*dllCpuLimitS=*/0,  // the fuzzer's own -timeout
                         /*disconnectGraceMs=*/0,
                         /*nodeMemory=*/false,
-                        /*readAround=*/uint64_t{0}};  // pinned: an input's path never the clock's
+                        /*readAround=*/uint64_t{0},  // pinned: an input's path never the clock's
+                        /*lookupDiscovery=*/false};  // as the seeds' server (SeedSessions.h)
   config = &c;
   return 0;
 }

@@ -250,7 +250,7 @@ TEST_CASE("record real sessions as fuzz seeds") {
   ServerProcess server(mqd::test::kServer,
                        {"--listen", "unix:" + (dir / "s.sock"), "--dll", mqd::test::kTestDll3,
                         "--log-file", dir / "server.log", "--state-dir", "none",
-                        "--block-size", blockSize});
+                        "--block-size", blockSize, "--no-lookup-discovery"});
   RecordingRelay relay(dir / "r.sock", dir / "s.sock");
   const std::string relayed = "unix:" + (dir / "r.sock");
 
