@@ -40,8 +40,9 @@ std::string ClientCounters::summary() const {
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
                 "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
                 "(%llu more found stale), %llu set-ups answered from records (%llu moved from "
-                "another process's, %llu contradicted, %llu waits for their replies), %llu epoch checks made late (%llu "
-                "sent again), %llu other processes' updates named by the server (%llu taken)",
+                "another process's, %llu contradicted, %llu waits for their replies), %llu "
+                "epoch checks made late (%llu sent again), %llu other processes' updates named "
+                "by the server (%llu taken)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),

@@ -104,8 +104,9 @@ std::string SetUpRecall::canonical(const LookupKey& key, const DebuggerSide::Loo
         std::snprintf(buf, sizeof buf, "%d", a.rc);
         break;
       }
-      std::snprintf(buf, sizeof buf, "%d:%llx", a.rc,
-                    static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address - shift : 0));
+      std::snprintf(
+          buf, sizeof buf, "%d:%llx", a.rc,
+          static_cast<unsigned long long>(a.rc == mqs_ok && a.written ? a.address - shift : 0));
       break;
     case LookupKey::Type:  // a type's token is the session's own: only whether there is one
       std::snprintf(buf, sizeof buf, "%d", a.type != 0 ? 1 : 0);

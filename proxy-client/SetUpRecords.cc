@@ -161,13 +161,14 @@ std::vector<SetUpRecords::ProcessCandidate> SetUpRecords::candidatesFor(
       candidates.push_back({&*r->process, 0});
     }
   }
-  for (size_t i = 0; i < found.size() && candidates.empty(); ++i) {
-    const SetUpRecall::Record* r = found[i];
+  if (!candidates.empty()) return candidates;
+  size_t tried = 0;
+  for (const SetUpRecall::Record* r : found) {
     if (!r->process) continue;
     if (std::optional<uint64_t> shift = SetUpRecall::shiftTo(*r->process, image.answers)) {
       candidates.push_back({&*r->process, *shift});
-      if (candidates.size() == kMaxMovedCandidates) break;
     }
+    if (++tried == kMaxMovedCandidates) break;
   }
   return candidates;
 }

@@ -422,28 +422,14 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
         for (const LookupKey& k : keys) ahead.erase(k);
       }
     }
-    // Nothing known of the DLL's look-ups (a first session ever): the set-up's own, found in a
-    // child that runs it with stand-in answers, asked in the same round trip.
+    // Nothing known of the DLL's look-ups (a first session ever): the set-up's own, found
+    // before it runs, asked in the same round trip.
     bool nothingKnown = ahead.empty() && !(params.hasAhead() && params.getAhead().size() > 0);
-    // Twice: symbols asked only whether they exist found, then missing (a DLL may stop at
-    // either answer: "queues disabled" on one, "not an MPI program" on the other).
     if (nothingKnown && remote_.options().policy == wire::CachePolicy::EPOCH &&
         remote_.options().lookupDiscovery) {
-      size_t before = ahead.size();
-      for (bool existing : {true, false}) {
-        std::vector<LookupKey> found = LookupDiscovery::discover([&](int fd) {
-          call.metrics().detach();
-          remote_.discoverInto(
-              [fd](const LookupKey& key) { LookupDiscovery::writeKey(fd, key); }, existing);
-          auto* standIn = reinterpret_cast<mqs_image*>(&image);
-          if (dll_->entry().mqs_setup_image(standIn, imageCallbackTable()) == mqs_ok) {
-            char* message = nullptr;
-            dll_->entry().mqs_image_has_queues(standIn, &message);
-          }
-        });
-        ahead.insert(found.begin(), found.end());
-      }
-      call.metrics().add(Count::LookupsDiscovered, ahead.size() - before);
+      std::vector<LookupKey> found = discoverLookups(call, image);
+      ahead.insert(found.begin(), found.end());
+      call.metrics().add(Count::LookupsDiscovered, ahead.size());
     }
     if (!ahead.empty()) {
       remote_.prefetchLookups(call, image, std::vector<LookupKey>(ahead.begin(), ahead.end()));
@@ -456,6 +442,24 @@ kj::Promise<void> SessionService::setupImage(SetupImageContext context) {
     auto results = context.getResults();
     results.setRc(rc);
   }, behindOrNot(context.getParams().getRecalled()));
+}
+
+std::vector<LookupKey> SessionService::discoverLookups(DllCall& call, RemoteImage& image) {
+  std::vector<LookupKey> found;
+  for (bool existing : {true, false}) {
+    std::vector<LookupKey> named = LookupDiscovery::discover([&](int fd) {
+      call.metrics().detach();
+      remote_.discoverInto([fd](const LookupKey& key) { LookupDiscovery::writeKey(fd, key); },
+                           existing);
+      auto* standIn = reinterpret_cast<mqs_image*>(&image);
+      if (dll_->entry().mqs_setup_image(standIn, imageCallbackTable()) == mqs_ok) {
+        char* message = nullptr;
+        dll_->entry().mqs_image_has_queues(standIn, &message);
+      }
+    });
+    found.insert(found.end(), named.begin(), named.end());
+  }
+  return found;
 }
 
 kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) {

@@ -108,6 +108,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // from what another process's set-up read, moved as the symbols both images resolved show
   // (PeerLayout::Guess::movedBySymbols): its image's has-queues reply's setUpAhead.
   std::vector<TargetMemory::Window> peerSetUp(const RemoteImage& image);
+  // Nothing known of the DLL's look-ups: those `image`'s set-up and has-queues call make, found
+  // by running them in a child with stand-in answers (LookupDiscovery), twice: symbols asked
+  // only whether they exist found, then missing (a DLL may stop at either answer).
+  std::vector<LookupKey> discoverLookups(DllCall& call, RemoteImage& image);
   // What an update's reply names for other processes' next updates (wire PeerEpoch).
   struct NamedEpoch {
     uint64_t process;
