@@ -33,6 +33,8 @@ if [ "$mode" = test ]; then
   # every test option on: a missing tool fails the configure with its sentence, never a skip
   tests="-DMQD_TESTS_MPI=ON -DMQD_TESTS_SSH=ON -DMQD_TESTS_ANALYSIS=ON -DMQD_TESTS_PACKAGING=ON"
   tests+=" -DMQD_TESTS_MPICH=ON -DMQD_MPICH_PREFIX=$mpich"
+  # A Slurm cluster simulated on this machine (tests/cluster/: namespaces, a slurmd a node).
+  tests+=" -DMQD_TESTS_CLUSTER=ON"
   # On Debian 12, the project is also built and tested in a Debian 13 root (tests/debian13/:
   # Open MPI 5, Cap'n Proto 1.1, gdb 16), made from Debian's packages once per machine.
   if [ "$(. /etc/os-release && echo "$VERSION_CODENAME")" = bookworm ]; then

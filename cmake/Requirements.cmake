@@ -14,6 +14,8 @@
 #   MQD_TESTS_PACKAGING  MQD_SYSTEMD_ANALYZE, MQD_SOCKET_ACTIVATE, MQD_LINTIAN, MQD_SHLIBDEPS,
 #                        MQD_FILE, MQD_HELP2MAN (and MQD_TESTS_MPI)
 #   MQD_TESTS_DEBIAN13   MQD_MMDEBSTRAP, MQD_UNSHARE (and root)
+#   MQD_TESTS_CLUSTER    MQD_SLURMCTLD, MQD_SLURMD, MQD_SRUN, MQD_MUNGED, MQD_IP, MQD_NSENTER,
+#                        MQD_UNSHARE (and MQD_TESTS_MPI, root)
 #   MQD_TESTS_ARM_NODE   MQD_QEMU_SYSTEM_AARCH64, MQD_MMDEBSTRAP, MQD_CPIO (and MQD_TESTS_MPI,
 #                        aarch64 in MQD_CROSS, whose build has the node's programs)
 #   MQD_SANITIZED_COPY   gcc's ASan and UBSan runtimes
@@ -49,6 +51,16 @@ function(mqd_require_program var option package name)
   endif()
 endfunction()
 
+# mqd_require_root(OPTION WHAT): the configure fails unless it runs as root, saying that OPTION
+# WHAT, which needs root.
+function(mqd_require_root option what)
+  execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT uid STREQUAL "0")
+    message(FATAL_ERROR "${option} ${what}, which needs root: run as root, or configure with "
+                        "-D${option}=OFF.")
+  endif()
+endfunction()
+
 macro(mqd_check_requirements)
   if(MQD_TESTS)
     find_package(doctest QUIET)
@@ -62,7 +74,7 @@ macro(mqd_check_requirements)
     endif()
   endif()
   foreach(option MQD_TESTS_MPI MQD_TESTS_MPICH MQD_TESTS_SSH MQD_TESTS_ANALYSIS MQD_TESTS_PACKAGING
-                 MQD_TESTS_DEBIAN13 MQD_TESTS_ARM_NODE)
+                 MQD_TESTS_DEBIAN13 MQD_TESTS_ARM_NODE MQD_TESTS_CLUSTER)
     if(${option} AND NOT MQD_TESTS)
       message(FATAL_ERROR "${option} adds tests: it needs MQD_TESTS=ON.")
     endif()
@@ -109,11 +121,24 @@ macro(mqd_check_requirements)
     # of its own (unshare), as root.
     mqd_require_program(MQD_MMDEBSTRAP MQD_TESTS_DEBIAN13 mmdebstrap mmdebstrap)
     mqd_require_program(MQD_UNSHARE MQD_TESTS_DEBIAN13 util-linux unshare)
-    execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT uid STREQUAL "0")
-      message(FATAL_ERROR "MQD_TESTS_DEBIAN13 makes and enters a Debian root, which needs root: "
-                          "run as root, or configure with -DMQD_TESTS_DEBIAN13=OFF.")
+    mqd_require_root(MQD_TESTS_DEBIAN13 "makes and enters a Debian root")
+  endif()
+
+  if(MQD_TESTS_CLUSTER)
+    # The simulated cluster (tools/cluster/): a node per set of namespaces, each with its slurmd,
+    # slurmctld and munged on this host; made and entered as root. Its jobs are Open MPI's.
+    if(NOT MQD_TESTS_MPI)
+      message(FATAL_ERROR "MQD_TESTS_CLUSTER runs Open MPI jobs on the simulated cluster: it needs "
+                          "MQD_TESTS_MPI=ON (or configure with -DMQD_TESTS_CLUSTER=OFF).")
     endif()
+    mqd_require_program(MQD_SLURMCTLD MQD_TESTS_CLUSTER slurmctld slurmctld)
+    mqd_require_program(MQD_SLURMD MQD_TESTS_CLUSTER slurmd slurmd)
+    mqd_require_program(MQD_SRUN MQD_TESTS_CLUSTER slurm-client srun)
+    mqd_require_program(MQD_MUNGED MQD_TESTS_CLUSTER munge munged)
+    mqd_require_program(MQD_IP MQD_TESTS_CLUSTER iproute2 ip)
+    mqd_require_program(MQD_NSENTER MQD_TESTS_CLUSTER util-linux nsenter)
+    mqd_require_program(MQD_UNSHARE MQD_TESTS_CLUSTER util-linux unshare)
+    mqd_require_root(MQD_TESTS_CLUSTER "makes namespaces, links and Slurm's daemons")
   endif()
 
   if(MQD_TESTS_ARM_NODE)

@@ -17,7 +17,8 @@
 #                            building MPICH from Debian's source package needs (tools/mpich/),
 #                            mmdebstrap for the Debian 13 part (tests/debian13/, on Debian 12)
 #                            and for the aarch64 node, with qemu-system-arm and cpio
-#                            (tests/arm-node/)
+#                            (tests/arm-node/); Slurm and munge for the simulated cluster
+#                            (tools/cluster/, tests/cluster/)
 set -euo pipefail
 
 # The one package set that differs between the releases: the fuzz build's clang (tests/fuzz/).
@@ -87,6 +88,11 @@ if [ "$mode" = --cross ] || [ "$mode" = --test ]; then
     # machine emulator, and its image made by mmdebstrap from Debian's arm64 packages and
     # packed by cpio (tools/arm-node/)
     packages+=(mmdebstrap qemu-system-arm cpio)
+    # the simulated cluster (tools/cluster/, tests/cluster/): Slurm's controller, node daemon
+    # and commands, munge for their authentication, and the namespaces' tools (ip, unshare,
+    # nsenter). Debian starts no daemon of theirs where nothing runs services (a container);
+    # the cluster runs its own, with its own configuration and key.
+    packages+=(slurmctld slurmd slurm-client munge iproute2 util-linux)
   fi
 fi
 

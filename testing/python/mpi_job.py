@@ -2,9 +2,9 @@
 (Job), every rank leaving pending operations on MPI_COMM_WORLD, a dup, a split and a named
 communicator and parking until told to stop; and the check that a dump shows what each rank
 posted (check_against_manifests), from the manifest each rank writes (WORKDIR/rank-R.json:
-pid, rank, communicators with names, sizes and groups, and every operation with kind, peer,
-tag, count (in elements), length in bytes and buffer). MpichJob runs such a program under
-MPICH's Hydra instead (tests/mpich/).
+pid, rank, host name, communicators with names, sizes and groups, and every operation with
+kind, peer, tag, count (in elements), length in bytes and buffer). MpichJob runs such a program
+under MPICH's Hydra instead (tests/mpich/).
 
     from mpi_job import Job, check_against_manifests
     job = Job(build_pending, 4, 10, work)      # ranks parked: job.pids, job.manifests

@@ -17,8 +17,8 @@
  * to itself: receives use tags no send uses, and its wildcard-tag receives are all on the split
  * communicator, where it never sends (its sends meant for that one go to the named one).
  *
- * Then every rank writes MANIFEST_DIR/rank-R.json (what it posted, with world and local
- * peers) and MANIFEST_DIR/rank-R.ready, and sleeps without calling MPI until it is killed or
+ * Then every rank writes MANIFEST_DIR/rank-R.json (its pid and host name, what it posted, with
+ * world and local peers) and MANIFEST_DIR/rank-R.ready, and sleeps without calling MPI until it is killed or
  * MANIFEST_DIR/stop appears (then it cancels everything and finalizes).
  */
 #include <mpi.h>
@@ -41,6 +41,7 @@ __attribute__((noinline)) void mqd_e2e_parked(void) { __asm__ volatile(""); }
 int main(int argc, char **argv) {
   int rank, size, split_size, n, i;
   char path[4096];
+  char host[256] = {0};
   MPI_Comm comms[4];
   const char *comm_label[4] = {"world", "dup", "split", "named"};
   MPI_Request *requests;
@@ -68,8 +69,9 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/rank-%d.json", argv[2], rank);
   manifest = fopen(path, "w");
   if (!manifest) MPI_Abort(MPI_COMM_WORLD, 3);
-  fprintf(manifest, "{\"rank\": %d, \"size\": %d, \"pid\": %d, \"operations\": [", rank, size,
-          (int)getpid());
+  if (gethostname(host, sizeof host - 1) != 0) strcpy(host, "?");
+  fprintf(manifest, "{\"rank\": %d, \"size\": %d, \"pid\": %d, \"host\": \"%s\", "
+          "\"operations\": [", rank, size, (int)getpid(), host);
 
   for (i = 0; i < n; ++i) {
     int kind = i % KINDS;

@@ -11,6 +11,8 @@ Modules, one concept each, in the order a value travels:
   options      the commands' options, parsed by argparse, every mistake an MqdError
   job          the whole job `mqd attach` attaches: the launcher's MPIR process table, one
                inferior per rank in rank order, each labelled with its rank and host
+  slurm        a job launched by Slurm's srun: its step, its nodes' addresses, and a
+               gdbserver --attach per rank started on each node through Slurm
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
                the DLL's error texts
   dump         one process's communicators, groups and queues, read through a Session, as a

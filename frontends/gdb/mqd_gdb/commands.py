@@ -128,6 +128,8 @@ and pid. Each rank is attached in an inferior of its own, in
 MPI_COMM_WORLD rank order, and labelled with its rank and host. A rank on another host is
 attached through the gdbserver --multi that --gdbserver names for that host; name several for
 one host and its ranks go to them in turn (one per rank spares an exchange per rank and dump).
+For Slurm's srun, a rank on a node no --gdbserver names is attached through a gdbserver --attach
+that Slurm starts on its node, in a job step beside the job's (srun --jobid --overlap).
 PID...: attach these processes, one inferior each.
 --without-thread-db: gdbserver loads no libthread_db for the processes attached: an attach
 through it costs a third of the exchanges, and gdb cannot read their thread-local variables."""
@@ -159,6 +161,7 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
         with job.Quiet(), CodeFromFiles(), offers:
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
+                servers = job.gdbservers_for(launcher, ranks, servers)
             else:
                 ranks = [job.Rank(None, None, None, pid) for pid in pids]
             nums = job.attach(ranks, servers)

@@ -6,6 +6,10 @@ order, each labelled with its rank and host.
                           and detaching again; for a launcher without one (Open MPI 5's
                           mpirun, PRRTE's prterun), its PMIx server's process table, asked by
                           the PMIx tool mqd-pmix-procs (frontends/pmix/)
+  gdbservers_for(launcher, ranks, servers)
+                          the gdbservers named, and for the ranks of a Slurm job on hosts
+                          none is named for, one gdbserver --attach each, started on the node
+                          through Slurm (slurm.py)
   attach(ranks, servers)  one inferior per rank: attached locally, or through a gdbserver
                           named for the rank's host (--multi; or --attach, holding the rank;
                           the host's ranks in turn when it has several); a local process an
@@ -32,7 +36,7 @@ from typing import Dict, List, Optional
 
 import gdb
 
-from . import lookup, memory
+from . import lookup, memory, slurm
 from .analysis import FRONTEND_DIR
 from .errors import MqdError
 from .execute import PagesKept, Setting, quietly
@@ -201,6 +205,22 @@ def is_this_host(host: Optional[str]) -> bool:
     return host in names or host.split(".")[0] in {n.split(".")[0] for n in names}
 
 
+def gdbservers_for(launcher: int, ranks: List[Rank],
+                   servers: Dict[str, List[str]]) -> Dict[str, List[str]]:
+    """`servers`, and for every rank on a host that is neither this machine nor named there,
+    when `launcher` runs a Slurm job (its srun, or an mpirun in its allocation), a
+    gdbserver --attach started on its node through Slurm (slurm.start_gdbservers). Otherwise `servers` as given: attach() then says
+    which host wants a gdbserver named."""
+    away = [(r.host, r.pid) for r in ranks
+            if r.host is not None and not is_this_host(r.host) and r.host not in servers]
+    if not away:
+        return servers
+    job = slurm.job_of(launcher)
+    if job is None:
+        return servers
+    return dict(servers, **slurm.start_gdbservers(job, away))
+
+
 def attach(ranks: List[Rank], servers: Dict[str, List[str]]) -> List[int]:
     """Attaches every rank, in the order given, one inferior each: locally when its host is
     this machine and `servers` names no gdbserver for it, else through a gdbserver of the
@@ -219,7 +239,8 @@ def attach(ranks: List[Rank], servers: Dict[str, List[str]]) -> List[int]:
         listed = servers.get(r.host) if r.host is not None else None
         if not listed and not is_this_host(r.host):
             raise MqdError("rank %s runs on %s: name a gdbserver --multi there, as "
-                           "--gdbserver %s=HOST:PORT" % (r.rank, r.host, r.host))
+                           "--gdbserver %s=HOST:PORT (Slurm's srun as the launcher starts "
+                           "them itself)" % (r.rank, r.host, r.host))
         held = None if listed else _local_inferior_of(r.pid)
         if held is not None:  # attached already (an earlier `mqd attach`, or by hand)
             if r.rank is not None:

@@ -1,0 +1,125 @@
+"""MPI jobs and servers on a Slurm cluster (the simulated one of tools/cluster/cluster.py):
+tests/e2e/pending.c launched across the nodes by `srun --mpi=pmix` (SrunJob) or by Open MPI's
+mpirun inside `salloc` (SallocJob), and an mqd-proxy-server started on one node by Slurm, in a
+step beside the job's (SlurmServer). The ranks talk over TCP on the cluster's subnet, as on a
+cluster without a faster network.
+
+    from cluster_job import SrunJob, SlurmServer
+    job = SrunJob(cluster, program, ops=10, nodes=4, ranks=8, workdir=work)
+    job.launcher                 # the pid `mqd attach --launcher` takes (srun's, or mpirun's)
+    job.hosts                    # rank -> the node Slurm placed it on, from the ranks' manifests
+    server = SlurmServer(cluster, job.job_id, "node1", server_bin, dll, work, "node1")
+    server.endpoint              # tcp:NODE_ADDRESS:PORT, with server.token_file
+    server.stop(); job.stop()
+"""
+import os
+import secrets
+import signal
+import subprocess
+
+from daemon import start_daemon
+from failure import LOADED_MACHINE_SLACK, Failure
+from mpi_job import LaunchedJob
+
+
+def _open_mpi_env(cluster):
+    """Open MPI's settings for a job across the nodes: TCP between nodes, shared memory
+    within one, both on the cluster's subnet only."""
+    subnet = cluster.subnet
+    return cluster.env(dict(os.environ, OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,vader,tcp",
+                            OMPI_MCA_btl_tcp_if_include=subnet,
+                            OMPI_MCA_oob_tcp_if_include=subnet,
+                            OMPI_MCA_rmaps_base_oversubscribe="1"))
+
+
+class _SlurmJob(LaunchedJob):
+    def _placed(self, cluster):
+        """Where each rank runs: the host name its manifest gives (the node's own name)."""
+        self.hosts = [m["host"] for m in self.manifests]
+        self.job_id = _job_of(cluster, self.launcher)
+
+
+def _job_of(cluster, pid):
+    """The Slurm job whose launcher (srun, or an mpirun under salloc) is process `pid`."""
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    if b"SLURM_JOB_ID" in env:
+        return env[b"SLURM_JOB_ID"].decode()
+    steps = subprocess.run(["scontrol", "-o", "show", "step"], env=cluster.env(),
+                           stdout=subprocess.PIPE, text=True, check=True).stdout
+    for line in steps.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if fields.get("SrunHost:Pid", "").endswith(":%d" % pid):
+            return fields["StepId"].split(".")[0]
+    raise Failure("Slurm knows no job of launcher %d:\n%s" % (pid, steps))
+
+
+class SrunJob(_SlurmJob):
+    """srun --mpi=pmix -N NODES -n RANKS PROGRAM OPS DIR: Slurm starts every rank (PMIx)."""
+
+    def __init__(self, cluster, program, ops, nodes, ranks, workdir):
+        super().__init__(["srun", "--mpi=pmix", "-N", str(nodes), "-n", str(ranks),
+                          "--job-name=pending", program, str(ops)], ranks, workdir,
+                         "the srun job", _open_mpi_env(cluster))
+        self.launcher = self.proc.pid
+        self._placed(cluster)
+
+
+class SallocJob(_SlurmJob):
+    """salloc -N NODES mpirun -np RANKS PROGRAM OPS DIR: Open MPI's mpirun on this host,
+    its daemons started on the nodes through srun."""
+
+    def __init__(self, cluster, program, ops, nodes, ranks, workdir):
+        super().__init__(["salloc", "-N", str(nodes), "--job-name=pending", "mpirun",
+                          "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), program,
+                          str(ops)], ranks, workdir, "the salloc job", _open_mpi_env(cluster))
+        # salloc's child: mpirun, the launcher with the MPIR table
+        with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+            children = [int(c) for c in f.read().split()]
+        if len(children) != 1:
+            self.stop()
+            raise Failure("salloc has children %s, not one mpirun" % children)
+        self.launcher = children[0]
+        self._placed(cluster)
+
+
+class SlurmServer:
+    """mqd-proxy-server on `node`, started by Slurm in a step of job `job_id` (srun --jobid
+    --overlap), listening on every address of the node with a token, reading the node's
+    processes (--node-memory); its log and ready file in `workdir` (a directory the nodes
+    share with this host)."""
+
+    def __init__(self, cluster, job_id, node, server_bin, dll, workdir, name):
+        self.name = name
+        self.log = os.path.join(workdir, name + ".log")
+        ready = os.path.join(workdir, name + ".ready")
+        self.token_file = os.path.join(workdir, name + ".token")
+        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (secrets.token_hex(32) + "\n").encode())
+        os.close(fd)
+        argv = ["srun", "--jobid=" + job_id, "--overlap", "--input=none", "-w", node, "-N1",
+                "-n1", "--job-name=mqd-proxy-server", server_bin, "--listen", "tcp:0.0.0.0:0",
+                "--token-file", self.token_file, "--dll", dll, "--node-memory",
+                "--state-dir", "none", "--ready-file", ready, "--log-file", self.log]
+        self.proc = start_daemon(argv, lambda: os.path.exists(ready), name, log=self.log,
+                                 env=cluster.env(), start_new_session=True)
+        port = open(ready).read().strip().rsplit(":", 1)[1]
+        self.endpoint = "tcp:%s:%s" % (cluster.address(node), port)
+
+    def stop(self):
+        """SIGTERM to srun, which ends the step: the server gets SIGTERM and exits."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=LOADED_MACHINE_SLACK)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def steps_of(cluster, job_id):
+    """The names of job `job_id`'s running steps."""
+    out = subprocess.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%j"], env=cluster.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    return sorted(line.strip() for line in out.splitlines() if line.strip())
+

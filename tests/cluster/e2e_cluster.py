@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""A Slurm job across nodes (issue 47, first part): the simulated cluster of
+tools/cluster/cluster.py (NODES nodes, each its own network, host name, process ids and /proc,
+a slurmd each, slurmctld and munged on this host, the login node) runs tests/e2e/pending.c
+as an Open MPI job of RANKS ranks spread over every node, launched by `srun --mpi=pmix`.
+
+gdb on the login node attaches it with `mqd attach --launcher <srun's pid>`: the front end
+reads srun's MPIR process table and, the ranks being on other nodes, has Slurm start a
+`gdbserver --attach` per rank on its node (a step beside the job's), reached at the node's
+address. The native dump (Open MPI's DLL loaded into gdb) must show what every rank posted, on
+the node its manifest names; the step of gdbservers must end once gdb has detached.
+
+Then an mqd-proxy-server started on the first node by Slurm (a step of the job, TCP with a
+token, --node-memory), and the same dump through the shim: JSON and text identical to the
+native one, and the server's log showing every rank of its own node read on the node, and no
+other (the other nodes' ranks are read through the debugger).
+
+Once more with the job launched by Open MPI's mpirun inside `salloc` (its daemons started
+through srun): attached from mpirun's table, gdbservers started through Slurm as well, the
+native dump as posted.
+
+Finally the cluster goes down, and nothing of it may be left: no link, no namespace, no
+process, no mount.
+
+usage: e2e_cluster.py --build DIR --ompi-dll PATH [--nodes 4] [--ranks 8] [--ops 10]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "testing", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "cluster"))
+from artefacts import Artefacts  # noqa: E402
+from cluster import Cluster, leftovers  # noqa: E402
+from cluster_job import SallocJob, SlurmServer, SrunJob, steps_of  # noqa: E402
+from failure import LOADED_MACHINE_SLACK, Failure, verdict, wait_for  # noqa: E402
+from gdb_driver import gdb_dump  # noqa: E402
+from mpi_job import check_against_manifests  # noqa: E402
+from scratch import tear_down  # noqa: E402
+
+
+def check_hosts(dumps, job, nodes):
+    """Every rank dumped with the node its manifest names, and every node running some."""
+    problems = ["rank %d: dumped on %s, runs on %s" % (d["rank"], d.get("host"), host)
+                for d, host in zip(dumps, job.hosts) if d.get("host") != host]
+    idle = sorted(set(nodes) - set(job.hosts))
+    if idle:
+        problems.append("no rank ran on %s (hosts: %s)" % (", ".join(idle), job.hosts))
+    return problems
+
+
+def native_dump(a, dll, job, work, name):
+    """gdb attaches the job from its launcher's table and dumps it natively; returns the JSON
+    and the text."""
+    prefix = os.path.join(work, name)
+    seconds = gdb_dump(job.pids, a.frontend, "mqd load " + dll, prefix,
+                       attach="mqd attach --launcher %d" % job.launcher)
+    print("%s: %.2f s" % (name, seconds), flush=True)
+    with open(prefix + ".json") as j, open(prefix + ".txt") as t:
+        return j.read(), t.read()
+
+
+def leftover_problems(cluster_dir):
+    """What the cluster left behind after going down."""
+    problems = ["left behind: %s" % ", ".join(leftovers())] if leftovers() else []
+    mine = subprocess.run(["pgrep", "-a", "-f", cluster_dir], stdout=subprocess.PIPE,
+                          text=True).stdout.strip()
+    if mine:
+        problems.append("processes left behind:\n" + mine)
+    # slurmd, slurmctld and munged name the cluster's directory; a job step's slurmstepd
+    # does not
+    steps = subprocess.run(["pgrep", "-a", "-x", "slurmstepd"], stdout=subprocess.PIPE,
+                           text=True).stdout.strip()
+    if steps:
+        problems.append("job steps left behind:\n" + steps)
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line for line in f if "mqdc" in line or cluster_dir in line]
+    if mounts:
+        problems.append("mounts left behind:\n" + "".join(mounts))
+    return problems
+
+
+def run_jobs(cluster, a, args, work):
+    """The srun job, dumped natively and through a server on the first node, then the salloc
+    job, dumped natively; every job and server stopped before the cluster goes down."""
+    problems = []
+    nodes = cluster.nodes
+    job = server = None
+    try:
+        srun_dir = os.path.join(work, "srun")
+        os.mkdir(srun_dir)
+        job = SrunJob(cluster, a.pending, args.ops, len(nodes), args.ranks, srun_dir)
+        print("srun job %s: ranks on %s" % (job.job_id, job.hosts), flush=True)
+        native = native_dump(a, args.ompi_dll, job, work, "srun-native")
+        dumps = json.loads(native[0])
+        problems += check_against_manifests(dumps, job.manifests)
+        problems += check_hosts(dumps, job, nodes)
+        gdbservers_end(cluster, job)
+
+        server = SlurmServer(cluster, job.job_id, nodes[0], a.server, args.ompi_dll, work,
+                             "server-" + nodes[0])
+        prefix = os.path.join(work, "srun-proxy")
+        seconds = gdb_dump(job.pids, a.frontend, "mqd load --server %s --vendor-dll %s %s"
+                           % (server.endpoint, args.ompi_dll, a.shim), prefix,
+                           {"MQD_PROXY_TOKEN_FILE": server.token_file,
+                            "MQD_PROXY_READ_COST": "0"},
+                           attach="mqd attach --launcher %d" % job.launcher)
+        print("srun-proxy (server on %s): %.2f s" % (nodes[0], seconds), flush=True)
+        with open(prefix + ".json") as j, open(prefix + ".txt") as t:
+            proxied = (j.read(), t.read())
+        problems += ["the proxied dump's %s differs from the native one: see %s"
+                     % (kind, work) for i, kind in enumerate(("JSON", "text"))
+                     if proxied[i] != native[i]]
+        gdbservers_end(cluster, job)
+        server.stop()
+        with open(server.log) as f:
+            proved = set(int(p) for p in re.findall(r"memory read on this host, from pid (\d+)",
+                                                    f.read()))
+        server = None
+        own = set(pid for pid, host in zip(job.pids, job.hosts) if host == nodes[0])
+        if proved != own:
+            problems.append("the server on %s read pids %s on its node, its ranks are %s: see %s"
+                            % (nodes[0], sorted(proved), sorted(own), work))
+        job.stop()
+        job = None
+
+        salloc_dir = os.path.join(work, "salloc")
+        os.mkdir(salloc_dir)
+        job = SallocJob(cluster, a.pending, args.ops, len(nodes), args.ranks, salloc_dir)
+        print("salloc job %s: mpirun %d, ranks on %s" % (job.job_id, job.launcher, job.hosts),
+              flush=True)
+        dumps = json.loads(native_dump(a, args.ompi_dll, job, work, "salloc-native")[0])
+        problems += check_against_manifests(dumps, job.manifests)
+        problems += check_hosts(dumps, job, nodes)
+        gdbservers_end(cluster, job)
+    finally:
+        for started in (server, job):
+            if started:
+                started.stop()
+    return problems
+
+
+def gdbservers_end(cluster, job):
+    """Waits for the step of gdbservers the front end started to end, gdb having detached."""
+    wait_for(lambda: "mqd-gdbservers" not in steps_of(cluster, job.job_id),
+             LOADED_MACHINE_SLACK, "the gdbservers' step of job %s to end once gdb detached"
+             % job.job_id)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--ompi-dll", required=True)
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--ops", type=int, default=10)
+    args = ap.parse_args()
+    a = Artefacts(args.build)
+    # Under the build: the nodes have a /tmp of their own, and share this directory with the
+    # login node, as a cluster shares its home directories.
+    work = tempfile.mkdtemp(prefix="mqd-cluster-", dir=os.path.join(args.build, "tests"))
+    cluster_dir = os.path.join(work, "cluster")
+    problems = []
+    try:
+        with Cluster(cluster_dir, nodes=args.nodes) as cluster:
+            # The user's environment on the login node: gdb's front end asks this Slurm.
+            env = cluster.env()
+            os.environ.clear()
+            os.environ.update(env)
+            problems += run_jobs(cluster, a, args, work)
+        problems += leftover_problems(cluster_dir)
+    except Failure as e:
+        problems.append(str(e))
+    tear_down(work, not problems)
+    return verdict(problems, work, "a %d-node Slurm job dumped natively and through a "
+                   "server Slurm started, from srun's and mpirun's tables; nothing left"
+                   % args.nodes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
