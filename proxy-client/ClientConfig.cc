@@ -37,7 +37,9 @@ std::string setText(std::string& field, const std::string& value) {
 std::string setServer(ClientConfig& c, const std::string& v) {
   c.server = v;  // kept even when malformed: connecting reports the same problem to the debugger
   try {
-    Endpoint::parse(v);
+    std::vector<std::string> servers = c.servers();
+    if (servers.size() <= 1) Endpoint::parse(v);
+    for (const std::string& s : servers) Endpoint::parse(s);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -239,6 +241,8 @@ const std::vector<Setting>& settings() {
        "127.0.0.1), tls:HOST:PORT for a server listening with TLS, or\n"
        "ssh://[USER@]HOST[:PORT][/PATH/TO/mqd-proxy-server] to start the server over ssh\n"
        "(`mqd-proxy-server --stdio`: ssh authenticates, no port or token is needed).\n"
+       "Several servers, separated by spaces: one with --node-memory on each node of a\n"
+       "job; each process is served by the one whose node runs its MPI rank.\n"
        "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else\n"
        "unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock (a directory private to you, made 0700)",
        setServer, [](const ClientConfig& c) { return c.server; }},
@@ -341,6 +345,22 @@ std::string ClientConfig::configFilePath() {
   }
   std::string home = homeDirectory();
   return home.empty() ? "" : home + "/.config/mqd-proxy/config";
+}
+
+std::vector<std::string> ClientConfig::servers() const {
+  // Several when every word names a server; otherwise one (a unix: path may hold spaces).
+  std::vector<std::string> words;
+  std::istringstream in(server);
+  for (std::string w; in >> w;) words.push_back(w);
+  for (const std::string& w : words) {
+    bool named = false;
+    for (const char* scheme : {"unix:", "tcp:", "tls:", "ssh://"}) {
+      named = named || w.rfind(scheme, 0) == 0;
+    }
+    if (!named) return {server};
+  }
+  if (words.size() <= 1) return {server};
+  return words;
 }
 
 std::string ClientConfig::help() {

@@ -69,6 +69,11 @@ struct ClientConfig {
   // but empty.
   static std::string configFilePath();
 
+  // The servers `server` names: its words when there are several and each names a server
+  // (unix:, tcp:, tls:, ssh://), one on each node of a job (NodeRouter); else the whole
+  // setting, one server.
+  std::vector<std::string> servers() const;
+
   // Every setting, its values and its default, as help text.
   static std::string help();
 };

@@ -29,7 +29,7 @@ std::mutex gErrorTextMutex;  // guards proxyErrorText_, which report() may touch
 
 }  // namespace
 
-MqsClient::MqsClient() {
+MqsClient::MqsClient(std::string server) : serverGiven_(std::move(server)) {
   link_.setRoundTripHooks(
       [this]() { records_.settleRecalled(); },  // their callbacks come first
       [this](double seconds) { refreshAhead_.costRule().roundTripTook(seconds); });
@@ -124,6 +124,10 @@ int MqsClient::call(EntryPoint entryPoint, Body&& body) {
 void MqsClient::openSession() {
   std::vector<std::string> problems;
   config_ = ClientConfig::load(&problems);
+  if (!serverGiven_.empty()) {
+    config_.server = serverGiven_;
+    config_.record.clear();  // one recording is of one session (see the constructor)
+  }
   refreshAhead_.setCostRule(CostRule(config_.readCost));
   logSetComponent("libmqdproxy");
   logSetLevel(config_.logLevel);
@@ -148,6 +152,8 @@ void MqsClient::connect() {
   SessionLink::Opened opened = link_.open(side_, recorder_.get());
   dll_ = std::move(opened.dll);
   serverReadsOnNode_ = opened.readsOnNode;
+  nodeRanks_ = std::move(opened.nodeRanks);
+  std::sort(nodeRanks_.begin(), nodeRanks_.end());  // searched (NodeRouter): whatever was sent
   openLearnedLookups();
   records_.open(config_, dll_, opened.takesInfoTokens);
 }
@@ -401,6 +407,13 @@ void MqsClient::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
     side_.setBasicCallbacks(callbacks);
     // Sent with the next call that needs the server (the DLL only keeps the pointer).
     basicCallbacksPending_ = true;
+    return mqs_ok;
+  });
+}
+
+int MqsClient::openNow() {
+  return call(EntryPoint::version_compatibility, [&]() -> int {
+    if (auto absent = openFor(EntryPoint::version_compatibility)) return *absent;
     return mqs_ok;
   });
 }

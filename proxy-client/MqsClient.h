@@ -49,7 +49,10 @@ namespace mqd::client {
 
 class MqsClient {
  public:
-  MqsClient();
+  // `server`: the server of this client's sessions, instead of the `server` setting (one of
+  // several, each on its own node: NodeRouter). Such a client records nothing (the `record`
+  // setting is for a session with one server).
+  explicit MqsClient(std::string server = {});
   ~MqsClient();
   MqsClient(const MqsClient&) = delete;
   MqsClient& operator=(const MqsClient&) = delete;
@@ -60,6 +63,15 @@ class MqsClient {
   result method parameters;
   MQS_ENTRY_POINTS(MQD_DECLARE_ENTRY_POINT)
 #undef MQD_DECLARE_ENTRY_POINT
+
+  // Opens the session now, as the first call that needs the server would (NodeRouter opens
+  // every node's at once); mqs_ok or the proxy error code, explained by dllErrorString.
+  int openNow();
+  // With a server that reads targets on its host: the MPI ranks that host runs, as the session
+  // opened (empty otherwise, and before the session opened).
+  const std::vector<int>& nodeRanks() const { return nodeRanks_; }
+  // The server this client's sessions go to (the `server` setting, or the one it was given).
+  const std::string& server() const { return config_.server; }
 
  private:
   // Runs `body` as entry point `entryPoint`: lock, reentrancy guard, error mapping.
@@ -186,6 +198,8 @@ class MqsClient {
   SetUpRecords records_{link_, side_, counters_, held_, refreshAhead_, imageSetUpAhead_};
   CommunicatorUpdates updates_{link_, side_, refreshAhead_, counters_, config_};
   bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
+  std::vector<int> nodeRanks_;      // with it: the ranks its host runs (nodeRanks())
+  std::string serverGiven_;         // the constructor's `server`
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,
   // which only a call's body throws, under lock_.

@@ -39,6 +39,7 @@ SessionLink::Opened SessionLink::open(DebuggerSide& side, SessionRecorder* recor
     opened.dll = connection_->dll();
     opened.takesInfoTokens = connection_->takesInfoTokens();
     opened.readsOnNode = connection_->readsOnNode();
+    opened.nodeRanks = connection_->nodeRanks();
     ticket_ = connection_->ticket();
   });
   return opened;

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ClientConfig.h"
 #include "ClientCounters.h"
@@ -91,6 +92,7 @@ class SessionLink {
     DllInfo dll;
     bool takesInfoTokens = false;
     bool readsOnNode = false;
+    std::vector<int> nodeRanks;  // with readsOnNode: the ranks the server's host runs
   };
   // A new connection and session (the old one, if any, is dropped), serving `side`'s callbacks
   // and recording into `recorder` (may be null; it outlives the link). Throws ProxyError.

@@ -539,7 +539,7 @@ interface Proxy {
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
       -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure,
-          takesInfoTokens :Bool, readsOnNode :Bool);
+          takesInfoTokens :Bool, readsOnNode :Bool, nodeRanks :List(Int32));
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. One session per connection. `ticket` names the session for postMortem.
   # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
@@ -548,6 +548,11 @@ interface Proxy {
   # older server ignores it, and the shim then never answers a set-up from a record).
   # readsOnNode: the server reads proved targets on its host (--node-memory): the shim then
   # answers no process's set-up from a record, whose proof it would read through the debugger.
+  # nodeRanks: with readsOnNode, the MPI ranks of the processes on the server's host it could
+  # prove (LocalProcess::ranksHere), ascending: a shim with a server on every node serves each
+  # process from the one node that has its rank
+  # (docs/round-trips.md, "A server on every node"). Listed as the session opens; a process
+  # started later is not in it.
 
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.

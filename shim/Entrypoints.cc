@@ -2,18 +2,19 @@
 //
 // This file is the whole C ABI veneer: one exported function per entry point of
 // schema/mqs_entry_points.h, each handing its arguments to the same-named method of the one
-// MqsClient of this library instance, which never throws. The signatures are checked against
+// NodeRouter of this library instance (one MqsClient, or one per node's server), which never
+// throws. The signatures are checked against
 // mqs_interface.h's declarations by the compiler. Nothing else is exported (the version script
 // libmqdproxy.map is made from the same list); the client is created on first use and destroyed
 // when the library is unloaded.
-#include "MqsClient.h"
+#include "NodeRouter.h"
 #include "mqs_entry_points.h"
 #include "mqs_interface.h"
 
 namespace {
 
-mqd::client::MqsClient& client() {
-  static mqd::client::MqsClient instance;
+mqd::client::NodeRouter& client() {
+  static mqd::client::NodeRouter instance;
   return instance;
 }
 

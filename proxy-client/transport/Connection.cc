@@ -419,6 +419,7 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
           c->ticket_.key = response.getTicket().getKey();
           c->takesInfoTokens_ = response.getTakesInfoTokens();
           c->readsOnNode_ = response.getReadsOnNode();
+          for (int rank : response.getNodeRanks()) c->nodeRanks_.push_back(rank);
           if (recorder != nullptr) {
             c->session_ = recorder->sessionOpened(c->endpoint_, *asked, d,
                                                   kj::mv(c->session_));

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ClientConfig.h"
 #include "ClientCounters.h"
@@ -114,6 +115,8 @@ class Connection {
   // (mqd.capnp, Proxy.openSession).
   bool takesInfoTokens() const { return takesInfoTokens_; }
   bool readsOnNode() const { return readsOnNode_; }
+  // With readsOnNode: the MPI ranks the server's host runs (openSession's nodeRanks).
+  const std::vector<int>& nodeRanks() const { return nodeRanks_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -161,6 +164,7 @@ class Connection {
   SessionTicket ticket_;
   bool takesInfoTokens_ = false;
   bool readsOnNode_ = false;
+  std::vector<int> nodeRanks_;
   bool compress_ = false;
   SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
   std::deque<std::shared_ptr<PendingCall>> calls_;

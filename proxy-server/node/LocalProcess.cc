@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace mqd::server {
@@ -35,21 +36,44 @@ std::optional<std::string> slurp(const std::string& path) {
   }
 }
 
-bool hasRank(const std::string& environ, int rank) {
-  std::string value = std::to_string(rank);
+// The ranks an environment (NUL-separated, as /proc/PID/environ) names in kRankVariables:
+// decimal numbers from 0 to INT_MAX, anything else ignored.
+std::set<int> ranksIn(const std::string& environ) {
+  std::set<int> ranks;
   size_t at = 0;
   while (at < environ.size()) {
     size_t end = environ.find('\0', at);
     if (end == std::string::npos) end = environ.size();
     std::string entry = environ.substr(at, end - at);
     for (const char* name : kRankVariables) {
-      if (entry.compare(0, std::strlen(name), name) == 0 && entry.substr(std::strlen(name)) == value) {
-        return true;
-      }
+      size_t n = std::strlen(name);
+      if (entry.compare(0, n, name) != 0 || entry.size() == n || entry.size() - n > 10) continue;
+      std::string digits = entry.substr(n);
+      if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      long long value = std::stoll(digits);
+      if (value <= INT_MAX) ranks.insert(static_cast<int>(value));
     }
     at = end + 1;
   }
-  return false;
+  return ranks;
+}
+
+// The pids of this user's processes in `proc`.
+std::vector<pid_t> thisUsersPids(const std::string& proc) {
+  std::vector<pid_t> pids;
+  DIR* dir = ::opendir(proc.c_str());
+  if (dir == nullptr) return pids;
+  while (struct dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    struct stat st;
+    if (::stat((proc + "/" + e->d_name).c_str(), &st) == 0 && st.st_uid == ::geteuid()) {
+      pids.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  ::closedir(dir);
+  return pids;
 }
 
 // AT_RANDOM's value in an auxiliary vector of this server's word size; 0 if absent.
@@ -120,26 +144,24 @@ std::optional<LocalProcess> LocalProcess::at(pid_t pid, std::string* why,
 
 std::vector<LocalProcess> LocalProcess::withRank(int rank, const std::string& proc) {
   std::vector<LocalProcess> found;
-  DIR* dir = ::opendir(proc.c_str());
-  if (dir == nullptr) return found;
-  std::vector<pid_t> pids;
-  while (struct dirent* e = ::readdir(dir)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (end != e->d_name && *end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
-  }
-  ::closedir(dir);
-  for (pid_t pid : pids) {
-    struct stat st;
-    if (::stat((proc + "/" + std::to_string(pid)).c_str(), &st) != 0 || st.st_uid != ::geteuid()) {
-      continue;
-    }
+  for (pid_t pid : thisUsersPids(proc)) {
     auto environ = slurp(procPath(proc, pid, "environ"));
-    if (!environ || !hasRank(*environ, rank)) continue;
+    if (!environ || ranksIn(*environ).count(rank) == 0) continue;
     std::string why;
     if (auto p = at(pid, &why, proc)) found.push_back(kj::mv(*p));
   }
   return found;
+}
+
+std::set<int> LocalProcess::ranksHere(const std::string& proc) {
+  std::set<int> ranks;
+  for (pid_t pid : thisUsersPids(proc)) {
+    auto environ = slurp(procPath(proc, pid, "environ"));
+    if (!environ) continue;
+    std::set<int> named = ranksIn(*environ);
+    if (!named.empty() && ofThisMachine(pid, proc)) ranks.insert(named.begin(), named.end());
+  }
+  return ranks;
 }
 
 bool LocalProcess::stopped() const {

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ class LocalProcess {
   // Processes that vanish or cannot be read while they are listed are left out. `proc` is the
   // proc file system's mount point (tests may point it elsewhere).
   static std::vector<LocalProcess> withRank(int rank, const std::string& proc = "/proc");
+
+  // The MPI ranks of this user's processes on this host that run a program for this machine
+  // (the ranks withRank would find candidates for): what a server tells a shim that serves
+  // each process from the node that runs it (openSession's nodeRanks).
+  static std::set<int> ranksHere(const std::string& proc = "/proc");
 
   // The same facts for one pid, if it is this user's and readable; else nullopt and `why`.
   static std::optional<LocalProcess> at(pid_t pid, std::string* why,

@@ -5,7 +5,10 @@
 #include <sys/random.h>
 
 #include <cstring>
+#include <set>
+#include <string>
 
+#include "LocalProcess.h"
 #include "Log.h"
 #include "ProxyErrors.h"
 #include "SessionBoard.h"
@@ -122,6 +125,18 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   dll->describe(results.initDll());
   results.setTakesInfoTokens(true);
   results.setReadsOnNode(session.debugger.nodeMemory);
+  if (session.debugger.nodeMemory) {
+    std::set<int> ranks = LocalProcess::ranksHere();
+    auto list = results.initNodeRanks(static_cast<unsigned>(ranks.size()));
+    unsigned i = 0;
+    std::string named;
+    for (int rank : ranks) {
+      list.set(i++, rank);
+      if (i <= 16) named += (i > 1 ? " " : "") + std::to_string(rank);
+    }
+    MQD_LOG(Info, "this host runs %zu MPI rank(s) of this user: %s%s", ranks.size(),
+            ranks.empty() ? "none" : named.c_str(), ranks.size() > 16 ? " ..." : "");
+  }
   results.setSession(
       kj::heap<SessionService>(std::move(dll), params.getDebugger(), output_, session,
                                metrics_));

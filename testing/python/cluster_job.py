@@ -1,16 +1,18 @@
 """MPI jobs and servers on a Slurm cluster (the simulated one of tools/cluster/cluster.py):
 tests/e2e/pending.c launched across the nodes by `srun --mpi=pmix` (SrunJob) or by Open MPI's
 mpirun inside `salloc` (SallocJob), and an mqd-proxy-server started on one node by Slurm, in a
-step beside the job's (SlurmServer). The ranks talk over TCP on the cluster's subnet, as on a
-cluster without a faster network.
+step beside the job's (SlurmServer), or one on each node (SlurmServers). The ranks talk over
+TCP on the cluster's subnet, as on a cluster without a faster network.
 
-    from cluster_job import SrunJob, SlurmServer
+    from cluster_job import SrunJob, SlurmServer, SlurmServers
     job = SrunJob(cluster, program, ops=10, nodes=4, ranks=8, workdir=work)
     job.launcher                 # the pid `mqd attach --launcher` takes (srun's, or mpirun's)
     job.hosts                    # rank -> the node Slurm placed it on, from the ranks' manifests
     server = SlurmServer(cluster, job.job_id, "node1", server_bin, dll, work, "node1")
     server.endpoint              # tcp:NODE_ADDRESS:PORT, with server.token_file
-    server.stop(); job.stop()
+    servers = SlurmServers(cluster, job.job_id, cluster.nodes, server_bin, dll, work)
+    servers.setting              # every node's endpoint: the shim's `server` setting
+    server.stop(); servers.stop(); job.stop()
 """
 import os
 import secrets
@@ -123,3 +125,40 @@ def steps_of(cluster, job_id):
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
     return sorted(line.strip() for line in out.splitlines() if line.strip())
 
+
+
+class SlurmServers:
+    """mqd-proxy-server on each of `nodes`, started by Slurm in one step of job `job_id` (one
+    task a node), each listening on every address of its node with one token, reading its
+    node's processes (--node-memory); their logs and ready files in `workdir`, named
+    node-server-NODE. `endpoints` lists them in the order of `nodes`, as the shim's `server`
+    setting takes them (`setting`)."""
+
+    def __init__(self, cluster, job_id, nodes, server_bin, dll, workdir):
+        self.nodes = list(nodes)
+        self.logs = {n: os.path.join(workdir, "node-server-%s.log" % n) for n in self.nodes}
+        ready = {n: os.path.join(workdir, "node-server-%s.ready" % n) for n in self.nodes}
+        self.token_file = os.path.join(workdir, "servers.token")
+        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (secrets.token_hex(32) + "\n").encode())
+        os.close(fd)
+        # Each task names its files after its node ($SLURMD_NODENAME).
+        script = ('exec "$0" "$@"'
+                  ' --ready-file "$MQD_SERVERS_DIR/node-server-$SLURMD_NODENAME.ready"'
+                  ' --log-file "$MQD_SERVERS_DIR/node-server-$SLURMD_NODENAME.log"')
+        argv = ["srun", "--jobid=" + job_id, "--overlap", "--input=none",
+                "--nodelist=" + ",".join(self.nodes), "-N", str(len(self.nodes)),
+                "--ntasks-per-node=1", "--job-name=mqd-proxy-servers", "/bin/sh", "-c", script,
+                server_bin, "--listen", "tcp:0.0.0.0:0", "--token-file", self.token_file,
+                "--dll", dll, "--node-memory", "--state-dir", "none"]
+        env = cluster.env(dict(os.environ, MQD_SERVERS_DIR=workdir))
+        self.proc = start_daemon(argv, lambda: all(os.path.exists(r) for r in ready.values()),
+                                 "the servers' step", env=env, start_new_session=True)
+        self.endpoints = ["tcp:%s:%s" % (cluster.address(n),
+                                         open(ready[n]).read().strip().rsplit(":", 1)[1])
+                          for n in self.nodes]
+        self.setting = " ".join(self.endpoints)
+
+    def stop(self):
+        """SIGTERM to srun, which ends the step."""
+        SlurmServer.stop(self)

@@ -15,6 +15,12 @@ token, --node-memory), and the same dump through the shim: JSON and text identic
 native one, and the server's log showing every rank of its own node read on the node, and no
 other (the other nodes' ranks are read through the debugger).
 
+Then a server on every node, started by Slurm in one step (one task a node), all named in the
+shim's `server` setting: the native dump, each server reading exactly its own node's ranks
+there (docs/round-trips.md, "A server on every node"). The last node's server is then killed
+(every process of it, from inside the node) and gdb dumps again: the other nodes' ranks as
+natively, the killed node's each with the proxy's error, and gdb goes on.
+
 Once more with the job launched by Open MPI's mpirun inside `salloc` (its daemons started
 through srun): attached from mpirun's table, gdbservers started through Slurm as well, the
 native dump as posted.
@@ -31,15 +37,16 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testing", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "cluster"))
 from artefacts import Artefacts  # noqa: E402
 from cluster import Cluster, leftovers  # noqa: E402
-from cluster_job import SallocJob, SlurmServer, SrunJob, steps_of  # noqa: E402
+from cluster_job import SallocJob, SlurmServer, SlurmServers, SrunJob, steps_of  # noqa: E402
 from failure import LOADED_MACHINE_SLACK, Failure, verdict, wait_for  # noqa: E402
-from gdb_driver import gdb_dump  # noqa: E402
+from gdb_driver import gdb_command, gdb_dump  # noqa: E402
 from mpi_job import check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
 
@@ -90,7 +97,7 @@ def run_jobs(cluster, a, args, work):
     job, dumped natively; every job and server stopped before the cluster goes down."""
     problems = []
     nodes = cluster.nodes
-    job = server = None
+    job = server = servers = None
     try:
         srun_dir = os.path.join(work, "srun")
         os.mkdir(srun_dir)
@@ -118,14 +125,14 @@ def run_jobs(cluster, a, args, work):
                      if proxied[i] != native[i]]
         gdbservers_end(cluster, job)
         server.stop()
-        with open(server.log) as f:
-            proved = set(int(p) for p in re.findall(r"memory read on this host, from pid (\d+)",
-                                                    f.read()))
+        problems += read_on_node(server.log, job, nodes[0])
         server = None
-        own = set(pid for pid, host in zip(job.pids, job.hosts) if host == nodes[0])
-        if proved != own:
-            problems.append("the server on %s read pids %s on its node, its ranks are %s: see %s"
-                            % (nodes[0], sorted(proved), sorted(own), work))
+
+        servers = SlurmServers(cluster, job.job_id, nodes, a.server, args.ompi_dll, work)
+        problems += every_node(cluster, a, args, job, servers, native, work)
+        gdbservers_end(cluster, job)
+        servers.stop()
+        servers = None
         job.stop()
         job = None
 
@@ -139,9 +146,73 @@ def run_jobs(cluster, a, args, work):
         problems += check_hosts(dumps, job, nodes)
         gdbservers_end(cluster, job)
     finally:
-        for started in (server, job):
+        for started in (server, servers, job):
             if started:
                 started.stop()
+    return problems
+
+
+def read_on_node(log, job, node):
+    """The server whose log is `log`, on `node`, read exactly that node's ranks there."""
+    with open(log) as f:
+        proved = set(int(p) for p in re.findall(r"memory read on this host, from pid (\d+)",
+                                                f.read()))
+    own = set(pid for pid, host in zip(job.pids, job.hosts) if host == node)
+    if proved == own:
+        return []
+    return ["the server on %s read pids %s on its node, its ranks are %s: see %s"
+            % (node, sorted(proved), sorted(own), log)]
+
+
+def every_node(cluster, a, args, job, servers, native, work):
+    """gdb dumps the job through a server on every node (the shim's `server` setting naming
+    them all): the native dump, each server reading its own node's ranks there. Then the last
+    node's server is killed (its every process, from inside the node), and gdb dumps again:
+    the other nodes' ranks as natively, the killed node's each with the proxy's error, and gdb
+    goes on to its last command."""
+    problems = []
+    killed = cluster.nodes[-1]
+    kill = "nsenter -t %d -a pkill -KILL -x mqd-proxy-serve" % cluster.init_pid(killed)
+    before, after = (os.path.join(work, "every-node-%s.json" % w) for w in ("before", "after"))
+    shim_log = os.path.join(work, "every-node-shim.log")
+    load = "mqd load --server '%s' --vendor-dll %s %s" % (servers.setting, args.ompi_dll, a.shim)
+    cmd = gdb_command(job.pids, a.frontend, load, "mqd attach --launcher %d" % job.launcher)
+    cmd += ["-ex", "mqd dump --all --json --output " + before, "-ex", "shell " + kill,
+            "-ex", "mqd dump --all --json --output " + after, "-ex", "echo mqd-e2e: gdb lives\\n"]
+    env = dict(os.environ, MQD_PROXY_TOKEN_FILE=servers.token_file, MQD_PROXY_READ_COST="0",
+               MQD_PROXY_LOG="info", MQD_PROXY_LOG_FILE=shim_log)
+    started = time.time()
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=900, env=env)
+    print("every-node (a server on each of %d nodes, then %s's killed): %.2f s"
+          % (len(cluster.nodes), killed, time.time() - started), flush=True)
+    with open(os.path.join(work, "every-node-gdb.txt"), "w") as f:
+        f.write(run.stdout)
+    if run.returncode != 0 or "mqd-e2e: gdb lives" not in run.stdout or "Traceback" in run.stdout:
+        return ["gdb with a server on every node failed (%d): see %s/every-node-gdb.txt"
+                % (run.returncode, work)]
+    if not os.path.exists(before) or open(before).read() != native[0]:
+        problems.append("the dump through a server on every node differs from the native one: "
+                        "see %s" % before)
+    for node in cluster.nodes:
+        problems += read_on_node(servers.logs[node], job, node)
+    native_ranks = json.loads(native[0])
+    dumped = json.loads(open(after).read()) if os.path.exists(after) else []
+    if len(dumped) != len(native_ranks):
+        return problems + ["after the kill, %d ranks dumped, not %d" % (len(dumped),
+                                                                        len(native_ranks))]
+    for mine, theirs, host in zip(dumped, native_ranks, job.hosts):
+        if host == killed and "error" not in mine:
+            problems.append("rank %d on %s, whose server was killed, dumped without an error"
+                            % (theirs["rank"], host))
+        elif host != killed and mine != theirs:
+            problems.append("rank %d on %s dumped otherwise once %s's server was killed: see %s"
+                            % (theirs["rank"], host, killed, after))
+    with open(shim_log) as f:
+        routed = re.findall(r"(\d+) node servers, home \S+: (\d+) ranks on their nodes", f.read())
+    if routed != [(str(len(cluster.nodes)), str(len(job.pids)))]:
+        problems.append("the shim said %s of its node servers, not %d servers and %d ranks: see "
+                        "%s" % (routed, len(cluster.nodes), len(job.pids), shim_log))
     return problems
 
 

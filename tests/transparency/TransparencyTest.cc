@@ -85,7 +85,14 @@ struct Mode {
   const char* cache;     // MQD_PROXY_CACHE
   const char* compress;  // MQD_PROXY_COMPRESS
   size_t largeQueue;     // operations per queue in the matrix's large-queue cells
-  std::string name() const { return std::string("cache ") + cache + ", compress " + compress; }
+  // How often MQD_PROXY_SERVER names the server: twice, the shim serves the job as from a
+  // server on every node (NodeRouter), none of which runs a rank of it: every process served
+  // by the home node, every info token the router's own.
+  int servers = 1;
+  std::string name() const {
+    return std::string("cache ") + cache + ", compress " + compress +
+           (servers > 1 ? ", " + std::to_string(servers) + " servers" : "");
+  }
 };
 
 // Every mode, or those named in MQD_TRANSPARENCY_MODES (comma-separated ids), so that ctest can
@@ -95,7 +102,8 @@ const std::vector<Mode>& allModes() {
     std::vector<Mode> all{{"epoch", "epoch", "off", 200},
                           {"epoch-zstd", "epoch", "on", 200},
                           {"call", "call", "auto", 200},
-                          {"off", "off", "auto", 24}};
+                          {"off", "off", "auto", 24},
+                          {"nodes", "epoch", "off", 200, 2}};
     const char* wanted = std::getenv("MQD_TRANSPARENCY_MODES");
     if (wanted == nullptr || *wanted == 0) return all;
     std::vector<Mode> chosen;
@@ -169,8 +177,20 @@ Outcome converse(const std::string& library, const Cell& cell, const Scenario& s
 }
 
 // The shim's environment for one proxied run.
+// How many session summaries a proxied conversation logs: one per server the last useProxy()
+// named (each node's client sums up its own session).
+int gSummariesPerConversation = 1;
+
+// MQD_PROXY_SERVER: `endpoint`, named as often as `mode` has servers.
+void useServer(const Mode& mode, const std::string& endpoint) {
+  gSummariesPerConversation = mode.servers;
+  std::string servers = endpoint;
+  for (int i = 1; i < mode.servers; ++i) servers += " " + endpoint;
+  setenv("MQD_PROXY_SERVER", servers.c_str(), 1);
+}
+
 void useProxy(const Mode& mode, const Cell& cell) {
-  setenv("MQD_PROXY_SERVER", server().endpoint().c_str(), 1);
+  useServer(mode, server().endpoint());
   setenv("MQD_PROXY_DLL", underTest().dll(cell.level).c_str(), 1);
   setenv("MQD_PROXY_LOG_FILE", (scratch() / "shim.log").c_str(), 1);
   setenv("MQD_PROXY_CACHE", mode.cache, 1);
@@ -396,17 +416,24 @@ JobScenario rankByRank(size_t ops) {
   };
 }
 
-// Two counts of the shim's last session summary in `log` (at level info), matched by
-// `counts`; {-1, -1} when there is none.
+// Two counts of the shim's last conversation's session summaries in `log` (at level info; one
+// per server, gSummariesPerConversation), matched by `counts` and summed; {-1, -1} when there
+// is none.
 std::pair<long, long> summaryCounts(const std::string& log, const std::regex& counts) {
   std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (line.find("session summary:") != std::string::npos) last = line;
+  std::vector<std::string> summaries;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("session summary:") != std::string::npos) summaries.push_back(line);
   }
-  std::smatch m;
-  if (!std::regex_search(last, m, counts)) return {-1, -1};
-  return {std::stol(m[1]), std::stol(m[2])};
+  if (summaries.size() < static_cast<size_t>(gSummariesPerConversation)) return {-1, -1};
+  std::pair<long, long> sum{0, 0};
+  for (size_t i = summaries.size() - gSummariesPerConversation; i < summaries.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(summaries[i], m, counts)) return {-1, -1};
+    sum.first += std::stol(m[1]);
+    sum.second += std::stol(m[2]);
+  }
+  return sum;
 }
 
 // How many updates the last session served from refreshes ahead, and how many refreshes ahead
@@ -740,7 +767,7 @@ TEST_CASE("set-ups answered from records: the native answers, and a rank changed
                        state / "server-state", "--read-around", "0"},
                       true, u.emulator);
     useProxy(mode, cell);
-    setenv("MQD_PROXY_SERVER", own.endpoint().c_str(), 1);
+    useServer(mode, own.endpoint());
     setenv("MQD_PROXY_STATE_DIR", (state / "shim-state").c_str(), 1);
     setenv("MQD_PROXY_LOG", "info", 1);
     // The first session: rank 0's set-ups ask their look-ups one by one (nothing learned yet)

@@ -115,6 +115,28 @@ TEST_CASE("ClientConfig: values and malformed values") {
   CHECK(c.logLevel == mqd::LogLevel::Warn);
 }
 
+TEST_CASE("ClientConfig: a server on every node: several servers, separated by spaces") {
+  Env env;
+  setenv("MQD_PROXY_SERVER", "tcp:10.0.0.11:7000  tls:node2:7000\tssh://node3", 1);
+  std::vector<std::string> problems;
+  ClientConfig c = ClientConfig::load(&problems);
+  CHECK(problems.empty());
+  CHECK(c.servers() == std::vector<std::string>{"tcp:10.0.0.11:7000", "tls:node2:7000",
+                                                "ssh://node3"});
+  // One server: the whole setting, a unix: path with a space in it too.
+  for (const char* one : {"tcp:node1:7000", "unix:/run/my server/s.sock"}) {
+    setenv("MQD_PROXY_SERVER", one, 1);
+    c = ClientConfig::load(&problems);
+    CHECK(problems.empty());
+    CHECK(c.servers() == std::vector<std::string>{one});
+  }
+  // A malformed one among several is reported, naming it.
+  setenv("MQD_PROXY_SERVER", "tcp:node1:7000 tcp:node2", 1);
+  c = ClientConfig::load(&problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("tcp:node2") != std::string::npos);
+}
+
 TEST_CASE("ClientConfig: a timeout under a millisecond is refused, not taken as 0 ms") {
   Env env;
   for (const char* tiny : {"1e-9", "0.0004", "0", "-1", "nan", "inf", "86401"}) {

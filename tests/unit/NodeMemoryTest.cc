@@ -294,6 +294,10 @@ TEST_CASE("LocalProcess::withRank: this user's processes with the rank in their 
   }
   CHECK(pids == std::set<pid_t>{a->pid(), b->pid(), c->pid()});
   CHECK(randoms.size() == 3);
+  // The ranks a node's server lists as its session opens: these two among them.
+  std::set<int> here = LocalProcess::ranksHere();
+  CHECK(here.count(rank) == 1);
+  CHECK(here.count(rank + 1) == 1);
   std::string why;
   auto running = LocalProcess::at(a->pid(), &why);
   REQUIRE_MESSAGE(running, why);
@@ -310,6 +314,7 @@ TEST_CASE("LocalProcess: another user's process is never a candidate") {
     foreign = sleepWith("OMPI_COMM_WORLD_RANK", rank, 65534);
     pid = foreign->pid();
     CHECK(LocalProcess::withRank(rank).empty());
+    CHECK(LocalProcess::ranksHere().count(rank) == 0);
   }
   std::string why;
   CHECK_FALSE(LocalProcess::at(pid, &why));
