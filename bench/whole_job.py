@@ -69,8 +69,8 @@ from mpi_job import Job, open_mpi_dll  # noqa: E402
 from real_topology import Link  # noqa: E402
 
 # Runs inside gdb: attaches the job, loads the DLL, dumps every rank `dumps` times; after each
-# dump reads the server's session counters and the resident memory of the server, its workers
-# and gdb itself. With `exchanges` (the debugger link's relay's count, mqd-relay
+# dump reads the server's session counters (with a server on every node, each one's last
+# session's, summed) and the resident memory of the servers, their workers and gdb itself. With `exchanges` (the debugger link's relay's count, mqd-relay
 # --exchanges-file), the exchanges of each phase on that link.
 GDB_SCRIPT = r"""
 import gdb, json, os, subprocess, time
@@ -111,14 +111,18 @@ for i in range(cfg["dumps"]):
     result["dumps"].append(phase("mqd dump --all --json --output %s.%d.json" % (cfg["out"], i),
                                  quiet=False))
     if cfg["server"]:
-        stats = json.loads(subprocess.check_output([cfg["cli"], "--server", cfg["direct"],
-                                                    "stats", "--json"]))
-        sessions = [s for s in stats if s.get("dll")]
-        result["counters"].append(sessions[-1]["counters"] if sessions else {})
+        total = {}
+        for endpoint in cfg["direct"]:
+            stats = json.loads(subprocess.check_output([cfg["cli"], "--server", endpoint,
+                                                        "stats", "--json"]))
+            sessions = [s for s in stats if s.get("dll")]
+            for key, value in (sessions[-1]["counters"] if sessions else {}).items():
+                total[key] = total.get(key, 0) + value
+        result["counters"].append(total)
 result["rss_gdb"] = rss(os.getpid())
 if cfg["server"]:
-    result["rss_server"] = rss(cfg["server"])
-    result["rss_workers"] = [rss(c) for c in children(cfg["server"])]
+    result["rss_server"] = sum(rss(s) for s in cfg["server"])
+    result["rss_workers"] = [rss(c) for s in cfg["server"] for c in children(s)]
 with open(cfg["out"] + ".result.json", "w") as f:
     json.dump(result, f)
 """
@@ -129,14 +133,17 @@ def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_en
     """One gdb over the whole job, attached by the front end's `attach` command, through the
     debugger `links` (real_topology.Link, one per gdbserver) if any; returns the script's
     result dict (with `packets`, those links' exchanges in each phase: attach, load, each
-    dump) and the dumps' JSON."""
+    dump) and the dumps' JSON. `server` and `direct`: the server's pid and endpoint, or lists
+    of them (a server on every node)."""
     script = out + ".gdb.py"
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
     env = dict(os.environ, **(shim_env or {}))
     env["MQD_BENCH"] = json.dumps({
         "frontend": build.frontend, "attach": attach, "load": load, "out": out,
-        "dumps": dumps, "cli": build.cli, "direct": direct, "server": server,
+        "dumps": dumps, "cli": build.cli,
+        "direct": direct if isinstance(direct, list) else [direct] if direct else [],
+        "server": server if isinstance(server, list) else [server] if server else [],
         "exchanges": [link.exchanges for link in links]})
     # The target's files are this host's (a user with a copy of the nodes' files): gdb must
     # not fetch them over the debugger link.

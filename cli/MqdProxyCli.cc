@@ -2,6 +2,7 @@
 // declare() (and shown by --help); each command is in its own file (Cli.h).
 #include <kj/async-io.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -101,8 +102,9 @@ void declare(CLI::App& app, cli::Context& c, Parsed& p) {
            c.config.server = v;
            c.config.sources["server"] = "--server";
          },
-         "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH] (default: "
-         "the server setting below).")
+         "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]; several, "
+         "separated by spaces, for a server on every node: ping, info, stats and doctor ask each "
+         "in turn (default: the server setting below).")
       ->type_name("ENDPOINT")
       ->check(cmdline::nonEmpty("an endpoint"));
   app.add_option_function<std::string>(
@@ -130,6 +132,25 @@ void declare(CLI::App& app, cli::Context& c, Parsed& p) {
                "Machine-readable output (config, ping, info, stats, replay, graph).");
   app.add_flag("--version", p.version, "Print the version of this client and exit.");
   app.add_flag("-h,--help", p.help, "Print this help and exit.");
+}
+
+// Runs `command` with `c`: its exit status, or 1 with a sentence for a failure that escapes
+// it.
+int runCommand(const Command& command, cli::Context& c) {
+  try {
+    return command.run(c);
+  } catch (const ProxyError& e) {
+    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(e).c_str());
+    return 1;
+  } catch (const kj::Exception& e) {
+    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(rpcFailure(e)).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    // Each command reports its own failures; one that escapes is a bug, but it is still said
+    // in a sentence and an exit status, never an abort and a core file.
+    std::fprintf(stderr, "mqd-proxy: %s failed: %s\n", command.name, e.what());
+    return 1;
+  }
 }
 
 int usageError(const std::string& why) {
@@ -189,18 +210,26 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mqd-proxy: %s\n", problem.c_str());
     }
   }
-  try {
-    return chosen->run(c);
-  } catch (const ProxyError& e) {
-    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(e).c_str());
-    return 1;
-  } catch (const kj::Exception& e) {
-    std::fprintf(stderr, "mqd-proxy: %s\n", cli::describeFailure(rpcFailure(e)).c_str());
-    return 1;
-  } catch (const std::exception& e) {
-    // Each command reports its own failures; one that escapes is a bug, but it is still said
-    // in a sentence and an exit status, never an abort and a core file.
-    std::fprintf(stderr, "mqd-proxy: %s failed: %s\n", command.c_str(), e.what());
-    return 1;
+  // A server on every node (several in the server setting): ping, info, stats and doctor ask
+  // each in turn; the other commands take one.
+  std::vector<std::string> servers = c.config.servers();
+  if (servers.size() > 1 && command != "config" && !graph) {
+    bool eachInTurn = command == "ping" || command == "info" || command == "stats" ||
+                      command == "doctor";
+    if (!eachInTurn || c.json) {
+      return usageError("the server setting names " + std::to_string(servers.size()) +
+                        " servers: pick one with --server for " + command +
+                        (c.json ? " --json" : ""));
+    }
+    int worst = 0;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      std::printf("%s== %s ==\n", i == 0 ? "" : "\n", servers[i].c_str());
+      std::fflush(stdout);
+      cli::Context one = c;
+      one.config.server = servers[i];
+      worst = std::max(worst, runCommand(*chosen, one));
+    }
+    return worst;
   }
+  return runCommand(*chosen, c);
 }

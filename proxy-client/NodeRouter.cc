@@ -257,11 +257,13 @@ int NodeRouter::setupImage(mqs_image* image, const mqs_image_callbacks* callback
     std::lock_guard<std::mutex> guard(state_);
     openNodes();
     node = home_;
-    ImageSetUp& setUp = images_[image];
-    setUp = ImageSetUp{};  // set up afresh: the other nodes set it up again as they need it
-    setUp.callbacks = callbacks;
-    setUp.setUpOn.assign(nodes_.size(), false);
-    setUp.setUpOn[node] = true;
+    if (routing()) {
+      ImageSetUp& setUp = images_[image];
+      setUp = ImageSetUp{};  // set up afresh: the other nodes set it up again as they need it
+      setUp.callbacks = callbacks;
+      setUp.setUpOn.assign(nodes_.size(), false);
+      setUp.setUpOn[node] = true;
+    }
   }
   OnNode current(this, node);
   return on(node).setupImage(image, callbacks);
@@ -287,7 +289,7 @@ int NodeRouter::setupProcess(mqs_process* process, const mqs_process_callbacks* 
     std::lock_guard<std::mutex> guard(state_);
     openNodes();
     node = routing() ? route(process, callbacks) : 0;
-    processNodes_[process] = node;
+    if (routing()) processNodes_[process] = node;
     if (routing() && node != home_ && callbacks != nullptr &&
         callbacks->mqs_get_image_fp != nullptr) {
       image = callbacks->mqs_get_image_fp(process);
@@ -300,9 +302,10 @@ int NodeRouter::setupProcess(mqs_process* process, const mqs_process_callbacks* 
 
 // A destroy of a token the router handed out goes to every node that put one for it; any other
 // (one with a single server, or a debugger's mistake) to the home node, which says what it
-// makes of it. `destroy(node, token)` destroys one node's.
+// makes of it. `destroy(node, token)` destroys one node's. The token's object is forgotten as
+// the debugger's `kind` of object: an image's token, or the node a process went to.
 template <typename Destroy>
-void NodeRouter::destroyHeld(const void* info, bool byObject, Destroy&& destroy) {
+void NodeRouter::destroyHeld(const void* info, Kind kind, Destroy&& destroy) {
   Held h;
   size_t node = 0;
   {
@@ -313,7 +316,10 @@ void NodeRouter::destroyHeld(const void* info, bool byObject, Destroy&& destroy)
     if (it != held_.end()) {
       h = std::move(it->second);
       held_.erase(it);
-      if (byObject) heldByObject_.erase(h.object);
+      if (kind == Kind::Image) heldByObject_.erase(h.object);
+      if (kind == Kind::Process) {
+        processNodes_.erase(static_cast<mqs_process*>(const_cast<void*>(h.object)));
+      }
     }
   }
   if (h.byNode.empty()) {
@@ -328,20 +334,20 @@ void NodeRouter::destroyHeld(const void* info, bool byObject, Destroy&& destroy)
 }
 
 void NodeRouter::destroyImageInfo(mqs_image_info* info) {
-  destroyHeld(info, true, [this](size_t node, uintptr_t token) {
+  destroyHeld(info, Kind::Image, [this](size_t node, uintptr_t token) {
     on(node).destroyImageInfo(reinterpret_cast<mqs_image_info*>(token));
   });
 }
 
 void NodeRouter::destroyProcessInfo(mqs_process_info* info) {
-  destroyHeld(info, false, [this](size_t node, uintptr_t token) {
+  destroyHeld(info, Kind::Process, [this](size_t node, uintptr_t token) {
     on(node).destroyProcessInfo(reinterpret_cast<mqs_process_info*>(token));
   });
 }
 
 int NodeRouter::destroyJobInfo(mqs_job_info* info) {
   int rc = mqs_ok;
-  destroyHeld(info, false, [this, &rc](size_t node, uintptr_t token) {
+  destroyHeld(info, Kind::Job, [this, &rc](size_t node, uintptr_t token) {
     rc = on(node).destroyJobInfo(reinterpret_cast<mqs_job_info*>(token));
   });
   return rc;

@@ -74,8 +74,9 @@ class NodeRouter {
   void setUpImageOn(size_t node, mqs_image* image);
   // The client of `node`, noted as the last one called.
   MqsClient& on(size_t node);
+  enum class Kind { Image, Process, Job };
   template <typename Destroy>
-  void destroyHeld(const void* info, bool byObject, Destroy&& destroy);
+  void destroyHeld(const void* info, Kind kind, Destroy&& destroy);
 
   // The routing state below. Never held while a client runs a call: a call may take the
   // timeout, and calls about different nodes' processes need not wait for each other (each

@@ -57,11 +57,13 @@ def _job_of(cluster, pid):
 
 
 class SrunJob(_SlurmJob):
-    """srun --mpi=pmix -N NODES -n RANKS PROGRAM OPS DIR: Slurm starts every rank (PMIx)."""
+    """srun --mpi=pmix -N NODES -n RANKS PROGRAM OPS DIR: Slurm starts every rank (PMIx),
+    `per_node` of them on each node if given (else as Slurm places them)."""
 
-    def __init__(self, cluster, program, ops, nodes, ranks, workdir):
-        super().__init__(["srun", "--mpi=pmix", "-N", str(nodes), "-n", str(ranks),
-                          "--job-name=pending", program, str(ops)], ranks, workdir,
+    def __init__(self, cluster, program, ops, nodes, ranks, workdir, per_node=None):
+        spread = ["--ntasks-per-node=%d" % per_node] if per_node else []
+        super().__init__(["srun", "--mpi=pmix", "-N", str(nodes), "-n", str(ranks)] + spread +
+                         ["--job-name=pending", program, str(ops)], ranks, workdir,
                          "the srun job", _open_mpi_env(cluster))
         self.launcher = self.proc.pid
         self._placed(cluster)
@@ -131,10 +133,12 @@ class SlurmServers:
     """mqd-proxy-server on each of `nodes`, started by Slurm in one step of job `job_id` (one
     task a node), each listening on every address of its node with one token, reading its
     node's processes (--node-memory); their logs and ready files in `workdir`, named
-    node-server-NODE. `endpoints` lists them in the order of `nodes`, as the shim's `server`
-    setting takes them (`setting`)."""
+    node-server-NODE; with `learn`, each keeps learned state in `workdir`/state-NODE (else
+    none). `endpoints` lists them in the order of `nodes`, as the shim's `server` setting
+    takes them (`setting`); `pids` are their supervisors' on this host (the login node sees
+    every node's processes)."""
 
-    def __init__(self, cluster, job_id, nodes, server_bin, dll, workdir):
+    def __init__(self, cluster, job_id, nodes, server_bin, dll, workdir, learn=False):
         self.nodes = list(nodes)
         self.logs = {n: os.path.join(workdir, "node-server-%s.log" % n) for n in self.nodes}
         ready = {n: os.path.join(workdir, "node-server-%s.ready" % n) for n in self.nodes}
@@ -143,14 +147,16 @@ class SlurmServers:
         os.write(fd, (secrets.token_hex(32) + "\n").encode())
         os.close(fd)
         # Each task names its files after its node ($SLURMD_NODENAME).
+        state = '"$MQD_SERVERS_DIR/state-$SLURMD_NODENAME"' if learn else "none"
         script = ('exec "$0" "$@"'
                   ' --ready-file "$MQD_SERVERS_DIR/node-server-$SLURMD_NODENAME.ready"'
-                  ' --log-file "$MQD_SERVERS_DIR/node-server-$SLURMD_NODENAME.log"')
+                  ' --log-file "$MQD_SERVERS_DIR/node-server-$SLURMD_NODENAME.log"'
+                  ' --state-dir ' + state)
         argv = ["srun", "--jobid=" + job_id, "--overlap", "--input=none",
                 "--nodelist=" + ",".join(self.nodes), "-N", str(len(self.nodes)),
                 "--ntasks-per-node=1", "--job-name=mqd-proxy-servers", "/bin/sh", "-c", script,
                 server_bin, "--listen", "tcp:0.0.0.0:0", "--token-file", self.token_file,
-                "--dll", dll, "--node-memory", "--state-dir", "none"]
+                "--dll", dll, "--node-memory"]
         env = cluster.env(dict(os.environ, MQD_SERVERS_DIR=workdir))
         self.proc = start_daemon(argv, lambda: all(os.path.exists(r) for r in ready.values()),
                                  "the servers' step", env=env, start_new_session=True)
@@ -158,7 +164,30 @@ class SlurmServers:
                                          open(ready[n]).read().strip().rsplit(":", 1)[1])
                           for n in self.nodes]
         self.setting = " ".join(self.endpoints)
+        self.pids = _supervisors(self.token_file)
 
     def stop(self):
         """SIGTERM to srun, which ends the step."""
         SlurmServer.stop(self)
+
+
+def _supervisors(token_file):
+    """The host's pids of the mqd-proxy-servers started with `token_file` whose parent is none
+    of them (their supervisors, not their workers)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % entry) as f:
+                if f.read().strip() != "mqd-proxy-serve":  # the program's name, cut at 15
+                    continue
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv = f.read().split(b"\0")
+            with open("/proc/%s/stat" % entry) as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if token_file.encode() in argv:
+            found[int(entry)] = parent
+    return sorted(pid for pid, parent in found.items() if parent not in found)

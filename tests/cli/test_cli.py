@@ -207,6 +207,21 @@ def test_ping_unix_socket(cli, unix):
         r.all[-3000:]
 
 
+def test_a_server_on_every_node_each_asked_in_turn(cli, unix):
+    """With several servers in the setting (one on each node of a job), ping and doctor ask
+    each in turn, under a header naming it, and fail when one fails; --json and replay, which
+    take one server, say to pick it."""
+    both = unix.endpoint + " " + unix.endpoint
+    r = run([cli, "--server", both, "ping", "--count", "2"])
+    assert r.returncode == 0 and r.stdout.count("== %s ==" % unix.endpoint) == 2 and \
+        r.stdout.count("round trip ") == 4, r.all[-3000:]
+    r = run([cli, "--server", unix.endpoint + " tcp:127.0.0.1:1", "doctor"])
+    assert r.returncode == 1 and "== tcp:127.0.0.1:1 ==" in r.stdout, r.all[-3000:]
+    for argv in (["ping", "--json"], ["replay", "x.mqdrec"]):
+        r = run([cli, "--server", both] + argv)
+        assert r.returncode == 2 and "pick one with --server" in r.stderr, r.all[-3000:]
+
+
 def test_ping_json_tcp_with_token(cli, tcp, token):
     r = run([cli, "--server", tcp.endpoint, "ping", "--json", "--count", "3"],
             {"MQD_PROXY_TOKEN_FILE": token})
