@@ -18,10 +18,14 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 
-from daemon import start_daemon
-from failure import LOADED_MACHINE_SLACK, Failure
-from mpi_job import LaunchedJob
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "frontends", "gdb"))
+from mqd_gdb import slurm  # noqa: E402  (the front end's: how `mqd attach` finds the job)
+from daemon import start_daemon  # noqa: E402
+from failure import LOADED_MACHINE_SLACK, Failure  # noqa: E402
+from mpi_job import LaunchedJob  # noqa: E402
 
 
 def _open_mpi_env(cluster):
@@ -42,29 +46,40 @@ class _SlurmJob(LaunchedJob):
 
 
 def _job_of(cluster, pid):
-    """The Slurm job whose launcher (srun, or an mpirun under salloc) is process `pid`."""
-    with open("/proc/%d/environ" % pid, "rb") as f:
-        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-    if b"SLURM_JOB_ID" in env:
-        return env[b"SLURM_JOB_ID"].decode()
-    steps = subprocess.run(["scontrol", "-o", "show", "step"], env=cluster.env(),
-                           stdout=subprocess.PIPE, text=True, check=True).stdout
-    for line in steps.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        if fields.get("SrunHost:Pid", "").endswith(":%d" % pid):
-            return fields["StepId"].split(".")[0]
-    raise Failure("Slurm knows no job of launcher %d:\n%s" % (pid, steps))
+    """The Slurm job whose launcher (srun, or an mpirun under salloc) is process `pid`, as the
+    front end finds it."""
+    job = slurm.job_of(pid, cluster.env())
+    if job is None:
+        raise Failure("Slurm knows no job of launcher %d" % pid)
+    return job
+
+
+def _new_token_file(path):
+    """A new server token in `path`, readable by its owner alone."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, (secrets.token_hex(32) + "\n").encode())
+    os.close(fd)
+    return path
+
+
+# How many times a job is started before its start-up failure fails the test. Open MPI 4.1's
+# TCP wire-up across nodes now and then crashes a rank inside MPI_Init (seen under srun: a call
+# through a NULL active-message callback in mca_btl_tcp.so's receive handler, about one start
+# in tens on a loaded machine): the job is started again, its failure printed; what a test
+# checks begins once every rank is parked.
+STARTS = 3
 
 
 class SrunJob(_SlurmJob):
     """srun --mpi=pmix -N NODES -n RANKS PROGRAM OPS DIR: Slurm starts every rank (PMIx),
-    `per_node` of them on each node if given (else as Slurm places them)."""
+    `per_node` of them on each node if given (else as Slurm places them). A rank that dies
+    ends the step (--kill-on-bad-exit), so that a failed start ends at once."""
 
     def __init__(self, cluster, program, ops, nodes, ranks, workdir, per_node=None):
         spread = ["--ntasks-per-node=%d" % per_node] if per_node else []
-        super().__init__(["srun", "--mpi=pmix", "-N", str(nodes), "-n", str(ranks)] + spread +
-                         ["--job-name=pending", program, str(ops)], ranks, workdir,
-                         "the srun job", _open_mpi_env(cluster))
+        super().__init__(["srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", str(nodes),
+                          "-n", str(ranks)] + spread + ["--job-name=pending", program, str(ops)],
+                         ranks, workdir, "the srun job", _open_mpi_env(cluster), starts=STARTS)
         self.launcher = self.proc.pid
         self._placed(cluster)
 
@@ -76,7 +91,8 @@ class SallocJob(_SlurmJob):
     def __init__(self, cluster, program, ops, nodes, ranks, workdir):
         super().__init__(["salloc", "-N", str(nodes), "--job-name=pending", "mpirun",
                           "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), program,
-                          str(ops)], ranks, workdir, "the salloc job", _open_mpi_env(cluster))
+                          str(ops)], ranks, workdir, "the salloc job", _open_mpi_env(cluster),
+                         starts=STARTS)
         # salloc's child: mpirun, the launcher with the MPIR table
         with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
             children = [int(c) for c in f.read().split()]
@@ -97,10 +113,7 @@ class SlurmServer:
         self.name = name
         self.log = os.path.join(workdir, name + ".log")
         ready = os.path.join(workdir, name + ".ready")
-        self.token_file = os.path.join(workdir, name + ".token")
-        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, (secrets.token_hex(32) + "\n").encode())
-        os.close(fd)
+        self.token_file = _new_token_file(os.path.join(workdir, name + ".token"))
         argv = ["srun", "--jobid=" + job_id, "--overlap", "--input=none", "-w", node, "-N1",
                 "-n1", "--job-name=mqd-proxy-server", server_bin, "--listen", "tcp:0.0.0.0:0",
                 "--token-file", self.token_file, "--dll", dll, "--node-memory",
@@ -142,10 +155,7 @@ class SlurmServers:
         self.nodes = list(nodes)
         self.logs = {n: os.path.join(workdir, "node-server-%s.log" % n) for n in self.nodes}
         ready = {n: os.path.join(workdir, "node-server-%s.ready" % n) for n in self.nodes}
-        self.token_file = os.path.join(workdir, "servers.token")
-        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, (secrets.token_hex(32) + "\n").encode())
-        os.close(fd)
+        self.token_file = _new_token_file(os.path.join(workdir, "servers.token"))
         # Each task names its files after its node ($SLURMD_NODENAME).
         state = '"$MQD_SERVERS_DIR/state-$SLURMD_NODENAME"' if learn else "none"
         script = ('exec "$0" "$@"'

@@ -397,6 +397,8 @@ def main():
         clean()
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # (A shell starts a background job with SIGINT ignored: `kill -INT` must still take it down.)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with Cluster(args.dir, args.nodes, args.cpus) as c:
             print("cluster up: %d nodes; SLURM_CONF=%s" % (len(c.nodes), c.conf), flush=True)

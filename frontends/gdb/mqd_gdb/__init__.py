@@ -13,6 +13,7 @@ Modules, one concept each, in the order a value travels:
                inferior per rank in rank order, each labelled with its rank and host
   slurm        a job launched by Slurm's srun: its step, its nodes' addresses, and a
                gdbserver --attach per rank started on each node through Slurm
+  hosts        whether a host name the launcher or Slurm gives names the machine gdb runs on
   session      a loaded MQD DLL: loading it, setting up each inferior's image and process,
                the DLL's error texts
   dump         one process's communicators, groups and queues, read through a Session, as a

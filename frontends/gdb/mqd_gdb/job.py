@@ -29,7 +29,6 @@ the launcher's user, within PMIX_TIMEOUT seconds, and prints one line per rank.
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import subprocess
 from typing import Dict, List, Optional
@@ -39,6 +38,7 @@ import gdb
 from . import lookup, memory, slurm
 from .analysis import FRONTEND_DIR
 from .errors import MqdError
+from .hosts import is_this_host
 from .execute import PagesKept, Setting, quietly
 from .inferiors import (SelectedInferior, big_endian, find as find_inferior, is_local,
                         remember_thread)
@@ -195,14 +195,6 @@ def _read_table(pid: int) -> Optional[List[Rank]]:
                            % (i, rank_pid))
         ranks.append(Rank(i, string(host), string(executable), rank_pid))
     return ranks
-
-
-def is_this_host(host: Optional[str]) -> bool:
-    """True when `host` names the machine gdb runs on."""
-    if host is None or host in ("", "localhost"):
-        return True
-    names = {socket.gethostname(), socket.getfqdn()}
-    return host in names or host.split(".")[0] in {n.split(".")[0] for n in names}
 
 
 def gdbservers_for(launcher: int, ranks: List[Rank],

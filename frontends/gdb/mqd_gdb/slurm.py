@@ -28,12 +28,12 @@ from __future__ import annotations
 import os
 import re
 import select
-import socket
 import subprocess
 import time
 from typing import Dict, List, Optional, Tuple
 
 from .errors import MqdError
+from .hosts import is_this_host
 
 GDBSERVERS_TIMEOUT = 60
 
@@ -76,23 +76,19 @@ def _fields(line: str) -> Dict[str, str]:
     return dict(f.split("=", 1) for f in line.split() if "=" in f)
 
 
-def _is_this_host(host: str) -> bool:
-    names = {socket.gethostname(), socket.getfqdn()}
-    return host in names or host.split(".")[0] in {n.split(".")[0] for n in names}
-
-
-def job_of(pid: int) -> Optional[str]:
-    """The Slurm job of launcher `pid` (module docstring); None when it is in none."""
+def job_of(pid: int, env: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """The Slurm job of launcher `pid` (module docstring); None when it is in none. `env` is
+    the environment Slurm's commands run in (gdb's own if None)."""
     try:
         listing = subprocess.run(["scontrol", "-o", "show", "step"], stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, errors="replace",
-                                 timeout=30)
+                                 timeout=30, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     for line in listing.stdout.splitlines():
         f = _fields(line)
         host, _, srun = f.get("SrunHost:Pid", "").rpartition(":")
-        if srun == str(pid) and _is_this_host(host) and "." in f.get("StepId", ""):
+        if srun == str(pid) and is_this_host(host) and "." in f.get("StepId", ""):
             return f["StepId"].split(".", 1)[0]
     try:
         with open("/proc/%d/environ" % pid, "rb") as e:
