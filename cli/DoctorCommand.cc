@@ -49,6 +49,13 @@ std::string fixFor(int code, const Endpoint* endpoint) {
       return "the server refused: see its reason above (a protocol mismatch needs matching "
              "mqd-proxy versions; --max-sessions limits concurrent sessions)";
     default:
+      if (endpoint != nullptr && endpoint->kind == Endpoint::Kind::Slurm) {
+        return "check that `squeue -j " + endpoint->job + "` lists the job running and yours, "
+               "and that `srun --jobid=" + endpoint->job + " --overlap -N1 -n1 " +
+               (endpoint->path.empty() ? "mqd-proxy-server" : endpoint->path) +
+               " --version` works here (Slurm's commands on PATH, the job's nodes with "
+               "mqd-proxy-server installed)";
+      }
       if (ssh) {
         return "check that `ssh " +
                (endpoint->port != 0 ? "-p " + std::to_string(endpoint->port) + " " : "") +
@@ -109,7 +116,8 @@ int doctorCommand(Context& c) {
   list.ok("server reachable at " + endpoint.toString() + " (connected in " +
           formatMs(connectMs) + ")");
   list.ok(std::string("authentication: ") +
-          (endpoint.kind == Endpoint::Kind::Ssh ? "by ssh"
+          (endpoint.kind == Endpoint::Kind::Ssh     ? "by ssh"
+           : endpoint.kind == Endpoint::Kind::Slurm ? "by Slurm (srun, as the job's user)"
            : c.config.tokenFile.empty()         ? "the server asks for no token"
                                                 : "the token was accepted") +
           (endpoint.tls ? ", TLS certificate verified" : ""));

@@ -12,6 +12,7 @@
 #include "CommandLine.h"
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "SlurmJob.h"
 #include "Replay.h"
 
 using namespace mqd;
@@ -102,9 +103,10 @@ void declare(CLI::App& app, cli::Context& c, Parsed& p) {
            c.config.server = v;
            c.config.sources["server"] = "--server";
          },
-         "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://[USER@]HOST[:PORT][/PATH]; several, "
-         "separated by spaces, for a server on every node: ping, info, stats and doctor ask each "
-         "in turn (default: the server setting below).")
+         "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, ssh://[USER@]HOST[:PORT][/PATH] or "
+         "slurm:JOB[@NODE][/PATH]; several, separated by spaces, or slurm:JOB (one on every node "
+         "of the job) for a server on every node: ping, info, stats and doctor ask each in turn "
+         "(default: the server setting below).")
       ->type_name("ENDPOINT")
       ->check(cmdline::nonEmpty("an endpoint"));
   app.add_option_function<std::string>(
@@ -210,9 +212,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mqd-proxy: %s\n", problem.c_str());
     }
   }
-  // A server on every node (several in the server setting): ping, info, stats and doctor ask
-  // each in turn; the other commands take one.
+  // A server on every node (several in the server setting, or slurm:JOB: one on each node of
+  // the job, SlurmJob.h): ping, info, stats and doctor ask each in turn; the other commands
+  // take one.
   std::vector<std::string> servers = c.config.servers();
+  if (command != "config" && !graph) {
+    servers = client::expandSlurmJobs(servers, c.config.timeout);
+    if (servers.size() == 1) c.config.server = servers[0];
+  }
   if (servers.size() > 1 && command != "config" && !graph) {
     bool eachInTurn = command == "ping" || command == "info" || command == "stats" ||
                       command == "doctor";

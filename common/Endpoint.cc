@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -10,8 +11,8 @@ namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw std::invalid_argument("invalid endpoint \"" + text + "\": " + why +
-                              " (expected unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or "
-                              "ssh://[USER@]HOST[:PORT][/PATH])");
+                              " (expected unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, "
+                              "ssh://[USER@]HOST[:PORT][/PATH] or slurm:JOB[@NODE][/PATH])");
 }
 
 // Characters that never appear in a user or host name, and would let the value act as an
@@ -87,9 +88,41 @@ Endpoint Endpoint::parseSsh(const std::string& text) {
   return e;
 }
 
+Endpoint Endpoint::parseSlurm(const std::string& text) {
+  Endpoint e;
+  e.kind = Kind::Slurm;
+  std::string rest = text.substr(6);
+  size_t slash = rest.find('/');
+  if (slash != std::string::npos) {
+    // srun runs it without a shell, on a node whose working directory is the caller's: only
+    // an absolute path means the same there.
+    e.path = rest.substr(slash);
+    rest = rest.substr(0, slash);
+    if (e.path == "/" || hasControl(e.path) || e.path.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#~") !=
+                                                    std::string::npos) {
+      bad(text, "the server path must be an absolute path of plain characters");
+    }
+  }
+  size_t at = rest.find('@');
+  e.job = rest.substr(0, at);
+  // Slurm's job ids: 1234, an array task 1234_7, a heterogeneous component 1234+1.
+  if (e.job.empty() || e.job.size() > 32 || !std::isdigit(static_cast<unsigned char>(e.job[0])) ||
+      e.job.find_first_not_of("0123456789_+") != std::string::npos) {
+    bad(text, "the job must be a Slurm job id (1234, 1234_7, 1234+1)");
+  }
+  if (at != std::string::npos) {
+    e.host = rest.substr(at + 1);
+    if (unsafeName(e.host) || e.host.find_first_of("[]@,:") != std::string::npos) {
+      bad(text, "invalid node name");
+    }
+  }
+  return e;
+}
+
 Endpoint Endpoint::parse(const std::string& text) {
   Endpoint e;
   if (text.rfind("ssh://", 0) == 0) return parseSsh(text);
+  if (text.rfind("slurm:", 0) == 0) return parseSlurm(text);
   if (text.rfind("unix:", 0) == 0) {
     e.kind = Kind::Unix;
     e.path = text.substr(5);
@@ -145,19 +178,24 @@ std::string Endpoint::toString() const {
            (port != 0 ? ":" + std::to_string(port) : "") +
            (path.empty() ? "" : (path[0] == '/' ? path : "/" + path));
   }
+  if (kind == Kind::Slurm) return "slurm:" + job + (host.empty() ? "" : "@" + host) + path;
   bool v6 = host.find(':') != std::string::npos;
   return (tls ? "tls:" : "tcp:") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string Endpoint::toKjAddress() const {
   if (kind == Kind::Unix) return "unix:" + path;
-  if (kind == Kind::Ssh) throw std::invalid_argument(toString() + " is reached through ssh, not an address");
+  if (isLaunched()) {
+    throw std::invalid_argument(toString() + " is reached through " +
+                                (kind == Kind::Ssh ? "ssh" : "srun") + ", not an address");
+  }
   bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 bool Endpoint::isLoopback() const {
   if (kind == Kind::Unix) return true;
+  if (kind == Kind::Slurm) return false;
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 

@@ -8,6 +8,11 @@
 //   ssh://[USER@]HOST[:PORT][/PATH]     clients only: run PATH (default mqd-proxy-server from
 //                                       the remote PATH; /~/x is x in the remote home) with
 //                                       --stdio through ssh, and speak over its stdin/stdout
+//   slurm:JOB[@NODE][/PATH]             clients only: run /PATH (default mqd-proxy-server from
+//                                       the node's PATH) with --stdio --node-memory on NODE of
+//                                       the running Slurm job JOB, through srun in a step of
+//                                       the job; without @NODE, one on every node of the job
+//                                       (SlurmJob.h)
 //
 // The same syntax is used by `mqd-proxy-server --listen` and by MQD_PROXY_SERVER. A host is
 // never implied to be a wildcard: listening on every interface must be asked for by address
@@ -21,10 +26,11 @@
 namespace mqd {
 
 struct Endpoint {
-  enum class Kind { Unix, Tcp, Ssh };
+  enum class Kind { Unix, Tcp, Ssh, Slurm };
   Kind kind = Kind::Unix;
-  std::string path;  // Unix: the socket; Ssh: the server program ("" = mqd-proxy-server)
-  std::string host;  // Tcp, Ssh: without brackets
+  std::string path;  // Unix: the socket; Ssh, Slurm: the server program ("" = mqd-proxy-server)
+  std::string host;  // Tcp, Ssh: without brackets; Slurm: the node ("" = every node of the job)
+  std::string job;   // Slurm: the job id
   uint16_t port = 0; // Tcp; Ssh: 0 = ssh's own default
   std::string user;  // Ssh: "" = ssh's own default
   bool tls = false;   // Tcp: written tls:..., the stream carries TLS
@@ -32,14 +38,18 @@ struct Endpoint {
   // Parses `text`; throws std::invalid_argument with a message that quotes the input and
   // shows the accepted forms.
   static Endpoint parse(const std::string& text);
-  static Endpoint parseSsh(const std::string& text);  // text starts with ssh://
+  static Endpoint parseSsh(const std::string& text);    // text starts with ssh://
+  static Endpoint parseSlurm(const std::string& text);  // text starts with slurm:
 
   // The canonical user-facing form, e.g. "tcp:[::1]:4000", "tls:example.org:4000".
   std::string toString() const;
 
   // The form kj's network parser accepts ("unix:/p", "host:port", "[::1]:port"); throws
-  // std::invalid_argument for ssh://.
+  // std::invalid_argument for ssh:// and slurm:, which a launcher reaches.
   std::string toKjAddress() const;
+
+  // Reached through a launcher that runs the server with --stdio: ssh://, slurm:.
+  bool isLaunched() const { return kind == Kind::Ssh || kind == Kind::Slurm; }
 
   // Whether HOST is written as a loopback address or "localhost" (unix sockets count as
   // loopback). A name is not resolved: a server decides on the address it actually binds.

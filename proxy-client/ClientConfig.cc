@@ -243,6 +243,8 @@ const std::vector<Setting>& settings() {
        "(`mqd-proxy-server --stdio`: ssh authenticates, no port or token is needed).\n"
        "Several servers, separated by spaces: one with --node-memory on each node of a\n"
        "job; each process is served by the one whose node runs its MPI rank.\n"
+       "slurm:JOB[/PATH/TO/mqd-proxy-server]: one on every node of the running Slurm job\n"
+       "JOB, each started by srun in a step of the job (slurm:JOB@NODE: on that node).\n"
        "Default unix:$XDG_RUNTIME_DIR/mqd-proxy.sock, else\n"
        "unix:/tmp/mqd-proxy-$UID/mqd-proxy.sock (a directory private to you, made 0700)",
        setServer, [](const ClientConfig& c) { return c.server; }},
@@ -354,7 +356,7 @@ std::vector<std::string> ClientConfig::servers() const {
   for (std::string w; in >> w;) words.push_back(w);
   for (const std::string& w : words) {
     bool named = false;
-    for (const char* scheme : {"unix:", "tcp:", "tls:", "ssh://"}) {
+    for (const char* scheme : {"unix:", "tcp:", "tls:", "ssh://", "slurm:"}) {
       named = named || w.rfind(scheme, 0) == 0;
     }
     if (!named) return {server};

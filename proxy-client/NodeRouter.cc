@@ -7,6 +7,7 @@
 
 #include "ClientConfig.h"
 #include "Log.h"
+#include "SlurmJob.h"
 
 namespace mqd::client {
 namespace {
@@ -51,10 +52,15 @@ NodeRouter::~NodeRouter() = default;
 void NodeRouter::makeNodes() {
   if (!nodes_.empty()) return;
   std::vector<std::string> problems;  // each client reports them as its session opens
-  std::vector<std::string> servers = ClientConfig::load(&problems).servers();
+  ClientConfig config = ClientConfig::load(&problems);
+  // slurm:JOB is a server on every node of the job (SlurmJob.h); one Slurm cannot list stays
+  // one server, whose connection says why.
+  std::vector<std::string> servers = expandSlurmJobs(config.servers(), config.timeout);
   if (servers.size() <= 1) {
-    nodes_.push_back(std::make_unique<MqsClient>());
+    bool expanded = servers.size() == 1 && servers[0] != config.server;
+    nodes_.push_back(std::make_unique<MqsClient>(expanded ? servers[0] : std::string()));
     if (debugger_ != nullptr) nodes_[0]->setupBasicCallbacks(debugger_);
+    single_.store(true, std::memory_order_release);
     return;
   }
   for (const std::string& server : servers) {
@@ -172,27 +178,23 @@ void NodeRouter::putImageInfo(size_t node, mqs_image* image, mqs_image_info* inf
   }
 }
 
-void NodeRouter::putProcessInfo(size_t node, mqs_process* process, mqs_process_info* info) {
+template <typename Object, typename Info>
+void NodeRouter::putHeld(size_t node, Object* object, Info* info, void (*put)(Object*, Info*)) {
   uintptr_t mine = 0;
   {
     std::lock_guard<std::mutex> guard(state_);
-    mine = hold(process, node, reinterpret_cast<uintptr_t>(info));
+    mine = hold(object, node, reinterpret_cast<uintptr_t>(info));
   }
-  if (debugger_->mqs_put_process_info_fp != nullptr) {
-    debugger_->mqs_put_process_info_fp(process, reinterpret_cast<mqs_process_info*>(mine));
-  }
+  if (put != nullptr) put(object, reinterpret_cast<Info*>(mine));
+}
+
+void NodeRouter::putProcessInfo(size_t node, mqs_process* process, mqs_process_info* info) {
+  putHeld(node, process, info, debugger_->mqs_put_process_info_fp);
 }
 
 void NodeRouter::putJobInfo(size_t node, mqs_job* job, mqs_job_info* info) {
-  uintptr_t mine = 0;
-  {
-    std::lock_guard<std::mutex> guard(state_);
-    mine = hold(job, node, reinterpret_cast<uintptr_t>(info));
-  }
   // Only a level-3 DLL has jobs, and a debugger that took one gives level-3 tables.
-  if (debugger_->mqs_put_job_info_fp != nullptr) {
-    debugger_->mqs_put_job_info_fp(job, reinterpret_cast<mqs_job_info*>(mine));
-  }
+  putHeld(node, job, info, debugger_->mqs_put_job_info_fp);
 }
 
 // ---- entry points ----
@@ -219,12 +221,14 @@ void NodeRouter::setupBasicCallbacks(const mqs_basic_callbacks* callbacks) {
 }
 
 size_t NodeRouter::home() {
+  if (single_.load(std::memory_order_acquire)) return 0;
   std::lock_guard<std::mutex> guard(state_);
   openNodes();
   return home_;
 }
 
 size_t NodeRouter::nodeFor(mqs_process* process) {
+  if (single_.load(std::memory_order_acquire)) return 0;
   std::lock_guard<std::mutex> guard(state_);
   openNodes();
   auto it = processNodes_.find(process);

@@ -85,6 +85,8 @@ class NodeRouter {
   const mqs_basic_callbacks* debugger_ = nullptr;  // the debugger's table
   mqs_basic_callbacks routed_{};                   // the nodes': put_*_info route here
   std::vector<std::unique_ptr<MqsClient>> nodes_;  // made once, never changed after
+  // One server, nodes_ made: every call goes to node 0, with no routing state to consult.
+  std::atomic<bool> single_{false};
   bool opened_ = false;
   size_t home_ = 0;
   std::atomic<size_t> last_{0};  // the node of the last call (for mqs_dll_error_string)
@@ -107,6 +109,10 @@ class NodeRouter {
   std::map<const void*, uintptr_t> heldByObject_;  // image -> its router token
   // A new router token for what `node` put for `object`. Under state_.
   uintptr_t hold(const void* object, size_t node, uintptr_t token);
+  // What `node` put for a process or job, which the debugger gets as a new router token
+  // through `put` (its own put_*_info).
+  template <typename Object, typename Info>
+  void putHeld(size_t node, Object* object, Info* info, void (*put)(Object*, Info*));
 };
 
 }  // namespace mqd::client

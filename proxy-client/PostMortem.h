@@ -1,7 +1,7 @@
 // PostMortem: how the server worker behind a lost session ended, as the shim learns it after
 // the connection is gone: from the listening server (Proxy.postMortem with the session's
 // ticket, Connection::postMortem) or, for a --stdio server reached through ssh, from the
-// post-mortem line it wrote on ssh's stderr (SshTransport.h).
+// post-mortem line it wrote on ssh's stderr (StdioTransport.h).
 #pragma once
 
 #include <string>

@@ -15,8 +15,9 @@
 #include "Handshake.h"
 #include "Log.h"
 #include "ProxyErrors.h"
-#include "SshTransport.h"
 #include "SessionRecorder.h"
+#include "SlurmJob.h"
+#include "StdioTransport.h"
 #include "SocketTrust.h"
 #include "TlsClient.h"
 #include "TokenFile.h"
@@ -135,31 +136,53 @@ kj::Promise<Connected> withDeadline(kj::AsyncIoContext& io, kj::Promise<kj::Own<
           });
 }
 
-// ssh://: ssh (SshTransport.h) runs the server with --stdio; the token, if any, is still
-// presented (a --stdio server started with --token-file asks for it). A failure before the
-// handshake completes is explained with what ssh and the remote side wrote to stderr.
-kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const Endpoint& endpoint,
-                                                ClientCounters* counters,
-                                                const ClientConfig& config, std::string token,
-                                                std::shared_ptr<ChainFailure> failure) {
+// ssh:// and slurm:JOB@NODE: ssh or srun (StdioTransport.h) runs the server with --stdio; the
+// token, if any, is still presented (a --stdio server started with --token-file asks for it).
+// A failure before the handshake completes is explained with what the launcher and the remote
+// side wrote to stderr.
+kj::Promise<kj::Own<Connection>> connectOverStdio(kj::AsyncIoContext& io,
+                                                  const Endpoint& endpoint,
+                                                  ClientCounters* counters,
+                                                  const ClientConfig& config, std::string token,
+                                                  std::shared_ptr<ChainFailure> failure) {
   std::string where = endpoint.toString();
+  bool slurm = endpoint.kind == Endpoint::Kind::Slurm;
+  if (slurm && endpoint.host.empty()) {
+    // slurm:JOB whose nodes could not be listed as the sessions were made (SlurmJob.h): the
+    // reason, asked again.
+    try {
+      slurmJobNodes(endpoint.job, config.timeout);
+    } catch (const ProxyError& e) {
+      return failure->raise(e.code(), where + ": " + e.what());
+    }
+    return failure->raise(MQD_PROXY_ERR_UNREACHABLE,
+                          where + ": Slurm could not list the job's nodes as the session "
+                                  "opened (it can now: try again)");
+  }
+  std::string launcher = slurm ? "srun" : "ssh";
+  std::string hint = slurm ? " (srun --jobid=" + endpoint.job + " --overlap must start a step "
+                             "of the job: it must be yours and running, and mqd-proxy-server "
+                             "installed on its nodes)"
+                           : " (ssh runs with BatchMode=yes; MQD_PROXY_SSH_OPTIONS passes "
+                             "options to it)";
   struct Holder {
     kj::Own<kj::AsyncIoStream> stream;
-    SshProcess* ssh = nullptr;
+    StdioProcess* process = nullptr;
   };
   auto holder = kj::heap<Holder>();
   Holder* h = holder.get();
-  kj::Own<SshProcess> ssh;
+  kj::Own<StdioProcess> process;
   try {
-    ssh = SshProcess::start(io, endpoint, config, &h->stream);
+    process = StdioProcess::start(io, endpoint, config, &h->stream);
   } catch (const ProxyError& e) {
     return failure->raise(e.code(), e.what());
   } catch (kj::Exception& e) {
     return kj::mv(e);
   }
-  h->ssh = ssh.get();
-  h->stream = h->stream.attach(kj::mv(ssh));
-  // (evalNow: ssh may already have gone, and a write can fail before any promise exists.)
+  h->process = process.get();
+  h->stream = h->stream.attach(kj::mv(process));
+  // (evalNow: the launcher may already have gone, and a write can fail before any promise
+  // exists.)
   auto handshake = kj::evalNow([&]() { return clientHandshake(*h->stream, token); });
   std::fill(token.begin(), token.end(), '\0');
   return handshake
@@ -169,24 +192,26 @@ kj::Promise<kj::Own<Connection>> connectOverSsh(kj::AsyncIoContext& io, const En
         }
         if (!reply.ok) throw failure->raise(reply.code, where + ": " + reply.reason);
         auto connection = kj::heap<Connection>(kj::mv(h->stream), where, counters);
-        connection->setSsh(h->ssh);
+        connection->setStdio(h->process);
         return connection;
       })
-      .catch_([h, where, failure](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
+      .catch_([h, where, launcher, hint,
+               failure](kj::Exception&& e) -> kj::Promise<kj::Own<Connection>> {
         if (failure->raised() || h->stream.get() == nullptr) return kj::mv(e);
         std::string detail = e.getDescription().cStr();
-        // Most likely ssh itself failed (authentication, host key, no such command): wait
-        // briefly for its last words.
-        return h->ssh->whenEnded(std::chrono::milliseconds(2000))
-            .then([h, where, detail, failure]() -> kj::Own<Connection> {
-              std::string said = h->ssh->stderrTail();
-              throw failure->raise(
-                  MQD_PROXY_ERR_UNREACHABLE,
-                  where + ": " +
-                      (said.empty() ? "the connection through ssh ended: " + detail
-                                    : "ssh: " + said) +
-                      " (ssh runs with BatchMode=yes; MQD_PROXY_SSH_OPTIONS passes options to "
-                      "it)");
+        // Most likely the launcher itself failed (authentication, host key, no such job or
+        // command): wait briefly for its last words.
+        return h->process->whenEnded(std::chrono::milliseconds(2000))
+            .then([h, where, detail, launcher, hint, failure]() -> kj::Own<Connection> {
+              std::string said = h->process->stderrTail();
+              throw failure->raise(MQD_PROXY_ERR_UNREACHABLE,
+                                   where + ": " +
+                                       (said.empty() ? "the connection through " + launcher +
+                                                           " ended: " + detail
+                                       : said.rfind(launcher + ":", 0) == 0
+                                                     ? said
+                                                     : launcher + ": " + said) +
+                                       hint);
             });
       })
       .attach(kj::mv(holder));
@@ -205,8 +230,8 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
                             where + ": MQD_PROXY_TOKEN_FILE: " + e.what());
     }
   }
-  if (endpoint.kind == Endpoint::Kind::Ssh) {
-    return connectOverSsh(io, endpoint, counters, config, kj::mv(token), failure);
+  if (endpoint.isLaunched()) {
+    return connectOverStdio(io, endpoint, counters, config, kj::mv(token), failure);
   }
   std::string caFile = config.tlsCa;
   std::string tlsName = config.tlsName.empty() ? endpoint.host : config.tlsName;
@@ -359,8 +384,8 @@ kj::Promise<PostMortem> Connection::postMortem(kj::AsyncIoContext& io,
 
 kj::Maybe<kj::Promise<PostMortem>> Connection::transportPostMortem(
     std::chrono::milliseconds timeout) {
-  if (ssh_ == nullptr) return nullptr;
-  SshProcess* ssh = ssh_;
+  if (stdio_ == nullptr) return nullptr;
+  StdioProcess* ssh = stdio_;
   return ssh->whenEnded(timeout).then([ssh]() { return ssh->workerEnd(); });
 }
 

@@ -31,7 +31,7 @@
 namespace mqd::client {
 
 class DebuggerSide;
-class SshProcess;
+class StdioProcess;
 class SessionRecorder;
 
 // The vendor DLL as the server described it when the session opened.
@@ -90,7 +90,7 @@ class Connection {
   // The connection `connected` holds; throws its ProxyError if it holds none.
   static kj::Own<Connection> take(Connected&& connected);
 
-  void setSsh(SshProcess* ssh) { ssh_ = ssh; }
+  void setStdio(StdioProcess* ssh) { stdio_ = ssh; }
 
   wire::Proxy::Client& proxy() { return proxy_; }
 
@@ -166,7 +166,7 @@ class Connection {
   bool readsOnNode_ = false;
   std::vector<int> nodeRanks_;
   bool compress_ = false;
-  SshProcess* ssh_ = nullptr;  // owned by stream_ (ssh:// only)
+  StdioProcess* stdio_ = nullptr;  // owned by stream_ (ssh:// and slurm: only)
   std::deque<std::shared_ptr<PendingCall>> calls_;
   std::atomic<int> brokenCode_{0};
   std::string brokenReason_;

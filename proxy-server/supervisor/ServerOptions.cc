@@ -250,9 +250,9 @@ void checkTogether(ServerOptions& o) {
   bool tls = o.listen == "tls:systemd";
   if (!isActivationListen(o.listen)) {
     Endpoint listening = Endpoint::parse(o.listen);
-    if (listening.kind == Endpoint::Kind::Ssh) {
-      throw UsageError("--listen " + o.listen + ": ssh:// is for clients (MQD_PROXY_SERVER); "
-                       "ssh runs this server with --stdio");
+    if (listening.isLaunched()) {
+      throw UsageError("--listen " + o.listen + ": ssh:// and slurm: are for clients "
+                       "(MQD_PROXY_SERVER); ssh or srun runs this server with --stdio");
     }
     tls = listening.tls;
   }

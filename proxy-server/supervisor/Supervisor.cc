@@ -461,7 +461,7 @@ void Supervisor::reapWorkers() {
     if (options_.stdio && it->second.slot != nullptr) {
       // The one connection's post-mortem, for the shim at the other end of ssh (it cannot
       // ask a server that is about to exit): a fixed, tab-separated line on stderr
-      // (SshTransport.h reads it).
+      // (StdioTransport.h reads it).
       const SessionBoard::Slot* slot = it->second.slot;
       std::string line = std::string(kStdioPostMortemPrefix) + "\t" +
                          std::to_string(static_cast<int>(pid)) + "\t" + how + "\t" +

@@ -15,11 +15,17 @@ token, --node-memory), and the same dump through the shim: JSON and text identic
 native one, and the server's log showing every rank of its own node read on the node, and no
 other (the other nodes' ranks are read through the debugger).
 
-Then a server on every node, started by Slurm in one step (one task a node), all named in the
-shim's `server` setting: the native dump, each server reading exactly its own node's ranks
-there (docs/round-trips.md, "A server on every node"). The last node's server is then killed
-(every process of it, from inside the node) and gdb dumps again: the other nodes' ranks as
-natively, the killed node's each with the proxy's error, and gdb goes on.
+Then a server on every node, twice. First started by Slurm in one step (one task a node), each
+listening on TCP with one token, all named in the shim's `server` setting: the native dump,
+each server reading exactly its own node's ranks there (docs/round-trips.md, "A server on
+every node"); the last node's server is then killed (every process of it, from inside the
+node) and gdb dumps again: the other nodes' ranks as natively, the killed node's each with the
+proxy's error, and gdb goes on. Then as a user gets them: the setting slurm:JOB, which has srun
+start a server with --stdio on each node of the job (a step each), the stream being srun's
+stdin and stdout. `mqd-proxy doctor` checks each in turn; gdb's dump is the native one, each
+server reading its own node's ranks (its log relayed by srun into the shim's); once the last
+node's server is killed and its srun has ended, the shim starts it again through a new srun
+and that node's ranks dump as natively too. Once gdb is gone, so are the servers' steps.
 
 Once more with the job launched by Open MPI's mpirun inside `salloc` (its daemons started
 through srun): attached from mpirun's table, gdbservers started through Slurm as well, the
@@ -129,10 +135,18 @@ def run_jobs(cluster, a, args, work):
         server = None
 
         servers = SlurmServers(cluster, job.job_id, nodes, a.server, args.ompi_dll, work)
-        problems += every_node(cluster, a, args, job, servers, native, work)
+        problems += every_node(cluster, a, args, job, native, work, "tcp", servers.setting,
+                               {"MQD_PROXY_TOKEN_FILE": servers.token_file},
+                               lambda node, shim: open(servers.logs[node]).read())
         gdbservers_end(cluster, job)
         servers.stop()
         servers = None
+
+        problems += doctor_every_node(cluster, a, args, job, work)
+        problems += every_node(cluster, a, args, job, native, work, "slurm",
+                               slurm_setting(a, job), {}, relayed_log)
+        gdbservers_end(cluster, job)
+        servers_end(cluster, job)
         job.stop()
         job = None
 
@@ -164,56 +178,117 @@ def read_on_node(log, job, node):
             % (node, sorted(proved), sorted(own), log)]
 
 
-def every_node(cluster, a, args, job, servers, native, work):
-    """gdb dumps the job through a server on every node (the shim's `server` setting naming
-    them all): the native dump, each server reading its own node's ranks there. Then the last
-    node's server is killed (its every process, from inside the node), and gdb dumps again:
-    the other nodes' ranks as natively, the killed node's each with the proxy's error, and gdb
-    goes on to its last command."""
+def slurm_setting(a, job):
+    """The shim's `server` setting for a server on every node of `job`, Slurm starting each:
+    the one line a user types (the server's absolute path: the nodes have no install)."""
+    return "slurm:%s%s" % (job.job_id, a.server)
+
+
+def doctor_every_node(cluster, a, args, job, work):
+    """`mqd-proxy doctor` with the setting slurm:JOB checks the server on each node in turn,
+    each started through srun, every check passed."""
+    env = dict(os.environ, MQD_PROXY_SERVER=slurm_setting(a, job), MQD_PROXY_DLL=args.ompi_dll)
+    run = subprocess.run([a.cli, "doctor"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=300, env=env)
+    with open(os.path.join(work, "doctor.txt"), "w") as f:
+        f.write(run.stdout)
+    checked = re.findall(r"^== slurm:%s@(\S+?)/" % job.job_id, run.stdout, re.M)
+    passed = run.stdout.count("all checks passed")
+    if run.returncode != 0 or checked != cluster.nodes or passed != len(cluster.nodes) or \
+            "authentication: by Slurm" not in run.stdout:
+        return ["mqd-proxy doctor with %s (exit %d) checked %s, %d passed, not every node of "
+                "%s: see %s/doctor.txt" % (slurm_setting(a, job), run.returncode, checked, passed,
+                                           cluster.nodes, work)]
+    print("doctor: the server Slurm starts on each of %s, every check passed" % checked,
+          flush=True)
+    return []
+
+
+def relayed_log(node, shim_log):
+    """What `node`'s server wrote, as srun relays it into the shim's log ("srun NODE: ...")."""
+    prefix = "srun %s: " % node
+    return "".join(line.split(prefix, 1)[1] for line in shim_log.splitlines(True)
+                   if prefix in line)
+
+
+def every_node(cluster, a, args, job, native, work, label, setting, env, server_log):
+    """gdb dumps the job through a server on every node, the shim's `server` setting being
+    `setting`: the native dump, each server reading its own node's ranks there
+    (`server_log(node, shim_log)` is what that node's server logged). Then the last node's
+    server is killed (its every process, from inside the node) and gdb dumps again, and goes
+    on to its last command: the other nodes' ranks as natively, and the killed node's
+    - each with the proxy's error when its server listened on TCP (label "tcp": nothing
+      starts it again);
+    - as natively when Slurm started it (label "slurm": once its srun has ended, the shim
+      re-establishes the session through a new srun, which starts a new server, and says so)."""
     problems = []
     killed = cluster.nodes[-1]
     kill = "nsenter -t %d -a pkill -KILL -x mqd-proxy-serve" % cluster.init_pid(killed)
-    before, after = (os.path.join(work, "every-node-%s.json" % w) for w in ("before", "after"))
-    shim_log = os.path.join(work, "every-node-shim.log")
-    load = "mqd load --server '%s' --vendor-dll %s %s" % (servers.setting, args.ompi_dll, a.shim)
+    if label == "slurm":
+        # Then the wait for that node's srun to end, which closes the shim's stream (till then
+        # srun holds it open). The bracket keeps pgrep from matching the shell that runs it.
+        kill += ("; for i in $(seq 600); do pgrep -f 'nodelist=%s[%s] --nodes=1' >/dev/null "
+                 "|| break; sleep 0.1; done" % (killed[:-1], killed[-1]))
+    before, after = (os.path.join(work, "every-node-%s-%s.json" % (label, w))
+                     for w in ("before", "after"))
+    shim_log = os.path.join(work, "every-node-%s-shim.log" % label)
+    gdb_out = os.path.join(work, "every-node-%s-gdb.txt" % label)
+    load = "mqd load --server '%s' --vendor-dll %s %s" % (setting, args.ompi_dll, a.shim)
     cmd = gdb_command(job.pids, a.frontend, load, "mqd attach --launcher %d" % job.launcher)
     cmd += ["-ex", "mqd dump --all --json --output " + before, "-ex", "shell " + kill,
             "-ex", "mqd dump --all --json --output " + after, "-ex", "echo mqd-e2e: gdb lives\\n"]
-    env = dict(os.environ, MQD_PROXY_TOKEN_FILE=servers.token_file, MQD_PROXY_READ_COST="0",
-               MQD_PROXY_LOG="info", MQD_PROXY_LOG_FILE=shim_log)
+    env = dict(os.environ, MQD_PROXY_READ_COST="0", MQD_PROXY_LOG="info",
+               MQD_PROXY_LOG_FILE=shim_log, **env)
     started = time.time()
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=900, env=env)
-    print("every-node (a server on each of %d nodes, then %s's killed): %.2f s"
-          % (len(cluster.nodes), killed, time.time() - started), flush=True)
-    with open(os.path.join(work, "every-node-gdb.txt"), "w") as f:
+    print("every-node %s (%s: a server on each of %d nodes, then %s's killed): %.2f s"
+          % (label, setting, len(cluster.nodes), killed, time.time() - started), flush=True)
+    with open(gdb_out, "w") as f:
         f.write(run.stdout)
     if run.returncode != 0 or "mqd-e2e: gdb lives" not in run.stdout or "Traceback" in run.stdout:
-        return ["gdb with a server on every node failed (%d): see %s/every-node-gdb.txt"
-                % (run.returncode, work)]
+        return ["gdb with a server on every node (%s) failed (%d): see %s"
+                % (label, run.returncode, gdb_out)]
     if not os.path.exists(before) or open(before).read() != native[0]:
-        problems.append("the dump through a server on every node differs from the native one: "
-                        "see %s" % before)
+        problems.append("the dump through a server on every node (%s) differs from the native "
+                        "one: see %s" % (label, before))
+    with open(shim_log) as f:
+        said = f.read()
     for node in cluster.nodes:
-        problems += read_on_node(servers.logs[node], job, node)
+        proved = set(int(p) for p in re.findall(r"memory read on this host, from pid (\d+)",
+                                                server_log(node, said)))
+        own = set(pid for pid, host in zip(job.pids, job.hosts) if host == node)
+        if proved != own:
+            problems.append("the server on %s (%s) read pids %s on its node, its ranks are %s: "
+                            "see %s" % (node, label, sorted(proved), sorted(own), work))
     native_ranks = json.loads(native[0])
     dumped = json.loads(open(after).read()) if os.path.exists(after) else []
     if len(dumped) != len(native_ranks):
-        return problems + ["after the kill, %d ranks dumped, not %d" % (len(dumped),
-                                                                        len(native_ranks))]
+        return problems + ["after the kill (%s), %d ranks dumped, not %d"
+                           % (label, len(dumped), len(native_ranks))]
     for mine, theirs, host in zip(dumped, native_ranks, job.hosts):
-        if host == killed and "error" not in mine:
+        if host == killed and label == "tcp" and "error" not in mine:
             problems.append("rank %d on %s, whose server was killed, dumped without an error"
                             % (theirs["rank"], host))
-        elif host != killed and mine != theirs:
-            problems.append("rank %d on %s dumped otherwise once %s's server was killed: see %s"
-                            % (theirs["rank"], host, killed, after))
-    with open(shim_log) as f:
-        routed = re.findall(r"(\d+) node servers, home \S+: (\d+) ranks on their nodes", f.read())
+        elif (host != killed or label == "slurm") and mine != theirs:
+            problems.append("rank %d on %s dumped otherwise once %s's server was killed (%s): "
+                            "see %s" % (theirs["rank"], host, killed, label, after))
+    if label == "slurm" and "session re-established with slurm:%s@%s" % (job.job_id, killed) \
+            not in said:
+        problems.append("the shim did not say it re-established %s's session through srun: see "
+                        "%s" % (killed, shim_log))
+    routed = re.findall(r"(\d+) node servers, home \S+: (\d+) ranks on their nodes", said)
     if routed != [(str(len(cluster.nodes)), str(len(job.pids)))]:
         problems.append("the shim said %s of its node servers, not %d servers and %d ranks: see "
                         "%s" % (routed, len(cluster.nodes), len(job.pids), shim_log))
     return problems
+
+
+def servers_end(cluster, job):
+    """Waits for the servers' steps srun started for the shim to end, gdb having gone."""
+    wait_for(lambda: "mqd-proxy-server" not in steps_of(cluster, job.job_id),
+             LOADED_MACHINE_SLACK, "the servers' steps of job %s to end once gdb exited"
+             % job.job_id)
 
 
 def gdbservers_end(cluster, job):

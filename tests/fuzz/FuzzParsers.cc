@@ -70,8 +70,8 @@ void fuzzEndpoint(const uint8_t* data, size_t size) {
   } catch (const std::invalid_argument&) {
     return;
   }
-  // ssh:// endpoints have no network address: toKjAddress() says so (Endpoint.h).
-  if (e.kind != mqd::Endpoint::Kind::Ssh) (void)e.toKjAddress();
+  // ssh:// and slurm: endpoints have no network address: toKjAddress() says so (Endpoint.h).
+  if (!e.isLaunched()) (void)e.toKjAddress();
   (void)e.isLoopback();
   mqd::Endpoint again;
   try {
@@ -80,7 +80,7 @@ void fuzzEndpoint(const uint8_t* data, size_t size) {
     fail("Endpoint::parse(\"" + text + "\").toString() does not parse: " + x.what());
   }
   if (again.kind != e.kind || again.path != e.path || again.host != e.host ||
-      again.port != e.port || again.user != e.user) {
+      again.port != e.port || again.user != e.user || again.job != e.job) {
     fail("Endpoint \"" + text + "\" does not survive toString() and parse()");
   }
 }

@@ -64,7 +64,7 @@ TEST_CASE("Endpoint: malformed input is refused with a message that quotes it") 
       FAIL("accepted");
     } catch (const std::invalid_argument& e) {
       CHECK(std::string(e.what()).find(std::string("\"") + bad + "\"") != std::string::npos);
-      CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT, tls:HOST:PORT or ssh://") !=
+      CHECK(std::string(e.what()).find("unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, ssh://") !=
             std::string::npos);
     }
   }
@@ -74,7 +74,8 @@ TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
   for (const char* text : {"unix:/tmp/x.sock", "unix:rel", "tcp:host:1", "tcp:10.0.0.1:80",
                            "tcp:[::1]:4000", "tcp:[fe80::1%eth0]:0", "tcp:[name]:7",
                            "ssh://node7", "ssh://me@node7:2222/opt/bin/mqd-proxy-server",
-                           "ssh://[::1]:22", "ssh://[::1]", "ssh://node7/~/bin/mqd-proxy-server"}) {
+                           "ssh://[::1]:22", "ssh://[::1]", "ssh://node7/~/bin/mqd-proxy-server",
+                           "slurm:1234", "slurm:1234_7@node-03", "slurm:9+1/opt/mqd/server"}) {
     INFO(text);
     Endpoint e = Endpoint::parse(text);
     Endpoint again = Endpoint::parse(e.toString());
@@ -83,6 +84,7 @@ TEST_CASE("Endpoint: what toString() writes parses back to the same endpoint") {
     CHECK(again.host == e.host);
     CHECK(again.port == e.port);
     CHECK(again.user == e.user);
+    CHECK(again.job == e.job);
   }
 }
 
@@ -103,6 +105,28 @@ TEST_CASE("Endpoint: ssh:// names a user, host, port and server program") {
   CHECK(Endpoint::parse("ssh://node7/~/bin/s").path == "~/bin/s");
   CHECK(Endpoint::parse("ssh://[fe80::1]:22").host == "fe80::1");
   CHECK(Endpoint::parse("ssh://[fe80::1]").port == 0);
+}
+
+TEST_CASE("Endpoint: slurm: names a job, maybe one of its nodes, and the server program") {
+  Endpoint every = Endpoint::parse("slurm:1234");
+  CHECK(every.kind == Endpoint::Kind::Slurm);
+  CHECK(every.job == "1234");
+  CHECK(every.host.empty());  // every node of the job
+  CHECK(every.path.empty());
+  CHECK(every.isLaunched());
+  CHECK_FALSE(every.isLoopback());
+  CHECK_THROWS_AS(every.toKjAddress(), std::invalid_argument);
+  Endpoint one = Endpoint::parse("slurm:1234_7@node07/opt/mqd/bin/mqd-proxy-server");
+  CHECK(one.job == "1234_7");
+  CHECK(one.host == "node07");
+  CHECK(one.path == "/opt/mqd/bin/mqd-proxy-server");
+  CHECK(one.toString() == "slurm:1234_7@node07/opt/mqd/bin/mqd-proxy-server");
+  for (const char* bad : {"slurm:", "slurm:abc", "slurm:-1", "slurm:12a", "slurm:1@",
+                          "slurm:1@-n", "slurm:1@a,b", "slurm:1@n[1-2]", "slurm:1/",
+                          "slurm:1/bin/s;rm", "slurm:1/~/s", "slurm:1@n/x y"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(Endpoint::parse(bad), std::invalid_argument);
+  }
 }
 
 TEST_CASE("Endpoint: ssh:// refuses what ssh or a remote shell would misread") {
