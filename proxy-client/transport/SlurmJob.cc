@@ -77,6 +77,12 @@ std::vector<std::string> slurmJobNodes(const std::string& job, std::chrono::mill
 std::vector<std::string> expandSlurmJobs(const std::vector<std::string>& servers,
                                          std::chrono::milliseconds limit,
                                          std::vector<std::string>* problems) {
+  // Nothing of Slurm's is touched unless a slurm: server is named. (Running the loop below
+  // for every setting made LeakSanitizer's tracer crash at the exit of a shim process in the
+  // sanitized security-local-user test, reproducibly and not yet explained.)
+  bool any = false;
+  for (const std::string& server : servers) any = any || server.rfind("slurm:", 0) == 0;
+  if (!any) return servers;
   std::vector<std::string> out;
   for (const std::string& server : servers) {
     Endpoint endpoint;
