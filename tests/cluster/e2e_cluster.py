@@ -15,10 +15,10 @@ token, --node-memory), and the same dump through the shim: JSON and text identic
 native one, and the server's log showing every rank of its own node read on the node, and no
 other (the other nodes' ranks are read through the debugger).
 
-Then a server on every node, twice. First started by Slurm in one step (one task a node), each
-listening on TCP with one token, all named in the shim's `server` setting: the native dump,
-each server reading exactly its own node's ranks there (docs/round-trips.md, "A server on
-every node"); the last node's server is then killed (every process of it, from inside the
+Then a server on every node, twice (docs/round-trips.md, "A server on every node"). First
+started by Slurm in one step (one task a node), each listening on TCP with one token, all named
+in the shim's `server` setting: the native dump, each server reading exactly its own node's
+ranks there; the last node's server is then killed (every process of it, from inside the
 node) and gdb dumps again: the other nodes' ranks as natively, the killed node's each with the
 proxy's error, and gdb goes on. Then as a user gets them: the setting slurm:JOB, which has srun
 start a server with --stdio on each node of the job (a step each), the stream being srun's
