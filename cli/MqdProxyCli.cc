@@ -215,12 +215,10 @@ int main(int argc, char** argv) {
   // A server on every node (several in the server setting, or slurm:JOB: one on each node of
   // the job, SlurmJob.h): ping, info, stats and doctor ask each in turn; the other commands
   // take one.
-  std::vector<std::string> servers = c.config.servers();
-  if (command != "config" && !graph) {
-    servers = client::expandSlurmJobs(servers, c.config.timeout);
-    if (servers.size() == 1) c.config.server = servers[0];
-  }
-  if (servers.size() > 1 && command != "config" && !graph) {
+  if (command == "config" || graph) return runCommand(*chosen, c);
+  std::vector<std::string> servers = client::expandSlurmJobs(c.config.servers(), c.config.timeout);
+  if (servers.size() == 1) c.config.server = servers[0];
+  if (servers.size() > 1) {
     bool eachInTurn = command == "ping" || command == "info" || command == "stats" ||
                       command == "doctor";
     if (!eachInTurn || c.json) {

@@ -25,9 +25,17 @@ bool hasControl(const std::string& s) {
   return false;
 }
 
+// What a shell would interpret.
+constexpr const char* kShellCharacters = " \t\n'\"\\;&|`$<>(){}*?!#";
+
 bool unsafeName(const std::string& s) {
   return s.empty() || s[0] == '-' || hasControl(s) ||
-         s.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#") != std::string::npos;
+         s.find_first_of(kShellCharacters) != std::string::npos;
+}
+
+// A server path a launcher runs: no control or shell characters, nor any of `extra`.
+bool unsafePath(const std::string& s, const std::string& extra) {
+  return hasControl(s) || s.find_first_of(kShellCharacters + extra) != std::string::npos;
 }
 
 }  // namespace
@@ -43,9 +51,7 @@ Endpoint Endpoint::parseSsh(const std::string& text) {
     // ssh://host/~/bin/mqd-proxy-server names a path in the remote home directory.
     if (e.path.rfind("/~/", 0) == 0) e.path = e.path.substr(1);
     if (e.path == "/") e.path.clear();
-    if (!e.path.empty() && (hasControl(e.path) || e.path.find_first_of(
-                                                      " \t\n'\"\\;&|`$<>(){}*?!#") !=
-                                                      std::string::npos)) {
+    if (!e.path.empty() && unsafePath(e.path, "")) {
       bad(text, "the server path contains a character ssh's remote shell would interpret");
     }
   }
@@ -98,8 +104,7 @@ Endpoint Endpoint::parseSlurm(const std::string& text) {
     // an absolute path means the same there.
     e.path = rest.substr(slash);
     rest = rest.substr(0, slash);
-    if (e.path == "/" || hasControl(e.path) || e.path.find_first_of(" \t\n'\"\\;&|`$<>(){}*?!#~") !=
-                                                    std::string::npos) {
+    if (e.path == "/" || unsafePath(e.path, "~")) {
       bad(text, "the server path must be an absolute path of plain characters");
     }
   }
@@ -186,8 +191,8 @@ std::string Endpoint::toString() const {
 std::string Endpoint::toKjAddress() const {
   if (kind == Kind::Unix) return "unix:" + path;
   if (isLaunched()) {
-    throw std::invalid_argument(toString() + " is reached through " +
-                                (kind == Kind::Ssh ? "ssh" : "srun") + ", not an address");
+    throw std::invalid_argument(toString() + " is reached through " + launcherName() +
+                                ", not an address");
   }
   bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);

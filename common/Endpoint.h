@@ -51,6 +51,12 @@ struct Endpoint {
   // Reached through a launcher that runs the server with --stdio: ssh://, slurm:.
   bool isLaunched() const { return kind == Kind::Ssh || kind == Kind::Slurm; }
 
+  // The program that starts a launched server ("ssh", "srun"), as log lines and errors name
+  // it; "" for the others.
+  const char* launcherName() const {
+    return kind == Kind::Ssh ? "ssh" : kind == Kind::Slurm ? "srun" : "";
+  }
+
   // Whether HOST is written as a loopback address or "localhost" (unix sockets count as
   // loopback). A name is not resolved: a server decides on the address it actually binds.
   bool isLoopback() const;

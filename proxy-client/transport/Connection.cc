@@ -159,7 +159,7 @@ kj::Promise<kj::Own<Connection>> connectOverStdio(kj::AsyncIoContext& io,
                           where + ": Slurm could not list the job's nodes as the session "
                                   "opened (it can now: try again)");
   }
-  std::string launcher = slurm ? "srun" : "ssh";
+  std::string launcher = endpoint.launcherName();
   std::string hint = slurm ? " (srun --jobid=" + endpoint.job + " --overlap must start a step "
                              "of the job: it must be yours and running, and mqd-proxy-server "
                              "installed on its nodes)"

@@ -67,7 +67,7 @@ kj::Own<StdioProcess> StdioProcess::start(kj::AsyncIoContext& io, const Endpoint
                                           kj::Own<kj::AsyncIoStream>* stream) {
   std::vector<std::string> args = stdioCommand(endpoint, config);
   bool slurm = endpoint.kind == Endpoint::Kind::Slurm;
-  std::string launcher = slurm ? "srun" : "ssh";
+  std::string launcher = endpoint.launcherName();
   std::string program = findProgram(args[0]);
   if (program.empty()) {
     unreachable(endpoint.toString() + ": cannot find the " + launcher + " program \"" +
