@@ -29,7 +29,8 @@ and that node's ranks dump as natively too. Once gdb is gone, so are the servers
 
 Once more with the job launched by Open MPI's mpirun inside `salloc` (its daemons started
 through srun): attached from mpirun's table, gdbservers started through Slurm as well, the
-native dump as posted.
+native dump as posted. Then one of its ranks held by another tracer: `mqd attach` says which
+and why, gdb goes on, and no rank stays attached.
 
 Finally the cluster goes down, and nothing of it may be left: no link, no namespace, no
 process, no mount.
@@ -40,6 +41,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,11 +161,65 @@ def run_jobs(cluster, a, args, work):
         problems += check_against_manifests(dumps, job.manifests)
         problems += check_hosts(dumps, job, nodes)
         gdbservers_end(cluster, job)
+        problems += rank_held_elsewhere(cluster, a, job, work)
     finally:
         for started in (server, servers, job):
             if started:
                 started.stop()
     return problems
+
+
+def rank_held_elsewhere(cluster, a, job, work):
+    """A rank another tracer holds (a gdbserver of someone else's, on its node): the front end's
+    gdbserver cannot attach it. `mqd attach` must fail saying which rank, on which node, and
+    gdbserver's own words; gdb goes on; the step of gdbservers ends, and the ranks it had
+    attached are let go."""
+    node, pid = job.hosts[-1], job.pids[-1]
+    holder = subprocess.Popen(["nsenter", "-t", str(cluster.init_pid(node)), "-a", "gdbserver",
+                               "--attach", ":0", str(pid)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    problems = []
+    try:
+        said = ""
+        while "Listening on port" not in said:
+            line = holder.stdout.readline()
+            if not line:
+                return ["the holding gdbserver did not attach rank %d on %s: %s"
+                        % (pid, node, said)]
+            said += line
+        cmd = gdb_command(job.pids, a.frontend, "python print('mqd-test: gdb goes on')",
+                          attach="mqd attach --launcher %d" % job.launcher)
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=600).stdout
+        wanted = ("pid %d on %s: Cannot attach to process %d" % (pid, node, pid),
+                  "already traced", "mqd-test: gdb goes on")
+        missing = [w for w in wanted if w not in out]
+        if missing or "Traceback" in out:
+            problems.append("mqd attach with rank %d on %s held by another tracer: %s not "
+                            "said:\n%s" % (pid, node, missing, out[-3000:]))
+        gdbservers_end(cluster, job)
+        held = [(h, p) for h, p in zip(job.hosts, job.pids)
+                if (h, p) != (node, pid) and tracer_of(cluster, h, p) != 0]
+        if held:
+            problems.append("ranks still traced after the failed attach: %s" % held)
+    finally:
+        # nsenter forked to enter the node's pid namespace: its child is the gdbserver
+        with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
+            for child in f.read().split():
+                os.kill(int(child), signal.SIGKILL)
+        holder.kill()
+        holder.wait()
+        # its attach stopped the rank: let it run, to see the stop file and end with the job
+        cluster.run_on(node, ["kill", "-CONT", str(pid)])
+    print("a rank held by another tracer: mqd attach says so, gdb goes on", flush=True)
+    return problems
+
+
+def tracer_of(cluster, node, pid):
+    """The pid tracing process `pid` of `node` (0: none)."""
+    status = cluster.run_on(node, ["cat", "/proc/%d/status" % pid], stdout=subprocess.PIPE,
+                            text=True).stdout
+    return int(re.search(r"^TracerPid:\s*(\d+)", status, re.M).group(1))
 
 
 def read_on_node(log, job, node):

@@ -146,7 +146,7 @@ def start_gdbservers(job: str, ranks: List[Tuple[str, int]]) -> Dict[str, List[s
     deadline = time.monotonic() + GDBSERVERS_TIMEOUT
     pending = b""
     ended = False  # srun's output ended: the step did
-    failed = False  # a gdbserver ended without a port
+    failed: List[Tuple[str, int]] = []  # the ranks whose gdbserver ended without a port
     while not wanted <= set(ports) and not ended and not failed:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([out], [], [], left)[0]:
@@ -165,8 +165,9 @@ def start_gdbservers(job: str, ranks: List[Tuple[str, int]]) -> Dict[str, List[s
             if m:
                 ports[(m.group(1), int(m.group(2)))] = int(m.group(3))
                 continue
-            if _ENDED.match(line):
-                failed = True
+            m = _ENDED.match(line)
+            if m:
+                failed.append((m.group(1), int(m.group(2))))
                 continue
             m = _SAID.match(line)
             if m:
@@ -175,9 +176,13 @@ def start_gdbservers(job: str, ranks: List[Tuple[str, int]]) -> Dict[str, List[s
         if srun_pid is not None and not ended:
             _cancel(srun_pid)
         out.close()
-        missing = [(n, p) for n, p in ranks if (n, p) not in ports]
+        # The ranks whose gdbserver gave up first: they are why the others did not start.
+        missing = failed + [(n, p) for n, p in ranks if (n, p) not in ports and
+                            (n, p) not in failed]
         reasons = ["pid %d on %s: %s" % (p, n, said.get((n, p), "no word"))
                    for n, p in missing[:5]]
+        if len(missing) > 5:
+            reasons.append("%d more not started" % (len(missing) - 5))
         other = [l for l in lines if not _SAID.match(l)][-5:]
         what = "ended before every one started" if ended or failed else \
             "did not start every one in %d s" % GDBSERVERS_TIMEOUT
