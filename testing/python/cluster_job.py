@@ -30,12 +30,15 @@ from mpi_job import LaunchedJob  # noqa: E402
 
 def _open_mpi_env(cluster):
     """Open MPI's settings for a job across the nodes: TCP between nodes, shared memory
-    within one, both on the cluster's subnet only."""
+    within one, both on the cluster's subnet only. The nodes' CPUs are this machine's few:
+    ranks waiting in MPI yield the CPU (srun's ranks would spin, Open MPI not knowing them
+    oversubscribed, and starve the ranks they wait for and Slurm's daemons)."""
     subnet = cluster.subnet
     return cluster.env(dict(os.environ, OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,vader,tcp",
                             OMPI_MCA_btl_tcp_if_include=subnet,
                             OMPI_MCA_oob_tcp_if_include=subnet,
-                            OMPI_MCA_rmaps_base_oversubscribe="1"))
+                            OMPI_MCA_rmaps_base_oversubscribe="1",
+                            OMPI_MCA_mpi_yield_when_idle="1"))
 
 
 class _SlurmJob(LaunchedJob):

@@ -50,7 +50,8 @@ def find_communicator(communicators, label, facts):
 class LaunchedJob:
     """An MPI job started by COMMAND (its launcher and program, then WORKDIR), whose ranks each
     write WORKDIR/rank-R.ready and rank-R.json and park until WORKDIR/stop exists. `name`
-    names the job and `launcher` the command in failures; `env` is the launcher's.
+    names the job and `launcher` the command in failures; `env` is the launcher's. Every rank
+    must be ready within 120 s, or a second a rank for a job of more.
 
     `starts` > 1 lets a job that fails before every rank is ready (its launcher ended, or the
     ranks did not all get ready in time) be started again, up to that many times in all, its
@@ -83,7 +84,7 @@ class LaunchedJob:
         ready = lambda: all(os.path.exists(os.path.join(workdir, "rank-%d.ready" % r))
                             for r in range(ranks))
         try:
-            wait_for(lambda: ready() or self.proc.poll() is not None, 120, name)
+            wait_for(lambda: ready() or self.proc.poll() is not None, max(120, ranks), name)
         except Failure as e:
             self.stop()
             raise Failure("%s; %s's output:\n%s" % (e, launcher, open(self.log.name).read()))
@@ -100,9 +101,28 @@ class LaunchedJob:
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            # The launcher's whole session: mpirun puts the srun that starts its daemons in a
+            # process group of its own.
+            kill_session(self.proc.pid)
             self.proc.wait()
         self.log.close()
+
+
+def kill_session(sid):
+    """SIGKILL to every process of session `sid`."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class OpenMpiJob(LaunchedJob):

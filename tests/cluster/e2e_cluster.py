@@ -87,6 +87,13 @@ def leftover_problems(cluster_dir):
                           text=True).stdout.strip()
     if mine:
         problems.append("processes left behind:\n" + mine)
+    # Slurm's launchers on the login node name no directory (mpirun's srun, for one); only
+    # this cluster runs them here (a zombie is an ended one its new parent has yet to reap)
+    listed = subprocess.run(["ps", "-C", "srun,salloc", "-o", "pid=,stat=,args="],
+                            stdout=subprocess.PIPE, text=True).stdout.splitlines()
+    launchers = [line for line in listed if line.split()[1][0] != "Z"]
+    if launchers:
+        problems.append("launchers left behind:\n" + "\n".join(launchers))
     # slurmd, slurmctld and munged name the cluster's directory; a job step's slurmstepd
     # does not
     steps = subprocess.run(["pgrep", "-a", "-x", "slurmstepd"], stdout=subprocess.PIPE,

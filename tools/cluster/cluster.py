@@ -130,6 +130,8 @@ def _slurm_conf(directory, nodes, cpus):
         "MpiDefault=none",
         "ReturnToService=2",
         "MailProg=/bin/true",
+        # a machine running a job of hundreds of ranks answers late; 10 s by default
+        "MessageTimeout=60",
         "SlurmctldTimeout=30",
         "SlurmdTimeout=60",
         "InactiveLimit=0",
