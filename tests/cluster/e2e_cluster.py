@@ -216,7 +216,10 @@ def rank_held_elsewhere(cluster, a, job, work):
                 os.kill(int(child), signal.SIGKILL)
         holder.kill()
         holder.wait()
-        # its attach stopped the rank: let it run, to see the stop file and end with the job
+        # Its attach stopped the rank: let it run, to see the stop file and end with the job,
+        # once the kernel has detached the dead tracer (a SIGCONT before that is lost).
+        wait_for(lambda: tracer_of(cluster, node, pid) == 0, LOADED_MACHINE_SLACK,
+                 "the holding gdbserver to let rank %d on %s go" % (pid, node))
         cluster.run_on(node, ["kill", "-CONT", str(pid)])
     print("a rank held by another tracer: mqd attach says so, gdb goes on", flush=True)
     return problems
