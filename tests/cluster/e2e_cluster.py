@@ -168,7 +168,7 @@ def run_jobs(cluster, a, args, work):
         problems += check_against_manifests(dumps, job.manifests)
         problems += check_hosts(dumps, job, nodes)
         gdbservers_end(cluster, job)
-        problems += rank_held_elsewhere(cluster, a, job, work)
+        problems += rank_held_elsewhere(cluster, a, job)
     finally:
         for started in (server, servers, job):
             if started:
@@ -176,7 +176,7 @@ def run_jobs(cluster, a, args, work):
     return problems
 
 
-def rank_held_elsewhere(cluster, a, job, work):
+def rank_held_elsewhere(cluster, a, job):
     """A rank another tracer holds (a gdbserver of someone else's, on its node): the front end's
     gdbserver cannot attach it. `mqd attach` must fail saying which rank, on which node, and
     gdbserver's own words; gdb goes on; the step of gdbservers ends, and the ranks it had
