@@ -1,11 +1,14 @@
 """frontends/gdb/mqd_gdb/render.py's as_json is json.dumps(value, indent=1) byte for byte (the
 format mqd-proxy replay writes too), made by an encoder of its own: on a real dump, on
-random values of every kind a dump holds, and on values it leaves to json.dumps."""
+random values of every kind a dump holds, on records rendered by the template of their shape,
+and on values it leaves to json.dumps. And abi's reading of an operation in one call gives
+what ctypes reads field by field."""
+import ctypes
 import json
 import os
 import random
 
-from mqd_gdb import render
+from mqd_gdb import abi, render
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -53,3 +56,61 @@ def test_random_values():
 def test_other_values_are_json_dumps_own():
     for value in ([1.5, float("inf")], {1: "a"}, {"a": {2: [None]}}, [True, 0.1]):
         assert render.as_json(value) == expected(value)
+
+
+def test_records_of_one_shape_and_their_neighbours():
+    """Many dicts of one shape (one template), among dicts whose keys, order or value types
+    differ by one, a list holding another item than a str, keys that a "%" template would
+    misread, and the same shape at other depths."""
+    rng = random.Random(5)
+
+    def record(i):
+        return {"status": rng.choice(["pending", "matched", "%s", "%%d"]), "n": i,
+                "flag": i % 2 == 0, "none": None, "big": 2**64 - i,
+                "lines": [random_text(rng) for _ in range(rng.randrange(6))]}
+
+    values = []
+    for i in range(400):
+        r = record(i)
+        change = rng.randrange(8)
+        if change == 0:
+            r["n"] = bool(i % 3)  # an int's place holds a bool
+        elif change == 1:
+            r["lines"] = r["lines"] + [7]  # a list with an int among the strs
+        elif change == 2:
+            r = dict(reversed(list(r.items())))  # the keys in another order
+        elif change == 3:
+            r["%(n)s"] = "%"  # keys a template would read as conversions
+            r["%%"] = "%%"
+        elif change == 4:
+            r["lines"] = []
+        values.append(r)
+    value = {"a": values, "b": [[values[:50]]], "c": values[-1]}
+    # The encoder's own text, not json.dumps's (as_json's fallback on a TypeError).
+    assert render._indented(value) + "\n" == expected(value)
+    for lists in ([1, 2, 3], ["x", "%s"], [1, "x"], [True, 1], (4, 5), [[1], [2]]):
+        value = {"k": lists, "l": [lists]}
+        assert render._indented(value) + "\n" == expected(value)
+
+
+def test_an_operation_read_in_one_call_is_ctypes_own():
+    rng = random.Random(3)
+    for width in (4, 8):
+        types = abi.Abi(width)
+        for _ in range(200):
+            op = types.PendingOperation()
+            names = [name for name, _ in op._fields_ if name != "extra_text"]
+            for name in names:
+                kind = dict(op._fields_)[name]
+                bits = 8 * ctypes.sizeof(kind)
+                signed = kind(-1).value < 0
+                low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2 ** bits - 1)
+                setattr(op, name, rng.choice([low, high, 0, 1, rng.randint(low, high)]))
+            for line in range(5):
+                raw = bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+                ctypes.memmove(ctypes.addressof(op.extra_text[line]), raw, len(raw))
+            fields = types.operation_fields(op)
+            assert list(fields[:len(names)]) == [getattr(op, name) for name in names]
+            assert ([abi.text(line) for line in fields[len(names):]] ==
+                    [bytes(line).split(b"\0", 1)[0].decode("utf-8", "replace")
+                     for line in op.extra_text])

@@ -104,21 +104,25 @@ def _queue(session: Session, p: int, op_class: int) -> Dict[str, Any]:
     if rc != abi.MQS_OK:
         return {"rc": rc, "error": session.error_text(rc), "operations": []}
     operations: List[Dict[str, Any]] = []
+    fields = session.abi.operation_fields
     while True:
         op = session.abi.PendingOperation()
         rc = lib.mqs_next_operation(p, ctypes.byref(op))
         if rc != abi.MQS_OK:
             break
+        (status, desired_local_rank, desired_global_rank, tag_wild, desired_tag, desired_length,
+         system_buffer, buffer, actual_local_rank, actual_global_rank, actual_tag, actual_length,
+         *extra_text) = fields(op)
         operations.append({
-            "status": STATUS.get(op.status, op.status),
-            "desired_local_rank": op.desired_local_rank,
-            "desired_global_rank": op.desired_global_rank,
-            "tag_wild": bool(op.tag_wild), "desired_tag": op.desired_tag,
-            "desired_length": op.desired_length, "system_buffer": bool(op.system_buffer),
-            "buffer": op.buffer, "actual_local_rank": op.actual_local_rank,
-            "actual_global_rank": op.actual_global_rank, "actual_tag": op.actual_tag,
-            "actual_length": op.actual_length,
-            "extra_text": [abi.text(line) for line in op.extra_text],
+            "status": STATUS.get(status, status),
+            "desired_local_rank": desired_local_rank,
+            "desired_global_rank": desired_global_rank,
+            "tag_wild": bool(tag_wild), "desired_tag": desired_tag,
+            "desired_length": desired_length, "system_buffer": bool(system_buffer),
+            "buffer": buffer, "actual_local_rank": actual_local_rank,
+            "actual_global_rank": actual_global_rank, "actual_tag": actual_tag,
+            "actual_length": actual_length,
+            "extra_text": [abi.text(line) for line in extra_text],
         })
     end: Dict[str, Any] = {"rc": rc, "operations": operations}
     if rc != abi.MQS_END_OF_LIST:
