@@ -178,9 +178,8 @@ def text(chars: Any) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-# struct's codes of the integer types of the structs above.
-_CODES = {ctypes.c_int32: "i", ctypes.c_uint32: "I", ctypes.c_int64: "q", ctypes.c_uint64: "Q",
-          ctypes.c_int: "i"}
+# struct's codes of the integer types of the structs above (ctypes.c_int is c_int32).
+_CODES = {ctypes.c_int32: "i", ctypes.c_uint32: "I", ctypes.c_int64: "q", ctypes.c_uint64: "Q"}
 
 
 def _unpacker(structure: Any) -> Callable[[Any], Tuple[Any, ...]]:

@@ -135,9 +135,7 @@ def _indented(value: Any) -> str:
             else:
                 items = set(map(type, v))  # a list of ints (a group) or of strs: one join
                 if len(items) == 1 and (int in items or str in items):
-                    put("[" + pad + ("," + pad).join(map(int.__repr__ if int in items
-                                                          else _string, v)))
-                    put("\n" + " " * depth + "]")
+                    put(_joined(v, int.__repr__ if int in items else _string, depth))
                     return
             separator = ("{" if kind is dict else "[") + pad
             for item in (v.items() if kind is dict else v):
@@ -162,16 +160,21 @@ class _NotARecord(Exception):
     """A dict of a record's shape with a list that holds another item than a str."""
 
 
+def _joined(items: Any, encode: Callable[[Any], str], depth: int) -> str:
+    """A non-empty list at `depth`, each item's text encode(item), as json.dumps(indent=1)
+    lays it out."""
+    pad = "\n" + " " * (depth + 1)
+    return "[" + pad + ("," + pad).join(map(encode, items)) + "\n" + " " * depth + "]"
+
+
 def _strings(items: List[Any], depth: int) -> str:
     """A list of str of a record at `depth`, indented; _NotARecord for another item."""
     if not items:
         return "[]"
-    pad = "\n" + " " * (depth + 2)
     try:
-        inner = ("," + pad).join(map(_string, items))
+        return _joined(items, _string, depth + 1)
     except TypeError:
         raise _NotARecord() from None
-    return "[" + pad + inner + "\n" + " " * (depth + 1) + "]"
 
 
 # How a record's value of each kind but int becomes the text of its "%s", given the record's
