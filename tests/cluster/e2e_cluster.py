@@ -182,8 +182,8 @@ def rank_held_elsewhere(cluster, a, job):
     gdbserver's own words; gdb goes on; the step of gdbservers ends, and the ranks it had
     attached are let go."""
     node, pid = job.hosts[-1], job.pids[-1]
-    holder = subprocess.Popen(["nsenter", "-t", str(cluster.init_pid(node)), "-a", "gdbserver",
-                               "--attach", ":0", str(pid)], stdin=subprocess.DEVNULL,
+    holder = subprocess.Popen(cluster.enter(node) + ["gdbserver", "--attach", ":0", str(pid)],
+                              stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     problems = []
     try:
@@ -289,7 +289,7 @@ def every_node(cluster, a, args, job, native, work, label, setting, env, server_
       re-establishes the session through a new srun, which starts a new server, and says so)."""
     problems = []
     killed = cluster.nodes[-1]
-    kill = "nsenter -t %d -a pkill -KILL -x mqd-proxy-serve" % cluster.init_pid(killed)
+    kill = " ".join(cluster.enter(killed) + ["pkill", "-KILL", "-x", "mqd-proxy-serve"])
     if label == "slurm":
         # Then the wait for that node's srun to end, which closes the shim's stream (till then
         # srun holds it open). The bracket keeps pgrep from matching the shell that runs it.

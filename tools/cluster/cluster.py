@@ -207,10 +207,16 @@ class Cluster:
         with open("/proc/%d/task/%d/children" % (unshare, unshare)) as f:
             return int(f.read().split()[0])
 
+    def enter(self, node):
+        """The command that runs what follows it inside the node's namespaces, as its root, in
+        the node's root directory: entering a mount namespace puts a process at that
+        namespace's own root, which is not the node's when the cluster runs in a chroot (the
+        Debian 13 root of tests/debian13/), whose /proc and programs are its own."""
+        return ["nsenter", "-t", str(self.init_pid(node)), "-a", "-r", "-w"]
+
     def run_on(self, node, argv, **kw):
-        """Runs argv inside the node's namespaces (as its root); subprocess.run's keywords."""
-        return subprocess.run(["nsenter", "-t", str(self.init_pid(node)), "-a"] + list(argv),
-                              **kw)
+        """Runs argv inside the node's namespaces (enter()); subprocess.run's keywords."""
+        return subprocess.run(self.enter(node) + list(argv), **kw)
 
     # -- up and down ---------------------------------------------------------------------
     def __enter__(self):

@@ -18,6 +18,7 @@ done
 setup='set -e
 dir=$1; shift
 mount --make-rprivate /
+mount --bind "$dir" "$dir"  # / a mount point inside, as ip netns exec needs (tests/cluster/)
 mount -t proc proc "$dir/proc"
 mount --rbind /dev "$dir/dev"
 mount -t tmpfs -o mode=1777 shm "$dir/dev/shm"
