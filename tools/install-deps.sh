@@ -4,8 +4,9 @@
 # Runs apt-get as root (directly, or through sudo when available).
 #   install-deps.sh          what building, the demo and the native tests need
 #   install-deps.sh --packaging  also what the packaging tests need (tests/packaging/):
-#                            systemd's tools and lintian (the Debian 13 root of tests/debian13/
-#                            has these)
+#                            systemd's tools and lintian
+#   install-deps.sh --release-root  what the Debian 13 root of tests/debian13/ has: --packaging,
+#                            and Slurm and munge for the simulated cluster (tests/cluster/)
 #   install-deps.sh --cross  also what the cross-architecture tests need (tests/cross/): cross
 #                            compilers, qemu-user and gdb-multiarch (the foreign libraries come
 #                            in per-architecture sysroots, tools/cross/make-sysroot.sh)
@@ -54,10 +55,18 @@ packages=(
 )
 mode=${1:-}
 case "$mode" in
-  ""|--packaging|--cross|--test) ;;
-  *) echo "usage: install-deps.sh [--packaging|--cross|--test]" >&2; exit 2 ;;
+  ""|--packaging|--release-root|--cross|--test) ;;
+  *) echo "usage: install-deps.sh [--packaging|--release-root|--cross|--test]" >&2; exit 2 ;;
 esac
-if [ "$mode" = --packaging ] || [ "$mode" = --test ]; then
+# the simulated cluster (tools/cluster/, tests/cluster/): Slurm's controller, node daemon and
+# commands, munge for their authentication, and the namespaces' tools (ip, unshare, nsenter).
+# Debian starts no daemon of theirs where nothing runs services (a container, a chroot); the
+# cluster runs its own, with its own configuration and key.
+cluster=(slurmctld slurmd slurm-client munge iproute2 util-linux)
+if [ "$mode" = --release-root ]; then
+  packages+=("${cluster[@]}")
+fi
+if [ "$mode" = --packaging ] || [ "$mode" = --release-root ] || [ "$mode" = --test ]; then
   # systemd for systemd-socket-activate and systemd-analyze (tests/packaging/: socket
   # activation, the units verified; systemd does not need to be running); lintian for the .deb
   # (packaging-deb)
@@ -88,11 +97,7 @@ if [ "$mode" = --cross ] || [ "$mode" = --test ]; then
     # machine emulator, and its image made by mmdebstrap from Debian's arm64 packages and
     # packed by cpio (tools/arm-node/)
     packages+=(mmdebstrap qemu-system-arm cpio)
-    # the simulated cluster (tools/cluster/, tests/cluster/): Slurm's controller, node daemon
-    # and commands, munge for their authentication, and the namespaces' tools (ip, unshare,
-    # nsenter). Debian starts no daemon of theirs where nothing runs services (a container);
-    # the cluster runs its own, with its own configuration and key.
-    packages+=(slurmctld slurmd slurm-client munge iproute2 util-linux)
+    packages+=("${cluster[@]}")
   fi
 fi
 

@@ -5,8 +5,10 @@
 #   main   makes ROOT or brings it up to date (tools/release-root/make-root.sh), then runs the
 #          README's main command there: BUILD_DIR=/build ./quickstart.sh
 #   tests  configures that build for the packaging tests too (MQD_TESTS_PACKAGING: the .deb
-#          made, checked by lintian, installed in ROOT and used there), and runs its unit,
-#          transparency, e2e and packaging tests: ctest -L 'unit|transparency|e2e|packaging'
+#          made, checked by lintian, installed in ROOT and used there) and for the simulated
+#          cluster (MQD_TESTS_CLUSTER: Slurm 24.11 and Open MPI 5 across nodes), and runs its
+#          unit, transparency, e2e, packaging and cluster tests:
+#          ctest -L 'unit|transparency|e2e|packaging|cluster'
 set -euo pipefail
 step=${1:?usage: run-in-root.sh main|tests ROOT SOURCE BUILD}
 root=${2:?} source=${3:?} build=${4:?}
@@ -19,9 +21,9 @@ case "$step" in
     exec "${enter[@]}" env BUILD_DIR=/build /src/quickstart.sh ;;
   tests)
     exec "${enter[@]}" bash -c 'set -e
-      cmake -DMQD_TESTS_PACKAGING=ON /build > /dev/null
+      cmake -DMQD_TESTS_PACKAGING=ON -DMQD_TESTS_CLUSTER=ON /build > /dev/null
       cmake --build /build -j2
-      exec ctest --test-dir /build -L "unit|transparency|e2e|packaging" --output-on-failure \
+      exec ctest --test-dir /build -L "unit|transparency|e2e|packaging|cluster" --output-on-failure \
         --timeout 1800 -j2' ;;
   *) echo "usage: run-in-root.sh main|tests ROOT SOURCE BUILD" >&2; exit 2 ;;
 esac

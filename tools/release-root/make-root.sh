@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make-root.sh SUITE DIR: a Debian root of another release (SUITE: trixie, Debian 13) in DIR,
-# made from Debian's packages by mmdebstrap, with what `tools/install-deps.sh --packaging`
+# made from Debian's packages by mmdebstrap, with what `tools/install-deps.sh --release-root`
 # installs there: what the README's main command needs (build, gdb, gdbserver, Open MPI, the
-# unit, transparency and e2e tests) and the packaging tests' tools. tests/debian13/ builds and
-# tests the project inside it (enter.sh runs a command there).
+# unit, transparency and e2e tests), the packaging tests' tools, and Slurm for the simulated
+# cluster. tests/debian13/ builds and tests the project inside it (enter.sh runs a command
+# there).
 #
 # Re-running is cheap: the root is made once; install-deps.sh runs in it again only when it
 # changed (DIR/.mqd-root records the suite and the script's hash, written last). Runs for the
@@ -24,7 +25,7 @@ exec 9>"$dir.lock"
 flock -w 1800 9 || { echo "make-root: $dir is being made by another run for over 30 minutes" >&2; exit 1; }
 deps=$here/../install-deps.sh
 stamp=$dir/.mqd-root
-deps_mode=--packaging
+deps_mode=--release-root
 want="$suite $(sha256sum < "$deps" | cut -c1-16) $deps_mode"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "make-root: $dir is up to date ($suite)" >&2
