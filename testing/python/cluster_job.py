@@ -35,7 +35,7 @@ def _open_mpi_env(cluster):
     oversubscribed, and starve the ranks they wait for and Slurm's daemons).
 
     Two more for what the tests compare with the ranks' manifests, the same in 4.1 and 5.0
-    (docs/open-mpi-5.md, "Across nodes"): a record of every peer made at MPI_Init
+    (docs/open-mpi-5.md, "Across nodes: Slurm 24.11"): a record of every peer made at MPI_Init
     (mpi_add_procs_cutoff), since the DLL shows world rank 0 for a group member whose
     record a rank has not made yet, which Open MPI 5 makes for another node's ranks only when
     it first talks to them; and no hierarchical collectives (coll han), which on a job across
