@@ -79,7 +79,9 @@ class Node:
                 "-append", "console=ttyAMA0 rdinit=/init panic=-1 quiet",
                 "-nographic", "-no-reboot", "-monitor", "none", "-serial", "file:" + self.console,
                 "-netdev", "user,id=net0," + forward,
-                "-device", "virtio-net-pci,netdev=net0"]
+                # no option ROM: the node boots its kernel directly, never from the network,
+                # and the ROM (Debian's ipxe-qemu) is only a recommendation of qemu's
+                "-device", "virtio-net-pci,netdev=net0,romfile="]
         self._ssh = ["ssh", "-i", os.path.join(self.image, "id_ed25519"),
                      "-o", "UserKnownHostsFile=" + os.path.join(self.image, "known_hosts"),
                      "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
