@@ -4,13 +4,16 @@
 #                           Open MPI job, gdb attached to every rank, queues through the proxy
 #   ./quickstart.sh test    install what is missing, build (also a sanitized copy), run the
 #                           whole test suite
-# BUILD_DIR (default: build), JOBS (default: 2) and MQD_CROSS (architectures tested besides
-# x86_64; default for `test`: all) can be set in the environment.
+# BUILD_DIR (default: build), JOBS (default: 2), MQD_CROSS (architectures tested besides
+# x86_64; default for `test`: all) and MQD_COMPILER_CACHE (where ccache keeps what was compiled,
+# for the next build of any clone; default: ~/.cache/mqd-proxy/ccache; empty: none) can be set
+# in the environment.
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-main}
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-2}
+compiler_cache=${MQD_COMPILER_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/mqd-proxy/ccache}
 
 case "$mode" in
   main|test) ;;
@@ -53,7 +56,7 @@ else
   tests="-DMQD_TESTS_MPI=ON"  # the main job's MPI program (tests/e2e/pending)
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQD_TESTS=ON $tests "-DMQD_CROSS=$cross" \
-  -DMQD_SANITIZED_COPY=$sanitized "-DMQD_FUZZ=$fuzz"
+  -DMQD_SANITIZED_COPY=$sanitized "-DMQD_FUZZ=$fuzz" "-DMQD_COMPILER_CACHE=$compiler_cache"
 cmake --build "$build" -j"$jobs"
 
 if [ "$mode" = test ]; then

@@ -22,6 +22,7 @@
 #   MQD_FUZZ             MQD_CLANG_C, MQD_CLANG_CXX and clang's libFuzzer
 #   MQD_CROSS            per architecture its cross compiler; for a target platform its
 #                        qemu-user emulator and gdb-multiarch
+#   MQD_COMPILER_CACHE   MQD_CCACHE
 
 # The sentence. OPTION may be "MQD_CROSS=<arch>", whose way out is a shorter list.
 function(mqd_requirement_missing option what package)
@@ -30,6 +31,9 @@ function(mqd_requirement_missing option what package)
     set(script "tools/install-deps.sh --cross")
   elseif(option STREQUAL "MQD_TESTS" OR option STREQUAL "MQD_TESTS_MPI")
     set(off "configure with -D${option}=OFF")
+    set(script "tools/install-deps.sh")
+  elseif(option STREQUAL "MQD_COMPILER_CACHE")
+    set(off "configure with -D${option}= (empty: no compiler cache)")
     set(script "tools/install-deps.sh")
   else()
     set(off "configure with -D${option}=OFF")
@@ -62,6 +66,9 @@ function(mqd_require_root option what)
 endfunction()
 
 macro(mqd_check_requirements)
+  if(MQD_COMPILER_CACHE)
+    mqd_require_program(MQD_CCACHE MQD_COMPILER_CACHE ccache ccache)
+  endif()
   if(MQD_TESTS)
     find_package(doctest QUIET)
     if(NOT doctest_FOUND)

@@ -33,8 +33,8 @@ case "$codename" in
 esac
 
 packages=(
-  # build
-  g++ cmake make pkg-config binutils
+  # build, with a compiler cache (quickstart.sh keeps it outside the clone)
+  g++ cmake make pkg-config binutils ccache
   # libraries
   capnproto libcapnp-dev libuv1-dev libzstd-dev libcli11-dev doctest-dev
   # PMIx's tool library: `mqd attach --launcher` of an Open MPI 5 job (frontends/pmix/)
@@ -63,7 +63,7 @@ esac
 # Debian starts no daemon of theirs where nothing runs services (a container, a chroot); the
 # cluster runs its own, with its own configuration and key.
 cluster=(slurmctld slurmd slurm-client munge iproute2 util-linux)
-if [ "$mode" = --release-root ]; then
+if [ "$mode" = --release-root ] || [ "$mode" = --test ]; then
   packages+=("${cluster[@]}")
 fi
 if [ "$mode" = --packaging ] || [ "$mode" = --release-root ] || [ "$mode" = --test ]; then
@@ -97,7 +97,6 @@ if [ "$mode" = --cross ] || [ "$mode" = --test ]; then
     # machine emulator, and its image made by mmdebstrap from Debian's arm64 packages and
     # packed by cpio (tools/arm-node/)
     packages+=(mmdebstrap qemu-system-arm cpio)
-    packages+=("${cluster[@]}")
   fi
 fi
 

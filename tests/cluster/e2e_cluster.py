@@ -58,6 +58,12 @@ from gdb_driver import gdb_command, gdb_dump  # noqa: E402
 from mpi_job import check_against_manifests  # noqa: E402
 from scratch import tear_down  # noqa: E402
 
+# gdb's own settings for every session but the first native dump: the login node has the ranks'
+# files at the same paths, as a cluster's shared image does. Without a sysroot gdb (16 most of
+# all) reads each rank's libraries through its node's gdbserver, about 2 s a rank
+# (docs/debuggers.md); the first session keeps gdb's default, as a user without that setting.
+LOCAL_FILES = ("set sysroot /",)
+
 
 def check_hosts(dumps, job, nodes):
     """Every rank dumped with the node its manifest names, and every node running some."""
@@ -69,12 +75,12 @@ def check_hosts(dumps, job, nodes):
     return problems
 
 
-def native_dump(a, dll, job, work, name):
+def native_dump(a, dll, job, work, name, before=LOCAL_FILES):
     """gdb attaches the job from its launcher's table and dumps it natively; returns the JSON
     and the text."""
     prefix = os.path.join(work, name)
     seconds = gdb_dump(job.pids, a.frontend, "mqd load " + dll, prefix,
-                       attach="mqd attach --launcher %d" % job.launcher)
+                       attach="mqd attach --launcher %d" % job.launcher, before=before)
     print("%s: %.2f s" % (name, seconds), flush=True)
     with open(prefix + ".json") as j, open(prefix + ".txt") as t:
         return j.read(), t.read()
@@ -118,7 +124,7 @@ def run_jobs(cluster, a, args, work):
         os.mkdir(srun_dir)
         job = SrunJob(cluster, a.pending, args.ops, len(nodes), args.ranks, srun_dir)
         print("srun job %s: ranks on %s" % (job.job_id, job.hosts), flush=True)
-        native = native_dump(a, args.ompi_dll, job, work, "srun-native")
+        native = native_dump(a, args.ompi_dll, job, work, "srun-native", before=())
         dumps = json.loads(native[0])
         problems += check_against_manifests(dumps, job.manifests)
         problems += check_hosts(dumps, job, nodes)
@@ -131,7 +137,7 @@ def run_jobs(cluster, a, args, work):
                            % (server.endpoint, args.ompi_dll, a.shim), prefix,
                            {"MQD_PROXY_TOKEN_FILE": server.token_file,
                             "MQD_PROXY_READ_COST": "0"},
-                           attach="mqd attach --launcher %d" % job.launcher)
+                           attach="mqd attach --launcher %d" % job.launcher, before=LOCAL_FILES)
         print("srun-proxy (server on %s): %.2f s" % (nodes[0], seconds), flush=True)
         with open(prefix + ".json") as j, open(prefix + ".txt") as t:
             proxied = (j.read(), t.read())
@@ -195,7 +201,7 @@ def rank_held_elsewhere(cluster, a, job):
                         % (pid, node, said)]
             said += line
         cmd = gdb_command(job.pids, a.frontend, "python print('mqd-test: gdb goes on')",
-                          attach="mqd attach --launcher %d" % job.launcher)
+                          attach="mqd attach --launcher %d" % job.launcher, before=LOCAL_FILES)
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              timeout=600).stdout
         wanted = ("pid %d on %s: Cannot attach to process %d" % (pid, node, pid),
@@ -300,7 +306,8 @@ def every_node(cluster, a, args, job, native, work, label, setting, env, server_
     shim_log = os.path.join(work, "every-node-%s-shim.log" % label)
     gdb_out = os.path.join(work, "every-node-%s-gdb.txt" % label)
     load = "mqd load --server '%s' --vendor-dll %s %s" % (setting, args.ompi_dll, a.shim)
-    cmd = gdb_command(job.pids, a.frontend, load, "mqd attach --launcher %d" % job.launcher)
+    cmd = gdb_command(job.pids, a.frontend, load, "mqd attach --launcher %d" % job.launcher,
+                      LOCAL_FILES)
     cmd += ["-ex", "mqd dump --all --json --output " + before, "-ex", "shell " + kill,
             "-ex", "mqd dump --all --json --output " + after, "-ex", "echo mqd-e2e: gdb lives\\n"]
     env = dict(os.environ, MQD_PROXY_READ_COST="0", MQD_PROXY_LOG="info",
