@@ -56,24 +56,26 @@ class LaunchedJob:
     `starts` > 1 lets a job that fails before every rank is ready (its launcher ended, or the
     ranks did not all get ready in time) be started again, up to that many times in all, its
     failure printed first: for a launch whose MPI library is known to lose a start-up race
-    now and then (SrunJob's), which is no part of what a test checks."""
+    now and then (SrunJob's), which is no part of what a test checks. Each start after the
+    first gets a directory of its own, WORKDIR/start-N (`dir`): a rank of a failed start may
+    still finish its start-up after its launcher ended (a node's slurmstepd kills it only
+    later), and would then write its manifest where the next start's rank writes its own; in
+    its own directory it finds the `stop` its start was given, and exits."""
 
     def __init__(self, command, ranks, workdir, name, env=None, starts=1):
-        self.dir = workdir
         launcher = os.path.basename(command[0])
         for start in range(1, starts + 1):
+            self.dir = workdir if start == 1 else os.path.join(workdir, "start-%d" % start)
+            os.makedirs(self.dir, exist_ok=True)
             try:
-                self._start(command, ranks, workdir, name, launcher, env)
+                self._start(command, ranks, self.dir, name, launcher, env)
                 break
             except Failure as e:
                 if start == starts:
                     raise
                 print("%s failed to start (attempt %d of %d), starting it again: %s"
                       % (name, start, starts, e), flush=True)
-                for entry in os.listdir(workdir):
-                    if re.match(r"(rank-\d+\.(ready|json)|stop)$", entry):
-                        os.unlink(os.path.join(workdir, entry))
-        self.manifests = [json.load(open(os.path.join(workdir, "rank-%d.json" % r)))
+        self.manifests = [json.load(open(os.path.join(self.dir, "rank-%d.json" % r)))
                           for r in range(ranks)]
         self.pids = [m["pid"] for m in self.manifests]
 
