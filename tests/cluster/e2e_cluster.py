@@ -30,7 +30,9 @@ and that node's ranks dump as natively too. Once gdb is gone, so are the servers
 Once more with the job launched by Open MPI's mpirun inside `salloc` (its daemons started
 through srun): attached from mpirun's table, gdbservers started through Slurm as well, the
 native dump as posted. Then one of its ranks held by another tracer: `mqd attach` says which
-and why, gdb goes on, and no rank stays attached.
+and why, gdb goes on, and no rank stays attached. And an attach that fails part way (a node
+named with a gdbserver that is not there): the gdbservers Slurm started for the ranks after
+it end, and no rank stays traced.
 
 Finally the cluster goes down, and nothing of it may be left: no link, no namespace, no
 process, no mount.
@@ -175,6 +177,7 @@ def run_jobs(cluster, a, args, work):
         problems += check_hosts(dumps, job, nodes)
         gdbservers_end(cluster, job)
         problems += rank_held_elsewhere(cluster, a, job)
+        problems += attach_fails_part_way(cluster, a, job)
     finally:
         for started in (server, servers, job):
             if started:
@@ -228,6 +231,38 @@ def rank_held_elsewhere(cluster, a, job):
                  "the holding gdbserver to let rank %d on %s go" % (pid, node))
         cluster.run_on(node, ["kill", "-CONT", str(pid)])
     print("a rank held by another tracer: mqd attach says so, gdb goes on", flush=True)
+    return problems
+
+
+def attach_fails_part_way(cluster, a, job):
+    """`mqd attach` failing after Slurm started its gdbservers: a node named with a gdbserver
+    that is not there (--gdbserver NODE=127.0.0.1:1), that node's first rank neither the
+    job's first nor its last. The ranks before it are attached, the attach fails saying which
+    gdbserver it could not reach, and gdb goes on; the gdbservers started for the ranks after
+    it, never connected, must not stay holding their ranks: once gdb is gone no rank is
+    traced and the step of gdbservers has ended."""
+    node = next(h for h in job.hosts[1:] if h != job.hosts[0])
+    later = [h for h in job.hosts[job.hosts.index(node) + 1:] if h != node]
+    if not later:
+        return ["attach_fails_part_way: no rank on another node after %s's first (hosts %s)"
+                % (node, job.hosts)]
+    cmd = gdb_command(job.pids, a.frontend, "python print('mqd-test: gdb goes on')",
+                      attach="mqd attach --launcher %d --gdbserver %s=127.0.0.1:1"
+                      % (job.launcher, node), before=LOCAL_FILES)
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=600).stdout
+    problems = []
+    wanted = ("cannot reach the gdbserver 127.0.0.1:1 for %s" % node, "mqd-test: gdb goes on")
+    missing = [w for w in wanted if w not in out]
+    if missing or "Traceback" in out:
+        problems.append("mqd attach with no gdbserver at %s's address: %s not said:\n%s"
+                        % (node, missing, out[-3000:]))
+    gdbservers_end(cluster, job)
+    held = [(h, p) for h, p in zip(job.hosts, job.pids) if tracer_of(cluster, h, p) != 0]
+    if held:
+        problems.append("ranks still traced after the attach that failed part way: %s" % held)
+    print("an attach that failed part way: gdb goes on, the gdbservers it did not reach end",
+          flush=True)
     return problems
 
 

@@ -159,12 +159,14 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
             offers = contextlib.nullcontext()
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
         with job.Quiet(), CodeFromFiles(), offers:
+            named = {a for listed in servers.values() for a in listed}
             if launcher is not None:
                 ranks = job.read_proctable(launcher)
                 servers = job.gdbservers_for(launcher, ranks, servers)
             else:
                 ranks = [job.Rank(None, None, None, pid) for pid in pids]
-            nums = job.attach(ranks, servers)
+            started = [a for listed in servers.values() for a in listed if a not in named]
+            nums = job.attach(ranks, servers, started)
         if launcher is not None:
             gdb.write("mqd: attached %d ranks of the job of launcher %d (inferiors %s; hosts: "
                       "%s)\n" % (len(nums), launcher, _ranges(nums),

@@ -10,10 +10,13 @@ order, each labelled with its rank and host.
                           the gdbservers named, and for the ranks of a Slurm job on hosts
                           none is named for, one gdbserver --attach each, started on the node
                           through Slurm (slurm.py)
-  attach(ranks, servers)  one inferior per rank: attached locally, or through a gdbserver
+  attach(ranks, servers, started)
+                          one inferior per rank: attached locally, or through a gdbserver
                           named for the rank's host (--multi; or --attach, holding the rank;
                           the host's ranks in turn when it has several); a local process an
-                          inferior holds already is kept there
+                          inferior holds already is kept there. If it fails part way, the
+                          gdbservers of `started` (those gdbservers_for started) it did not
+                          connect to are ended (slurm.release_gdbservers): none keeps its rank
   label(num)              the Rank behind inferior `num`, if `mqd attach` made it
 
 The MPIR process table (the MPIR process acquisition interface that launchers publish for
@@ -31,7 +34,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import gdb
 
@@ -213,7 +216,8 @@ def gdbservers_for(launcher: int, ranks: List[Rank],
     return dict(servers, **slurm.start_gdbservers(job, away))
 
 
-def attach(ranks: List[Rank], servers: Dict[str, List[str]]) -> List[int]:
+def attach(ranks: List[Rank], servers: Dict[str, List[str]],
+           started: Sequence[str] = ()) -> List[int]:
     """Attaches every rank, in the order given, one inferior each: locally when its host is
     this machine and `servers` names no gdbserver for it, else through a gdbserver of the
     list `servers[host]` (addresses for `target extended-remote`, one connection each): the
@@ -223,8 +227,22 @@ def attach(ranks: List[Rank], servers: Dict[str, List[str]]) -> List[int]:
     another process (`Hg`) before it reads a rank: one exchange less per rank and command
     through a remote link.
     Returns the inferior numbers. An inferior without a process and without a program (gdb's
-    first, when it started with none) is used first."""
+    first, when it started with none) is used first.
+    When it fails part way (or is interrupted), the ranks attached so far stay, and the
+    gdbservers of `started` (those gdbservers_for started for this attach, each holding its
+    rank) it did not connect to are ended (slurm.release_gdbservers): none is left holding
+    its rank stopped, with a port open, in a step that would never end."""
     connected: Dict[str, int] = {}  # gdbserver address -> an inferior on its connection
+    try:
+        return _attach_each(ranks, servers, connected)
+    except BaseException:
+        slurm.release_gdbservers([a for a in started if a not in connected])
+        raise
+
+
+def _attach_each(ranks: List[Rank], servers: Dict[str, List[str]],
+                 connected: Dict[str, int]) -> List[int]:
+    """attach()'s work, each gdbserver it connects to added to `connected`."""
     on_host: Dict[Optional[str], int] = {}  # host -> its ranks sent to its gdbservers so far
     nums: List[int] = []
     for r in ranks:

@@ -10,6 +10,9 @@ run inside a Slurm allocation (`salloc ... mpirun`, which starts its daemons thr
   start_gdbservers(job, ranks)
                             one gdbserver --attach per rank on its node; the addresses to give
                             gdb (host -> addresses, in the order of the host's ranks)
+  release_gdbservers(addresses)
+                            ends those of them gdb will not connect to (an attach that failed
+                            part way): each lets its rank go, and the step ends with the last
 
 How it asks Slurm: `scontrol -o show step` (which step srun `pid` runs), `scontrol -o show node`
 (each node's address: the one Slurm itself reaches the node by), and one `srun` for the
@@ -20,14 +23,17 @@ port has no authentication of its own: anyone who can reach the node's address m
 connect first (docs/security.md, "A Slurm job's nodes").
 
 Tunables: GDBSERVERS_TIMEOUT (how long the nodes may take to start theirs: the bound for a
-loaded cluster; a step starts in well under a second). The Slurm commands are the ones on PATH,
+loaded cluster; a step starts in well under a second), RELEASE_TIMEOUT (how long releasing
+unused ones may take in all). The Slurm commands are the ones on PATH,
 and they read the user's Slurm configuration ($SLURM_CONF or the system's) as usual.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import select
+import socket
 import subprocess
 import time
 from typing import Dict, List, Optional, Tuple
@@ -36,6 +42,7 @@ from .errors import MqdError
 from .hosts import is_this_host
 
 GDBSERVERS_TIMEOUT = 60
+RELEASE_TIMEOUT = 5
 
 # What each node's task runs: for every pid this node was given ("NODE=PID,PID ..." as
 # arguments; $SLURMD_NODENAME is the node's name in Slurm's table), a gdbserver --attach on a
@@ -191,6 +198,47 @@ def start_gdbservers(job: str, ranks: List[Tuple[str, int]]) -> Dict[str, List[s
             ("; srun said: " + " | ".join(other)) if other else ""))
     out.close()
     return {n: ["%s:%d" % (addresses[n], ports[(n, p)]) for p in by_node[n]] for n in nodes}
+
+
+def release_gdbservers(addresses: List[str]) -> None:
+    """Ends the gdbservers at `addresses` ("ADDRESS:PORT", as start_gdbservers gives them)
+    that gdb will not connect to, so that none goes on holding its rank stopped, listening on
+    a port anyone on the network may take, in a step that never ends: a connection opened and
+    closed at once is the one connection a `gdbserver --once` serves, after which it detaches
+    its process and exits (the step ends with the last). All at once, within RELEASE_TIMEOUT
+    seconds in all; one that cannot be reached is left (its node may be down)."""
+    pending = []
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            s = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue
+        s.setblocking(False)
+        try:
+            started = s.connect_ex((host.strip("[]"), int(port))) in (0, errno.EINPROGRESS)
+        except (OSError, ValueError):  # a name that does not resolve, a port that is none
+            started = False
+        if started:
+            pending.append(s)
+        else:
+            s.close()
+    # poll, not select: gdb attached to hundreds of ranks holds descriptors past FD_SETSIZE.
+    poll = select.poll()
+    by_fd = {s.fileno(): s for s in pending}
+    for fd in by_fd:
+        poll.register(fd, select.POLLOUT)
+    deadline = time.monotonic() + RELEASE_TIMEOUT
+    while by_fd:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        for fd, _ in poll.poll(left * 1000):  # connected, or refused: nothing more to do
+            poll.unregister(fd)
+            by_fd.pop(fd).close()
+    for s in by_fd.values():
+        s.close()
 
 
 def _cancel(pid: int) -> None:
