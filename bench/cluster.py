@@ -58,18 +58,31 @@ from whole_job import check, run_gdb, timing  # noqa: E402
 PROJECTED_NODES = 1024
 
 
-def debugger_links(build, job, rtt, work, run):
-    """A gdbserver --attach per rank on its node (through Slurm) and a relay in front of each;
-    returns the relays and the `mqd attach` command that reaches the ranks through them."""
-    started = slurm.start_gdbservers(job.job_id, list(zip(job.hosts, job.pids)))
-    links, named, turn = [], [], {}
-    for rank, host in enumerate(job.hosts):
-        address = started[host][turn.get(host, 0)]
-        turn[host] = turn.get(host, 0) + 1
-        links.append(Link(build, address, rtt, work, "debugger-%s-%d" % (run, rank)))
-        named.append("--gdbserver %s=%s" % (host, links[-1].address))
-    attach = "mqd attach --launcher %d --without-thread-db %s" % (job.launcher, " ".join(named))
-    return links, attach
+class SlurmGdbservers:
+    """A gdbserver --attach per rank on its node (through Slurm) and a relay in front of each
+    (`links`), and the `mqd attach` command that reaches the ranks through them (`attach`).
+    stop() ends the relays, and the gdbservers gdb did not reach (a gdb that failed part way):
+    none may hold its rank for the next mode's."""
+
+    def __init__(self, build, job, rtt, work, run):
+        started = slurm.start_gdbservers(job.job_id, list(zip(job.hosts, job.pids)))
+        self.gdbservers = [a for listed in started.values() for a in listed]
+        self.links, named, turn = [], [], {}
+        try:
+            for rank, host in enumerate(job.hosts):
+                address = started[host][turn.get(host, 0)]
+                turn[host] = turn.get(host, 0) + 1
+                self.links.append(Link(build, address, rtt, work, "debugger-%s-%d" % (run, rank)))
+                named.append("--gdbserver %s=%s" % (host, self.links[-1].address))
+        except BaseException:
+            self.stop()
+            raise
+        self.attach = "mqd attach --launcher %d --without-thread-db %s" % (job.launcher,
+                                                                           " ".join(named))
+
+    def stop(self):
+        stop_all(self.links)
+        slurm.release_gdbservers(self.gdbservers)
 
 
 def stop_all(links):
@@ -93,12 +106,12 @@ def measure(build, dll, shape, rtt, ops, native_max_ranks, work):
             base = {"nodes": nodes, "ranks": nodes * per_node}
             reference = None
             if base["ranks"] <= native_max_ranks:
-                links, attach = debugger_links(build, job, rtt, work, "native")
+                debugger = SlurmGdbservers(build, job, rtt, work, "native")
                 try:
-                    result, texts = run_gdb(build, attach, "mqd load " + dll,
-                                            os.path.join(work, "native"), links=links)
+                    result, texts = run_gdb(build, debugger.attach, "mqd load " + dll,
+                                            os.path.join(work, "native"), links=debugger.links)
                 finally:
-                    stop_all(links)
+                    debugger.stop()
                 reference = texts[0]
                 posted("native", reference, job)
                 rows.append(dict(base, mode="native", **timing(result)))
@@ -112,13 +125,14 @@ def measure(build, dll, shape, rtt, ops, native_max_ranks, work):
             load = "mqd load --server '%s' --vendor-dll %s %s" % (
                 " ".join("tcp:" + link.address for link in server_links), dll, build.shim)
             for mode in ("cold", "learned"):
-                links, attach = debugger_links(build, job, rtt, work, mode)
+                debugger = SlurmGdbservers(build, job, rtt, work, mode)
                 try:
-                    result, texts = run_gdb(build, attach, load, os.path.join(work, mode),
-                                            servers.pids, servers.endpoints,
-                                            shim_env=shim_env, links=links)
+                    result, texts = run_gdb(build, debugger.attach, load,
+                                            os.path.join(work, mode), servers.pids,
+                                            servers.endpoints, shim_env=shim_env,
+                                            links=debugger.links)
                 finally:
-                    stop_all(links)
+                    debugger.stop()
                 if reference is None:
                     reference = texts[0]
                     posted(mode, reference, job)
