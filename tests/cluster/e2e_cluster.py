@@ -203,21 +203,10 @@ def rank_held_elsewhere(cluster, a, job):
                 return ["the holding gdbserver did not attach rank %d on %s: %s"
                         % (pid, node, said)]
             said += line
-        cmd = gdb_command(job.pids, a.frontend, "python print('mqd-test: gdb goes on')",
-                          attach="mqd attach --launcher %d" % job.launcher, before=LOCAL_FILES)
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=600).stdout
-        wanted = ("pid %d on %s: Cannot attach to process %d" % (pid, node, pid),
-                  "already traced", "mqd-test: gdb goes on")
-        missing = [w for w in wanted if w not in out]
-        if missing or "Traceback" in out:
-            problems.append("mqd attach with rank %d on %s held by another tracer: %s not "
-                            "said:\n%s" % (pid, node, missing, out[-3000:]))
-        gdbservers_end(cluster, job)
-        held = [(h, p) for h, p in zip(job.hosts, job.pids)
-                if (h, p) != (node, pid) and tracer_of(cluster, h, p) != 0]
-        if held:
-            problems.append("ranks still traced after the failed attach: %s" % held)
+        problems += failed_attach(
+            cluster, a, job, "",
+            ("pid %d on %s: Cannot attach to process %d" % (pid, node, pid), "already traced"),
+            "with rank %d on %s held by another tracer" % (pid, node), exempt=(node, pid))
     finally:
         # nsenter forked to enter the node's pid namespace: its child is the gdbserver
         with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
@@ -246,23 +235,33 @@ def attach_fails_part_way(cluster, a, job):
     if not later:
         return ["attach_fails_part_way: no rank on another node after %s's first (hosts %s)"
                 % (node, job.hosts)]
+    problems = failed_attach(cluster, a, job, " --gdbserver %s=127.0.0.1:1" % node,
+                             ("cannot reach the gdbserver 127.0.0.1:1 for %s" % node,),
+                             "with no gdbserver at %s's address" % node)
+    print("an attach that failed part way: gdb goes on, the gdbservers it did not reach end",
+          flush=True)
+    return problems
+
+
+def failed_attach(cluster, a, job, options, wanted, what, exempt=None):
+    """`mqd attach --launcher L OPTIONS` in gdb, which must fail saying each of `wanted`, with
+    no traceback, and go on to its next command; once gdb is gone, the step of gdbservers must
+    end and no rank but `exempt` (node, pid) stay traced. The problems, `what` naming the
+    case."""
     cmd = gdb_command(job.pids, a.frontend, "python print('mqd-test: gdb goes on')",
-                      attach="mqd attach --launcher %d --gdbserver %s=127.0.0.1:1"
-                      % (job.launcher, node), before=LOCAL_FILES)
+                      attach="mqd attach --launcher %d%s" % (job.launcher, options),
+                      before=LOCAL_FILES)
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=600).stdout
     problems = []
-    wanted = ("cannot reach the gdbserver 127.0.0.1:1 for %s" % node, "mqd-test: gdb goes on")
-    missing = [w for w in wanted if w not in out]
+    missing = [w for w in wanted + ("mqd-test: gdb goes on",) if w not in out]
     if missing or "Traceback" in out:
-        problems.append("mqd attach with no gdbserver at %s's address: %s not said:\n%s"
-                        % (node, missing, out[-3000:]))
+        problems.append("mqd attach %s: %s not said:\n%s" % (what, missing, out[-3000:]))
     gdbservers_end(cluster, job)
-    held = [(h, p) for h, p in zip(job.hosts, job.pids) if tracer_of(cluster, h, p) != 0]
+    held = [(h, p) for h, p in zip(job.hosts, job.pids)
+            if (h, p) != exempt and tracer_of(cluster, h, p) != 0]
     if held:
-        problems.append("ranks still traced after the attach that failed part way: %s" % held)
-    print("an attach that failed part way: gdb goes on, the gdbservers it did not reach end",
-          flush=True)
+        problems.append("ranks still traced after mqd attach %s failed: %s" % (what, held))
     return problems
 
 

@@ -7,7 +7,6 @@ start's pid for rank 0 so, and attached the wrong process). Here a stand-in laun
 both starts, ordered by files, not by time: the first start leaves a straggler and fails; the
 straggler writes its manifest once the second start's rank 0 has written its own, and only
 then is the second start's rank 0 ready."""
-import json
 import os
 import sys
 import textwrap

@@ -217,10 +217,10 @@ def release_gdbservers(addresses: List[str]) -> None:
             continue
         s.setblocking(False)
         try:
-            started = s.connect_ex((host.strip("[]"), int(port))) in (0, errno.EINPROGRESS)
+            connecting = s.connect_ex((host.strip("[]"), int(port))) in (0, errno.EINPROGRESS)
         except (OSError, ValueError):  # a name that does not resolve, a port that is none
-            started = False
-        if started:
+            connecting = False
+        if connecting:
             pending.append(s)
         else:
             s.close()
