@@ -290,8 +290,9 @@ const std::vector<Setting>& settings() {
        "what the debugger's own reads of target memory cost, in seconds per MiB, for\n"
        "the one rule that weighs reading memory again (to prove a rank refreshed ahead,\n"
        "or a guess of its first update) against the round trips to the server it saves:\n"
-       "measured (from the debugger's last 64 reads) or a number from 0 (reading is\n"
-       "free) to 1e6, fixed, for a debugger whose read timings mislead. Default measured",
+       "measured (from the debugger's last 64 reads that returned bytes) or a number from 0\n"
+       "(reading is free) to 1e6, fixed, for a debugger whose read timings mislead.\n"
+       "Default measured",
        setReadCost, showReadCost},
       {"log", "MQD_PROXY_LOG",
        "error, warn, info, debug or trace (trace: every mqs_* call with its duration\n"

@@ -5,7 +5,11 @@
 //
 // The estimate is the samples' seconds over their bytes, leaving out a read whose seconds per
 // byte are over kOutlier times the median read's: a preemption of the debugger's thread,
-// whose milliseconds would otherwise outweigh every fast read. Reads of a few bytes and of
+// whose milliseconds would otherwise outweigh every fast read. A read that failed prices no
+// byte and is left out too: the blocks a first update reads around a miss run into unmapped
+// memory by the dozen, and their time, spread over the few bytes read beside them, once
+// priced a guess of a peer's first update above the round trips it saved (what the cost rule
+// weighs is reading memory that was read before). Reads of a few bytes and of
 // whole blocks mix in the samples; it is their cost per byte that is compared, not their
 // time, else a block read (tens of times a word's time, yet a thousandth of its time per
 // byte) would be taken for a preemption and the words' fixed cost priced per byte.
@@ -25,8 +29,10 @@ class ReadCost {
   static constexpr size_t kSamples = 64;
   static constexpr double kOutlier = 10;
 
-  // One read of `bytes` bytes (0: it failed) that took `seconds`.
-  void add(double seconds, uint64_t bytes) { samples_[count_++ % kSamples] = {seconds, bytes}; }
+  // One read of `bytes` bytes that took `seconds`; a failed read (0 bytes) is not counted.
+  void add(double seconds, uint64_t bytes) {
+    if (bytes != 0) samples_[count_++ % kSamples] = {seconds, bytes};
+  }
 
   // nullopt before a read that returned bytes.
   std::optional<double> secondsPerByte() const {
@@ -43,21 +49,17 @@ class ReadCost {
       seconds += samples_[i].seconds;
       bytes += samples_[i].bytes;
     }
-    if (bytes == 0) return std::nullopt;
     return seconds / static_cast<double>(bytes);
   }
 
  private:
   struct Sample {
     double seconds;
-    uint64_t bytes;
+    uint64_t bytes;  // never 0
   };
-  // A failed read's time counts as one byte's.
-  static double rateOf(const Sample& s) {
-    return s.seconds / static_cast<double>(std::max<uint64_t>(s.bytes, 1));
-  }
+  static double rateOf(const Sample& s) { return s.seconds / static_cast<double>(s.bytes); }
 
-  std::array<Sample, kSamples> samples_{};  // a ring: the last kSamples reads
+  std::array<Sample, kSamples> samples_{};  // a ring: the last kSamples reads that returned bytes
   size_t count_ = 0;                        // in all
 };
 
