@@ -340,20 +340,13 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
           static_cast<unsigned long long>(process.token), size,
           static_cast<unsigned long long>(address), static_cast<unsigned long long>(block.address),
           block.size);
-  // The blocks around it a walk is likely to read next, not held yet, half below and half
-  // above (see kMaxAroundBytes).
-  std::vector<TargetMemory::Window> around;
-  const uint32_t blockSize = memory.blockSize();
+  // The blocks around it a walk is likely to read next, not held yet (see kMaxAroundBytes).
   uint32_t misses = memory.countMiss();
   uint64_t more = misses >= 2 ? (uint64_t{1} << std::min<uint32_t>(misses - 1, 30)) - 1 : 0;
-  uint64_t bytes = std::min(more * blockSize, aroundBudget());
-  uint64_t below = std::min<uint64_t>(bytes / blockSize / 2 * blockSize, block.address);
-  auto add = [&](uint64_t at) {
-    if (!memory.read(at, blockSize, nullptr)) around.push_back({at, blockSize});
-  };
-  for (uint64_t at = block.address - below; at < block.address; at += blockSize) add(at);
-  uint64_t start = block.address + block.size;
-  for (uint64_t at = start; at > address && at - start < bytes - below; at += blockSize) add(at);
+  uint64_t bytes = memory.unguided() ? aroundBudget()
+                                     : std::min(more * memory.blockSize(), aroundBudget());
+  std::vector<TargetMemory::Window> around =
+      blocksAround(memory, block.address, block.address + block.size, bytes);
   auto request = client_.fetchBlocksRequest();
   request.setProcess(process.token);
   auto list = request.initBlocks(static_cast<unsigned>(1 + around.size()));
@@ -629,6 +622,12 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
     }
     return false;
   };
+  // Nothing names what the epoch reads: a set-up the shim sent nothing ahead for, and the
+  // first update after it with nothing learned (a job never seen: its first rank's).
+  if (kind == EpochKind::SetUp ? ahead.empty()
+                               : learned.empty() && process.memory->afterUnguidedSetUp()) {
+    process.memory->setUnguided();
+  }
   // Nor what a window the shim sent holds already (a guess's piece around a learned window).
   for (const auto* list : {&process.memory->previousWindows(), &learned, &setUpBlocks}) {
     for (const auto& w : *list) {
@@ -662,7 +661,33 @@ std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
                                                           : process.memory->currentWindows();
   const auto& more = learned.empty() ? process.memory->currentWindows() : learned;
   all.insert(all.end(), more.begin(), more.end());
+  // After a set-up nothing guided, the first update walks near what the set-up read (a
+  // library's data) as well: the blocks around its blocks that its first miss would read.
+  if (learned.empty() && process.memory->unguided()) {
+    for (const auto& kept : process.memory->keptWindows()) {
+      auto around = blocksAround(*process.memory, kept.address, kept.address + kept.size,
+                                 aroundBudget());
+      all.insert(all.end(), around.begin(), around.end());
+    }
+  }
   return blocksAheadBound(std::move(all));
+}
+
+std::vector<TargetMemory::Window> RemoteDebugger::blocksAround(const TargetMemory& memory,
+                                                               uint64_t start, uint64_t end,
+                                                               uint64_t bytes) {
+  std::vector<TargetMemory::Window> around;
+  const uint32_t blockSize = memory.blockSize();
+  start = start / blockSize * blockSize;
+  uint64_t below = std::min<uint64_t>(bytes / blockSize / 2 * blockSize, start);
+  auto add = [&](uint64_t at) {
+    if (!memory.read(at, blockSize, nullptr)) around.push_back({at, blockSize});
+  };
+  for (uint64_t at = start - below; at < start; at += blockSize) add(at);
+  // Up from the block after `end`, stopping where the address space wraps.
+  uint64_t from = (end + blockSize - 1) / blockSize * blockSize;
+  for (uint64_t at = from; at >= from && at - from < bytes - below; at += blockSize) add(at);
+  return around;
 }
 
 std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(

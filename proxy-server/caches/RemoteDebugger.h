@@ -150,8 +150,13 @@ class RemoteDebugger {
   // of (a job's first update: lists of heap objects): its n-th miss reads 2^(n-1) - 1 blocks
   // around the one it needs, half below and half above, in the same round trip (0, 1, 3, 7,
   // ... blocks; the heap's objects lie on both sides of one another), at most
-  // kMaxAroundBytes and what the debugger reads in half a round trip (aroundBudget).
-  static constexpr uint64_t kMaxAroundBytes = 1u << 20;
+  // kMaxAroundBytes and what the debugger reads in half a round trip (aroundBudget). An
+  // epoch nothing guided (TargetMemory::unguided: a job never seen, its first rank's set-up
+  // and first update) is such a walk from its first miss, which reads the whole bound; and
+  // the first update after such a set-up is sent the blocks around the set-up's ahead
+  // (firstEpochWindows). Open MPI's first update reads heap objects up to 1.7 MiB apart:
+  // 4 MiB cover them in one miss.
+  static constexpr uint64_t kMaxAroundBytes = 4u << 20;
   // That bound, from the callbacks' own timings: the quickest one is the link's round trip;
   // what a miss's fetch of kBulkFetch bytes or more took past it, the debugger's reading.
   // None before such a fetch, nor from a debugger behind a slow link of its own (gdbserver
@@ -207,6 +212,11 @@ class RemoteDebugger {
   };
   void readAside(DllCall& call, const std::vector<Aside>& wanted);
 
+  // The blocks of `memory` not held yet around [start, end): `bytes` of them (rounded down
+  // to blocks), half below and the rest above.
+  static std::vector<TargetMemory::Window> blocksAround(const TargetMemory& memory,
+                                                       uint64_t start, uint64_t end,
+                                                       uint64_t bytes);
   // The first of `windows` that the shim may read ahead in one request (maxBlocksAheadBytes).
   static std::vector<TargetMemory::Window> blocksAheadBound(
       std::vector<TargetMemory::Window> windows);

@@ -160,7 +160,9 @@ void TargetMemory::newEpoch(bool setUp) {
     previousSetUp_ = keptWindows();
     setUpRead_ = previous_;
   }
+  afterUnguidedSetUp_ = setUp_ && unguided_;
   setUp_ = setUp;
+  unguided_ = false;
   misses_ = 0;
   windows_.clear();
   largestWindow_ = 0;

@@ -54,6 +54,13 @@ class TargetMemory {
   Request requestFor(uint64_t address, uint32_t size) const;
   // Counts a read that missed this epoch; returns how many did, this one included.
   uint32_t countMiss() { return ++misses_; }
+  // Whether nothing named what this epoch reads (RemoteDebugger::newEpoch decides;
+  // newEpoch clears it): its misses are a walk through memory the server was never told of
+  // (RemoteDebugger::fetchBlock).
+  bool unguided() const { return unguided_; }
+  void setUnguided() { unguided_ = true; }
+  // Whether the previous epoch was a set-up nothing guided.
+  bool afterUnguidedSetUp() const { return afterUnguidedSetUp_; }
 
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
   // `address`; windows it holds entirely are dropped.
@@ -118,6 +125,8 @@ class TargetMemory {
   std::vector<Window> previousSetUp_;
   std::vector<Window> setUpRead_;  // what the last set-up epoch read (currentWindows)
   bool setUp_ = false;  // this epoch is a set-up
+  bool unguided_ = false;
+  bool afterUnguidedSetUp_ = false;
 };
 
 }  // namespace mqd::server

@@ -3,6 +3,7 @@
 #include "CommandLine.h"
 #include "Endpoint.h"
 #include "LearnedLookups.h"
+#include "RemoteDebugger.h"
 #include "SocketActivation.h"
 
 namespace mqd::server {
@@ -124,15 +125,17 @@ void declare(CLI::App& app, ServerOptions& o) {
              o.readAround = std::stoull(v);
            }
          },
-         "From an epoch's second miss on, how much target memory a miss may read around the "
-         "block it needs, in the same round trip (0 to 1048576, or \"measured\": what the "
-         "debugger reads in half a round trip, by the callbacks' own timings). A fixed bound "
-         "for a debugger whose timings mislead, and for tests.")
+         "From an epoch's second miss on (its first, in an epoch nothing guided: a job never "
+         "seen), how much target memory a miss may read around the block it needs, in the "
+         "same round trip (0 to 4194304, or \"measured\": what the debugger reads in half a "
+         "round trip, by the callbacks' own timings). A fixed bound for a debugger whose "
+         "timings mislead, and for tests.")
       ->type_name("BYTES")
       ->default_str("measured")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
-            return value == "measured" ? "" : cmdline::numberBetween(0, 1 << 20)(value);
+            return value == "measured" ? "" : cmdline::numberBetween(
+                                             0, RemoteDebugger::kMaxAroundBytes)(value);
           },
           ""));
   app.add_flag_function(

@@ -510,8 +510,8 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
       remote_.keepProcessFacts(process, params.getFacts());
     }
-    startEpoch(call, process, RemoteDebugger::EpochKind::SetUp);
-    remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
+    startEpoch(call, process, RemoteDebugger::EpochKind::SetUp,
+               blocksAhead(params.getAhead(), params.getBlocks()));
     process.setUpConsumed.clear();
     Consuming consuming(remote_, process.setUpConsumed);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),

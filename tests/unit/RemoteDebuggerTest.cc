@@ -255,6 +255,56 @@ TEST_CASE("RemoteDebugger, policy epoch: an epoch's n-th miss reads 2^(n-1) - 1 
   rig.call([&](DllCall& call) { CHECK(rig.read(call, 0x400008, 8) == kUnreadable); });
 }
 
+TEST_CASE("RemoteDebugger, policy epoch: an epoch nothing guided reads the whole bound around "
+          "from its first miss") {
+  // A job never seen: its first rank's set-up is sent nothing ahead, and its first update
+  // has nothing learned. Readable from 0x100000 to 0x400000; the bound four blocks.
+  using Blocks = std::vector<std::pair<uint64_t, uint32_t>>;
+  auto block = [](uint64_t at) { return std::make_pair(at, kBlock); };
+  for (bool learnedBefore : {false, true}) {
+    CAPTURE(learnedBefore);
+    Rig rig(wire::CachePolicy::EPOCH, 0x100000, 0x400000, 4 * kBlock);
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+      CHECK(rig.read(call, 0x200010, 8) == 0);
+      // Its first miss: the block and two blocks on each side.
+      CHECK(rig.asked.blocks == Blocks{block(0x200000), block(0x1e0000), block(0x1f0000),
+                                       block(0x210000), block(0x220000)});
+      // What its first update is sent ahead: the set-up's blocks, and the blocks around them
+      // its first miss would read (none held yet past those).
+      std::vector<TargetMemory::Window> learned;
+      if (learnedBefore) learned = {{0x300000, 16}};
+      std::vector<TargetMemory::Window> next =
+          rig.host.remote().firstEpochWindows(rig.process, learned);
+      std::vector<uint64_t> starts;
+      for (const auto& w : next) starts.push_back(w.address);
+      bool widened = std::find(starts.begin(), starts.end(), 0x230000) != starts.end();
+      CHECK(widened == !learnedBefore);
+    });
+    std::vector<TargetMemory::Window> learned;
+    if (learnedBefore) learned = {{0x300000, 16}};
+    rig.asked.blocks.clear();
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, learned);  // the first update
+      rig.asked.blocks.clear();
+      CHECK(rig.read(call, 0x380010, 8) == 0);
+    });
+    // Guided by what was learned: the block alone. Else the whole bound around.
+    CHECK(rig.asked.blocks ==
+          (learnedBefore ? Blocks{block(0x380000)}
+                         : Blocks{block(0x380000), block(0x360000), block(0x370000),
+                                  block(0x390000), block(0x3a0000)}));
+    // The next update is guided by what the first read: its first miss reads its block alone.
+    rig.asked.blocks.clear();
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process);
+      rig.asked.blocks.clear();
+      CHECK(rig.read(call, 0x150010, 8) == 0);
+    });
+    CHECK(rig.asked.blocks == Blocks{block(0x150000)});
+  }
+}
+
 TEST_CASE("RemoteDebugger: the bound on reads around a miss, from pinned callback timings") {
   // What the debugger reads in half a round trip: the quickest callback is the round trip, a
   // bulk fetch's time past it the reading (RemoteDebugger.h, kMaxAroundBytes).
