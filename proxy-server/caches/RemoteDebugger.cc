@@ -342,9 +342,11 @@ int RemoteDebugger::fetchBlock(DllCall& call, RemoteProcess& process, uint64_t a
           block.size);
   // The blocks around it a walk is likely to read next, not held yet (see kMaxAroundBytes).
   uint32_t misses = memory.countMiss();
-  uint64_t more = misses >= 2 ? (uint64_t{1} << std::min<uint32_t>(misses - 1, 30)) - 1 : 0;
-  uint64_t bytes = memory.unguided() ? aroundBudget()
-                                     : std::min(more * memory.blockSize(), aroundBudget());
+  uint64_t bytes = aroundBudget();
+  if (!memory.unguided()) {
+    uint64_t more = misses >= 2 ? (uint64_t{1} << std::min<uint32_t>(misses - 1, 30)) - 1 : 0;
+    bytes = std::min(more * memory.blockSize(), bytes);
+  }
   std::vector<TargetMemory::Window> around =
       blocksAround(memory, block.address, block.address + block.size, bytes);
   auto request = client_.fetchBlocksRequest();
@@ -663,11 +665,14 @@ std::vector<TargetMemory::Window> RemoteDebugger::firstEpochWindows(
   all.insert(all.end(), more.begin(), more.end());
   // After a set-up nothing guided, the first update walks near what the set-up read (a
   // library's data) as well: the blocks around its blocks that its first miss would read.
+  // Each block once: the set-up's blocks may lie close enough to share the blocks around.
   if (learned.empty() && process.memory->unguided()) {
+    std::set<uint64_t> added;
     for (const auto& kept : process.memory->keptWindows()) {
-      auto around = blocksAround(*process.memory, kept.address, kept.address + kept.size,
-                                 aroundBudget());
-      all.insert(all.end(), around.begin(), around.end());
+      for (const auto& w : blocksAround(*process.memory, kept.address, kept.address + kept.size,
+                                        aroundBudget())) {
+        if (added.insert(w.address).second) all.push_back(w);
+      }
     }
   }
   return blocksAheadBound(std::move(all));
