@@ -1,5 +1,6 @@
 #include "Handshake.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ProxyErrors.h"
@@ -75,24 +76,31 @@ kj::Promise<std::string> readReplyLine(kj::AsyncInputStream& stream, std::string
   });
 }
 
-kj::Promise<HandshakeReply> clientHandshake(kj::AsyncIoStream& stream, const std::string& token) {
+kj::Promise<void> sendHello(kj::AsyncIoStream& stream, const std::string& token) {
   // The hello may contain NUL bytes (its flags, a short length): write it as bytes.
   std::string bytes = encodeHello(token);
   auto buffer = kj::heapArray<kj::byte>(bytes.size());
   std::memcpy(buffer.begin(), bytes.data(), bytes.size());
+  std::fill(bytes.begin(), bytes.end(), '\0');
   auto write = stream.write(buffer.begin(), buffer.size());
-  return write.attach(kj::mv(buffer))
-      .then([&stream]() { return readReplyLine(stream); })
-      .then([](std::string line) {
-        if (line.empty()) {
-          HandshakeReply r;
-          r.code = MQD_PROXY_ERR_SESSION_REFUSED;
-          r.reason = "the server closed the connection during the handshake";
-          r.closed = true;
-          return r;
-        }
-        return parseReply(line);
-      });
+  return write.attach(kj::mv(buffer));
+}
+
+kj::Promise<HandshakeReply> readReply(kj::AsyncInputStream& stream) {
+  return readReplyLine(stream).then([](std::string line) {
+    if (line.empty()) {
+      HandshakeReply r;
+      r.code = MQD_PROXY_ERR_SESSION_REFUSED;
+      r.reason = "the server closed the connection during the handshake";
+      r.closed = true;
+      return r;
+    }
+    return parseReply(line);
+  });
+}
+
+kj::Promise<HandshakeReply> clientHandshake(kj::AsyncIoStream& stream, const std::string& token) {
+  return sendHello(stream, token).then([&stream]() { return readReply(stream); });
 }
 
 kj::Promise<Hello> readHello(kj::AsyncInputStream& stream) {

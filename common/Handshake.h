@@ -9,6 +9,12 @@
 //                               "REFUSED MQD_PROXY_ERR_<NAME>: <reason>\n"   then the server
 //                                                                    closes the connection
 //
+// The server reads exactly the hello and nothing past it before it answers, and a server that
+// refuses reads and drops what the client still sends until it closes (so that its line is
+// not lost to a TCP reset): a client may send its first RPC messages right behind the hello,
+// without waiting for OK, and read the reply line before any RPC byte (the shim's session
+// open does: one round trip, not two).
+//
 // A server may send a REFUSED line before reading the hello (too many sessions, TLS required):
 // the line is then in plain text even on a TLS listener, and a client whose TLS handshake
 // fails checks whether the server's first bytes were such a line (see isRefusalStart).
@@ -51,9 +57,15 @@ HandshakeReply parseReply(const std::string& line);
 // Whether `bytes` (a prefix of what a server sent first) can be the start of a REFUSED line.
 bool isRefusalStart(const std::string& bytes);
 
-// Client side: writes the hello, then reads and parses the reply. Resolves to the reply; a
-// connection closed before a full line yields !ok with MQD_PROXY_ERR_SESSION_REFUSED.
+// Client side: writes the hello, then reads and parses the reply (sendHello, readReply).
 kj::Promise<HandshakeReply> clientHandshake(kj::AsyncIoStream& stream, const std::string& token);
+
+// Client side, in two steps (a client may send RPC right behind the hello: the server reads
+// the hello alone, answers, and only then reads on; see AdmissionFirst): writes the hello ...
+kj::Promise<void> sendHello(kj::AsyncIoStream& stream, const std::string& token);
+// ... and reads and parses the reply line. A connection closed before a full line yields !ok
+// with MQD_PROXY_ERR_SESSION_REFUSED and `closed`.
+kj::Promise<HandshakeReply> readReply(kj::AsyncInputStream& stream);
 
 // Reads one reply line (up to '\n', EOF or kMaxReplyBytes) starting with `already` (bytes read
 // before); resolves to the line without its '\n'.

@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "AdmissionFirst.h"
 #include "CountingStream.h"
 #include "DebuggerService.h"
 #include "DebuggerSide.h"
@@ -217,9 +218,15 @@ kj::Promise<kj::Own<Connection>> connectOverStdio(kj::AsyncIoContext& io,
       .attach(kj::mv(holder));
 }
 
+// Connects to `endpoint` and passes its admission. `pipelined`: the connection is ready as
+// soon as the hello is sent, and its first read checks the server's reply (AdmissionFirst),
+// so that what is sent next (openSession) travels behind the hello. Otherwise, and always
+// through a launcher (whose failure before the reply is explained from its stderr), it is
+// ready once the server said OK.
 kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoint& endpoint,
                                            ClientCounters* counters, const ClientConfig& config,
-                                           std::shared_ptr<ChainFailure> failure) {
+                                           std::shared_ptr<ChainFailure> failure,
+                                           bool pipelined = false) {
   std::string where = endpoint.toString();
   std::string token;
   if (!config.tokenFile.empty()) {
@@ -293,9 +300,21 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
         if (!tls) return kj::mv(stream);
         return startTls(kj::mv(stream), caFile, tlsName, where, failure);
       })
-      .then([where, counters, failure,
-             token = kj::mv(token)](kj::Own<kj::AsyncIoStream> stream) mutable {
+      .then([where, counters, failure, pipelined,
+             token = kj::mv(token)](kj::Own<kj::AsyncIoStream> stream) mutable
+            -> kj::Promise<kj::Own<Connection>> {
         // Admission before any RPC: the server answers OK or says why not.
+        if (pipelined) {
+          auto hello = sendHello(*stream, token);
+          std::fill(token.begin(), token.end(), '\0');
+          return hello.then([where, counters, failure, stream = kj::mv(stream)]() mutable {
+            auto gated = kj::heap<AdmissionFirst>(
+                kj::mv(stream), [where, failure](const HandshakeReply& reply) {
+                  return failure->raise(reply.code, where + ": " + reply.reason);
+                });
+            return kj::heap<Connection>(kj::mv(gated), where, counters);
+          });
+        }
         auto handshake = clientHandshake(*stream, token);
         std::fill(token.begin(), token.end(), '\0');
         return handshake.then([where, counters, failure, stream = kj::mv(stream)](
@@ -402,7 +421,7 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind != Endpoint::Kind::Unix);
   auto failure = ChainFailure::make();
-  auto opened = connectTo(io, endpoint, &counters, config, failure).then([&side, dll, where, cache,
+  auto opened = connectTo(io, endpoint, &counters, config, failure, true).then([&side, dll, where, cache,
                                                                           compress, recorder,
                                                                           failure](
                                                                              kj::Own<Connection> c) {

@@ -2,8 +2,8 @@
 // thread; every member is touched only there.
 //
 // open() connects to the endpoint (with TLS for tls:), passes the server's admission handshake
-// (common/Handshake.h: the token of MQD_PROXY_TOKEN_FILE), bootstraps the Proxy capability and
-// opens a Session for the configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
+// (common/Handshake.h: the token of MQD_PROXY_TOKEN_FILE; a direct connection sends what
+// follows behind the hello, AdmissionFirst), bootstraps the Proxy capability and opens a Session for the configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
 // the debugger is waiting on, if any: the DebuggerService posts callbacks to it.
 #pragma once
 

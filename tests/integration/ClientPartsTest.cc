@@ -7,15 +7,23 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CommunicatorUpdates.h"
 #include "DebuggerHarness.h"
+#include "Handshake.h"
 #include "HeldAnswers.h"
 #include "ServerProcess.h"
 #include "SessionLink.h"
@@ -219,6 +227,67 @@ TEST_SUITE("SessionLink") {
           pending[i], EntryPoint::dll_error_string);
       CHECK(Parts::textOf(reply.get().getText()) == parts.nativeErrorText(codes[i]));
     }
+  }
+
+  TEST_CASE("a session's request travels behind the admission hello; a refusal is still read") {
+    // A server of the test's own on a TCP port: it reads the hello, waits for the bytes sent
+    // behind it before it answers (a client that waited for the answer first would send none
+    // until its timeout, and the test fails), then refuses as mqd-proxy-server does: its
+    // line, then what the client still sends read and dropped until the client closes.
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listener >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(listener, 1) == 0);
+    REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    std::atomic<size_t> helloBytes{0};
+    std::atomic<ssize_t> behind{0};
+    std::thread server([&]() {
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      char buffer[65536];
+      auto readable = [fd](int ms) {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, ms) > 0;
+      };
+      while (helloBytes < mqd::kHelloHeaderBytes && readable(60000)) {
+        ssize_t n = ::recv(fd, buffer, mqd::kHelloHeaderBytes - helloBytes, 0);
+        if (n <= 0) break;
+        helloBytes += static_cast<size_t>(n);
+      }
+      if (readable(60000)) behind = ::recv(fd, buffer, sizeof buffer, 0);
+      std::string line = mqd::refusalLine(MQD_PROXY_ERR_AUTH_FAILED, "the test's refusal");
+      ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+      ::shutdown(fd, SHUT_WR);
+      while (readable(60000) && ::recv(fd, buffer, sizeof buffer, 0) > 0) {
+      }
+      ::close(fd);
+    });
+    client::ClientConfig config;
+    config.server = "tcp:127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+    config.dll = mqd::test::kTestDll3;
+    client::ClientCounters counters;
+    client::DebuggerSide side;
+    int code = 0;
+    std::string why;
+    {
+      client::SessionLink link{config, counters};
+      try {
+        link.open(side, nullptr);
+      } catch (const ProxyError& e) {
+        code = e.code();
+        why = e.what();
+      }
+    }
+    server.join();
+    ::close(listener);
+    CHECK(helloBytes == mqd::kHelloHeaderBytes);  // no token: the header alone
+    CHECK(behind > 0);                             // openSession's, before any answer
+    CHECK(code == MQD_PROXY_ERR_AUTH_FAILED);
+    CHECK(why.find("the test's refusal") != std::string::npos);
   }
 
   TEST_CASE("a worker that dies fails the call with the server's account of it") {
