@@ -89,6 +89,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
         auto r = s.updateCommunicatorListRequest();
         r.setProcess(process);
         c->write(r.initClientCounters(ClientCounters::kCount));
+        refreshAhead_.costRule().describe(r.initTimings(), side_.secondsPerByte());
         bool compress = link_.compress();
         writeAhead(ahead, compress, r);
         if (!batch.empty()) {
@@ -128,10 +129,12 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendChe
   link_.settle();  // the calls sent earlier come first
   const ClientCounters* c = &counters_;
   auto pending = link_.start(EntryPoint::update_communicator_list,
-                       [process, c, &windows](wire::Session::Client& s) {
+                       [this, process, c, &windows](wire::Session::Client& s) {
                          auto r = s.updateCommunicatorListRequest();
                          r.setProcess(process);
                          c->write(r.initClientCounters(ClientCounters::kCount));
+                         refreshAhead_.costRule().describe(r.initTimings(),
+                                                           side_.secondsPerByte());
                          auto late = r.initCheckLate(static_cast<unsigned>(windows.size()));
                          for (unsigned i = 0; i < windows.size(); ++i) {
                            late[i].setAddress(windows[i].address);

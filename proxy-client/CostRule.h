@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "mqd.capnp.h"
+
 namespace mqd::client {
 
 class CostRule {
@@ -34,13 +36,28 @@ class CostRule {
   // the cost is pinned. Before any round trip, and before any read cost is known, it is.
   bool worthReading(uint64_t bytes, uint64_t roundTrips,
                     std::optional<double> measuredSecondsPerByte) const {
-    std::optional<double> perByte = pinned_ ? pinned_ : measuredSecondsPerByte;
+    std::optional<double> perByte = readCost(measuredSecondsPerByte);
     double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
     return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ * static_cast<double>(roundTrips) ||
            again <= kNegligibleReadSeconds;
   }
 
   double fastestRoundTrip() const { return fastestRoundTrip_; }  // 0: none yet
+
+  // The read cost the rule takes: pinned, else `measuredSecondsPerByte`.
+  std::optional<double> readCost(std::optional<double> measuredSecondsPerByte) const {
+    return pinned_ ? pinned_ : measuredSecondsPerByte;
+  }
+
+  // The rule's inputs, for the server's own bound on what a miss reads around, which takes
+  // them until it has measured its own (mqd.capnp LinkTimings).
+  void describe(wire::LinkTimings::Builder out,
+                std::optional<double> measuredSecondsPerByte) const {
+    out.setRoundTripSeconds(fastestRoundTrip_);
+    std::optional<double> perByte = readCost(measuredSecondsPerByte);
+    out.setReadCostKnown(perByte.has_value());
+    out.setReadSecondsPerByte(perByte.value_or(0));
+  }
 
  private:
   std::optional<double> pinned_;

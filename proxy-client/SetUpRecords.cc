@@ -223,7 +223,8 @@ bool SetUpRecords::recallSetupProcess(uint64_t process, bool bigEndian) {
   if (!chooseInfoToken(outcome.setUp, &info)) return false;
   ProcessFacts facts{image, sizes, std::nullopt};
   answerFromRecord(EntryPoint::setup_process, process,
-                   startSetupProcess(link_, process, bigEndian, &facts, read, info, true),
+                   startSetupProcess(link_, process, bigEndian, &facts, read, info, true,
+                                     refreshAhead_.costRule(), side_.secondsPerByte()),
                    outcome.setUp, info, outcome.warning, outcome.hasQueues);
   if (proved->shift != 0) {
     ++counters_.setUpsMoved;

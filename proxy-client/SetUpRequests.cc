@@ -33,9 +33,12 @@ std::shared_ptr<PendingCall> startSetupImage(SessionLink& link, uint64_t image,
 std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t process,
                                                bool bigEndian, const ProcessFacts* facts,
                                                const std::vector<ReadAhead>& ahead,
-                                               uint64_t infoToken, bool recalled) {
+                                               uint64_t infoToken, bool recalled,
+                                               const CostRule& rule,
+                                               std::optional<double> measuredReadCost) {
   return link.start(EntryPoint::setup_process, [&](wire::Session::Client& s) {
     auto r = s.setupProcessRequest();
+    rule.describe(r.initTimings(), measuredReadCost);
     r.setProcess(process);
     r.setTargetBigEndian(bigEndian);
     r.setInfoToken(infoToken);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "CostRule.h"
 #include "DebuggerSide.h"
 #include "LookupKey.h"
 #include "ReadAhead.h"
@@ -43,11 +44,14 @@ std::shared_ptr<PendingCall> startSetupImage(SessionLink& link, uint64_t image,
                                              const LookupsAhead& ahead, uint64_t infoToken,
                                              bool recalled);
 // The same for mqs_setup_process, with the process's facts when known (null: the DLL asks for
-// them) and what was read ahead for it.
+// them), what was read ahead for it, and the inputs of the shim's cost rule (`rule`, with the
+// debugger's measured read cost) for the server's bound on reads around a miss.
 std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t process,
                                                bool bigEndian, const ProcessFacts* facts,
                                                const std::vector<ReadAhead>& ahead,
-                                               uint64_t infoToken, bool recalled);
+                                               uint64_t infoToken, bool recalled,
+                                               const CostRule& rule,
+                                               std::optional<double> measuredReadCost);
 // mqs_image_has_queues or mqs_process_has_queues of `token`, sent behind its object's set-up
 // (the server skips it when the set-up did not answer mqs_ok).
 std::shared_ptr<PendingCall> startHasQueuesBehind(SessionLink& link, EntryPoint entryPoint,

@@ -382,6 +382,17 @@ struct MemoryWindow {
   size @1 :UInt32;
 }
 
+struct LinkTimings {
+  # The shim's measures of the links (proxy-client/CostRule.h), sent with setupProcess and
+  # updateCommunicatorList: the server's bound on the blocks a miss reads around
+  # (RemoteDebugger::aroundBudget) takes them until its callbacks have measured their own, so
+  # that a session's first miss (a job never seen: its first rank's) reads around too.
+  roundTripSeconds @0 :Float64;    # the quickest round trip to the server so far; 0: none yet
+  readSecondsPerByte @1 :Float64;  # what the debugger's reads of target memory cost (the
+                                   # shim's read cost, measured or its read_cost setting)
+  readCostKnown @2 :Bool;          # false: nothing read yet (readSecondsPerByte means nothing)
+}
+
 struct SetUpRecords {
   # The outcomes of set-ups of one vendor DLL build in the shim's earlier sessions, each with
   # digests of what the DLL consumed, kept between sessions (MQD_PROXY_STATE_DIR,
@@ -612,12 +623,13 @@ interface Session {
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts,
                    ahead :List(MemoryWindow), blocks :List(MemoryBlock), infoToken :UInt64,
-                   recalled :Bool)
+                   recalled :Bool, timings :LinkTimings)
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
           learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead,
           readOnNode :Bool $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
+  # timings (here and in updateCommunicatorList): see LinkTimings.
   # facts: under the epoch policy, the process's image and type sizes, asked of the debugger
   # by the shim once it holds the process's table (absent otherwise: the server asks when the
   # DLL asks). Its job and identity are asked when the DLL asks, since a debugger may learn
@@ -654,7 +666,8 @@ interface Session {
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
-                             others :List(RefreshAhead), checkLate :List(MemoryWindow))
+                             others :List(RefreshAhead), checkLate :List(MemoryWindow),
+                             timings :LinkTimings)
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
           refreshed :List(RefreshedAhead), readOnNode :Bool $readAhead,
           nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead,

@@ -1,5 +1,7 @@
 #include "RemoteDebugger.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,7 +74,17 @@ auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
 
 uint64_t RemoteDebugger::aroundBudget() const {
   if (options_.aroundBytes) return std::min(*options_.aroundBytes, kMaxAroundBytes);
-  return aroundBudgetFor(fastestCallback_, bulkSecondsPerByte_);
+  return aroundBudgetFor(fastestCallback_ != 0 ? fastestCallback_ : shimRoundTrip_,
+                         bulkSecondsPerByte_ ? bulkSecondsPerByte_ : shimSecondsPerByte_);
+}
+
+void RemoteDebugger::takeShimTimings(wire::LinkTimings::Reader timings) {
+  double roundTrip = timings.getRoundTripSeconds();
+  if (std::isfinite(roundTrip) && roundTrip > 0) shimRoundTrip_ = roundTrip;
+  double perByte = timings.getReadSecondsPerByte();
+  if (timings.getReadCostKnown() && std::isfinite(perByte) && perByte >= 0) {
+    shimSecondsPerByte_ = perByte;
+  }
 }
 
 uint64_t RemoteDebugger::aroundBudgetFor(double fastestCallback,
@@ -624,10 +636,10 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
     }
     return false;
   };
-  // Nothing names what the epoch reads: a set-up the shim sent nothing ahead for, and the
-  // first update after it with nothing learned (a job never seen: its first rank's).
-  if (kind == EpochKind::SetUp ? ahead.empty()
-                               : learned.empty() && process.memory->afterUnguidedSetUp()) {
+  // Nothing names what the first update after a set-up nothing guided reads when nothing was
+  // learned of it either (a job never seen: its first rank's). Whether the set-up was is
+  // SessionService's call (setupProcess).
+  if (kind == EpochKind::Update && learned.empty() && process.memory->afterUnguidedSetUp()) {
     process.memory->setUnguided();
   }
   // Nor what a window the shim sent holds already (a guess's piece around a learned window).
@@ -716,6 +728,19 @@ std::vector<TargetMemory::Window> RemoteDebugger::imageSetUpAheadWindows(
     const std::vector<TargetMemory::Window>& learnedSetUp) const {
   if (options_.policy != wire::CachePolicy::EPOCH || options_.nodeMemory) return {};
   return blocksAheadBound(learnedSetUp);
+}
+
+std::vector<TargetMemory::Window> RemoteDebugger::symbolBlocks(const RemoteImage& image) const {
+  std::set<uint64_t> starts;
+  const uint64_t block = options_.blockSize;
+  for (const auto& [name, answer] : image.symbols) {
+    if (answer.rc == mqs_ok && answer.written && answer.address != 0) {
+      starts.insert(answer.address / block * block);
+    }
+  }
+  std::vector<TargetMemory::Window> out;
+  for (uint64_t start : starts) out.push_back({start, options_.blockSize});
+  return out;
 }
 
 std::set<std::pair<uint64_t, uint32_t>> RemoteDebugger::keepAhead(

@@ -141,6 +141,12 @@ class RemoteDebugger {
   // in the epoch policy and without --node-memory (see setUpAheadWindows).
   std::vector<TargetMemory::Window> imageSetUpAheadWindows(
       const std::vector<TargetMemory::Window>& learnedSetUp) const;
+  // Nothing learned of `image`'s set-ups and no other process set up to be moved from (a job
+  // never seen, its first process): the blocks holding the symbols the image resolved, in
+  // address order, each once. A process's set-up reads the globals its DLL looked up (Open
+  // MPI's reads MPIR_debug_typedefs_sizeof), so the shim reads these with it, for
+  // imageSetUpAheadWindows, instead of the set-up missing there.
+  std::vector<TargetMemory::Window> symbolBlocks(const RemoteImage& image) const;
   // Keeps what the shim read ahead for the process in its current epoch, each window once.
   // Returns the windows it was sent.
   std::set<std::pair<uint64_t, uint32_t>> keepAhead(DllCall& call, RemoteProcess& process,
@@ -159,13 +165,21 @@ class RemoteDebugger {
   static constexpr uint64_t kMaxAroundBytes = 4u << 20;
   // That bound, from the callbacks' own timings: the quickest one is the link's round trip;
   // what a miss's fetch of kBulkFetch bytes or more took past it, the debugger's reading.
-  // None before such a fetch, nor from a debugger behind a slow link of its own (gdbserver
-  // over a network reads 64 KiB in several of its round trips).
+  // Before such a fetch, the shim's timings (takeShimTimings), else none; none either from a
+  // debugger behind a slow link of its own (gdbserver over a network reads 64 KiB in several
+  // of its round trips).
   // A fetch's time past the quickest is the reading's, at kFastestRead at least (seconds per
   // byte: gdb reads no faster than 500 MB/s; a fetch that took no longer than the quickest
   // callback says nothing more): a server on a unix socket beside the debugger (round trips
   // of 0.1 ms) reads nothing around, one behind a network link up to kMaxAroundBytes.
   uint64_t aroundBudget() const;
+  // The shim's own measures of the links (mqd.capnp LinkTimings, with each set-up and update
+  // of a process): aroundBudget takes its quickest round trip until a callback was timed, and
+  // the debugger's read cost until such a fetch (a session's first miss has neither). The
+  // shim's read cost leaves out the server link's transfer, which the server's own measure
+  // includes: on a link of little bandwidth a first miss may read more around than the later
+  // ones (compressed, as every block sent). Values that are no timings are ignored.
+  void takeShimTimings(wire::LinkTimings::Reader timings);
   // The same from those two timings (seconds; 0 or nullopt: none yet): the rule alone, which
   // reads no clock.
   static uint64_t aroundBudgetFor(double fastestCallback, std::optional<double> bulkSecondsPerByte);
@@ -288,6 +302,8 @@ class RemoteDebugger {
   double fastestCallback_ = 0;  // seconds, 0: none yet
   double lastCallback_ = 0;
   std::optional<double> bulkSecondsPerByte_;  // the last bulk fetch's
+  double shimRoundTrip_ = 0;                  // takeShimTimings; 0: none
+  std::optional<double> shimSecondsPerByte_;  // takeShimTimings
   // Adds to consumed_, if set: `key`, or for a field or size of an unnamed type, unknown.
   void consume(const LookupKey* key, bool address = false);
   // The look-up by name of a field (`kind` Field) or size (SizeOf) of the type behind a

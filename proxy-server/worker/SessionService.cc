@@ -247,6 +247,18 @@ std::vector<TargetMemory::Window> SessionService::peerSetUp(const RemoteImage& i
   return out;
 }
 
+bool SessionService::setUpUnguided(RemoteProcess& process) {
+  if (remote_.options().policy != wire::CachePolicy::EPOCH || !process.memory ||
+      !earlierSession(process).setUp.empty()) {
+    return false;
+  }
+  bool peer = false;
+  objects_.forEachProcess([&](RemoteProcess& p) {
+    peer = peer || (&p != &process && p.setUpOk && p.memory && p.image);
+  });
+  return !peer;
+}
+
 std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call,
                                                                   const RemoteProcess& peer,
                                                                   uint64_t callbacks) {
@@ -483,6 +495,7 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
     }
     std::vector<TargetMemory::Window> setUp = learnedMemory_.load(fingerprint(image)).setUp;
     if (setUp.empty()) setUp = peerSetUp(image);
+    if (setUp.empty()) setUp = remote_.symbolBlocks(image);
     std::vector<TargetMemory::Window> ahead = remote_.imageSetUpAheadWindows(setUp);
     writeWindows(ahead, results.initSetUpAhead(static_cast<unsigned>(ahead.size())));
   }, behindOrNot(context.getParams().getAfterSetUp()));
@@ -506,12 +519,14 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
     process.setUpOk = false;
+    remote_.takeShimTimings(params.getTimings());
     remote_.processSetUp(process);
     if (remote_.options().policy == wire::CachePolicy::EPOCH && params.hasFacts()) {
       remote_.keepProcessFacts(process, params.getFacts());
     }
     startEpoch(call, process, RemoteDebugger::EpochKind::SetUp,
                blocksAhead(params.getAhead(), params.getBlocks()));
+    if (setUpUnguided(process)) process.memory->setUnguided();
     process.setUpConsumed.clear();
     Consuming consuming(remote_, process.setUpConsumed);
     int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
@@ -675,6 +690,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
   return runDll(context, EntryPoint::update_communicator_list, [this, context](DllCall& call) mutable {
     auto params = context.getParams();
     RemoteProcess& process = objects_.setUpProcess(params.getProcess(), call.name());
+    remote_.takeShimTimings(params.getTimings());
     SessionBoard::Slot& slot = metrics_.slot();
     auto counters = params.getClientCounters();
     for (unsigned i = 0; i < counters.size() && i < 16; ++i) {

@@ -108,6 +108,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // from what another process's set-up read, moved as the symbols both images resolved show
   // (PeerLayout::Guess::movedBySymbols): its image's has-queues reply's setUpAhead.
   std::vector<TargetMemory::Window> peerSetUp(const RemoteImage& image);
+  // Whether nothing named what the process's set-up reads (TargetMemory::unguided): nothing
+  // learned of it, and no other process set up to be moved from (peerSetUp; the blocks of its
+  // image's symbols, sent instead, are no more than a guess of where).
+  bool setUpUnguided(RemoteProcess& process);
   // Nothing known of the DLL's look-ups: those `image`'s set-up and has-queues call make, found
   // by running them in a child with stand-in answers (LookupDiscovery), twice: symbols asked
   // only whether they exist found, then missing (a DLL may stop at either answer).

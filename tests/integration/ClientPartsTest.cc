@@ -102,7 +102,8 @@ struct Parts {
         EntryPoint::image_has_queues);
     REQUIRE(imageQueues.get().getRc() == mqs_ok);
     auto setUp = link.finish<wire::Session::SetupProcessResults>(
-        client::startSetupProcess(link, processToken, false, nullptr, {}, 0, false),
+        client::startSetupProcess(link, processToken, false, nullptr, {}, 0, false,
+                                  refreshAhead.costRule(), side.secondsPerByte()),
         EntryPoint::setup_process);
     REQUIRE(setUp.dllResult() == mqs_ok);
     auto queues = link.finish<wire::Session::ProcessHasQueuesResults>(

@@ -7,6 +7,9 @@
 #include <kj/async.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -111,13 +114,16 @@ struct Rig {
   RemoteProcess& process;
   RemoteImage& image;
 
-  // `around`: the bound on the blocks read around a miss (none unless a test asks).
-  Rig(wire::CachePolicy policy, uint64_t start, uint64_t end, uint64_t around = 0)
+  // `around`: the bound on the blocks read around a miss (none unless a test asks; nullopt:
+  // from the timings, as --read-around measured).
+  Rig(wire::CachePolicy policy, uint64_t start, uint64_t end,
+      std::optional<uint64_t> around = 0)
       : host(kj::heap<FakeDebugger>(start, end, asked), options(policy, around)),
         process(host.objects().process(7)),
         image(host.objects().image(3)) {}
 
-  static RemoteDebugger::Options options(wire::CachePolicy policy, uint64_t around) {
+  static RemoteDebugger::Options options(wire::CachePolicy policy,
+                                         std::optional<uint64_t> around) {
     RemoteDebugger::Options o;
     o.policy = policy;
     o.blockSize = kBlock;
@@ -257,8 +263,8 @@ TEST_CASE("RemoteDebugger, policy epoch: an epoch's n-th miss reads 2^(n-1) - 1 
 
 TEST_CASE("RemoteDebugger, policy epoch: an epoch nothing guided reads the whole bound around "
           "from its first miss") {
-  // A job never seen: its first rank's set-up is sent nothing ahead, and its first update
-  // has nothing learned. Readable from 0x100000 to 0x400000; the bound four blocks.
+  // A job never seen: its first rank's set-up has nothing learned and no peer, and its first
+  // update has nothing learned. Readable from 0x100000 to 0x400000; the bound four blocks.
   using Blocks = std::vector<std::pair<uint64_t, uint32_t>>;
   auto block = [](uint64_t at) { return std::make_pair(at, kBlock); };
   for (bool learnedBefore : {false, true}) {
@@ -266,6 +272,7 @@ TEST_CASE("RemoteDebugger, policy epoch: an epoch nothing guided reads the whole
     Rig rig(wire::CachePolicy::EPOCH, 0x100000, 0x400000, 4 * kBlock);
     rig.call([&](DllCall& call) {
       rig.host.remote().newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+      rig.process.memory->setUnguided();  // SessionService's call: nothing learned, no peer
       CHECK(rig.read(call, 0x200010, 8) == 0);
       // Its first miss: the block and two blocks on each side.
       CHECK(rig.asked.blocks == Blocks{block(0x200000), block(0x1e0000), block(0x1f0000),
@@ -324,6 +331,51 @@ TEST_CASE("RemoteDebugger: the bound on reads around a miss, from pinned callbac
   // A server beside the debugger (0.1 ms): 25 KB at most, however fast the reading.
   CHECK(near(R::aroundBudgetFor(1e-4, 0.0), 25000));
   CHECK(R::aroundBudgetFor(1e-4, 1e-12) == R::aroundBudgetFor(1e-4, R::kFastestRead));
+}
+
+TEST_CASE("RemoteDebugger: before any callback is timed, a miss reads around by the shim's "
+          "timings") {
+  // A session's first miss (a job never seen: its first rank's) has no timing of the server's
+  // own: the bound is the shim's (mqd.capnp LinkTimings), here 20 ms away from a debugger
+  // reading 100 MB/s: 1 MB, 15 blocks around. Readable from 0x100000 to 0x400000.
+  auto timings = [](double roundTrip, bool known, double perByte) {
+    auto message = kj::heap<capnp::MallocMessageBuilder>();
+    auto t = message->initRoot<wire::LinkTimings>();
+    t.setRoundTripSeconds(roundTrip);
+    t.setReadCostKnown(known);
+    t.setReadSecondsPerByte(perByte);
+    return message;
+  };
+  auto take = [&](RemoteDebugger& remote, double roundTrip, bool known, double perByte) {
+    auto message = timings(roundTrip, known, perByte);
+    remote.takeShimTimings(message->getRoot<wire::LinkTimings>().asReader());
+  };
+  for (bool told : {false, true}) {
+    CAPTURE(told);
+    Rig rig(wire::CachePolicy::EPOCH, 0x100000, 0x400000, std::nullopt);
+    RemoteDebugger& remote = rig.host.remote();
+    CHECK(remote.aroundBudget() == 0);
+    if (told) {
+      take(remote, 0.020, false, 1e-8);  // no read cost yet: still none
+      CHECK(remote.aroundBudget() == 0);
+      take(remote, 0.020, true, 1e-8);
+      CHECK(remote.aroundBudget() == RemoteDebugger::aroundBudgetFor(0.020, 1e-8));
+      // What is no timing changes nothing.
+      take(remote, std::nan(""), true, -1);
+      take(remote, -1, true, std::numeric_limits<double>::infinity());
+      CHECK(remote.aroundBudget() == RemoteDebugger::aroundBudgetFor(0.020, 1e-8));
+    }
+    rig.call([&](DllCall& call) {
+      remote.newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+      rig.process.memory->setUnguided();
+      CHECK(rig.read(call, 0x200010, 8) == 0);
+    });
+    // The miss's block, and the blocks the bound reaches into (the last one in part), half
+    // below and half above; without the shim's timings nothing around it.
+    uint64_t bound = RemoteDebugger::aroundBudgetFor(0.020, 1e-8);
+    size_t around = told ? static_cast<size_t>((bound + kBlock - 1) / kBlock) : 0;
+    CHECK(rig.asked.blocks.size() == 1 + around);
+  }
 }
 
 TEST_CASE("RemoteDebugger, policy epoch: a first update asks for the set-up's blocks whole, "
@@ -422,6 +474,29 @@ TEST_CASE("RemoteDebugger, policy epoch: windows learned in an earlier session a
     CHECK(rig.read(call, 0x10008, 8) == 0);
     CHECK(rig.asked.fetchBlocks == 1);
   });
+}
+
+TEST_CASE("RemoteDebugger: a first set-up is sent the blocks of the symbols its image "
+          "resolved") {
+  Rig rig(wire::CachePolicy::EPOCH, 0x10000, 0x20000);
+  auto answer = [](int rc, bool written, uint64_t address) {
+    AddressAnswer a;
+    a.rc = rc;
+    a.knowsAddress = true;
+    a.written = written;
+    a.address = address;
+    return a;
+  };
+  rig.image.symbols["typedefs_sizeof"] = answer(0, true, 0x7f0000012330);
+  rig.image.symbols["communicators"] = answer(0, true, 0x7f000001e170);  // the same block
+  rig.image.symbols["next_block"] = answer(0, true, 0x7f0000020000);
+  rig.image.symbols["ignore_queues"] = answer(kUnreadable, false, 0);  // absent
+  rig.image.symbols["asked_if_there"] = answer(0, false, 0);          // no address asked
+  std::vector<TargetMemory::Window> blocks = rig.host.remote().symbolBlocks(rig.image);
+  REQUIRE(blocks.size() == 2);
+  CHECK(blocks[0].address == 0x7f0000010000);
+  CHECK(blocks[0].size == kBlock);
+  CHECK(blocks[1].address == 0x7f0000020000);
 }
 
 TEST_CASE("RemoteDebugger: a symbol look-up is kept for the session, and one asked without an "
