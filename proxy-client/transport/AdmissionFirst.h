@@ -3,8 +3,9 @@
 // instead of waiting for the reply: the session opens in one round trip, not two.
 //
 // Writes pass through from the start. The first read reads the reply line alone; on OK, it and
-// every read after it read on; on a refusal (or a connection closed before a reply) it fails
-// with the exception `refused` makes of the reply, so that the RPC system breaks the
+// every read after it read on. On a refusal, or a connection that ended or broke before a
+// whole reply (`closed`, with MQD_PROXY_ERR_UNREACHABLE for a broken one), it fails once the
+// promise `refused` makes of the reply has failed (it must), so that the RPC system breaks the
 // connection and the call waiting on it (openSession) fails too, while the refusal itself,
 // kept by `refused` (a ChainFailure's raise), is what the caller reports.
 #pragma once
@@ -18,7 +19,7 @@ namespace mqd::client {
 
 class AdmissionFirst final : public ForwardingStream {
  public:
-  using Refused = std::function<kj::Exception(const HandshakeReply&)>;
+  using Refused = std::function<kj::Promise<void>(const HandshakeReply&)>;
 
   AdmissionFirst(kj::Own<kj::AsyncIoStream> inner, Refused refused)
       : ForwardingStream(kj::mv(inner)), refused_(std::move(refused)) {}

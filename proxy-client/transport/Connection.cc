@@ -310,7 +310,7 @@ kj::Promise<kj::Own<Connection>> connectTo(kj::AsyncIoContext& io, const Endpoin
           return hello.then([where, counters, failure, stream = kj::mv(stream)]() mutable {
             auto gated = kj::heap<AdmissionFirst>(
                 kj::mv(stream), [where, failure](const HandshakeReply& reply) {
-                  return failure->raise(reply.code, where + ": " + reply.reason);
+                  return kj::Promise<void>(failure->raise(reply.code, where + ": " + reply.reason));
                 });
             return kj::heap<Connection>(kj::mv(gated), where, counters);
           });

@@ -223,6 +223,18 @@ def test_wrong_key_ssh_reason_promptly(cli, env, sshd, note):
             r.seconds < LOADED_MACHINE_SLACK), r.all[-3000:]
 
 
+def test_shim_session_wrong_key_ssh_reason(dump_client, env, l3, sshd, scratch):
+    """A shim session whose launcher fails before the server could answer: ssh's reason in
+    the shim's log, and the debugger's call fails (not a hang, not only a code)."""
+    log = os.path.join(scratch, "wrong-key-shim.log")
+    r = run([dump_client, "--dumps", "1", "--ops", "5"],
+            dict(env, MQD_PROXY_DLL=l3, MQD_PROXY_LOG_FILE=log,
+                 MQD_PROXY_SSH_OPTIONS=sshd.options_with(sshd.wrong_key)))
+    text = open(log).read() if os.path.exists(log) else ""
+    assert (r.returncode == 1 and "set-up through the shim failed" in r.stderr and
+            "Permission denied" in text), r.all[-3000:] + text[-3000:]
+
+
 def test_no_server_program_remote_shells_reason(cli, env, sshd):
     r = run([cli, "ping"],
             dict(env, MQD_PROXY_SERVER=sshd.url("/nonexistent/mqd-proxy-server")))
