@@ -262,6 +262,15 @@ void SessionReplay::issue(record::SessionCall::Reader call) {
     auto request = capnp_compat::typelessRequest(*session, capnp::typeId<wire::Session>(),
                                                  method, params.targetSize());
     request.set(params);
+    // The live shim's timings size a server's reads around a miss until it has timed its own
+    // (LinkTimings); a fresh server answered from the recording times nothing alike, and with
+    // them would read around where the live one did not. Without them it reads as the live
+    // server did with no timing yet.
+    if (method == sessionMethodOf(EntryPoint::setup_process)) {
+      request.getAs<wire::Session::SetupProcessParams>().initTimings();
+    } else if (method == sessionMethodOf(EntryPoint::update_communicator_list)) {
+      request.getAs<wire::Session::UpdateCommunicatorListParams>().initTimings();
+    }
     kj::Promise<capnp::Response<capnp::AnyPointer>> reply = request.send();
     outstanding_.emplace(call.getId(), Outstanding{method, calls_, params, kj::mv(reply)});
   } else {
