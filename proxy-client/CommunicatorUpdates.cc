@@ -50,11 +50,19 @@ std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
     uint64_t process, std::vector<ReadAhead>* fresh) {
   std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
   if (!made) return nullptr;
-  *fresh = readAhead(side_, process, windowsOf(made->read));
-  if (!sameReads(made->read, *fresh)) {
+  // What the refresh's update read of what it was sent (all of it when the server does not
+  // say, or the update read none of it).
+  std::vector<ReadAhead> proof;
+  if (made->used) proof = readOf(made->read, *made->used);
+  bool whole = proof.empty();
+  if (whole) proof = std::move(made->read);
+  *fresh = readAhead(side_, process, windowsOf(proof));
+  if (!sameReads(proof, *fresh)) {
     ++counters_.refreshesStale;
     MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
             static_cast<unsigned long long>(process));
+    // Only what was read again whole serves the update as read ahead.
+    if (!whole) fresh->clear();
     return nullptr;
   }
   ++counters_.refreshesAhead;
@@ -114,9 +122,11 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     });
     if (it == batch.end() || it->read.empty()) continue;  // not sent, or named twice
     try {
-      refreshAhead_.keep(it->process,
-                         {std::make_unique<RecordedWalk>(refreshed.getWalk()),
-                          windowsOf(refreshed.getNextEpoch()), std::move(it->read), it->bytes});
+      RefreshAhead::Refreshed made{std::make_unique<RecordedWalk>(refreshed.getWalk()),
+                                   windowsOf(refreshed.getNextEpoch()), std::move(it->read),
+                                   it->bytes, std::nullopt};
+      if (refreshed.hasRead()) made.used = windowsOf(refreshed.getRead());
+      refreshAhead_.keep(it->process, std::move(made));
     } catch (const ProxyError& e) {  // that process's own update will go to the server
       MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
     }

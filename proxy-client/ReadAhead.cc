@@ -1,5 +1,6 @@
 #include "ReadAhead.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "Bulk.h"
@@ -64,6 +65,42 @@ std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const Rea
   } catch (const ProxyError& e) {
     MQD_LOG(Debug, "no memory read ahead: %s", e.what());
     out.clear();
+  }
+  return out;
+}
+
+std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vector<Window>& read) {
+  // Both in address order, or nothing is left out.
+  for (size_t i = 1; i < sent.size(); ++i) {
+    if (sent[i].window.address < sent[i - 1].window.address) return sent;
+  }
+  for (size_t i = 1; i < read.size(); ++i) {
+    if (read[i].address < read[i - 1].address) return sent;
+  }
+  std::vector<ReadAhead> out;
+  auto first = read.begin();
+  for (const ReadAhead& r : sent) {
+    const uint64_t start = r.window.address;
+    const uint64_t end = start + r.window.size;
+    // A block not sent whole is proved whole: a read that failed there is in no window of
+    // `read` (which holds what the DLL read), yet its failure is part of the answer.
+    if (r.block.rc != mqs_ok || r.block.address != start || r.block.bytes.size() != r.window.size) {
+      out.push_back(r);
+      continue;
+    }
+    // The read windows that end after this block starts; those before it are done with
+    // (`sent` is in address order too).
+    while (first != read.end() && first->address + first->size <= start) ++first;
+    for (auto w = first; w != read.end() && w->address < end; ++w) {
+      uint64_t from = std::max<uint64_t>(w->address, start);
+      uint64_t to = std::min<uint64_t>(w->address + w->size, end);
+      DebuggerSide::Block part;
+      part.rc = mqs_ok;
+      part.address = from;
+      auto bytes = r.block.bytes.begin() + static_cast<std::ptrdiff_t>(from - start);
+      part.bytes.assign(bytes, bytes + static_cast<std::ptrdiff_t>(to - from));
+      out.push_back({{from, static_cast<uint32_t>(to - from)}, std::move(part)});
+    }
   }
   return out;
 }

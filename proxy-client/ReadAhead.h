@@ -74,6 +74,16 @@ std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const Rea
 std::vector<ReadAhead> readAhead(DebuggerSide& side, uint64_t process,
                                  const std::vector<Window>& windows);
 
+// What of `sent` (blocks read ahead for a refresh, as readWindows gave them) the refresh read,
+// by `read` (the windows its update read, in address order: RefreshedAhead.read): the proof
+// that it is still current reads these again. Of a block sent whole, the parts of `read`
+// inside its window, with the bytes sent there; a block not sent whole (refused, or only part
+// of its window readable), touched or not, whole: a read that failed there is in no window of
+// `read`, yet the update was answered its failure. Parts of `read` outside every block sent
+// were never read from them (the refresh asked the debugger nothing: RefreshedAhead), and are
+// left out. In address order; `sent` whole when either list is not in address order.
+std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vector<Window>& read);
+
 // Whether `then` and `now` are the same reads: the same windows, each block the same (rc,
 // address and bytes). A refresh ahead made from `then` is proved current by `now`.
 bool sameReads(const std::vector<ReadAhead>& then, const std::vector<ReadAhead>& now);

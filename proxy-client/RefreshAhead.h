@@ -34,8 +34,11 @@ class RefreshAhead {
   struct Refreshed {
     std::unique_ptr<RecordedWalk> walk;  // the answers of the process's next iteration
     std::vector<Window> nextEpoch;       // what the update after it will read
-    std::vector<ReadAhead> read;         // what it was made from: the proof must read the same
+    std::vector<ReadAhead> read;         // what it was made from
     uint64_t bytes = 0;                  // the windows' bytes, counted against the budget
+    // What its update read (RefreshedAhead.read): the proof reads that much of `read` again
+    // (readOf); nullopt (a server that does not say): all of it.
+    std::optional<std::vector<Window>> used;
   };
 
   // The rule for reading memory again; roundTripTook() feeds it.

@@ -469,6 +469,10 @@ struct RefreshedAhead {
   process @0 :UInt64;
   walk @1 :Bulk;
   nextEpoch @2 :List(MemoryWindow) $readAhead;
+  read @3 :List(MemoryWindow) $readAhead;
+  # Every window of the blocks sent for it that its update read (merged as nextEpoch's, never
+  # bounded): the shim proves the refresh current by reading these again, not all it sent
+  # (proxy-client/ReadAhead.h, readOf). Absent from a server that does not say: all of it.
 }
 
 # ---------------------------------------------------------------------------------------------

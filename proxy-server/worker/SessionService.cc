@@ -829,6 +829,11 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     out.get().setProcess(token);
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(*process);
     writeWindows(next, out.get().initNextEpoch(static_cast<unsigned>(next.size())));
+    // Every read came from the blocks sent (no callback): what the shim's proof reads again.
+    if (process->memory) {
+      std::vector<TargetMemory::Window> read = process->memory->currentWindows();
+      writeWindows(read, out.get().initRead(static_cast<unsigned>(read.size())));
+    }
     kept.push_back(kj::mv(out));
     metrics_.add(Count::RefreshedAhead);
   }

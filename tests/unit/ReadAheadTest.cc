@@ -128,6 +128,45 @@ TEST_CASE("ReadAhead: sameReads proves a refresh ahead only by identical reads")
   CHECK(mqd::client::bytesOf(windows) == 32);
 }
 
+TEST_CASE("ReadAhead: a refresh ahead is proved by what its update read of what was sent") {
+  // Sent: two blocks whole, one the debugger refused, one readable in part. The update read
+  // two ranges of the first block (one running past its end, into memory never sent), one
+  // range spanning the gap between the first two blocks, and nothing of the last two.
+  FakeTarget target;  // readable in [0x10000, 0x20000)
+  auto sent = mqd::client::readWindows(
+      {{0x10000, 0x1000}, {0x12000, 0x1000}, {0x1ff00, 0x200}, {0x30000, 0x100}},
+      target.reader());
+  REQUIRE(sent.size() == 4);
+  sent[2].block = target.read(0x1ff00, 0x100);  // the readable part, as the debugger gave it
+  std::vector<Window> read{{0x10010, 0x20}, {0x10f00, 0x1200}, {0x40000, 8}};
+  auto proof = mqd::client::readOf(sent, read);
+  // Of the first block, the two ranges inside it; of the second, the start of the range that
+  // spans the gap; the partial and the refused block whole, touched or not.
+  REQUIRE(proof.size() == 5);
+  CHECK(proof[0].window.address == 0x10010);
+  CHECK(proof[0].window.size == 0x20);
+  CHECK(proof[1].window.address == 0x10f00);
+  CHECK(proof[1].window.size == 0x100);
+  CHECK(proof[2].window.address == 0x12000);
+  CHECK(proof[2].window.size == 0x100);
+  for (int i = 0; i < 3; ++i) checkWhole(proof[static_cast<size_t>(i)]);
+  CHECK(proof[3].window.address == 0x1ff00);
+  CHECK(proof[3].window.size == 0x200);
+  CHECK(proof[4].window.address == 0x30000);
+  CHECK(proof[4].block.rc == mqs_no_information);
+  // The proof: the same reads now, and a changed byte inside what was read makes it stale.
+  auto now = mqd::client::readWindows(mqd::client::windowsOf(proof), target.reader());
+  now[3] = sent[2];  // the partial block still partial
+  now[4] = sent[3];  // the refused one still refused
+  CHECK(mqd::client::sameReads(proof, now));
+  now[1].block.bytes[0] ^= 1;
+  CHECK_FALSE(mqd::client::sameReads(proof, now));
+  // Lists out of address order leave nothing out.
+  std::vector<ReadAhead> reversed{sent[1], sent[0]};
+  CHECK(mqd::client::readOf(reversed, read).size() == 2);
+  CHECK(mqd::client::readOf(reversed, read)[0].window.size == 0x1000);
+}
+
 TEST_CASE("ReadAhead: written into a request and compared with the node's bytes") {
   FakeTarget target;
   std::vector<Window> windows{{0x10000, 16}, {0x10100, 16}};

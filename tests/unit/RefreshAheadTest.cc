@@ -56,7 +56,7 @@ TEST_CASE("RefreshAhead: never offered: read on the node, no next epoch, a refre
   CHECK(plan.readOnNode(2));
   plan.keepNextEpoch(3, {}, false, false);                  // 3's reply named nothing
   CHECK(plan.nextEpoch(3) == nullptr);
-  plan.keep(4, {nullptr, {}, {}, 64});                      // 4 has a refresh waiting
+  plan.keep(4, {nullptr, {}, {}, 64, std::nullopt});        // 4 has a refresh waiting
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{5});
   // 4's refresh taken (served or dropped): offered again.
   CHECK(plan.take(4).has_value());
@@ -72,7 +72,7 @@ TEST_CASE("RefreshAhead: refreshes ahead stay within maxRefreshAheadBytes") {
     plan.visited(p);
   }
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3});  // two halves fill it
-  plan.keep(2, {nullptr, {}, {}, big});                               // one waiting
+  plan.keep(2, {nullptr, {}, {}, big, std::nullopt});  // one waiting
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{3});
 }
 
@@ -118,7 +118,7 @@ TEST_CASE("RefreshAhead: a peer's guess is taken when it is worth the round trip
 TEST_CASE("RefreshAhead: a process set up again starts over; a new session forgets all") {
   RefreshAhead plan = planWithRoundTrip(0.010);
   refreshInOrder(plan, 3);
-  plan.keep(3, {nullptr, windows(0x9000, 8), {}, 64});
+  plan.keep(3, {nullptr, windows(0x9000, 8), {}, 64, std::nullopt});
   plan.forget(3);
   CHECK_FALSE(plan.take(3).has_value());
   CHECK(plan.nextEpoch(3) == nullptr);
