@@ -503,6 +503,7 @@ kj::Promise<void> SessionService::imageHasQueues(ImageHasQueuesContext context) 
 
 kj::Promise<void> SessionService::destroyImageInfo(DestroyImageInfoContext context) {
   return runDll(context, EntryPoint::destroy_image_info, [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.name());  // a DLL frees an info through them
     destroyInfo<RemoteImage>(objects_, call, context.getParams().getInfo(),
                              dll_->entry().mqs_destroy_image_info);
   });
@@ -588,6 +589,7 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
 
 kj::Promise<void> SessionService::destroyProcessInfo(DestroyProcessInfoContext context) {
   return runDll(context, EntryPoint::destroy_process_info, [this, context](DllCall& call) mutable {
+    requireBasicCallbacks(call.name());  // a DLL frees an info through them
     destroyInfo<RemoteProcess>(objects_, call, context.getParams().getInfo(),
                                dll_->entry().mqs_destroy_process_info);
   });
@@ -897,6 +899,7 @@ kj::Promise<void> SessionService::destroyJobInfo(DestroyJobInfoContext context) 
   return runDll(context, EntryPoint::destroy_job_info, [this, context](DllCall& call) mutable {
     auto results = context.getResults();
     if (!dllExports(call, results)) return;
+    requireBasicCallbacks(call.name());  // a DLL frees an info through them
     results.setRc(destroyInfo<RemoteJob>(objects_, call, context.getParams().getInfo(),
                                          dll_->entry().mqs_destroy_job_info));
   });
