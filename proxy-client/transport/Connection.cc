@@ -421,10 +421,8 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
                   (config.compress == ClientConfig::Compress::Auto &&
                    endpoint.kind != Endpoint::Kind::Unix);
   auto failure = ChainFailure::make();
-  auto opened = connectTo(io, endpoint, &counters, config, failure, true).then([&side, dll, where, cache,
-                                                                          compress, recorder,
-                                                                          failure](
-                                                                             kj::Own<Connection> c) {
+  auto openSession = [&side, dll, where, cache, compress, recorder,
+                      failure](kj::Own<Connection> c) {
     c->compress_ = compress;
     auto request = c->proxy_.openSessionRequest();
     auto options = request.initOptions();
@@ -463,6 +461,7 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
           c->ticket_.key = response.getTicket().getKey();
           c->takesInfoTokens_ = response.getTakesInfoTokens();
           c->readsOnNode_ = response.getReadsOnNode();
+          c->refreshAheadBytes_ = response.getRefreshAheadBytes();
           for (int rank : response.getNodeRanks()) c->nodeRanks_.push_back(rank);
           if (recorder != nullptr) {
             c->session_ = recorder->sessionOpened(c->endpoint_, *asked, d,
@@ -474,7 +473,11 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
           throw failure->raise(MQD_PROXY_ERR_SESSION_REFUSED,
                                where + ": " + e.getDescription().cStr());
         });
-  });
+  };
+  // openSession travels behind the hello (AdmissionFirst).
+  const bool pipelined = true;
+  auto opened = connectTo(io, endpoint, &counters, config, failure, pipelined)
+                    .then(kj::mv(openSession));
   return withDeadline(io, kj::mv(opened), where, config.timeout, failure);
 }
 

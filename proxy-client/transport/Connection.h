@@ -3,8 +3,10 @@
 //
 // open() connects to the endpoint (with TLS for tls:), passes the server's admission handshake
 // (common/Handshake.h: the token of MQD_PROXY_TOKEN_FILE; a direct connection sends what
-// follows behind the hello, AdmissionFirst), bootstraps the Proxy capability and opens a Session for the configured DLL, passing a DebuggerService for the server's callbacks. `current` is the call
-// the debugger is waiting on, if any: the DebuggerService posts callbacks to it.
+// follows behind the hello, AdmissionFirst), bootstraps the Proxy capability and opens a
+// Session for the configured DLL, passing a DebuggerService for the server's callbacks.
+// `current` is the call the debugger is waiting on, if any: the DebuggerService posts
+// callbacks to it.
 #pragma once
 
 #include <capnp/rpc-twoparty.h>
@@ -115,6 +117,8 @@ class Connection {
   // (mqd.capnp, Proxy.openSession).
   bool takesInfoTokens() const { return takesInfoTokens_; }
   bool readsOnNode() const { return readsOnNode_; }
+  // openSession's refreshAheadBytes (0: the server did not say).
+  uint32_t refreshAheadBytes() const { return refreshAheadBytes_; }
   // With readsOnNode: the MPI ranks the server's host runs (openSession's nodeRanks).
   const std::vector<int>& nodeRanks() const { return nodeRanks_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
@@ -164,6 +168,7 @@ class Connection {
   SessionTicket ticket_;
   bool takesInfoTokens_ = false;
   bool readsOnNode_ = false;
+  uint32_t refreshAheadBytes_ = 0;
   std::vector<int> nodeRanks_;
   bool compress_ = false;
   StdioProcess* stdio_ = nullptr;  // owned by stream_ (ssh:// and slurm: only)
