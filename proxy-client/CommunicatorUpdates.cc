@@ -1,5 +1,7 @@
 #include "CommunicatorUpdates.h"
 
+#include <capnp/message.h>
+
 #include <algorithm>
 
 #include "Log.h"
@@ -50,12 +52,8 @@ std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
     uint64_t process, std::vector<ReadAhead>* fresh) {
   std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
   if (!made) return nullptr;
-  // What the refresh's update read of what it was sent (all of it when the server does not
-  // say, or the update read none of it).
-  std::vector<ReadAhead> proof;
-  if (made->used) proof = readOf(made->read, *made->used);
-  bool whole = proof.empty();
-  if (whole) proof = std::move(made->read);
+  const std::vector<ReadAhead>& proof = made->proof;
+  bool whole = made->whole;
   *fresh = readAhead(side_, process, windowsOf(proof));
   if (!sameReads(proof, *fresh)) {
     ++counters_.refreshesStale;
@@ -75,36 +73,40 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others) {
   // The other processes' windows, read inside this call too: the server refreshes them after
   // this one, and what it made of them is served at their own updates once proved current.
+  // Each one's blocks are packed for the request (compressed, when the link is) as soon as
+  // they are read, and only that copy waits for the reply, which says what each proof needs:
+  // the raw bytes of a whole batch never stay in the debugger's process at once.
   struct Other {
     uint64_t process;
-    std::vector<ReadAhead> read;
-    uint64_t bytes;
+    std::unique_ptr<capnp::MallocMessageBuilder> packed;  // its wire::RefreshAhead
   };
   std::vector<Other> batch;
+  const bool compress = link_.compress();
   for (uint64_t token : others) {
     const std::vector<Window>& windows = *refreshAhead_.nextEpoch(token);
     std::vector<ReadAhead> read = readAhead(side_, token, windows);
-    if (!read.empty()) batch.push_back({token, std::move(read), bytesOf(windows)});
+    if (read.empty()) continue;
+    auto packed = std::make_unique<capnp::MallocMessageBuilder>();
+    auto root = packed->initRoot<wire::RefreshAhead>();
+    root.setProcess(token);
+    writeAhead(read, compress, root);
+    batch.push_back({token, std::move(packed)});
   }
   if (!batch.empty()) {
     MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
             static_cast<unsigned long long>(process), batch.size());
   }
-  const ClientCounters* c = &counters_;
   auto reply = link_.roundTrip<wire::Session::UpdateCommunicatorListResults>(
       EntryPoint::update_communicator_list,
-      [this, process, c, &ahead, &batch](wire::Session::Client& s) {
+      [this, process, compress, &ahead, &batch](wire::Session::Client& s) {
         auto r = s.updateCommunicatorListRequest();
         r.setProcess(process);
-        c->write(r.initClientCounters(ClientCounters::kCount));
-        refreshAhead_.costRule().describe(r.initTimings(), side_.secondsPerByte());
-        bool compress = link_.compress();
+        describeShim(r);
         writeAhead(ahead, compress, r);
         if (!batch.empty()) {
           auto out = r.initOthers(static_cast<unsigned>(batch.size()));
           for (unsigned i = 0; i < batch.size(); ++i) {
-            out[i].setProcess(batch[i].process);
-            writeAhead(batch[i].read, compress, out[i]);
+            out.setWithCaveats(i, batch[i].packed->getRoot<wire::RefreshAhead>().asReader());
           }
         }
         return r.send();
@@ -120,13 +122,17 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     auto it = std::find_if(batch.begin(), batch.end(), [&](const Other& o) {
       return o.process == refreshed.getProcess();
     });
-    if (it == batch.end() || it->read.empty()) continue;  // not sent, or named twice
+    if (it == batch.end() || !it->packed) continue;  // not sent, or named twice
     try {
-      RefreshAhead::Refreshed made{std::make_unique<RecordedWalk>(refreshed.getWalk()),
-                                   windowsOf(refreshed.getNextEpoch()), std::move(it->read),
-                                   it->bytes, std::nullopt};
-      if (refreshed.hasRead()) made.used = windowsOf(refreshed.getRead());
-      refreshAhead_.keep(it->process, std::move(made));
+      std::optional<std::vector<Window>> used;
+      if (refreshed.hasRead()) used = windowsOf(refreshed.getRead());
+      auto sent = it->packed->getRoot<wire::RefreshAhead>().asReader();
+      std::vector<ReadAhead> proved = unpackFor(sent.getAhead(), sent.getBlocks(), used);
+      it->packed.reset();
+      refreshAhead_.keep(it->process,
+                         RefreshAhead::madeFrom(std::make_unique<RecordedWalk>(refreshed.getWalk()),
+                                                windowsOf(refreshed.getNextEpoch()),
+                                                std::move(proved), used));
     } catch (const ProxyError& e) {  // that process's own update will go to the server
       MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
     }
@@ -134,17 +140,20 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
   return reply;
 }
 
+void CommunicatorUpdates::describeShim(
+    wire::Session::UpdateCommunicatorListParams::Builder request) const {
+  counters_.write(request.initClientCounters(ClientCounters::kCount));
+  refreshAhead_.costRule().describe(request.initTimings(), side_.secondsPerByte());
+}
+
 Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendCheckedLate(
     uint64_t process, const std::vector<Window>& windows) {
   link_.settle();  // the calls sent earlier come first
-  const ClientCounters* c = &counters_;
   auto pending = link_.start(EntryPoint::update_communicator_list,
-                       [this, process, c, &windows](wire::Session::Client& s) {
+                       [this, process, &windows](wire::Session::Client& s) {
                          auto r = s.updateCommunicatorListRequest();
                          r.setProcess(process);
-                         c->write(r.initClientCounters(ClientCounters::kCount));
-                         refreshAhead_.costRule().describe(r.initTimings(),
-                                                           side_.secondsPerByte());
+                         describeShim(r);
                          auto late = r.initCheckLate(static_cast<unsigned>(windows.size()));
                          for (unsigned i = 0; i < windows.size(); ++i) {
                            late[i].setAddress(windows[i].address);

@@ -65,6 +65,9 @@ class CommunicatorUpdates {
   // The third way.
   Reply<wire::Session::UpdateCommunicatorListResults> sendCheckedLate(
       uint64_t process, const std::vector<Window>& windows);
+  // What every update request carries besides its own: the shim's counters and the cost
+  // rule's inputs (LinkTimings).
+  void describeShim(wire::Session::UpdateCommunicatorListParams::Builder request) const;
 
   SessionLink& link_;
   DebuggerSide& side_;

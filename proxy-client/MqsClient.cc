@@ -152,6 +152,7 @@ void MqsClient::connect() {
   SessionLink::Opened opened = link_.open(side_, recorder_.get());
   dll_ = std::move(opened.dll);
   serverReadsOnNode_ = opened.readsOnNode;
+  refreshAhead_.setRequestBytes(opened.refreshAheadBytes);
   nodeRanks_ = std::move(opened.nodeRanks);
   std::sort(nodeRanks_.begin(), nodeRanks_.end());  // searched (NodeRouter): whatever was sent
   openLearnedLookups();

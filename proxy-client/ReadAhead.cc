@@ -105,6 +105,35 @@ std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vec
   return out;
 }
 
+std::vector<ReadAhead> unpackFor(capnp::List<wire::MemoryWindow>::Reader windows,
+                                 capnp::List<wire::MemoryBlock>::Reader blocks,
+                                 const std::optional<std::vector<Window>>& used) {
+  if (windows.size() != blocks.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "memory read ahead: windows and blocks differ");
+  }
+  std::vector<Window> sent = windowsOf(windows);
+  auto touched = [&used](const Window& w) {
+    return std::any_of(used->begin(), used->end(), [&w](const Window& u) {
+      return u.address < w.address + w.size && w.address < u.address + u.size;
+    });
+  };
+  const bool all = !used || std::none_of(sent.begin(), sent.end(), touched);
+  std::vector<ReadAhead> out;
+  for (unsigned i = 0; i < sent.size(); ++i) {
+    auto b = blocks[i];
+    bool whole = b.getRc() == mqs_ok && b.getAddress() == sent[i].address &&
+                 b.getData().getSize() == sent[i].size;
+    if (!all && whole && !touched(sent[i])) continue;
+    DebuggerSide::Block block;
+    block.rc = b.getRc();
+    block.address = b.getAddress();
+    kj::Array<kj::byte> bytes = readBulk(b.getData(), sent[i].size);
+    block.bytes.assign(bytes.begin(), bytes.end());
+    out.push_back({sent[i], std::move(block)});
+  }
+  return out;
+}
+
 bool sameReads(const std::vector<ReadAhead>& then, const std::vector<ReadAhead>& now) {
   if (then.size() != now.size()) return false;
   for (size_t i = 0; i < now.size(); ++i) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +84,14 @@ std::vector<ReadAhead> readAhead(DebuggerSide& side, uint64_t process,
 // were never read from them (the refresh asked the debugger nothing: RefreshedAhead), and are
 // left out. In address order; `sent` whole when either list is not in address order.
 std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vector<Window>& read);
+
+// The blocks a request's `windows` and `blocks` (as writeAhead wrote them) carried that a proof
+// of `used` needs (readOf): those a window of `used` overlaps and those not sent whole, with
+// their bytes; every block when `used` is nullopt or overlaps none (the proof then reads all).
+// In the lists' order. Throws ProxyError(PROTOCOL) for a payload that does not unpack.
+std::vector<ReadAhead> unpackFor(capnp::List<wire::MemoryWindow>::Reader windows,
+                                 capnp::List<wire::MemoryBlock>::Reader blocks,
+                                 const std::optional<std::vector<Window>>& used);
 
 // Whether `then` and `now` are the same reads: the same windows, each block the same (rc,
 // address and bytes). A refresh ahead made from `then` is proved current by `now`.

@@ -6,6 +6,32 @@
 
 namespace mqd::client {
 
+namespace {
+
+uint64_t bytesRead(const std::vector<ReadAhead>& read) {
+  uint64_t n = 0;
+  for (const ReadAhead& r : read) n += r.window.size;
+  return n;
+}
+
+}  // namespace
+
+RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> walk,
+                                               std::vector<Window> nextEpoch,
+                                               std::vector<ReadAhead> sent,
+                                               const std::optional<std::vector<Window>>& used) {
+  Refreshed made{std::move(walk), std::move(nextEpoch), {}, true};
+  if (used) made.proof = readOf(sent, *used);
+  made.whole = made.proof.empty();
+  if (made.whole) made.proof = std::move(sent);
+  return made;
+}
+
+void RefreshAhead::setRequestBytes(uint32_t bytes) {
+  requestBytes_ = bytes == 0 ? wire::MAX_REFRESH_AHEAD_BYTES
+                             : std::min(bytes, wire::REFRESH_AHEAD_BYTES_CEILING);
+}
+
 void RefreshAhead::keepNextEpoch(uint64_t process, std::vector<Window> windows, bool learned,
                                  bool readOnNode) {
   if (learned) {
@@ -74,7 +100,7 @@ std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
   }
   std::sort(byLast.begin(), byLast.end());
   std::vector<uint64_t> chosen;
-  uint64_t budget = wire::MAX_REFRESH_AHEAD_BYTES - refreshedBytes_;
+  uint64_t budget = requestBytes_ > refreshedBytes_ ? requestBytes_ - refreshedBytes_ : 0;
   for (const auto& [last, token] : byLast) {
     uint64_t bytes = bytesOf(nextEpoch_.at(token));
     if (bytes > budget) break;
@@ -116,7 +142,7 @@ size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
 
 void RefreshAhead::keep(uint64_t process, Refreshed made) {
   drop(process);
-  refreshedBytes_ += made.bytes;
+  refreshedBytes_ += bytesRead(made.proof);
   refreshed_[process] = std::move(made);
 }
 
@@ -125,14 +151,14 @@ std::optional<RefreshAhead::Refreshed> RefreshAhead::take(uint64_t process) {
   if (it == refreshed_.end()) return std::nullopt;
   Refreshed made = std::move(it->second);
   refreshed_.erase(it);
-  refreshedBytes_ -= made.bytes;
+  refreshedBytes_ -= bytesRead(made.proof);
   return made;
 }
 
 void RefreshAhead::drop(uint64_t process) {
   auto it = refreshed_.find(process);
   if (it == refreshed_.end()) return;
-  refreshedBytes_ -= it->second.bytes;
+  refreshedBytes_ -= bytesRead(it->second.proof);
   refreshed_.erase(it);
 }
 

@@ -34,12 +34,23 @@ class RefreshAhead {
   struct Refreshed {
     std::unique_ptr<RecordedWalk> walk;  // the answers of the process's next iteration
     std::vector<Window> nextEpoch;       // what the update after it will read
-    std::vector<ReadAhead> read;         // what it was made from
-    uint64_t bytes = 0;                  // the windows' bytes, counted against the budget
-    // What its update read (RefreshedAhead.read): the proof reads that much of `read` again
-    // (readOf); nullopt (a server that does not say): all of it.
-    std::optional<std::vector<Window>> used;
+    // What the proof reads again and must find the same: of the blocks sent, what its update
+    // read (RefreshedAhead.read, readOf), or every block sent (`whole`: the server did not
+    // say, or its update read none of them). Only this is kept of what was sent.
+    std::vector<ReadAhead> proof;
+    bool whole = true;
   };
+  // What a refresh of the blocks `sent` keeps for its proof, its update having read `used`
+  // (nullopt: the server did not say).
+  static Refreshed madeFrom(std::unique_ptr<RecordedWalk> walk, std::vector<Window> nextEpoch,
+                            std::vector<ReadAhead> sent,
+                            const std::optional<std::vector<Window>>& used);
+
+  // The most memory of other processes one update carries (openSession's refreshAheadBytes;
+  // 0, a server that does not say: wire::MAX_REFRESH_AHEAD_BYTES), which is also the most
+  // the refreshes waiting hold.
+  void setRequestBytes(uint32_t bytes);
+  uint64_t requestBytes() const { return requestBytes_; }
 
   // The rule for reading memory again; roundTripTook() feeds it.
   void setCostRule(CostRule rule) { rule_ = rule; }
@@ -71,7 +82,7 @@ class RefreshAhead {
   // it and after its last refresh, oldest first (a debugger that refreshes a job rank by rank
   // refreshes them next); at its first update, the never-updated ones with a learned first
   // epoch. Each has a named next epoch, is not read on the node and has no refresh waiting;
-  // together with the refreshes waiting they stay within wire::MAX_REFRESH_AHEAD_BYTES, and
+  // together with what the refreshes waiting keep they stay within requestBytes(), and
   // each is worth reading twice (now, and for its proof) by the cost rule, with the debugger's
   // reads costing `secondsPerByte` (nullopt: not measured yet).
   std::vector<uint64_t> candidates(uint64_t process,
@@ -88,7 +99,8 @@ class RefreshAhead {
   size_t takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
                          std::optional<double> secondsPerByte);
 
-  // The server refreshed the process ahead: kept until its own update takes it.
+  // The server refreshed the process ahead: kept until its own update takes it (its proof's
+  // bytes counted against requestBytes()).
   void keep(uint64_t process, Refreshed made);
   // The refresh made ahead of the process, taken out (to be proved and served, or dropped).
   std::optional<Refreshed> take(uint64_t process);
@@ -114,7 +126,8 @@ class RefreshAhead {
   std::set<uint64_t> learnedFirstEpoch_;
   std::set<uint64_t> readOnNode_;
   std::unordered_map<uint64_t, Refreshed> refreshed_;
-  uint64_t refreshedBytes_ = 0;
+  uint64_t refreshedBytes_ = 0;  // their proofs'
+  uint64_t requestBytes_ = wire::MAX_REFRESH_AHEAD_BYTES;
   // Per process: how often and when (in updates_) the debugger last refreshed it.
   struct Visits {
     uint64_t count = 0;

@@ -93,15 +93,16 @@ class SessionLink {
     bool takesInfoTokens = false;
     bool readsOnNode = false;
     std::vector<int> nodeRanks;  // with readsOnNode: the ranks the server's host runs
+    uint32_t refreshAheadBytes = 0;  // the most others one update carries (0: not said)
   };
   // A new connection and session (the old one, if any, is dropped), serving `side`'s callbacks
   // and recording into `recorder` (may be null; it outlives the link). Throws ProxyError.
   Opened open(DebuggerSide& side, SessionRecorder* recorder);
   // Whether a session is open and its connection not broken.
   bool usable() const { return connection_.get() != nullptr && !connection_->broken(); }
-  // Whether requests may carry compressed bulk (the server said so at the handshake). Only
-  // inside a `send`, on the loop thread.
-  bool compress() const { return connection_->compress(); }
+  // Whether requests may carry compressed bulk (as the session was opened): on the thread that
+  // opened it, or inside a `send`.
+  bool compress() const { return compress_; }
 
   template <typename Send>
   std::shared_ptr<PendingCall> start(EntryPoint entryPoint, Send&& send);
@@ -142,6 +143,7 @@ class SessionLink {
   ClientCounters& counters_;
   std::unique_ptr<EventLoopThread> loop_;
   kj::Own<Connection> connection_;  // created, used and destroyed on the loop thread
+  bool compress_ = false;           // connection_->compress(), as the session opened
   SessionTicket ticket_;
   std::function<void()> settleFirst_;
   std::function<void(double)> took_;

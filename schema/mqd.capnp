@@ -48,9 +48,16 @@ const maxBlocksAheadBytes :UInt32 = 16777216;
 
 const maxRefreshAheadBytes :UInt32 = 33554432;
 # The most target memory the shim reads ahead for the other processes of one
-# Session.updateCommunicatorList (its `others`): 32 MiB. With the process's own
-# maxBlocksAheadBytes, a request stays below maxFetchBytes, which a server's --max-message-mib
-# must exceed anyway. The server refuses more; the shim never sends more.
+# Session.updateCommunicatorList (its `others`) when the server does not offer more
+# (openSession's refreshAheadBytes): 32 MiB. With the process's own maxBlocksAheadBytes, such a
+# request stays below maxFetchBytes, which a server's --max-message-mib must exceed anyway.
+
+const refreshAheadBytesCeiling :UInt32 = 100663296;
+# The most a server offers in openSession's refreshAheadBytes: 96 MiB, the guesses of a job of
+# about 64 never-seen ranks in one request (docs/round-trips.md, "The whole job"), when its
+# --max-message-mib leaves room for them beside the process's own maxBlocksAheadBytes. The
+# server refuses more than it offered; the shim never sends more, nor holds more than it may
+# send for refreshes waiting to be proved.
 
 const maxLookupsAhead :UInt32 = 16384;
 # The most look-ups the shim answers ahead with one Session.setupImage (Open MPI's DLL makes
@@ -554,7 +561,8 @@ interface Proxy {
 
   openSession @1 (options :SessionOptions, debugger :Debugger)
       -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure,
-          takesInfoTokens :Bool, readsOnNode :Bool, nodeRanks :List(Int32));
+          takesInfoTokens :Bool, readsOnNode :Bool, nodeRanks :List(Int32),
+          refreshAheadBytes :UInt32);
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. One session per connection. `ticket` names the session for postMortem.
   # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
@@ -568,6 +576,9 @@ interface Proxy {
   # process from the one node that has its rank
   # (docs/round-trips.md, "A server on every node"). Listed as the session opens; a process
   # started later is not in it.
+  # refreshAheadBytes: the most target memory of other processes the session takes in one
+  # updateCommunicatorList (its `others`), from maxRefreshAheadBytes to refreshAheadBytesCeiling
+  # as --max-message-mib leaves room; 0 (an older server): maxRefreshAheadBytes.
 
   stats @2 () -> (sessions :List(SessionStats));
   # Every session open on this server, and the most recent ended ones, with their counters.

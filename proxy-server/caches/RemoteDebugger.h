@@ -55,6 +55,9 @@ class RemoteDebugger {
     // Whether an image's look-ups may be found before its set-up (LookupDiscovery; the
     // server's --no-lookup-discovery turns it off).
     bool lookupDiscovery = true;
+    // The most memory of other processes one update may carry to be refreshed ahead
+    // (openSession's refreshAheadBytes: refreshAheadBytesFor).
+    uint32_t refreshAheadBytes = wire::MAX_REFRESH_AHEAD_BYTES;
   };
 
   RemoteDebugger(wire::Debugger::Client client, Options options);

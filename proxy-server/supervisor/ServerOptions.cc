@@ -195,7 +195,8 @@ void declare(CLI::App& app, ServerOptions& o) {
                  "The largest Cap'n Proto message a worker reads, in MiB (1 to 4096). A bigger "
                  "message ends that connection only. Keep it above the largest memory a DLL "
                  "fetches at once (at most 64 MiB) and --block-size, or such replies end the "
-                 "session.")
+                 "session. What it holds beside 24 MiB, from 32 to 96 MiB, bounds the other "
+                 "ranks' memory one update carries to be refreshed ahead.")
       ->type_name("N")
       ->group(security)
       ->capture_default_str()

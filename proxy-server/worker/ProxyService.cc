@@ -100,6 +100,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   session.debugger.blockSize = config_.blockSize;
   session.debugger.aroundBytes = config_.readAround;
   session.debugger.lookupDiscovery = config_.lookupDiscovery;
+  session.debugger.refreshAheadBytes = refreshAheadBytesFor(config_.traversalLimitWords);
   // A recorded session's replay has only the debugger's answers: nothing read on this host.
   session.debugger.nodeMemory = config_.nodeMemory && !options.getRecorded();
   session.stateDir = config_.stateDir;
@@ -125,6 +126,7 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   dll->describe(results.initDll());
   results.setTakesInfoTokens(true);
   results.setReadsOnNode(session.debugger.nodeMemory);
+  results.setRefreshAheadBytes(session.debugger.refreshAheadBytes);
   if (session.debugger.nodeMemory) {
     std::set<int> ranks = LocalProcess::ranksHere();
     auto list = results.initNodeRanks(static_cast<unsigned>(ranks.size()));

@@ -774,10 +774,10 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
   for (auto other : others) {
     for (auto w : other.getAhead()) bytes += w.getSize();
   }
-  if (bytes > wire::MAX_REFRESH_AHEAD_BYTES) {
+  if (bytes > remote_.options().refreshAheadBytes) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL,
                      "other processes' memory read ahead: " + std::to_string(bytes) +
-                         " bytes, more than maxRefreshAheadBytes");
+                         " bytes, more than the session's refreshAheadBytes");
   }
   // Each one refreshed as its own update would be, with every effect held back: a process
   // whose refresh asked the debugger anything, or had anything to show it, is left for its

@@ -4,6 +4,8 @@
 #include <kj/async-io.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "CountingStream.h"
 #include "CpuWatchdog.h"
 #include "DisconnectWatchdog.h"
@@ -20,6 +22,16 @@ capnp::ReaderOptions connectionReaderOptions(const WorkerConfig& config) {
   options.traversalLimitInWords = config.traversalLimitWords;
   options.nestingLimit = kMaxMessageNesting;
   return options;
+}
+
+uint32_t refreshAheadBytesFor(uint64_t traversalLimitWords) {
+  // The process's own blocks, the lists naming every block and the rest of the request: 8 MiB
+  // is far more than those lists take.
+  constexpr uint64_t kBeside = uint64_t(wire::MAX_BLOCKS_AHEAD_BYTES) + (8u << 20);
+  uint64_t message = traversalLimitWords * sizeof(capnp::word);
+  uint64_t room = message > kBeside ? message - kBeside : 0;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(room, wire::MAX_REFRESH_AHEAD_BYTES,
+                                                    wire::REFRESH_AHEAD_BYTES_CEILING));
 }
 
 kj::Promise<void> serveConnection(kj::AsyncIoStream& stream, const WorkerConfig& config,

@@ -45,6 +45,12 @@ struct WorkerConfig {
   bool lookupDiscovery;                // not --no-lookup-discovery (LookupDiscovery)
 };
 
+// What a session offers for the other processes' memory of one update (openSession's
+// refreshAheadBytes): as much as a message of `traversalLimitWords` holds beside the process's
+// own blocks, with room to spare, from wire::MAX_REFRESH_AHEAD_BYTES to
+// wire::REFRESH_AHEAD_BYTES_CEILING.
+uint32_t refreshAheadBytesFor(uint64_t traversalLimitWords);
+
 // Limits on every message a client sends on a connection (the ReaderOptions of the RPC
 // network; clients are untrusted: these are what a hostile peer can make a worker do).
 //

@@ -190,3 +190,50 @@ TEST_CASE("ReadAhead: written into a request and compared with the node's bytes"
   mqd::client::writeAhead({}, false, root);
   CHECK_FALSE(root.asReader().hasAhead());  // nothing read: nothing sent
 }
+
+TEST_CASE("ReadAhead: what a proof needs, unpacked from what a request carried") {
+  // The same blocks as above, packed as a refresh ahead travels (compressed and not); what the
+  // shim keeps of them for the proof must give the proof readOf gives from the blocks read.
+  FakeTarget target;
+  auto sent = mqd::client::readWindows(
+      {{0x10000, 0x1000}, {0x12000, 0x1000}, {0x14000, 0x1000}, {0x1ff00, 0x200},
+       {0x30000, 0x100}},
+      target.reader());
+  REQUIRE(sent.size() == 5);
+  sent[3].block = target.read(0x1ff00, 0x100);  // readable in part
+  for (bool compress : {false, true}) {
+    capnp::MallocMessageBuilder message;
+    auto packed = message.initRoot<mqd::wire::RefreshAhead>();
+    mqd::client::writeAhead(sent, compress, packed);
+    auto windows = packed.asReader().getAhead();
+    auto blocks = packed.asReader().getBlocks();
+    // The update read inside the first and third blocks: those two, the partial and the
+    // refused one; the second, untouched and whole, is left packed.
+    std::optional<std::vector<Window>> used{{{0x10010, 0x20}, {0x14800, 0x10}}};
+    auto kept = mqd::client::unpackFor(windows, blocks, used);
+    REQUIRE(kept.size() == 4);
+    CHECK(kept[0].window.address == 0x10000);
+    CHECK(kept[1].window.address == 0x14000);
+    CHECK(kept[2].window.address == 0x1ff00);
+    CHECK(kept[3].block.rc == mqs_no_information);
+    checkWhole(kept[0]);
+    checkWhole(kept[1]);
+    CHECK(kept[2].block.bytes == sent[3].block.bytes);
+    auto proof = mqd::client::readOf(kept, *used);
+    auto expected = mqd::client::readOf(sent, *used);
+    CHECK(mqd::client::sameReads(proof, expected));
+    // A server that does not say, or an update that read none of it: every block.
+    auto all = mqd::client::unpackFor(windows, blocks, std::nullopt);
+    CHECK(mqd::client::sameReads(all, sent));
+    auto none = mqd::client::unpackFor(windows, blocks, std::vector<Window>{{0x50000, 8}});
+    CHECK(mqd::client::sameReads(none, sent));
+  }
+  // Lists that do not pair are no blocks to prove by.
+  capnp::MallocMessageBuilder bad;
+  auto root = bad.initRoot<mqd::wire::RefreshAhead>();
+  root.initAhead(2);
+  root.initBlocks(1);
+  CHECK_THROWS_AS(mqd::client::unpackFor(root.asReader().getAhead(), root.asReader().getBlocks(),
+                                         std::nullopt),
+                  mqd::ProxyError);
+}

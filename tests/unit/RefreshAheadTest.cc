@@ -25,6 +25,25 @@ RefreshAhead planWithRoundTrip(double seconds) {
 
 std::vector<Window> windows(uint64_t address, uint32_t size) { return {{address, size}}; }
 
+// A refresh waiting whose proof reads `size` bytes (a block sent whole, its bytes not needed
+// by the plan).
+RefreshAhead::Refreshed waiting(uint32_t size) {
+  return RefreshAhead::madeFrom(nullptr, {}, {{{0x1000, size}, {}}}, std::nullopt);
+}
+
+// `n` blocks of `size` bytes from `address` on, each sent whole, as read ahead.
+std::vector<mqd::client::ReadAhead> sentBlocks(uint64_t address, uint32_t size, int n) {
+  std::vector<mqd::client::ReadAhead> out;
+  for (int i = 0; i < n; ++i) {
+    mqd::client::DebuggerSide::Block b;
+    b.rc = mqs_ok;
+    b.address = address + uint64_t(i) * size;
+    b.bytes.assign(size, static_cast<uint8_t>(i));
+    out.push_back({{b.address, size}, std::move(b)});
+  }
+  return out;
+}
+
 // A debugger refreshing processes 1..n in order once.
 void refreshInOrder(RefreshAhead& plan, uint64_t n) {
   for (uint64_t p = 1; p <= n; ++p) {
@@ -56,7 +75,7 @@ TEST_CASE("RefreshAhead: never offered: read on the node, no next epoch, a refre
   CHECK(plan.readOnNode(2));
   plan.keepNextEpoch(3, {}, false, false);                  // 3's reply named nothing
   CHECK(plan.nextEpoch(3) == nullptr);
-  plan.keep(4, {nullptr, {}, {}, 64, std::nullopt});        // 4 has a refresh waiting
+  plan.keep(4, waiting(64));                                // 4 has a refresh waiting
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{5});
   // 4's refresh taken (served or dropped): offered again.
   CHECK(plan.take(4).has_value());
@@ -64,16 +83,59 @@ TEST_CASE("RefreshAhead: never offered: read on the node, no next epoch, a refre
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{4, 5});
 }
 
-TEST_CASE("RefreshAhead: refreshes ahead stay within maxRefreshAheadBytes") {
+TEST_CASE("RefreshAhead: refreshes ahead stay within what the server takes in one update") {
   RefreshAhead plan = planWithRoundTrip(0.010);
   const uint32_t big = mqd::wire::MAX_REFRESH_AHEAD_BYTES / 2;
-  for (uint64_t p = 1; p <= 4; ++p) {
-    plan.keepNextEpoch(p, windows(0x100000 * p, big), false, false);
+  for (uint64_t p = 1; p <= 8; ++p) {
+    plan.keepNextEpoch(p, windows(0x10000000 * p, big), false, false);
     plan.visited(p);
   }
-  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3});  // two halves fill it
-  plan.keep(2, {nullptr, {}, {}, big, std::nullopt});  // one waiting
+  // A server that does not say: maxRefreshAheadBytes, two halves.
+  CHECK(plan.requestBytes() == mqd::wire::MAX_REFRESH_AHEAD_BYTES);
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3});
+  plan.keep(2, waiting(big));  // one waiting, its proof the whole half
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{3});
+  CHECK(plan.take(2).has_value());
+  // A server that offers three times as much: six halves, the refreshes waiting included.
+  plan.setRequestBytes(3 * mqd::wire::MAX_REFRESH_AHEAD_BYTES);
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 3, 4, 5, 6, 7});
+  plan.keep(2, waiting(big));
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{3, 4, 5, 6, 7});
+  // Never more than the ceiling, whatever a server says.
+  plan.setRequestBytes(UINT32_MAX);
+  CHECK(plan.requestBytes() == mqd::wire::REFRESH_AHEAD_BYTES_CEILING);
+  plan.setRequestBytes(0);
+  CHECK(plan.requestBytes() == mqd::wire::MAX_REFRESH_AHEAD_BYTES);
+}
+
+TEST_CASE("RefreshAhead: a refresh keeps only what its proof reads, and counts only that") {
+  // Four blocks of 4 KiB sent; the update read 100 bytes of the second and the whole fourth.
+  auto sent = sentBlocks(0x10000, 4096, 4);
+  std::vector<Window> used{{0x11000 + 8, 100}, {0x13000, 4096}};
+  RefreshAhead::Refreshed made = RefreshAhead::madeFrom(nullptr, {}, sent, used);
+  CHECK_FALSE(made.whole);
+  REQUIRE(made.proof.size() == 2);
+  CHECK(made.proof[0].window.address == 0x11008);
+  CHECK(made.proof[0].window.size == 100);
+  CHECK(made.proof[0].block.bytes == std::vector<uint8_t>(100, 1));
+  CHECK(made.proof[1].window.address == 0x13000);
+  CHECK(made.proof[1].block.bytes == std::vector<uint8_t>(4096, 3));
+  // A server that did not say, or an update that read none of it: every block, whole.
+  CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, std::nullopt).proof.size() == 4);
+  CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, std::nullopt).whole);
+  CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, std::vector<Window>{}).whole);
+
+  // Held, it takes 4196 bytes of the budget, not the 16 KiB sent.
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  const uint64_t budget = mqd::wire::MAX_REFRESH_AHEAD_BYTES;
+  plan.keepNextEpoch(1, windows(0x100000, 64), false, false);
+  plan.visited(1);
+  plan.keepNextEpoch(3, windows(0x300000, static_cast<uint32_t>(budget - 4196)), false, false);
+  plan.visited(3);
+  plan.keep(2, std::move(made));
+  CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{3});
+  plan.keepNextEpoch(3, windows(0x300000, static_cast<uint32_t>(budget - 4195)), false, false);
+  CHECK(plan.candidates(1, kFree).empty());
 }
 
 TEST_CASE("RefreshAhead: at a first update, the learned first epochs of the never-updated") {
@@ -118,7 +180,7 @@ TEST_CASE("RefreshAhead: a peer's guess is taken when it is worth the round trip
 TEST_CASE("RefreshAhead: a process set up again starts over; a new session forgets all") {
   RefreshAhead plan = planWithRoundTrip(0.010);
   refreshInOrder(plan, 3);
-  plan.keep(3, {nullptr, windows(0x9000, 8), {}, 64, std::nullopt});
+  plan.keep(3, waiting(64));
   plan.forget(3);
   CHECK_FALSE(plan.take(3).has_value());
   CHECK(plan.nextEpoch(3) == nullptr);

@@ -4,6 +4,8 @@
 
 #include "Endpoint.h"
 #include "ServerOptions.h"
+#include "Worker.h"
+#include "mqd.capnp.h"
 
 using namespace mqd::server;
 
@@ -105,4 +107,19 @@ TEST_CASE("ServerOptions: --listen systemd takes systemd's socket, with TLS as t
                        UsageError);
   CHECK_THROWS_AS(parse({"--listen", "systemd:"}), UsageError);
   CHECK(serverHelp().find("tls:systemd") != std::string::npos);
+}
+
+TEST_CASE("ServerOptions: --max-message-mib bounds what a session takes to refresh ahead") {
+  auto offered = [](uint64_t mib) {
+    ServerOptions o = parse({"--dll", "/a.so", "--max-message-mib", std::to_string(mib)});
+    return refreshAheadBytesFor(uint64_t(o.maxMessageMiB) << 17);
+  };
+  // The default leaves room for the ceiling beside the process's own blocks.
+  CHECK(offered(128) == mqd::wire::REFRESH_AHEAD_BYTES_CEILING);
+  // A smaller message: what it holds beside them (64 MiB less 16 MiB of the process's own
+  // blocks and 8 MiB for the rest of the request).
+  CHECK(offered(64) == 40u << 20);
+  // Never less than a server that does not say takes.
+  CHECK(offered(1) == mqd::wire::MAX_REFRESH_AHEAD_BYTES);
+  CHECK(offered(4096) == mqd::wire::REFRESH_AHEAD_BYTES_CEILING);
 }
