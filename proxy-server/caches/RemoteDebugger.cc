@@ -625,7 +625,13 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
   // earlier session learned, or else a set-up's blocks) is asked for, each once.
   std::set<std::pair<uint64_t, uint32_t>> seen = keepAhead(call, process, ahead);
-  if (kind == EpochKind::RefreshAhead) return;
+  if (kind == EpochKind::RefreshAhead) {
+    // A process never updated and nothing learned of: what was sent ahead is a guess (another
+    // rank's walk, moved), and a miss is where the guess failed, as unguided as a first
+    // update's walk.
+    if (learned.empty() && process.memory->afterSetUp()) process.memory->setUnguided();
+    return;
+  }
   std::vector<TargetMemory::Window> wanted;
   const std::vector<TargetMemory::Window> none;
   const std::vector<TargetMemory::Window>& setUpBlocks =

@@ -109,7 +109,8 @@ class RemoteDebugger {
   // `kind`: the epoch is the process's set-up (see TargetMemory::previousSetUpWindows), an
   // update, or an update made ahead of the process's own (SessionService::refreshAhead), which
   // keeps only `ahead` and asks for nothing: a refresh ahead that asks the debugger anything is
-  // dropped anyway.
+  // dropped anyway. A refresh ahead of a process never updated, nothing learned of it, is
+  // unguided (see kMaxAroundBytes): its misses read the whole bound, for its own update.
   enum class EpochKind { SetUp, Update, RefreshAhead };
   void newEpoch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& learned = {},
@@ -161,7 +162,8 @@ class RemoteDebugger {
   // ... blocks; the heap's objects lie on both sides of one another), at most
   // kMaxAroundBytes and what the debugger reads in half a round trip (aroundBudget). An
   // epoch nothing guided (TargetMemory::unguided: a job never seen, its first rank's set-up
-  // and first update) is such a walk from its first miss, which reads the whole bound; and
+  // and first update, and the refresh ahead of another rank's guess) is such a walk from its
+  // first miss, which reads the whole bound; and
   // the first update after such a set-up is sent the blocks around the set-up's ahead
   // (firstEpochWindows). Open MPI's first update reads heap objects up to 1.7 MiB apart:
   // 4 MiB cover them in one miss.

@@ -160,6 +160,7 @@ void TargetMemory::newEpoch(bool setUp) {
     previousSetUp_ = keptWindows();
     setUpRead_ = previous_;
   }
+  afterSetUp_ = setUp_;
   afterUnguidedSetUp_ = setUp_ && unguided_;
   setUp_ = setUp;
   unguided_ = false;

@@ -59,7 +59,9 @@ class TargetMemory {
   // (RemoteDebugger::fetchBlock).
   bool unguided() const { return unguided_; }
   void setUnguided() { unguided_ = true; }
-  // Whether the previous epoch was a set-up nothing guided.
+  // Whether the previous epoch was a set-up (the process was never updated since), and one
+  // nothing guided.
+  bool afterSetUp() const { return afterSetUp_; }
   bool afterUnguidedSetUp() const { return afterUnguidedSetUp_; }
 
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
@@ -126,6 +128,7 @@ class TargetMemory {
   std::vector<Window> setUpRead_;  // what the last set-up epoch read (currentWindows)
   bool setUp_ = false;  // this epoch is a set-up
   bool unguided_ = false;
+  bool afterSetUp_ = false;
   bool afterUnguidedSetUp_ = false;
 };
 

@@ -312,6 +312,39 @@ TEST_CASE("RemoteDebugger, policy epoch: an epoch nothing guided reads the whole
   }
 }
 
+TEST_CASE("RemoteDebugger, policy epoch: a refresh ahead of a process never updated, nothing "
+          "learned of it, reads the whole bound around from its first miss") {
+  // Its blocks ahead are another rank's walk moved to its heap: where the guess failed, the
+  // walk is as unknown as a first update's. A process updated before, or one an earlier session
+  // taught, is guided: its first miss reads its block alone.
+  using Blocks = std::vector<std::pair<uint64_t, uint32_t>>;
+  using Kind = RemoteDebugger::EpochKind;
+  auto block = [](uint64_t at) { return std::make_pair(at, kBlock); };
+  const Blocks whole{block(0x380000), block(0x360000), block(0x370000), block(0x390000),
+                     block(0x3a0000)};
+  enum class Before { SetUp, SetUpLearned, Update };
+  for (Before before : {Before::SetUp, Before::SetUpLearned, Before::Update}) {
+    CAPTURE(static_cast<int>(before));
+    Rig rig(wire::CachePolicy::EPOCH, 0x100000, 0x400000, 4 * kBlock);
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, {}, {}, Kind::SetUp);  // guided: a peer's
+      CHECK(rig.read(call, 0x200010, 8) == 0);
+      if (before == Before::Update) {
+        rig.host.remote().newEpoch(call, rig.process);
+        CHECK(rig.read(call, 0x250010, 8) == 0);
+      }
+    });
+    std::vector<TargetMemory::Window> learned;
+    if (before == Before::SetUpLearned) learned = {{0x300000, 16}};
+    rig.call([&](DllCall& call) {
+      rig.host.remote().newEpoch(call, rig.process, learned, {}, Kind::RefreshAhead);
+      rig.asked.blocks.clear();
+      CHECK(rig.read(call, 0x380010, 8) == 0);
+    });
+    CHECK(rig.asked.blocks == (before == Before::SetUp ? whole : Blocks{block(0x380000)}));
+  }
+}
+
 TEST_CASE("RemoteDebugger: the bound on reads around a miss, from pinned callback timings") {
   // What the debugger reads in half a round trip: the quickest callback is the round trip, a
   // bulk fetch's time past it the reading (RemoteDebugger.h, kMaxAroundBytes).
