@@ -3,9 +3,11 @@
 #include <capnp/message.h>
 
 #include <algorithm>
+#include <set>
 
 #include "Log.h"
 #include "ProxyErrors.h"
+#include "RefreshFetches.h"
 
 namespace mqd::client {
 
@@ -14,7 +16,7 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
   std::vector<Window> named = refreshAhead_.beginUpdate(process);
   Outcome outcome;
   std::vector<ReadAhead> ahead;
-  outcome.walk = takeRefreshedAhead(process, &ahead);
+  outcome.walk = takeRefreshedAhead(process, &ahead, &named);
   if (outcome.walk) {
     refreshAhead_.visited(process);
     outcome.rc = mqs_ok;
@@ -49,7 +51,7 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
 }
 
 std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
-    uint64_t process, std::vector<ReadAhead>* fresh) {
+    uint64_t process, std::vector<ReadAhead>* fresh, std::vector<Window>* named) {
   std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
   if (!made) return nullptr;
   const std::vector<ReadAhead>& proof = made->proof;
@@ -59,8 +61,12 @@ std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
     ++counters_.refreshesStale;
     MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
             static_cast<unsigned long long>(process));
-    // Only what was read again whole serves the update as read ahead.
-    if (!whole) fresh->clear();
+    // Only what was read again whole serves the update as read ahead; else what the refresh's
+    // update read (its misses' blocks too) is what this one will read.
+    if (!whole) {
+      fresh->clear();
+      if (!made->nextEpoch.empty()) *named = std::move(made->nextEpoch);
+    }
     return nullptr;
   }
   ++counters_.refreshesAhead;
@@ -96,6 +102,11 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
             static_cast<unsigned long long>(process), batch.size());
   }
+  // What the server fetches for their misses proves their refreshes too: as much as their
+  // refreshes waiting may hold.
+  std::set<uint64_t> batched;
+  for (const Other& o : batch) batched.insert(o.process);
+  RefreshFetches fetched(side_, std::move(batched), refreshAhead_.requestBytes());
   auto reply = link_.roundTrip<wire::Session::UpdateCommunicatorListResults>(
       EntryPoint::update_communicator_list,
       [this, process, compress, &ahead, &batch](wire::Session::Client& s) {
@@ -104,6 +115,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
         describeShim(r);
         writeAhead(ahead, compress, r);
         if (!batch.empty()) {
+          r.setOthersProvedByFetches(true);
           auto out = r.initOthers(static_cast<unsigned>(batch.size()));
           for (unsigned i = 0; i < batch.size(); ++i) {
             out.setWithCaveats(i, batch[i].packed->getRoot<wire::RefreshAhead>().asReader());
@@ -123,6 +135,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
       return o.process == refreshed.getProcess();
     });
     if (it == batch.end() || !it->packed) continue;  // not sent, or named twice
+    if (fetched.incomplete(it->process)) continue;   // its own update goes to the server
     try {
       std::optional<std::vector<Window>> used;
       if (refreshed.hasRead()) used = windowsOf(refreshed.getRead());
@@ -132,7 +145,8 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
       refreshAhead_.keep(it->process,
                          RefreshAhead::madeFrom(std::make_unique<RecordedWalk>(refreshed.getWalk()),
                                                 windowsOf(refreshed.getNextEpoch()),
-                                                std::move(proved), used));
+                                                std::move(proved), used,
+                                                fetched.take(it->process)));
     } catch (const ProxyError& e) {  // that process's own update will go to the server
       MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
     }

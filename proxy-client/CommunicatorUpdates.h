@@ -59,9 +59,11 @@ class CommunicatorUpdates {
 
  private:
   // The first way: the walk when proved current, else null with `fresh` holding what was read
-  // now, for the update to send.
+  // now, for the update to send, or else `named` what the refresh's update read, for the
+  // update to read ahead.
   std::unique_ptr<RecordedWalk> takeRefreshedAhead(uint64_t process,
-                                                   std::vector<ReadAhead>* fresh);
+                                                   std::vector<ReadAhead>* fresh,
+                                                   std::vector<Window>* named);
   // The third way.
   Reply<wire::Session::UpdateCommunicatorListResults> sendCheckedLate(
       uint64_t process, const std::vector<Window>& windows);

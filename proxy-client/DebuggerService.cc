@@ -270,7 +270,7 @@ kj::Promise<void> DebuggerService::fetchBlocks(FetchBlocksContext context) {
                                      try {
                                        out.push_back(d.readBlock(process, r.address, r.size,
                                                                  r.neededAddress, r.neededSize,
-                                                                 !aside));
+                                                                 aside));
                                      } catch (const ProxyError& e) {
                                        if (!aside) throw;
                                        DebuggerSide::Block refused;

@@ -307,14 +307,14 @@ void DebuggerSide::putInfo(wire::InfoKind kind, uint64_t handle, uint64_t info) 
 
 DebuggerSide::Block DebuggerSide::readBlock(uint64_t process, uint64_t address, uint32_t size,
                                             uint64_t neededAddress, uint32_t neededSize,
-                                            bool timed) {
+                                            bool aside) {
   auto started = std::chrono::steady_clock::now();
   Block out = readBlockUntimed(process, address, size, neededAddress, neededSize);
-  if (timed) {
+  if (!aside) {
     readCost_.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                   out.bytes.size());
   }
-  if (onRead) onRead(process, address, size, neededAddress, neededSize, out);
+  if (onRead) onRead(process, address, size, neededAddress, neededSize, aside, out);
   return out;
 }
 

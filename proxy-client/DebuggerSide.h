@@ -122,13 +122,14 @@ class DebuggerSide {
     uint64_t address = 0;
     std::vector<unsigned char> bytes;
   };
-  // `timed`: the read counts among the samples of secondsPerByte (not the few words a guess
-  // reads aside, whose cost is the call's, not the bytes').
+  // `aside`: the few words a guess reads (wire fetchBlocks' aside), which serve no DLL read and
+  // do not count among the samples of secondsPerByte (their cost is the call's, not the
+  // bytes').
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
-                  uint32_t neededSize, bool timed = true);
+                  uint32_t neededSize, bool aside = false);
   // Told of every readBlock, with its arguments and result (null: nobody listens).
   std::function<void(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
-                     uint32_t neededSize, const Block& block)>
+                     uint32_t neededSize, bool aside, const Block& block)>
       onRead;
   // What the debugger's recent reads (readBlock) cost, in seconds per byte (ReadCost.h);
   // nullopt before the first.

@@ -19,8 +19,16 @@ uint64_t bytesRead(const std::vector<ReadAhead>& read) {
 RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> walk,
                                                std::vector<Window> nextEpoch,
                                                std::vector<ReadAhead> sent,
-                                               const std::optional<std::vector<Window>>& used) {
+                                               const std::optional<std::vector<Window>>& used,
+                                               std::vector<ReadAhead> fetched) {
   Refreshed made{std::move(walk), std::move(nextEpoch), {}, true};
+  if (!fetched.empty()) {  // in address order with the blocks sent, as readOf takes them
+    sent.insert(sent.end(), std::make_move_iterator(fetched.begin()),
+                std::make_move_iterator(fetched.end()));
+    std::stable_sort(sent.begin(), sent.end(), [](const ReadAhead& a, const ReadAhead& b) {
+      return a.window.address < b.window.address;
+    });
+  }
   if (used) made.proof = readOf(sent, *used);
   made.whole = made.proof.empty();
   if (made.whole) made.proof = std::move(sent);

@@ -41,10 +41,12 @@ class RefreshAhead {
     bool whole = true;
   };
   // What a refresh of the blocks `sent` keeps for its proof, its update having read `used`
-  // (nullopt: the server did not say).
+  // (nullopt: the server did not say); `fetched`: the blocks the server fetched for its misses
+  // (RefreshFetches), proved as those sent.
   static Refreshed madeFrom(std::unique_ptr<RecordedWalk> walk, std::vector<Window> nextEpoch,
                             std::vector<ReadAhead> sent,
-                            const std::optional<std::vector<Window>>& used);
+                            const std::optional<std::vector<Window>>& used,
+                            std::vector<ReadAhead> fetched = {});
 
   // The most memory of other processes one update carries (openSession's refreshAheadBytes;
   // 0, a server that does not say: wire::MAX_REFRESH_AHEAD_BYTES), which is also the most

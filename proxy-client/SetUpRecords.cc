@@ -413,7 +413,7 @@ void SetUpRecords::startProcessRecording(uint64_t process, bool bigEndian) {
   if (it == imageRecords_.end() || !it->second.complete) return;
   processRecording_ =
       ProcessRecording{process, image, bigEndian, side_.getTypeSizes(process), {}, 0, {}};
-  side_.onRead = [this](uint64_t p, uint64_t, uint32_t, uint64_t, uint32_t,
+  side_.onRead = [this](uint64_t p, uint64_t, uint32_t, uint64_t, uint32_t, bool,
                         const DebuggerSide::Block& block) {
     if (!processRecording_ || p != processRecording_->process || block.rc != mqs_ok) return;
     ProcessRecording& rec = *processRecording_;

@@ -470,16 +470,18 @@ struct PeerEpoch {
 }
 
 struct RefreshedAhead {
-  # A process of `others` whose refresh asked the debugger nothing: the DLL answered mqs_ok,
-  # printed nothing, and read only the blocks sent. Its walk and next windows, as its own
+  # A process of `others` whose refresh asked the debugger nothing (or, when the request says
+  # othersProvedByFetches, nothing but blocks of its memory): the DLL answered mqs_ok, printed
+  # nothing, and read only the blocks sent (or fetched). Its walk and next windows, as its own
   # update's reply would carry them.
   process @0 :UInt64;
   walk @1 :Bulk;
   nextEpoch @2 :List(MemoryWindow) $readAhead;
   read @3 :List(MemoryWindow) $readAhead;
-  # Every window of the blocks sent for it that its update read (merged as nextEpoch's, never
-  # bounded): the shim proves the refresh current by reading these again, not all it sent
-  # (proxy-client/ReadAhead.h, readOf). Absent from a server that does not say: all of it.
+  # Every window of the blocks sent (or fetched) for it that its update read (merged as
+  # nextEpoch's, never bounded): the shim proves the refresh current by reading these again,
+  # not all it sent (proxy-client/ReadAhead.h, readOf). Absent from a server that does not
+  # say: all of it.
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -682,7 +684,7 @@ interface Session {
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),
                              ahead :List(MemoryWindow), blocks :List(MemoryBlock),
                              others :List(RefreshAhead), checkLate :List(MemoryWindow),
-                             timings :LinkTimings)
+                             timings :LinkTimings, othersProvedByFetches :Bool)
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
           refreshed :List(RefreshedAhead), readOnNode :Bool $readAhead,
           nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead,
@@ -715,6 +717,10 @@ interface Session {
   # with `ahead`. A server that ignores checkLate sends neither, and its reply stands.
   # peers: in the epoch policy, at the process's first update that walked, a guess for every
   # other process never updated (see PeerEpoch).
+  # othersProvedByFetches: the shim keeps the blocks the server fetches for an other's misses
+  # (fetchBlocks, not aside) during this request, and proves a refresh by them as by the blocks
+  # it sent: the server may then name in `refreshed` one whose only callbacks were those
+  # fetches (see RefreshedAhead). An older shim sends false: such a refresh is dropped.
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);

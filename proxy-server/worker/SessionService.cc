@@ -723,7 +723,10 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
     results.setReadOnNode(process.node.proven());
-    if (params.hasOthers()) refreshAhead(call, process, params.getOthers(), results, &peers);
+    if (params.hasOthers()) {
+      refreshAhead(call, process, params.getOthers(), params.getOthersProvedByFetches(), results,
+                   &peers);
+    }
     auto out = results.initPeers(static_cast<unsigned>(peers.size()));
     for (unsigned i = 0; i < peers.size(); ++i) {
       out[i].setProcess(peers[i].process);
@@ -766,6 +769,7 @@ bool SessionService::refreshCheckedLate(
 
 void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
                                   capnp::List<wire::RefreshAhead>::Reader others,
+                                  bool provedByFetches,
                                   wire::Session::UpdateCommunicatorListResults::Builder results,
                                   std::vector<NamedEpoch>* dropped) {
   if (remote_.options().policy != wire::CachePolicy::EPOCH) return;
@@ -780,8 +784,9 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
                          " bytes, more than the session's refreshAheadBytes");
   }
   // Each one refreshed as its own update would be, with every effect held back: a process
-  // whose refresh asked the debugger anything, or had anything to show it, is left for its
-  // own update (which runs the DLL again, where the debugger sees it all at the right time).
+  // whose refresh asked the debugger anything (but its memory's blocks, when the shim proves
+  // a refresh by them too), or had anything to show it, is left for its own update (which runs
+  // the DLL again, where the debugger sees it all at the right time).
   capnp::MallocMessageBuilder scratch;
   std::vector<capnp::Orphan<wire::RefreshedAhead>> kept;
   std::set<uint64_t> seen{asked.token};
@@ -803,6 +808,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     uint64_t callbacks = metrics_.get(Count::Callbacks);
     uint64_t misses = metrics_.get(Count::MemoryMisses);
     uint64_t prefetched = metrics_.get(Count::BlocksPrefetched);
+    uint64_t nodeBlocks = metrics_.get(Count::NodeBlocks);
     int rc;
     {
       HeldEffects held(call, &effects);
@@ -810,7 +816,12 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
                    out.get().initWalk(), RemoteDebugger::EpochKind::RefreshAhead);
       relayDllOutput(call);
     }
-    bool quiet = effects.empty() && metrics_.get(Count::Callbacks) == callbacks;
+    // Each miss is one fetchBlocks callback (RemoteDebugger::fetchBlock) unless read on the
+    // node, whose bytes the shim never sees.
+    uint64_t made = metrics_.get(Count::Callbacks) - callbacks;
+    bool onlyFetches = provedByFetches && made == metrics_.get(Count::MemoryMisses) - misses &&
+                       metrics_.get(Count::NodeBlocks) == nodeBlocks && !process->node.proven();
+    bool quiet = effects.empty() && (made == 0 || onlyFetches);
     if (rc != mqs_ok || !quiet || out.get().getWalk().getSize() == 0) {
       MQD_LOG(Debug, "process %llu: refreshed ahead, but for its own update (rc %d, %zu "
                      "effects, %llu callbacks, %llu memory misses, %llu blocks prefetched of "
@@ -831,7 +842,7 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
     out.get().setProcess(token);
     std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(*process);
     writeWindows(next, out.get().initNextEpoch(static_cast<unsigned>(next.size())));
-    // Every read came from the blocks sent (no callback): what the shim's proof reads again.
+    // Every read came from the blocks sent, or fetched: what the shim's proof reads again.
     if (process->memory) {
       std::vector<TargetMemory::Window> read = process->memory->currentWindows();
       writeWindows(read, out.get().initRead(static_cast<unsigned>(read.size())));

@@ -156,10 +156,11 @@ class SessionService final : public wire::Session::Server, public DllHost {
                           const std::vector<TargetMemory::Window>& windows,
                           wire::Session::UpdateCommunicatorListResults::Builder results);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
-  // their effects held back; those that asked the debugger nothing go into `refreshed`, and
-  // what each other one read into `dropped`, for its own update to read ahead.
+  // their effects held back; those that asked the debugger nothing (`provedByFetches`: nothing
+  // but their memory's blocks) go into `refreshed`, and what each other one read into
+  // `dropped`, for its own update to read ahead.
   void refreshAhead(DllCall& call, const RemoteProcess& asked,
-                    capnp::List<wire::RefreshAhead>::Reader others,
+                    capnp::List<wire::RefreshAhead>::Reader others, bool provedByFetches,
                     wire::Session::UpdateCommunicatorListResults::Builder results,
                     std::vector<NamedEpoch>* dropped);
   // A set-up's infoToken (mqd.capnp): the token the shim gave the debugger for the info this

@@ -307,6 +307,21 @@ size_t progressRequests(TargetModel& t, int step) {
   return changed;
 }
 
+uint64_t progressLastRequest(TargetModel& t, int step) {
+  Types ty = typesOf(t);
+  const auto& rf = ty.request.fields;
+  uint64_t last = 0;
+  for (uint64_t at : queueHeads(t, ty)) {
+    for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
+      last = std::max(last, at);
+    }
+  }
+  if (last != 0) {
+    t.writeInt(last + rf.at("tag"), 4, t.readInt(last + rf.at("tag"), 4) + 1000 * step);
+  }
+  return last;
+}
+
 size_t rewriteRequestKinds(TargetModel& t, int from, int to) {
   Types ty = typesOf(t);
   const auto& rf = ty.request.fields;

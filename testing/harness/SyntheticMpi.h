@@ -84,6 +84,9 @@ void layOut(TargetModel& target, const Job& job);
 // it returns how many requests it changed.
 void replaceCommunicators(TargetModel& target, const Job& job);
 size_t progressRequests(TargetModel& target, int step);
+// The same for one request alone, the one at the highest address in any queue (the heap's
+// last, of a job laid out once); returns its address.
+uint64_t progressLastRequest(TargetModel& target, int step);
 
 // Rewrites the kind of every request of kind `from` to `to` (e.g. cures a request that makes the
 // DLL crash); returns how many it changed.

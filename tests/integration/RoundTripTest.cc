@@ -287,6 +287,10 @@ struct RankByRankShape {
   bool noIdentity = false;
   bool sequencePerRank = false;
   std::string shimState;
+  // Rank `longRank` holds `longOps` operations in each queue (0: as the others): its walk runs
+  // far past what a guess from another rank's names.
+  int longRank = -1;
+  int longOps = 0;
 };
 
 // A job of kRanks ranks (or shape.ranks) set up by the harness through the shim (the server
@@ -333,7 +337,8 @@ struct RankByRank {
       targets.push_back(
           std::make_unique<TargetModel>(8, false, apart ? 0x5555a0000000 + moved : 0));
       if (apart) targets.back()->placeData(0x555500000000 + static_cast<uint64_t>(r) * 0x7000);
-      Job job = standardJob(ops, n, r);
+      size_t queued = r == shape.longRank ? static_cast<size_t>(shape.longOps) : ops;
+      Job job = standardJob(queued, n, r);
       job.noIdentity = shape.noIdentity;
       if (shape.sequencePerRank) job.sequence = 1 + r;
       layOut(*targets.back(), job);
@@ -515,6 +520,27 @@ TEST_CASE("epoch policy: in a job never seen, the first rank's image set-up answ
   CHECK(stateOff == imagesFirst);
 }
 
+// The DLL learned by a server (its state in `shared`/state) and a shim (`shared`/shim-state),
+// with nothing learned of any job's memory: a job of two ranks of its own, then all that was
+// learned of its memory and set-ups forgotten. Returns the shape of a job never seen, with
+// that shim state.
+RankByRank::Shape learnOnlyTheDll(TempDir& shared, ServerProcess& server) {
+  RankByRank::Shape shape;
+  shape.noIdentity = true;
+  shape.shimState = shared / "shim-state";
+  {
+    shape.ranks = 2;
+    RankByRank earlier(DebuggerHarness::Options{}, &server, /*apart=*/true,
+                       /*imagesFirst=*/true, /*ops=*/50, true, shape);
+    earlier.round(nullptr);
+  }
+  waitForWorkerExit(shared / "server.log");
+  REQUIRE(run("rm -f " + (shared / "state") + "/blocks-* " + (shared / "shim-state") +
+              "/setups-*").status == 0);
+  shape.ranks = kJobRanks;
+  return shape;
+}
+
 TEST_CASE("epoch policy: a job never seen costs round trips that do not grow with its ranks") {
   // A DLL the proxy knows (its look-ups learned on both sides) and a job it never saw, whose
   // ranks lie at addresses of their own, set up as `mqd dump --all` does (rank 0 whole, then
@@ -533,18 +559,7 @@ TEST_CASE("epoch policy: a job never seen costs round trips that do not grow wit
   auto neverSeen = [](int ranks, bool sequencePerRank) {
     TempDir shared;
     auto server = rankByRankServer(shared, shared / "state");
-    RankByRank::Shape shape;
-    shape.noIdentity = true;
-    shape.shimState = shared / "shim-state";
-    {  // the DLL learned: a job of its own, then everything learned of its memory forgotten
-      shape.ranks = 2;
-      RankByRank earlier(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
-                         /*imagesFirst=*/true, /*ops=*/50, true, shape);
-      earlier.round(nullptr);
-    }
-    waitForWorkerExit(shared / "server.log");
-    REQUIRE(run("rm -f " + (shared / "state") + "/blocks-* " + (shared / "shim-state") +
-                "/setups-*").status == 0);
+    RankByRank::Shape shape = learnOnlyTheDll(shared, *server);
     shape.ranks = ranks;
     shape.sequencePerRank = sequencePerRank;
     RankByRank job(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
@@ -575,6 +590,43 @@ TEST_CASE("epoch policy: a job never seen costs round trips that do not grow wit
   }
   CHECK(own4.counters["client.setups_recalled"] == 3);  // the images alone
   CHECK(own16.setUps + own16.firstRound >= own4.setUps + own4.firstRound + 12);
+}
+
+TEST_CASE("epoch policy: a refresh ahead whose guess fell short is kept, proved by the blocks "
+          "fetched for it") {
+  // A job never seen whose rank 3 holds far more operations than the others: its guess (from
+  // rank 0's walk) names the start of its queues alone, and its refresh ahead with rank 1's
+  // update misses the rest, fetched in one round trip (its first miss reads the whole bound
+  // around). The shim keeps what the server fetched for it and proves the refresh by those
+  // blocks as by the ones it sent: rank 3's own update costs no round trip. A change only a
+  // fetched block holds (the heap's last request) fails that proof: the update then goes to
+  // the server.
+  auto firstRound = [](bool change) {
+    TempDir shared;
+    auto server = rankByRankServer(shared, shared / "state");
+    RankByRank::Shape shape = learnOnlyTheDll(shared, *server);
+    shape.longRank = 3;
+    shape.longOps = 1000;
+    RankByRank job(DebuggerHarness::Options{}, server.get(), /*apart=*/true,
+                   /*imagesFirst=*/true, /*ops=*/50, true, shape);
+    std::vector<uint64_t> perRank;
+    job.round([&](int r) {
+      if (r == 3 && change) CHECK(progressLastRequest(*job.targets[3], 1) != 0);
+    }, &perRank);
+    unsetenv("MQD_PROXY_STATE_DIR");
+    return std::make_pair(perRank, lastSession(server->endpoint()));
+  };
+  auto [kept, k] = firstRound(false);
+  auto [changed, c] = firstRound(true);
+  MESSAGE("round trips of each rank's first update, rank 3 long: ", kept[0], " ", kept[1], " ",
+          kept[2], " ", kept[3], "; rank 3 changed: ", changed[3]);
+  CHECK(k["walk.refreshed_ahead"] == RankByRank::kRanks - 2);  // ranks 2 and 3
+  CHECK(kept[2] == 0);
+  CHECK(kept[3] == 0);
+  CHECK(k["client.refreshes_stale"] == 0);
+  CHECK(c["walk.refreshed_ahead"] == RankByRank::kRanks - 2);
+  CHECK(c["client.refreshes_stale"] == 1);
+  CHECK(changed[3] == 1);
 }
 
 TEST_CASE("epoch policy: a rank that changed after its refresh ahead from a guess is updated "

@@ -138,6 +138,32 @@ TEST_CASE("RefreshAhead: a refresh keeps only what its proof reads, and counts o
   CHECK(plan.candidates(1, kFree).empty());
 }
 
+TEST_CASE("RefreshAhead: a refresh that fetched blocks is proved by them as by those sent") {
+  // Two blocks of 4 KiB sent at 0x10000; the server fetched a block at 0x40000 for a miss
+  // (listed first: fetched in the order the misses came) and was refused 8 bytes at 0x90000.
+  // The update read 16 bytes of the first block sent, 32 of the fetched one, and the refusal.
+  auto sent = sentBlocks(0x10000, 4096, 2);
+  std::vector<mqd::client::ReadAhead> fetched = sentBlocks(0x40000, 65536, 1);
+  mqd::client::DebuggerSide::Block refused;
+  refused.rc = -5;
+  fetched.push_back({{0x90000, 8}, refused});
+  std::vector<Window> used{{0x10010, 16}, {0x40100, 32}};
+  RefreshAhead::Refreshed made = RefreshAhead::madeFrom(nullptr, {}, sent, used, fetched);
+  CHECK_FALSE(made.whole);
+  // In address order: the part of the block sent, the part of the block fetched, the refusal
+  // whole (a read that failed is in no window read, yet its failure was the answer).
+  REQUIRE(made.proof.size() == 3);
+  CHECK(made.proof[0].window.address == 0x10010);
+  CHECK(made.proof[0].window.size == 16);
+  CHECK(made.proof[1].window.address == 0x40100);
+  CHECK(made.proof[1].window.size == 32);
+  CHECK(made.proof[1].block.bytes == std::vector<uint8_t>(32, 0));
+  CHECK(made.proof[2].window.address == 0x90000);
+  CHECK(made.proof[2].block.rc == -5);
+  // Without the fetched blocks the read at 0x40100 would go unproved.
+  CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, used).proof.size() == 1);
+}
+
 TEST_CASE("RefreshAhead: at a first update, the learned first epochs of the never-updated") {
   RefreshAhead plan = planWithRoundTrip(0.010);
   plan.keepNextEpoch(1, windows(0x1000, 64), true, false);
