@@ -15,6 +15,12 @@ uint64_t bytesOf(const std::vector<Window>& windows) {
   return bytes;
 }
 
+uint64_t bytesOf(const std::vector<ReadAhead>& read) {
+  uint64_t bytes = 0;
+  for (const ReadAhead& r : read) bytes += r.window.size;
+  return bytes;
+}
+
 std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list) {
   std::vector<Window> out;
   for (auto w : list) out.push_back({w.getAddress(), w.getSize()});

@@ -51,6 +51,8 @@ struct ReadAhead {
 
 // The bytes `windows` span in all.
 uint64_t bytesOf(const std::vector<Window>& windows);
+// The bytes the windows of `read` span in all.
+uint64_t bytesOf(const std::vector<ReadAhead>& read);
 // The windows of a list a server reply names.
 std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
 // The windows a list of blocks read ahead was read for.

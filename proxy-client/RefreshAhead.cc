@@ -6,16 +6,6 @@
 
 namespace mqd::client {
 
-namespace {
-
-uint64_t bytesRead(const std::vector<ReadAhead>& read) {
-  uint64_t n = 0;
-  for (const ReadAhead& r : read) n += r.window.size;
-  return n;
-}
-
-}  // namespace
-
 RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> walk,
                                                std::vector<Window> nextEpoch,
                                                std::vector<ReadAhead> sent,
@@ -150,7 +140,7 @@ size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
 
 void RefreshAhead::keep(uint64_t process, Refreshed made) {
   drop(process);
-  refreshedBytes_ += bytesRead(made.proof);
+  refreshedBytes_ += bytesOf(made.proof);
   refreshed_[process] = std::move(made);
 }
 
@@ -159,14 +149,14 @@ std::optional<RefreshAhead::Refreshed> RefreshAhead::take(uint64_t process) {
   if (it == refreshed_.end()) return std::nullopt;
   Refreshed made = std::move(it->second);
   refreshed_.erase(it);
-  refreshedBytes_ -= bytesRead(made.proof);
+  refreshedBytes_ -= bytesOf(made.proof);
   return made;
 }
 
 void RefreshAhead::drop(uint64_t process) {
   auto it = refreshed_.find(process);
   if (it == refreshed_.end()) return;
-  refreshedBytes_ -= bytesRead(it->second.proof);
+  refreshedBytes_ -= bytesOf(it->second.proof);
   refreshed_.erase(it);
 }
 
