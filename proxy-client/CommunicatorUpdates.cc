@@ -3,6 +3,7 @@
 #include <capnp/message.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "Log.h"
@@ -103,10 +104,13 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
             static_cast<unsigned long long>(process), batch.size());
   }
   // What the server fetches for their misses proves their refreshes too: as much as their
-  // refreshes waiting may hold.
-  std::set<uint64_t> batched;
-  for (const Other& o : batch) batched.insert(o.process);
-  RefreshFetches fetched(side_, std::move(batched), refreshAhead_.requestBytes());
+  // refreshes waiting may hold. Listened for only while there are others.
+  std::optional<RefreshFetches> fetched;
+  if (!batch.empty()) {
+    std::set<uint64_t> batched;
+    for (const Other& o : batch) batched.insert(o.process);
+    fetched.emplace(side_, std::move(batched), refreshAhead_.requestBytes());
+  }
   auto reply = link_.roundTrip<wire::Session::UpdateCommunicatorListResults>(
       EntryPoint::update_communicator_list,
       [this, process, compress, &ahead, &batch](wire::Session::Client& s) {
@@ -135,7 +139,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
       return o.process == refreshed.getProcess();
     });
     if (it == batch.end() || !it->packed) continue;  // not sent, or named twice
-    if (fetched.incomplete(it->process)) continue;   // its own update goes to the server
+    if (fetched->incomplete(it->process)) continue;  // its own update goes to the server
     try {
       std::optional<std::vector<Window>> used;
       if (refreshed.hasRead()) used = windowsOf(refreshed.getRead());
@@ -146,7 +150,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
                          RefreshAhead::madeFrom(std::make_unique<RecordedWalk>(refreshed.getWalk()),
                                                 windowsOf(refreshed.getNextEpoch()),
                                                 std::move(proved), used,
-                                                fetched.take(it->process)));
+                                                fetched->take(it->process)));
     } catch (const ProxyError& e) {  // that process's own update will go to the server
       MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
     }

@@ -109,8 +109,9 @@ class RemoteDebugger {
   // `kind`: the epoch is the process's set-up (see TargetMemory::previousSetUpWindows), an
   // update, or an update made ahead of the process's own (SessionService::refreshAhead), which
   // keeps only `ahead` and asks for nothing: a refresh ahead that asks the debugger anything is
-  // dropped anyway. A refresh ahead of a process never updated, nothing learned of it, is
-  // unguided (see kMaxAroundBytes): its misses read the whole bound, for its own update.
+  // dropped anyway (but its memory's blocks, when the shim proves by them too). A refresh
+  // ahead of a process never updated, nothing learned of it, is unguided (see
+  // kMaxAroundBytes): its misses read the whole bound.
   enum class EpochKind { SetUp, Update, RefreshAhead };
   void newEpoch(DllCall& call, RemoteProcess& process,
                 const std::vector<TargetMemory::Window>& learned = {},

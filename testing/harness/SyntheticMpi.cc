@@ -1,6 +1,7 @@
 #include "SyntheticMpi.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace mqd::harness {
@@ -279,6 +280,17 @@ std::vector<uint64_t> queueHeads(TargetModel& t, const Types& ty) {
   return heads;
 }
 
+// Calls `visit` with the address of every request in every queue, in queue order; `visit` may
+// rewrite a request but not unlink it.
+void forEachRequest(TargetModel& t, const Types& ty, const std::function<void(uint64_t)>& visit) {
+  const auto& rf = ty.request.fields;
+  for (uint64_t at : queueHeads(t, ty)) {
+    for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
+      visit(at);
+    }
+  }
+}
+
 }  // namespace
 
 size_t progressRequests(TargetModel& t, int step) {
@@ -311,11 +323,7 @@ uint64_t progressLastRequest(TargetModel& t, int step) {
   Types ty = typesOf(t);
   const auto& rf = ty.request.fields;
   uint64_t last = 0;
-  for (uint64_t at : queueHeads(t, ty)) {
-    for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
-      last = std::max(last, at);
-    }
-  }
+  forEachRequest(t, ty, [&](uint64_t at) { last = std::max(last, at); });
   if (last != 0) {
     t.writeInt(last + rf.at("tag"), 4, t.readInt(last + rf.at("tag"), 4) + 1000 * step);
   }
@@ -326,13 +334,11 @@ size_t rewriteRequestKinds(TargetModel& t, int from, int to) {
   Types ty = typesOf(t);
   const auto& rf = ty.request.fields;
   size_t changed = 0;
-  for (uint64_t at : queueHeads(t, ty)) {
-    for (; at != 0; at = static_cast<uint64_t>(t.readInt(at + rf.at("next"), t.pointerSize()))) {
-      if (t.readInt(at + rf.at("kind"), 4) != from) continue;
-      t.writeInt(at + rf.at("kind"), 4, to);
-      ++changed;
-    }
-  }
+  forEachRequest(t, ty, [&](uint64_t at) {
+    if (t.readInt(at + rf.at("kind"), 4) != from) return;
+    t.writeInt(at + rf.at("kind"), 4, to);
+    ++changed;
+  });
   return changed;
 }
 
