@@ -339,13 +339,17 @@ DebuggerSide::Block DebuggerSide::readBlockUntimed(uint64_t process, uint64_t ad
     return t->mqs_fetch_data_fp(handle, narrowAddress(at, "fetch_data address"),
                                 static_cast<int>(n), bytes->data());
   };
-  if (read(address, size, &out.bytes) == mqs_ok) {
+  out.rc = read(address, size, &out.bytes);
+  if (out.rc == mqs_ok) {
     out.address = address;
     return out;
   }
   // The block runs into memory the debugger cannot read: the needed range decides, and the
-  // readable pages around it are worth having.
-  out.rc = read(neededAddress, neededSize, &out.bytes);
+  // readable pages around it are worth having. When the block is the needed range (what the
+  // shim reads ahead), that read was the answer: a second one would only fail again.
+  if (neededAddress != address || neededSize != size) {
+    out.rc = read(neededAddress, neededSize, &out.bytes);
+  }
   if (out.rc != mqs_ok) {
     out.bytes.clear();
     return out;
