@@ -33,6 +33,58 @@ std::vector<Window> windowsOf(const std::vector<ReadAhead>& read) {
   return out;
 }
 
+namespace {
+
+// Reads the span of windows[first, next) in one read; true, with a ReadAhead per window cut
+// from it in `out`, when the debugger gave it whole. A lone window's read is its answer either
+// way (and true).
+bool readWhole(const std::vector<Window>& windows, size_t first, size_t next,
+               const ReadBlock& read, std::vector<ReadAhead>& out) {
+  if (next - first == 1) {
+    out.push_back({windows[first], read(windows[first].address, windows[first].size)});
+    return true;
+  }
+  const uint64_t start = windows[first].address;
+  const auto size = static_cast<uint32_t>(windows[next - 1].address + windows[next - 1].size -
+                                          start);
+  DebuggerSide::Block span = read(start, size);
+  if (span.rc != mqs_ok || span.address != start || span.bytes.size() != size) return false;
+  for (size_t i = first; i < next; ++i) {
+    DebuggerSide::Block b;
+    b.rc = mqs_ok;
+    b.address = windows[i].address;
+    auto from = span.bytes.begin() + static_cast<std::ptrdiff_t>(b.address - start);
+    b.bytes.assign(from, from + windows[i].size);
+    out.push_back({windows[i], std::move(b)});
+  }
+  return true;
+}
+
+// Reads windows[first, next), a span the debugger did not give whole, into `out`, in order.
+// Its halves are read as spans: the one that fails is split in turn, down to the windows a
+// read fails for (most often a guess's last pages, past the top of the heap), so that a failure
+// costs the reads around it, not a read of every window. When both halves fail, the failures
+// are spread through the span, and its windows are read one by one.
+void readFailedSpan(const std::vector<Window>& windows, size_t first, size_t next,
+                    const ReadBlock& read, std::vector<ReadAhead>& out) {
+  const size_t middle = first + (next - first) / 2;
+  std::vector<ReadAhead> right;
+  const bool leftWhole = readWhole(windows, first, middle, read, out);
+  const bool rightWhole = readWhole(windows, middle, next, read, right);
+  if (!leftWhole && !rightWhole) {
+    for (size_t i = first; i < next; ++i) readWhole(windows, i, i + 1, read, out);
+    return;
+  }
+  if (!leftWhole) readFailedSpan(windows, first, middle, read, out);
+  if (!rightWhole) {
+    readFailedSpan(windows, middle, next, read, out);
+  } else {
+    for (ReadAhead& r : right) out.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
 std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read) {
   std::vector<ReadAhead> out;
   try {
@@ -48,24 +100,8 @@ std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const Rea
         }
         end = w.address + w.size;
       }
-      if (next - first > 1) {
-        auto size = static_cast<uint32_t>(end - start);
-        DebuggerSide::Block span = read(start, size);
-        if (span.rc == mqs_ok && span.address == start && span.bytes.size() == size) {
-          for (size_t i = first; i < next; ++i) {
-            DebuggerSide::Block b;
-            b.rc = mqs_ok;
-            b.address = windows[i].address;
-            auto from = span.bytes.begin() + static_cast<std::ptrdiff_t>(b.address - start);
-            b.bytes.assign(from, from + windows[i].size);
-            out.push_back({windows[i], std::move(b)});
-          }
-          continue;
-        }
-      }
-      for (size_t i = first; i < next; ++i) {
-        const Window& w = windows[i];
-        out.push_back({w, read(w.address, w.size)});
+      if (!readWhole(windows, first, next, read, out)) {
+        readFailedSpan(windows, first, next, read, out);
       }
     }
   } catch (const ProxyError& e) {

@@ -67,8 +67,9 @@ using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t siz
 // Reads `windows` (in ascending order, as the server names them) and returns one ReadAhead per
 // window, in order. Windows that follow each other within kReadGap bytes, a span of at most
 // wire::MAX_BLOCKS_AHEAD_BYTES, are read as one span and cut; a span `read` does not give
-// whole is read again window by window, so each block is exactly what a read of its window
-// alone gives, a refusal (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger
+// whole is read again by halves, down to the windows that fail (or window by window when both
+// halves fail), so each block is exactly what a read of its window alone gives, a refusal
+// (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger
 // cannot be asked now) gives an empty list: the server then asks for what it needs itself.
 std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read);
 

@@ -2,6 +2,7 @@
 
 #include <capnp/message.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ProxyErrors.h"
@@ -85,6 +86,42 @@ TEST_CASE("ReadAhead: a span the debugger refuses is read window by window, refu
   CHECK(read[2].window.address == 0x20000 - 8);
   // One refused span, then each window on its own.
   CHECK(target.reads.size() == 4);
+}
+
+TEST_CASE("ReadAhead: a span whose last windows fail costs the reads around them, not one each") {
+  // A guess of 64 pages whose last 5 lie past the top of the heap.
+  FakeTarget target;
+  target.size = 59 * 4096;
+  std::vector<Window> windows;
+  for (uint64_t i = 0; i < 64; ++i) windows.push_back({target.base + i * 4096, 4096});
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 64);
+  for (size_t i = 0; i < 64; ++i) {
+    CHECK(read[i].window.address == windows[i].address);
+    if (i < 59) {
+      checkWhole(read[i]);
+    } else {
+      CHECK(read[i].block.rc == mqs_no_information);  // as a read of that page alone
+    }
+  }
+  // The span, then halves down to the failing pages: far fewer than a read a page (65).
+  CHECK(target.reads.size() <= 20);
+  // Every failing page was read alone, as its answer must be its own read's.
+  for (size_t i = 59; i < 64; ++i) {
+    CHECK(std::find(target.reads.begin(), target.reads.end(),
+                    std::make_pair(windows[i].address, 4096u)) != target.reads.end());
+  }
+}
+
+TEST_CASE("ReadAhead: a span that fails throughout is read window by window") {
+  FakeTarget target;
+  std::vector<Window> windows;
+  for (uint64_t i = 0; i < 16; ++i) windows.push_back({0x40000 + i * 64, 32});  // unreadable
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 16);
+  for (const ReadAhead& r : read) CHECK(r.block.rc == mqs_no_information);
+  // The span, its two halves, then each window: not twice as many as the windows.
+  CHECK(target.reads.size() == 3 + 16);
 }
 
 TEST_CASE("ReadAhead: overlapping or wrapping windows are never joined into a span") {
