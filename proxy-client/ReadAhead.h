@@ -89,8 +89,10 @@ std::vector<ReadAhead> readAhead(DebuggerSide& side, uint64_t process,
 std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vector<Window>& read);
 
 // The blocks a request's `windows` and `blocks` (as writeAhead wrote them) carried that a proof
-// of `used` needs (readOf): those a window of `used` overlaps and those not sent whole, with
-// their bytes; every block when `used` is nullopt or overlaps none (the proof then reads all).
+// of `used` needs (readOf): those a window of `used` overlaps and those readable only in part,
+// with their bytes, not the refused ones (the server keeps no refusal read ahead: a read there
+// was a miss, fetched); every block when `used` is nullopt or overlaps none (the proof then
+// reads all).
 // In the lists' order. Throws ProxyError(PROTOCOL) for a payload that does not unpack.
 std::vector<ReadAhead> unpackFor(capnp::List<wire::MemoryWindow>::Reader windows,
                                  capnp::List<wire::MemoryBlock>::Reader blocks,
