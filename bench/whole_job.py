@@ -104,12 +104,15 @@ def phase(command, quiet=True):
     return time.time() - t
 
 gdb.execute("source " + cfg["frontend"])
-result = {"dumps": [], "counters": [], "packets": []}
+from mqd_gdb import memory as frontend_memory  # noqa: E402
+result = {"dumps": [], "counters": [], "packets": [], "reads": []}
 result["attach"] = phase(cfg["attach"])
 result["load"] = phase(cfg["load"])
+result["reads"].append(dict(frontend_memory.reads))
 for i in range(cfg["dumps"]):
     result["dumps"].append(phase("mqd dump --all --json --output %s.%d.json" % (cfg["out"], i),
                                  quiet=False))
+    result["reads"].append(dict(frontend_memory.reads))
     if cfg["server"]:
         total = {}
         for endpoint in cfg["direct"]:
@@ -299,8 +302,11 @@ def check(texts, reference, what, work):
 
 
 def timing(result):
+    # The front end's reads of the targets' memory in each dump, and how many were refused.
+    reads = [(after["asked"] - before["asked"], after["refused"] - before["refused"])
+             for before, after in zip(result["reads"], result["reads"][1:])]
     found = {"attach": result["attach"], "load": result["load"], "first": result["dumps"][0],
-             "refresh": result["dumps"][1], "rss_gdb": result["rss_gdb"]}
+             "refresh": result["dumps"][1], "rss_gdb": result["rss_gdb"], "reads": reads}
     if "packets" in result:
         found["packets"] = result["packets"]
     return found
@@ -332,11 +338,17 @@ def links(r):
     return ", ".join(parts) or "—"
 
 
+def reads(r):
+    """A row's debugger reads (the front end's) in the first dump and the refresh, each with
+    how many the targets refused."""
+    return " / ".join("%d (%d refused)" % pair for pair in r["reads"])
+
+
 def report(r):
     print("%3d ranks %-5s %-7s %-26s attach %6.2f s, load %5.2f s, first dump %6.2f s, "
-          "refresh %6.2f s%s%s; RSS gdb %s%s" % (
+          "refresh %6.2f s, debugger reads %s%s%s; RSS gdb %s%s" % (
               r["ranks"], r["topology"], r["mode"], links(r),
-              r["attach"], r["load"], r["first"], r["refresh"],
+              r["attach"], r["load"], r["first"], r["refresh"], reads(r),
               "" if "rts" not in r else ", round trips %d / %d, bytes %s / %s" % (
                   r["rts"][0], r["rts"][1], human(r["bytes"][0]), human(r["bytes"][1])),
               "" if "packets" not in r else ", debugger link exchanges %s" % " / ".join(
@@ -350,17 +362,18 @@ def report(r):
 def table(rows):
     lines = ["| ranks | operations | topology | mode | links' RTT | attach | load | first dump | "
              "refresh | server link round trips (first / refresh) | server link bytes (first / "
-             "refresh) | debugger link exchanges (attach / load / first / refresh) | RSS gdb | "
-             "RSS server | RSS workers |", "|" + "---|" * 15]
+             "refresh) | debugger reads (first / refresh) | debugger link exchanges (attach / "
+             "load / first / refresh) | RSS gdb | RSS server | RSS workers |", "|" + "---|" * 16]
     for r in rows:
         proxied = "rts" in r
         lines.append("| %d | %d | %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2f s | %s | %s | "
-                     "%s | %s | %s | %s |" % (
+                     "%s | %s | %s | %s | %s |" % (
                          r["ranks"], r["ops"], r["topology"], r["mode"], links(r), r["attach"],
                          r["load"], r["first"], r["refresh"],
                          "%d / %d" % r["rts"] if proxied else "—",
                          "%s / %s" % (human(r["bytes"][0]), human(r["bytes"][1]))
                          if proxied else "—",
+                         reads(r),
                          " / ".join(str(p) for p in r["packets"]) if "packets" in r else "—",
                          human(r["rss_gdb"]),
                          human(r["rss_server"]) if proxied else "—",

@@ -149,3 +149,12 @@ def test_no_check_outlasts_gdbs_remote_timeout(memory, target):
     target.crcs.clear()
     command(memory, reads)
     assert [size for _, size in target.crcs] == [39 * 4096]
+
+
+def test_reads_and_refusals_are_counted(memory, target):
+    # What mqd status and the bench report: every read asked, and those the target refused.
+    before = dict(memory.reads)
+    answers = command(memory, [(BASE, 8), (BASE + SIZE - 4, 8), (BASE + 4096, 100)])
+    assert isinstance(answers[1], MemoryError)
+    assert memory.reads["asked"] - before["asked"] == 3
+    assert memory.reads["refused"] - before["refused"] == 1

@@ -437,6 +437,8 @@ class MqdStatus(gdb.Command):
                   "unchanged, %d runs changed) and dropped %d pages unchecked\n"
                   % (pages, processes, checks["read"], checks["runs"], checks["proved"],
                      checks["changed"], checks["dropped"]))
+        gdb.write("  reads: %d asked of the targets' memory since the front end was loaded, %d "
+                  "of them refused\n" % (memory.reads["asked"], memory.reads["refused"]))
 
 
 def register() -> None:
