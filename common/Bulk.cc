@@ -89,19 +89,19 @@ DecompressPool& decompressors() {
 class ZstdOutputStream final : public kj::OutputStream {
  public:
   ZstdOutputStream(kj::ArrayPtr<kj::byte> out, size_t size)
-      : lease_(compressors()), ctx_(lease_.get()) {
+      : ctx_(compressors()) {
     output_ = {out.begin(), out.size(), 0};
-    ok_ = ctx_ != nullptr &&
-          !ZSTD_isError(ZSTD_CCtx_reset(ctx_, ZSTD_reset_session_and_parameters)) &&
-          !ZSTD_isError(ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, kZstdLevel)) &&
-          !ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(ctx_, size));
+    ok_ = ctx_.get() != nullptr &&
+          !ZSTD_isError(ZSTD_CCtx_reset(ctx_.get(), ZSTD_reset_session_and_parameters)) &&
+          !ZSTD_isError(ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_compressionLevel, kZstdLevel)) &&
+          !ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(ctx_.get(), size));
   }
   KJ_DISALLOW_COPY(ZstdOutputStream);
 
   void write(const void* buffer, size_t size) override {
     ZSTD_inBuffer input{buffer, size, 0};
     while (ok_ && input.pos < input.size) {
-      ok_ = !ZSTD_isError(ZSTD_compressStream2(ctx_, &output_, &input, ZSTD_e_continue)) &&
+      ok_ = !ZSTD_isError(ZSTD_compressStream2(ctx_.get(), &output_, &input, ZSTD_e_continue)) &&
             (input.pos == input.size || output_.pos < output_.size);
     }
   }
@@ -110,7 +110,7 @@ class ZstdOutputStream final : public kj::OutputStream {
   size_t finish() {
     ZSTD_inBuffer none{nullptr, 0, 0};
     while (ok_) {
-      size_t left = ZSTD_compressStream2(ctx_, &output_, &none, ZSTD_e_end);
+      size_t left = ZSTD_compressStream2(ctx_.get(), &output_, &none, ZSTD_e_end);
       if (ZSTD_isError(left) || (left != 0 && output_.pos == output_.size)) ok_ = false;
       if (left == 0) break;
     }
@@ -118,8 +118,7 @@ class ZstdOutputStream final : public kj::OutputStream {
   }
 
  private:
-  CompressPool::Lease lease_;
-  ZSTD_CCtx* ctx_;
+  CompressPool::Lease ctx_;
   ZSTD_outBuffer output_;
   bool ok_;
 };

@@ -165,10 +165,10 @@ std::vector<ReadAhead> unpackFor(capnp::List<wire::MemoryWindow>::Reader windows
     auto b = blocks[i];
     bool whole = b.getRc() == mqs_ok && b.getAddress() == sent[i].address &&
                  b.getData().getSize() == sent[i].size;
-    if (!all && whole && !touched(sent[i])) continue;
-    // A refusal sent ahead answered nothing: the server keeps none (RemoteDebugger::keepBlock),
-    // so a read of the DLL's there was a miss, fetched, and proved as a fetch.
-    if (!all && b.getRc() != mqs_ok) continue;
+    // Left out: a block whole that the update did not touch, and a refusal, which answered
+    // nothing: the server keeps none sent ahead (RemoteDebugger::keepBlock), so a read of the
+    // DLL's there was a miss, fetched, and proved as a fetch.
+    if (!all && ((whole && !touched(sent[i])) || b.getRc() != mqs_ok)) continue;
     DebuggerSide::Block block;
     block.rc = b.getRc();
     block.address = b.getAddress();

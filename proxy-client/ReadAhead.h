@@ -69,8 +69,8 @@ using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t siz
 // wire::MAX_BLOCKS_AHEAD_BYTES, are read as one span and cut; a span `read` does not give
 // whole is read again by halves, down to the windows that fail (or window by window when both
 // halves fail), so each block is exactly what a read of its window alone gives, a refusal
-// (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger
-// cannot be asked now) gives an empty list: the server then asks for what it needs itself.
+// (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger cannot be asked now)
+// gives an empty list: the server then asks for what it needs itself.
 std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read);
 
 // readWindows() of the process's memory through the debugger (each read a callback into it: a
@@ -92,8 +92,7 @@ std::vector<ReadAhead> readOf(const std::vector<ReadAhead>& sent, const std::vec
 // of `used` needs (readOf): those a window of `used` overlaps and those readable only in part,
 // with their bytes, not the refused ones (the server keeps no refusal read ahead: a read there
 // was a miss, fetched); every block when `used` is nullopt or overlaps none (the proof then
-// reads all).
-// In the lists' order. Throws ProxyError(PROTOCOL) for a payload that does not unpack.
+// reads all). In the lists' order. Throws ProxyError(PROTOCOL) for a payload that does not unpack.
 std::vector<ReadAhead> unpackFor(capnp::List<wire::MemoryWindow>::Reader windows,
                                  capnp::List<wire::MemoryBlock>::Reader blocks,
                                  const std::optional<std::vector<Window>>& used);
