@@ -40,12 +40,13 @@ Printed per run: the time of `mqd attach`, `mqd load`, the first dump and the re
 trips and bytes on the server link for each dump (the server's session counters, `mqd-proxy
 stats`); the resident memory (VmRSS) of gdb (the shim's host process), of the server and of
 its workers after the refresh. Then the growth per rank between the two largest counts, and a
-linear projection to 1,024 and 16,384 ranks. Written to bench/RESULTS-whole-job.md.
+linear projection to 1,024 and 16,384 ranks. Written to bench/RESULTS-whole-job.md. With
+--profile DIR, each dump's cProfile statistics of gdb's Python are written to DIR too.
 
 usage: whole_job.py --build DIR [--ranks 1,16,64] [--ops 200] [--rtts 0,20]
                     [--topologies local,real] [--real-ranks R,...] [--debugger-rtt 20]
                     [--native-max-ranks 1] [--attach-options OPTS]
-                    [--gdbserver-per-rank] [--output FILE]
+                    [--gdbserver-per-rank] [--output FILE] [--profile DIR]
 """
 import argparse
 import datetime
@@ -110,8 +111,15 @@ result["attach"] = phase(cfg["attach"])
 result["load"] = phase(cfg["load"])
 result["reads"].append(dict(frontend_memory.reads))
 for i in range(cfg["dumps"]):
+    if cfg["profile"]:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     result["dumps"].append(phase("mqd dump --all --json --output %s.%d.json" % (cfg["out"], i),
                                  quiet=False))
+    if cfg["profile"]:
+        profiler.disable()
+        profiler.dump_stats("%s.%d.prof" % (cfg["profile"], i))
     result["reads"].append(dict(frontend_memory.reads))
     if cfg["server"]:
         total = {}
@@ -132,19 +140,20 @@ with open(cfg["out"] + ".result.json", "w") as f:
 
 
 def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_env=None,
-            links=()):
+            links=(), profile=None):
     """One gdb over the whole job, attached by the front end's `attach` command, through the
     debugger `links` (real_topology.Link, one per gdbserver) if any; returns the script's
     result dict (with `packets`, those links' exchanges in each phase: attach, load, each
     dump) and the dumps' JSON. `server` and `direct`: the server's pid and endpoint, or lists
-    of them (a server on every node)."""
+    of them (a server on every node). `profile`: each dump's cProfile statistics are written
+    to PROFILE.N.prof, N the dump's number."""
     script = out + ".gdb.py"
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
     env = dict(os.environ, **(shim_env or {}))
     env["MQD_BENCH"] = json.dumps({
         "frontend": build.frontend, "attach": attach, "load": load, "out": out,
-        "dumps": dumps, "cli": build.cli,
+        "dumps": dumps, "cli": build.cli, "profile": profile,
         "direct": direct if isinstance(direct, list) else [direct] if direct else [],
         "server": server if isinstance(server, list) else [server] if server else [],
         "exchanges": [link.exchanges for link in links]})
@@ -166,8 +175,8 @@ def run_gdb(build, attach, load, out, server=None, direct=None, dumps=2, shim_en
 
 
 def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_ranks,
-            attach_options="", per_rank=False):
-    """Rows for one job of `ranks` ranks, in each of `topologies`."""
+            attach_options="", per_rank=False, profile=None):
+    """Rows for one job of `ranks` ranks, in each of `topologies`; `profile`: run_gdb's."""
     arch = subprocess.check_output(["gcc", "-print-multiarch"], text=True).strip()
     dll = open_mpi_dll(arch)
     rows = []
@@ -175,7 +184,11 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
     local = "mqd attach --launcher %d" % job.proc.pid
     try:
         # The local native dump is every run's reference, in either topology.
-        native, texts = run_gdb(build, local, "mqd load", os.path.join(work, "native"))
+        def profiled(name):
+            return profile and os.path.join(profile, "%d-%s" % (ranks, name))
+
+        native, texts = run_gdb(build, local, "mqd load", os.path.join(work, "native"),
+                                profile=profiled("native"))
         reference = texts[0]
         operations = sum(len(q["operations"]) for d in json.loads(reference)
                          for c in d.get("communicators", []) for q in c["queues"].values())
@@ -186,11 +199,11 @@ def measure(build, ranks, ops, rtts, work, topologies, debugger_rtt, native_max_
                           bandwidth=mbps * 1e6 if mbps else None)
             try:
                 load = "mqd load --server %s %s" % (proxy.endpoint, build.shim)
-                result, texts = run_gdb(build, attach, load,
-                                        os.path.join(work, "%s-%s-%s" % (
-                                            topology, mode, link_name(rtt, mbps))),
+                name = "%s-%s-%s" % (topology, mode, link_name(rtt, mbps))
+                result, texts = run_gdb(build, attach, load, os.path.join(work, name),
                                         proxy.proc.pid, proxy.direct,
-                                        shim_env=proxy_env(mode, proxy), links=links)
+                                        shim_env=proxy_env(mode, proxy), links=links,
+                                        profile=profiled(name))
             finally:
                 proxy.stop()
             check(texts, reference, "%s %s at %s" % (topology, mode, link_name(rtt, mbps)),
@@ -466,7 +479,15 @@ def main():
                     help="in the real topology, a gdbserver --attach and a relay per rank "
                     "instead of one gdbserver --multi for the host")
     ap.add_argument("--output", default=os.path.join(HERE, "RESULTS-whole-job.md"))
+    ap.add_argument("--profile", metavar="DIR",
+                    help="write each dump's cProfile statistics of gdb's Python to DIR "
+                    "(RANKS-native.N.prof, RANKS-TOPOLOGY-MODE-LINK.N.prof; N 0 for the "
+                    "first dump, 1 the refresh; read them with `python3 -m pstats`); the "
+                    "profiler about doubles the dumps' times")
     args = ap.parse_args()
+    profile = args.profile
+    if profile:
+        os.makedirs(profile, exist_ok=True)
     topologies = args.topologies.split(",")
     if not topologies or set(topologies) - {"local", "real"}:
         ap.error("--topologies: local, real or both")
@@ -479,7 +500,8 @@ def main():
         try:
             rows += measure(build, ranks, args.ops, parse_links(args.rtts),
                             work, these, args.debugger_rtt, args.native_max_ranks,
-                            args.attach_options, args.gdbserver_per_rank)
+                            args.attach_options, args.gdbserver_per_rank,
+                            profile and os.path.abspath(profile))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     lines = document(rows, args)
