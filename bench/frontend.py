@@ -12,6 +12,8 @@ that repeat), and MPI_COMM_SELF empty. Timed, best of --repeat runs each:
            front end's way before it)
   json     `mqd dump --all --json`'s text of the dumps (render.as_json), against
            json.dumps(value, indent=1), the bytes it must equal (checked)
+  refresh  the same text again with every operation a render.Record of the last text, as
+           dump.py gives a refresh of a hung job (checked too)
   text     `mqd dump --all`'s text (render.as_text)
 
 Printed as a table; nothing written. The numbers are this machine's: compare runs of one
@@ -62,6 +64,12 @@ def job(ranks, ops):
             for r in range(ranks)]
 
 
+def records(dumps):
+    """`dumps` with each operation a render.Record, as dump.py makes them."""
+    return json.loads(json.dumps(dumps), object_hook=lambda d: render.Record(d)
+                      if "status" in d else d)
+
+
 def structs(dumps):
     """Each operation of `dumps` as the DLL fills an mqs_pending_operation."""
     types_ = abi.Abi(ctypes.sizeof(ctypes.c_void_p))
@@ -96,9 +104,12 @@ def read_by_field(types_, filled):
         [bytes(line).split(b"\0", 1)[0].decode("utf-8", "replace") for line in op.extra_text]
 
 
-def best(repeat, work):
+def best(repeat, work, before=None):
+    """The least time of `repeat` calls of `work`, each after a call of `before` if any."""
     times = []
     for _ in range(repeat):
+        if before:
+            before()
         start = time.perf_counter()
         work()
         times.append(time.perf_counter() - start)
@@ -112,20 +123,25 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     print("| ranks | operations | read: one unpack / by field | json: as_json / json.dumps "
-          "| text: as_text | JSON bytes |")
-    print("|---|---|---|---|---|---|")
+          "| json of a refresh | text: as_text | JSON bytes |")
+    print("|---|---|---|---|---|---|---|")
     for ranks in [int(r) for r in args.ranks.split(",")]:
         dumps = job(ranks, args.ops)
         types_, filled = structs(dumps)
         text = render.as_json(dumps)
         if text != json.dumps(dumps, indent=1) + "\n":
             raise SystemExit("FAIL: render.as_json differs from json.dumps at %d ranks" % ranks)
+        kept = records(dumps)
+        if render.as_json(kept) != text or render.as_json(kept) != text:
+            raise SystemExit("FAIL: render.as_json of Records differs at %d ranks" % ranks)
         row = (best(args.repeat, lambda: read_unpacked(types_, filled)),
                best(args.repeat, lambda: read_by_field(types_, filled)),
                best(args.repeat, lambda: render.as_json(dumps)),
                best(args.repeat, lambda: json.dumps(dumps, indent=1)),
+               best(args.repeat, lambda: render.as_json(kept),
+                    before=lambda: render.as_json(kept)),
                best(args.repeat, lambda: render.as_text(dumps)))
-        print("| %d | %d | %.3f s / %.3f s | %.3f s / %.3f s | %.3f s | %.1f MiB |"
+        print("| %d | %d | %.3f s / %.3f s | %.3f s / %.3f s | %.3f s | %.3f s | %.1f MiB |"
               % ((ranks, len(filled)) + row + (len(text) / 2**20,)))
 
 

@@ -34,6 +34,7 @@ from typing import Any, Dict, Iterable, List
 from . import abi, job
 from .callbacks import global_rank
 from .inferiors import find as find_inferior
+from .render import Record
 from .session import Session
 
 # The queues of a communicator: the DLL's operation class and the dump's key, in this order.
@@ -62,6 +63,7 @@ def dump(session: Session, num: int) -> Dict[str, Any]:
     if attached is not None and attached.host:
         result["host"] = attached.host
     result.update({"dll": session.version, "communicators": []})
+    made: Dict[bytes, Record] = {}  # this dump's operations, for the next (_queue)
     rc = lib.mqs_setup_communicator_iterator(p)
     while rc == abi.MQS_OK:
         comm = session.abi.Communicator()
@@ -80,9 +82,10 @@ def dump(session: Session, num: int) -> Dict[str, Any]:
             elif grc != abi.MQD_PROXY_ERR_NO_ENTRY_POINT:  # that one: unknown, as natively
                 entry["group"] = {"error": session.error_text(grc), "rc": grc}
         for op_class, key in QUEUES:
-            entry["queues"][key] = _queue(session, p, op_class)
+            entry["queues"][key] = _queue(session, p, op_class, process.operations, made)
         result["communicators"].append(entry)
         rc = lib.mqs_next_communicator(p)
+    process.operations = made
     return _with_warnings(result, process.warnings)
 
 
@@ -98,33 +101,45 @@ def _with_warnings(result: Dict[str, Any], warnings: Iterable[str]) -> Dict[str,
     return result
 
 
-def _queue(session: Session, p: int, op_class: int) -> Dict[str, Any]:
+def _queue(session: Session, p: int, op_class: int, last: Dict[bytes, Record],
+           made: Dict[bytes, Record]) -> Dict[str, Any]:
+    """A queue of the dump: each operation the Record of the same mqs_pending_operation (its
+    bytes) in `made` (this dump) or `last` (the process's last dump) if any, else a new one;
+    each put in `made`."""
     lib = session.lib
     rc = lib.mqs_setup_operation_iterator(p, op_class)
     if rc != abi.MQS_OK:
         return {"rc": rc, "error": session.error_text(rc), "operations": []}
-    operations: List[Dict[str, Any]] = []
-    fields = session.abi.operation_fields
+    operations: List[Record] = []
+    new_operation = session.abi.PendingOperation
     while True:
-        op = session.abi.PendingOperation()
+        op = new_operation()
         rc = lib.mqs_next_operation(p, ctypes.byref(op))
         if rc != abi.MQS_OK:
             break
-        (status, desired_local_rank, desired_global_rank, tag_wild, desired_tag, desired_length,
-         system_buffer, buffer, actual_local_rank, actual_global_rank, actual_tag, actual_length,
-         *extra_text) = fields(op)
-        operations.append({
-            "status": STATUS.get(status, status),
-            "desired_local_rank": desired_local_rank,
-            "desired_global_rank": desired_global_rank,
-            "tag_wild": bool(tag_wild), "desired_tag": desired_tag,
-            "desired_length": desired_length, "system_buffer": bool(system_buffer),
-            "buffer": buffer, "actual_local_rank": actual_local_rank,
-            "actual_global_rank": actual_global_rank, "actual_tag": actual_tag,
-            "actual_length": actual_length,
-            "extra_text": [abi.text(line) for line in extra_text],
-        })
+        raw = bytes(op)
+        entry = made.get(raw) or last.get(raw) or _operation(session, op)
+        made[raw] = entry
+        operations.append(entry)
     end: Dict[str, Any] = {"rc": rc, "operations": operations}
     if rc != abi.MQS_END_OF_LIST:
         end["error"] = session.error_text(rc)
     return end
+
+
+def _operation(session: Session, op: Any) -> Record:
+    """An operation of the dump, from the mqs_pending_operation `op` the DLL filled."""
+    (status, desired_local_rank, desired_global_rank, tag_wild, desired_tag, desired_length,
+     system_buffer, buffer, actual_local_rank, actual_global_rank, actual_tag, actual_length,
+     *extra_text) = session.abi.operation_fields(op)
+    return Record({
+        "status": STATUS.get(status, status),
+        "desired_local_rank": desired_local_rank,
+        "desired_global_rank": desired_global_rank,
+        "tag_wild": bool(tag_wild), "desired_tag": desired_tag,
+        "desired_length": desired_length, "system_buffer": bool(system_buffer),
+        "buffer": buffer, "actual_local_rank": actual_local_rank,
+        "actual_global_rank": actual_global_rank, "actual_tag": actual_tag,
+        "actual_length": actual_length,
+        "extra_text": [abi.text(line) for line in extra_text],
+    })

@@ -42,6 +42,8 @@ class Process:
         self.rank: Optional[int] = None
         # the proxy's warnings at its set-up (callbacks.proxy_warnings)
         self.warnings: List[str] = []
+        # the operations of its last dump, by their mqs_pending_operation's bytes (dump.py)
+        self.operations: Dict[bytes, Any] = {}
 
 
 class Handles:
