@@ -204,11 +204,23 @@ BulkMessageReader::BulkMessageReader(wire::Bulk::Reader in) {
   if (size % sizeof(capnp::word) != 0) {
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk message is not whole words");
   }
-  words_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
-  readBulkInto(in, words_.asBytes());
+  auto words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+  readBulkInto(in, words.asBytes());
+  words_ = std::make_shared<const kj::Array<capnp::word>>(kj::mv(words));
+  open();
+}
+
+BulkMessageReader BulkMessageReader::again() const {
+  BulkMessageReader copy;
+  copy.words_ = words_;
+  if (words_) copy.open();
+  return copy;
+}
+
+void BulkMessageReader::open() {
   capnp::ReaderOptions options;
   options.traversalLimitInWords = 64ull << 20;
-  reader_ = kj::heap<capnp::FlatArrayMessageReader>(words_.asPtr(), options);
+  reader_ = kj::heap<capnp::FlatArrayMessageReader>(words_->asPtr(), options);
   empty_ = false;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "mqd.capnp.h"
 
@@ -36,6 +37,9 @@ BulkSizes setBulkMessage(wire::Bulk::Builder out, capnp::MessageBuilder& message
 class BulkMessageReader {
  public:
   explicit BulkMessageReader(wire::Bulk::Reader in);
+  // Another reader of the same message: it shares the bytes, and its traversal limit starts
+  // anew (a message read again and again would exhaust one reader's).
+  BulkMessageReader again() const;
   template <typename T>
   typename T::Reader getRoot() {
     return reader_->getRoot<T>();
@@ -43,7 +47,10 @@ class BulkMessageReader {
   bool empty() const { return empty_; }
 
  private:
-  kj::Array<capnp::word> words_;
+  BulkMessageReader() = default;
+  void open();  // reader_ over words_
+
+  std::shared_ptr<const kj::Array<capnp::word>> words_;
   kj::Own<capnp::MessageReader> reader_;
   bool empty_ = true;
 };

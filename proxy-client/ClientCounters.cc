@@ -39,8 +39,9 @@ std::string ClientCounters::summary() const {
                 "%llu round trips (%llu calls forwarded, %llu callbacks served), %llu calls "
                 "answered in the shim (%llu from walks, %llu error texts), %llu notifications, "
                 "%llu B in, %llu B out, %llu reconnects, %llu updates served from refreshes ahead "
-                "(%llu more found stale), %llu set-ups answered from records (%llu moved from "
-                "another process's, %llu contradicted, %llu waits for their replies), %llu "
+                "and %llu from epochs held (%llu more found stale), %llu set-ups answered from "
+                "records (%llu moved from another process's, %llu contradicted, %llu waits for "
+                "their replies), %llu "
                 "epoch checks made late (%llu sent again), %llu other processes' updates named "
                 "by the server (%llu taken)",
                 static_cast<unsigned long long>(calls + callbacks),
@@ -53,6 +54,7 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(wireBytesOut.load()),
                 static_cast<unsigned long long>(reconnects.load()),
                 static_cast<unsigned long long>(refreshesAhead.load()),
+                static_cast<unsigned long long>(epochsHeld.load()),
                 static_cast<unsigned long long>(refreshesStale.load()),
                 static_cast<unsigned long long>(setUpsRecalled.load()),
                 static_cast<unsigned long long>(setUpsMoved.load()),

@@ -44,6 +44,9 @@ struct ClientCounters {
   // shim took (RefreshAhead::takePeerGuesses). In the summary only: the session board holds 16.
   std::atomic<uint64_t> peersNamed{0};
   std::atomic<uint64_t> peersTaken{0};
+  // Updates served from the process's last epoch held (RefreshAhead::hold), proved as a
+  // refresh ahead is: the server did not refresh it. In the summary only.
+  std::atomic<uint64_t> epochsHeld{0};
 
   // Appends every counter as name/value pairs ("calls_forwarded", ...).
   void write(capnp::List<wire::Counter>::Builder out) const;

@@ -17,7 +17,8 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
   std::vector<Window> named = refreshAhead_.beginUpdate(process);
   Outcome outcome;
   std::vector<ReadAhead> ahead;
-  outcome.walk = takeRefreshedAhead(process, &ahead, &named);
+  bool stale = false;
+  outcome.walk = takeRefreshedAhead(process, &ahead, &named, &stale);
   if (outcome.walk) {
     refreshAhead_.visited(process);
     outcome.rc = mqs_ok;
@@ -36,7 +37,8 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
   auto reply = checkLate.empty()
                    ? send(process, std::move(ahead),
                           epoch ? refreshAhead_.candidates(process, side_.secondsPerByte())
-                                : std::vector<uint64_t>())
+                                : std::vector<uint64_t>(),
+                          stale ? Held::check : Held::trust)
                    : sendCheckedLate(process, checkLate);
   refreshAhead_.visited(process);
   outcome.rc = reply.get().getRc();
@@ -52,13 +54,15 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
 }
 
 std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
-    uint64_t process, std::vector<ReadAhead>* fresh, std::vector<Window>* named) {
+    uint64_t process, std::vector<ReadAhead>* fresh, std::vector<Window>* named, bool* stale) {
   std::optional<RefreshAhead::Refreshed> made = refreshAhead_.take(process);
+  if (!made && config_.cache == wire::CachePolicy::EPOCH) made = refreshAhead_.takeHeld(process);
   if (!made) return nullptr;
   const std::vector<ReadAhead>& proof = made->proof;
   bool whole = made->whole;
   *fresh = readAhead(side_, process, windowsOf(proof));
   if (!sameReads(proof, *fresh)) {
+    *stale = true;
     ++counters_.refreshesStale;
     MQD_LOG(Debug, "process %llu changed since its refresh ahead: refreshed again",
             static_cast<unsigned long long>(process));
@@ -70,14 +74,18 @@ std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
     }
     return nullptr;
   }
-  ++counters_.refreshesAhead;
-  refreshAhead_.setNextEpoch(process, std::move(made->nextEpoch));
+  ++(made->held ? counters_.epochsHeld : counters_.refreshesAhead);
+  refreshAhead_.setNextEpoch(process, made->nextEpoch);
   fresh->clear();
-  return std::move(made->walk);
+  std::unique_ptr<RecordedWalk> walk = std::move(made->walk);
+  made->walk = walk->fromStart();
+  refreshAhead_.hold(process, std::move(*made));
+  return walk;
 }
 
 Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
-    uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others) {
+    uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others,
+    Held held) {
   // The other processes' windows, read inside this call too: the server refreshes them after
   // this one, and what it made of them is served at their own updates once proved current.
   // Each one's blocks are packed for the request (compressed, when the link is) as soon as
@@ -90,6 +98,16 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
   std::vector<Other> batch;
   const bool compress = link_.compress();
   for (uint64_t token : others) {
+    if (held == Held::trust && refreshAhead_.holds(token)) continue;  // proved at its update
+    if (std::optional<RefreshAhead::Refreshed> last = refreshAhead_.takeHeld(token)) {
+      // Its last epoch read every byte of its proof as the debugger reads it now: that
+      // epoch's walk is this one's. Kept as its refresh ahead, proved again at its own update.
+      if (sameReads(last->proof, readAhead(side_, token, windowsOf(last->proof)))) {
+        refreshAhead_.keep(token, std::move(*last));
+        refreshAhead_.offered(token);
+        continue;
+      }
+    }
     const std::vector<Window>& windows = *refreshAhead_.nextEpoch(token);
     std::vector<ReadAhead> read = readAhead(side_, token, windows);
     if (read.empty()) continue;

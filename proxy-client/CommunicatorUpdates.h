@@ -2,9 +2,10 @@
 // that starts each refresh of the process's queues (docs/round-trips.md, "The epoch").
 //
 // Contract: update() answers exactly what the DLL answers at this update, by one of three ways:
-// - from the process's refresh ahead (made inside another process's update), when the debugger
-//   reads every window it was made from as it was then: the DLL read nothing else, so it would
-//   answer the same now. No round trip.
+// - from the process's refresh ahead (made inside another process's update), or else from its
+//   last epoch held (the last refresh ahead it was served from), when the debugger reads every
+//   window it was made from as it was then: the DLL read nothing else, so it would answer the
+//   same now. No round trip.
 // - sent with what the shim read ahead for the process (its next epoch, under the epoch policy)
 //   and for other processes whose next epochs the cost rule finds worth reading now
 //   (RefreshAhead::candidates): the server refreshes those after this one, and each becomes a
@@ -52,18 +53,25 @@ class CommunicatorUpdates {
   // The update of a set-up process, by the first of the contract's ways that applies.
   Outcome update(uint64_t process);
 
+  // What an update does with the others whose last epoch is held (RefreshAhead::hold):
+  // `trust` it, sending nothing of theirs (each is proved at its own update, and the first
+  // found changed checks the rest), or `check` it, reading each one's proof now: one that reads
+  // the same keeps its epoch as its refresh ahead, one that does not is sent.
+  enum class Held { trust, check };
   // The second way alone, for a set-up replay: with `ahead` read for the process (may be
   // empty) and the processes `others` refreshed ahead in it.
   Reply<wire::Session::UpdateCommunicatorListResults> send(
-      uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {});
+      uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {},
+      Held held = Held::check);
 
  private:
   // The first way: the walk when proved current, else null with `fresh` holding what was read
   // now, for the update to send, or else `named` what the refresh's update read, for the
-  // update to read ahead.
+  // update to read ahead; *stale set when there was a refresh (or an epoch held) to prove and
+  // the process changed since.
   std::unique_ptr<RecordedWalk> takeRefreshedAhead(uint64_t process,
                                                    std::vector<ReadAhead>* fresh,
-                                                   std::vector<Window>* named);
+                                                   std::vector<Window>* named, bool* stale);
   // The third way.
   Reply<wire::Session::UpdateCommunicatorListResults> sendCheckedLate(
       uint64_t process, const std::vector<Window>& windows);

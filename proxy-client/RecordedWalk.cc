@@ -6,6 +6,15 @@
 
 namespace mqd::client {
 
+RecordedWalk::RecordedWalk(BulkMessageReader message) : message_(kj::mv(message)) {
+  walk_ = message_.getRoot<wire::CommunicatorWalk>();
+  communicators_ = walk_.getCommunicators();
+}
+
+std::unique_ptr<RecordedWalk> RecordedWalk::fromStart() const {
+  return std::unique_ptr<RecordedWalk>(new RecordedWalk(message_.again()));
+}
+
 RecordedWalk::RecordedWalk(wire::Bulk::Reader walk) : message_(walk) {
   if (message_.empty()) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "empty walk");
   walk_ = message_.getRoot<wire::CommunicatorWalk>();

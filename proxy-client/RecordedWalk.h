@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "Bulk.h"
 #include "IterationCursor.h"
@@ -20,6 +21,10 @@ class RecordedWalk {
  public:
   // Throws ProxyError(PROTOCOL) if the payload is malformed or exceeds WalkLimits.
   explicit RecordedWalk(wire::Bulk::Reader walk);
+
+  // The same walk with the debugger at its start, sharing the record: for a later epoch that
+  // read exactly what this one read (RefreshAhead::hold).
+  std::unique_ptr<RecordedWalk> fromStart() const;
 
   using Effects = capnp::List<wire::Effect>::Reader;
 
@@ -40,6 +45,8 @@ class RecordedWalk {
  private:
   // Cap'n Proto charges every pointer traversal against the reader's limit, so list readers
   // are taken once (a walk of N operations would otherwise cost N^2).
+  explicit RecordedWalk(BulkMessageReader message);  // a record already checked
+
   bool onCommunicator() const { return at_.setUp && at_.communicator < communicators_.size(); }
   wire::WalkedCommunicator::Reader current() const { return communicators_[at_.communicator]; }
   // Takes the current communicator's lists (after comm_ changed).

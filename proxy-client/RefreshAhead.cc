@@ -78,7 +78,7 @@ void RefreshAhead::visited(uint64_t process) {
 std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
                                                std::optional<double> secondsPerByte) const {
   auto offered = [this, process](uint64_t token) {
-    return token != process && refreshed_.count(token) == 0 && nextEpoch_.count(token) != 0 &&
+    return token != process && !refreshed_.has(token) && nextEpoch_.count(token) != 0 &&
            readOnNode_.count(token) == 0;
   };
   std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
@@ -98,7 +98,8 @@ std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
   }
   std::sort(byLast.begin(), byLast.end());
   std::vector<uint64_t> chosen;
-  uint64_t budget = requestBytes_ > refreshedBytes_ ? requestBytes_ - refreshedBytes_ : 0;
+  uint64_t budget =
+      requestBytes_ > refreshed_.bytes() ? requestBytes_ - refreshed_.bytes() : 0;
   for (const auto& [last, token] : byLast) {
     uint64_t bytes = bytesOf(nextEpoch_.at(token));
     if (bytes > budget) break;
@@ -123,7 +124,7 @@ size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
     uint64_t token = peer.getProcess();
     std::vector<Window> windows = windowsOf(peer.getNextEpoch());
     uint64_t bytes = bytesOf(windows);
-    if (visits_.count(token) != 0 || refreshed_.count(token) != 0 ||
+    if (visits_.count(token) != 0 || refreshed_.has(token) ||
         readOnNode_.count(token) != 0 || windows.empty() ||
         bytes > wire::MAX_BLOCKS_AHEAD_BYTES ||
         !worthReading(bytes, peer.getCallbacks(), secondsPerByte)) {
@@ -139,25 +140,37 @@ size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
 }
 
 void RefreshAhead::keep(uint64_t process, Refreshed made) {
-  drop(process);
-  refreshedBytes_ += bytesOf(made.proof);
-  refreshed_[process] = std::move(made);
+  refreshed_.put(process, std::move(made));
 }
 
 std::optional<RefreshAhead::Refreshed> RefreshAhead::take(uint64_t process) {
-  auto it = refreshed_.find(process);
-  if (it == refreshed_.end()) return std::nullopt;
-  Refreshed made = std::move(it->second);
-  refreshed_.erase(it);
-  refreshedBytes_ -= bytesOf(made.proof);
-  return made;
+  return refreshed_.take(process);
 }
 
-void RefreshAhead::drop(uint64_t process) {
-  auto it = refreshed_.find(process);
-  if (it == refreshed_.end()) return;
-  refreshedBytes_ -= bytesOf(it->second.proof);
-  refreshed_.erase(it);
+void RefreshAhead::hold(uint64_t process, Refreshed served) {
+  held_.take(process);
+  if (held_.bytes() + bytesOf(served.proof) > requestBytes_) return;
+  served.held = true;
+  held_.put(process, std::move(served));
+}
+
+std::optional<RefreshAhead::Refreshed> RefreshAhead::takeHeld(uint64_t process) {
+  return held_.take(process);
+}
+
+void RefreshAhead::Kept::put(uint64_t process, Refreshed made) {
+  take(process);
+  bytes_ += bytesOf(made.proof);
+  byProcess_[process] = std::move(made);
+}
+
+std::optional<RefreshAhead::Refreshed> RefreshAhead::Kept::take(uint64_t process) {
+  auto it = byProcess_.find(process);
+  if (it == byProcess_.end()) return std::nullopt;
+  Refreshed made = std::move(it->second);
+  byProcess_.erase(it);
+  bytes_ -= bytesOf(made.proof);
+  return made;
 }
 
 void RefreshAhead::forget(uint64_t process) {
@@ -165,12 +178,13 @@ void RefreshAhead::forget(uint64_t process) {
   learnedFirstEpoch_.erase(process);
   readOnNode_.erase(process);
   visits_.erase(process);
-  drop(process);
+  refreshed_.take(process);
+  held_.take(process);
 }
 
 void RefreshAhead::forgetRefreshes() {
   refreshed_.clear();
-  refreshedBytes_ = 0;
+  held_.clear();
   visits_.clear();
 }
 

@@ -39,6 +39,7 @@ class RefreshAhead {
     // say, or its update read none of them). Only this is kept of what was sent.
     std::vector<ReadAhead> proof;
     bool whole = true;
+    bool held = false;  // the process's last epoch held (hold), not a refresh by the server
   };
   // What a refresh of the blocks `sent` keeps for its proof, its update having read `used`
   // (nullopt: the server did not say); `fetched`: the blocks the server fetched for its misses
@@ -107,6 +108,15 @@ class RefreshAhead {
   // The refresh made ahead of the process, taken out (to be proved and served, or dropped).
   std::optional<Refreshed> take(uint64_t process);
 
+  // A refresh ahead just proved and served (its walk from its start): held as the process's
+  // last epoch, while the epochs held keep at most requestBytes() for their proofs in all.
+  // An epoch that reads every byte of its proof the same is answered by it, as by a refresh
+  // ahead (CommunicatorUpdates; docs/round-trips.md, "An epoch like the last").
+  void hold(uint64_t process, Refreshed served);
+  // The epoch held for the process, taken out.
+  std::optional<Refreshed> takeHeld(uint64_t process);
+  bool holds(uint64_t process) const { return held_.has(process); }
+
   // The process is set up again: everything about it starts over; the others' places stand.
   void forget(uint64_t process);
   // Drops every refresh waiting, and the refresh order the next ones are chosen by (the
@@ -120,15 +130,30 @@ class RefreshAhead {
                     std::optional<double> secondsPerByte) const {
     return rule_.worthReading(bytes, roundTrips, secondsPerByte);
   }
-  void drop(uint64_t process);
 
   CostRule rule_;
   std::unordered_map<uint64_t, std::vector<Window>> nextEpoch_;
   // Never updated, with a next epoch an earlier session (or a peer's guess) named.
   std::set<uint64_t> learnedFirstEpoch_;
   std::set<uint64_t> readOnNode_;
-  std::unordered_map<uint64_t, Refreshed> refreshed_;
-  uint64_t refreshedBytes_ = 0;  // their proofs'
+  // Refreshes by process, and the bytes of their proofs in all.
+  class Kept {
+   public:
+    void put(uint64_t process, Refreshed made);  // replaces the process's
+    std::optional<Refreshed> take(uint64_t process);
+    bool has(uint64_t process) const { return byProcess_.count(process) != 0; }
+    uint64_t bytes() const { return bytes_; }
+    void clear() {
+      byProcess_.clear();
+      bytes_ = 0;
+    }
+
+   private:
+    std::unordered_map<uint64_t, Refreshed> byProcess_;
+    uint64_t bytes_ = 0;
+  };
+  Kept refreshed_;  // made ahead, waiting for their processes' updates
+  Kept held_;       // each process's last epoch served from a refresh ahead
   uint64_t requestBytes_ = wire::MAX_REFRESH_AHEAD_BYTES;
   // Per process: how often and when (in updates_) the debugger last refreshed it.
   struct Visits {

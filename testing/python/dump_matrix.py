@@ -123,8 +123,10 @@ class DumpMatrix:
                     for name in self.names() for i, kind in enumerate(("JSON", "text"))
                     if outputs[name][i] != outputs["native"][i]]
         # The epoch run behind the relay: the first rank's update of the second dump refreshed
-        # all the others ahead (and of the first dump too, in a session after one that read
-        # the same ranks: their set-up replies name what that one read).
+        # all the others ahead, or, in a session after one that read the same ranks (their
+        # set-up replies name what that one read), the first dump's did, and the second dump
+        # served them from those epochs, held, finding them unchanged (docs/round-trips.md,
+        # "An epoch like the last"); 2 x others from a server that holds no epoch.
         for server in self.servers[1:2]:
             log = self._log_with_session(server.log)
             ahead = re.findall(r"session summary: .*%s.*\((\d+) refreshed ahead\)"

@@ -411,7 +411,9 @@ struct RankByRank {
 TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for all its ranks") {
   // The first rank's update refreshes the others ahead (those refreshed after it last time);
   // each of their own updates is then served by the shim once their memory reads the same. A
-  // rank that changed in between costs one more round trip, its own update.
+  // rank that changed in between costs one more round trip, its own update. A rank whose
+  // memory reads as in its last epoch served from a refresh ahead is not sent again: that
+  // epoch's walk is its refresh ahead (docs/round-trips.md, "An epoch like the last").
   RankByRank job(DebuggerHarness::Options{});
   constexpr int kRanks = RankByRank::kRanks;
   uint64_t first = job.round(nullptr);
@@ -428,9 +430,16 @@ TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for a
   CHECK(changed == 2);
   CHECK(third == 1);
   CHECK(c2["walk.refreshed_ahead"] == kRanks - 1);
-  CHECK(c4["walk.refreshed_ahead"] == 3 * (kRanks - 1));
-  // The shim's own count, sent with the last round's first update: the rounds before it.
-  CHECK(c4["client.refreshes_ahead"] == 2 * (kRanks - 1) - 1);
+  // After the second round every rank but the first holds its epoch: the first rank's update
+  // sends none of them in the third round, and the rank that changed is refreshed by its own
+  // update there. In the fourth that rank, holding no epoch (its last update was the server's),
+  // is the only one the first rank's update sends: refreshed ahead by the server again.
+  CHECK(c4["walk.refreshed_ahead"] == kRanks - 1 + 1);
+  // The shim's own count, sent with the last round's first update: the rounds before it. In
+  // the second every rank but the first is served from a refresh ahead the server made. In the
+  // third from the epochs held, but rank 2, which changed (stale): its update goes to the
+  // server, checking the epochs held after it (rank 3's reads the same: kept, and served).
+  CHECK(c4["client.refreshes_ahead"] == kRanks - 1);
   CHECK(c4["client.refreshes_stale"] == 1);
 }
 

@@ -217,3 +217,33 @@ TEST_CASE("RefreshAhead: a process set up again starts over; a new session forge
   plan.clear();
   CHECK(plan.nextEpoch(2) == nullptr);
 }
+
+TEST_CASE("RefreshAhead: an epoch held is marked so, bounded, and forgotten with the process") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  plan.setRequestBytes(1000);
+  plan.hold(1, waiting(600));
+  CHECK(plan.holds(1));
+  plan.hold(2, waiting(600));  // 1,200 bytes of proofs in all: past what the refreshes may keep
+  CHECK_FALSE(plan.holds(2));
+  plan.hold(1, waiting(300));  // a later epoch of the same process replaces its last
+  plan.hold(2, waiting(600));
+  CHECK(plan.holds(2));
+  std::optional<RefreshAhead::Refreshed> held = plan.takeHeld(1);
+  REQUIRE(held.has_value());
+  CHECK(held->held);
+  CHECK(held->proof.front().window.size == 300);
+  CHECK_FALSE(plan.holds(1));
+  CHECK_FALSE(plan.takeHeld(1).has_value());
+  // Kept again as the process's refresh ahead (an update found it unchanged): taken as one.
+  plan.keep(1, std::move(*held));
+  std::optional<RefreshAhead::Refreshed> kept = plan.take(1);
+  REQUIRE(kept.has_value());
+  CHECK(kept->held);
+  CHECK_FALSE(waiting(64).held);  // a refresh the server made
+  plan.forget(2);
+  CHECK_FALSE(plan.holds(2));
+  plan.hold(3, waiting(900));  // 2's bytes were given back
+  CHECK(plan.holds(3));
+  plan.forgetRefreshes();
+  CHECK_FALSE(plan.holds(3));
+}
