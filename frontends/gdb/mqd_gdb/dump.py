@@ -111,13 +111,17 @@ def _queue(session: Session, p: int, op_class: int, last: Dict[bytes, Record],
     if rc != abi.MQS_OK:
         return {"rc": rc, "error": session.error_text(rc), "operations": []}
     operations: List[Record] = []
-    new_operation = session.abi.PendingOperation
+    # One mqs_pending_operation, zeroed before each call as a new one would be.
+    op = session.abi.PendingOperation()
+    ref, view = ctypes.byref(op), memoryview(op).cast("B")
+    zero = bytes(len(view))
+    next_operation = lib.mqs_next_operation
     while True:
-        op = new_operation()
-        rc = lib.mqs_next_operation(p, ctypes.byref(op))
+        view[:] = zero
+        rc = next_operation(p, ref)
         if rc != abi.MQS_OK:
             break
-        raw = bytes(op)
+        raw = view.tobytes()
         entry = made.get(raw) or last.get(raw) or _operation(session, op)
         made[raw] = entry
         operations.append(entry)

@@ -200,6 +200,8 @@ def _strings(items: List[Any], depth: int) -> str:
     """A list of str of a record at `depth`, indented; _NotARecord for another item."""
     if not items:
         return "[]"
+    if type(items[0]) is not str:  # operations, communicators: the common case, told at once
+        raise _NotARecord()
     try:
         return _joined(items, _string, depth + 1)
     except TypeError:
