@@ -61,7 +61,7 @@ from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
 from .execute import CodeFromFiles, NoSymbolOffers
-from .inferiors import SelectedInferior, find as find_inferior
+from .inferiors import SelectedInferior, find as find_inferior, select as select_inferior
 from .options import Parser
 from .session import Session
 
@@ -249,25 +249,30 @@ def _read_dumps(everything: bool) -> List[Dict[str, Any]]:
     session = _session if _session is not None else load()
     nums = [i.num for i in gdb.inferiors() if i.pid != 0] if everything else \
         [gdb.selected_inferior().num]
-    if len(nums) > 1:
-        # Every process set up before the first is refreshed: libmqdproxy.so can then refresh
-        # the others ahead with the first one's update. The first rank is set up whole, then
-        # every other image, then every other process: libmqdproxy.so answers the images'
-        # set-ups from the first one's record without waiting, and waits once for all of
-        # them. A set-up the DLL refuses is kept, and reported in the loop below.
-        # docs/round-trips.md, "The whole job"
-        for step, todo in ((_set_up, nums[:1]), (_set_up_image, nums[1:]),
-                           (_set_up, nums[1:])):
-            for num in todo:
-                with SelectedInferior(num):
-                    try:
-                        step(session, num)
-                    except MqdError:
-                        pass
-    dumps = []
-    for num in nums:
-        with SelectedInferior(num):
+    # The user's selection is given back once, at the end: each process is selected in turn
+    # and left selected for the next (a switch back after each costs a thread switch, and
+    # through gdbserver exchanges).
+    with SelectedInferior(gdb.selected_inferior().num):
+        if len(nums) > 1:
+            # Every process set up before the first is refreshed: libmqdproxy.so can then
+            # refresh the others ahead with the first one's update. The first rank is set up
+            # whole, then every other image, then every other process: libmqdproxy.so answers
+            # the images' set-ups from the first one's record without waiting, and waits once
+            # for all of them. A set-up the DLL refuses is kept, and reported in the loop
+            # below. docs/round-trips.md, "The whole job"
+            for step, todo in ((_set_up, nums[:1]), (_set_up_image, nums[1:]),
+                               (_set_up, nums[1:])):
+                for num in todo:
+                    with SelectedInferior(num):
+                        try:
+                            step(session, num)
+                        except MqdError:
+                            pass
+        dumps = []
+        for num in nums:
             try:
+                if gdb.selected_inferior().num != num:
+                    select_inferior(num)
                 _set_up(session, num)
                 dumps.append(dump(session, num))
             except MqdError as e:

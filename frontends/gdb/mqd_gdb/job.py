@@ -73,10 +73,10 @@ def label(num: int) -> Optional[Rank]:
     rank = _labels.get(num)
     if rank is None:
         return None
-    for inf in gdb.inferiors():  # the label holds while the inferior holds that process
-        if inf.num == num:
-            return rank if inf.pid == rank.pid else None
-    return None
+    try:  # the label holds while the inferior holds that process
+        return rank if find_inferior(num).pid == rank.pid else None
+    except MqdError:  # the inferior is gone
+        return None
 
 
 def _new_inferior(connected: bool) -> int:
