@@ -45,8 +45,11 @@ bool readWhole(const std::vector<Window>& windows, size_t first, size_t next,
     return true;
   }
   const uint64_t start = windows[first].address;
-  const auto size = static_cast<uint32_t>(windows[next - 1].address + windows[next - 1].size -
-                                          start);
+  uint64_t end = start;
+  for (size_t i = first; i < next; ++i) {
+    end = std::max<uint64_t>(end, windows[i].address + windows[i].size);
+  }
+  const auto size = static_cast<uint32_t>(end - start);
   DebuggerSide::Block span = read(start, size);
   if (span.rc != mqs_ok || span.address != start || span.bytes.size() != size) return false;
   for (size_t i = first; i < next; ++i) {
@@ -89,16 +92,19 @@ std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const Rea
   std::vector<ReadAhead> out;
   try {
     for (size_t first = 0, next; first < windows.size(); first = next) {
-      // The span: the windows after `first` that start within kReadGap of the one before.
+      // The span: the windows after `first`, in address order, that start within kReadGap of
+      // the end of those before (or inside them: windows may overlap).
       uint64_t start = windows[first].address;
       uint64_t end = start + windows[first].size;
       for (next = first + 1; next < windows.size(); ++next) {
         const Window& w = windows[next];
-        if (w.address < end || w.address - end > kReadGap || w.address + w.size < w.address ||
-            w.address + w.size - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
+        if (w.address < windows[next - 1].address || end < start ||
+            (w.address > end && w.address - end > kReadGap) ||
+            w.address + w.size < w.address ||
+            std::max<uint64_t>(end, w.address + w.size) - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
           break;
         }
-        end = w.address + w.size;
+        end = std::max<uint64_t>(end, w.address + w.size);
       }
       if (!readWhole(windows, first, next, read, out)) {
         readFailedSpan(windows, first, next, read, out);

@@ -65,8 +65,8 @@ constexpr uint64_t kReadGap = 4096;
 using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t size)>;
 
 // Reads `windows` (in ascending order, as the server names them) and returns one ReadAhead per
-// window, in order. Windows that follow each other within kReadGap bytes, a span of at most
-// wire::MAX_BLOCKS_AHEAD_BYTES, are read as one span and cut; a span `read` does not give
+// window, in order. Windows that follow each other within kReadGap bytes, or overlap, a span
+// of at most wire::MAX_BLOCKS_AHEAD_BYTES, are read as one span and cut; a span `read` does not give
 // whole is read again by halves, down to the windows that fail (or window by window when both
 // halves fail), so each block is exactly what a read of its window alone gives, a refusal
 // (rc != mqs_ok) included. A ProxyError thrown by `read` (the debugger cannot be asked now)

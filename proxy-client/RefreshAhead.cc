@@ -12,16 +12,20 @@ RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> wal
                                                const std::optional<std::vector<Window>>& used,
                                                std::vector<ReadAhead> fetched) {
   Refreshed made{std::move(walk), std::move(nextEpoch), {}, true};
+  auto byAddress = [](const ReadAhead& a, const ReadAhead& b) {
+    return a.window.address < b.window.address;
+  };
   if (!fetched.empty()) {  // in address order with the blocks sent, as readOf takes them
     sent.insert(sent.end(), std::make_move_iterator(fetched.begin()),
                 std::make_move_iterator(fetched.end()));
-    std::stable_sort(sent.begin(), sent.end(), [](const ReadAhead& a, const ReadAhead& b) {
-      return a.window.address < b.window.address;
-    });
+    std::stable_sort(sent.begin(), sent.end(), byAddress);
   }
   if (used) made.proof = readOf(sent, *used);
   made.whole = made.proof.empty();
   if (made.whole) made.proof = std::move(sent);
+  // In address order, which the proof's reads take in fewer spans (readWindows: a server's
+  // windows and its guesses' regions come as runs of their own, and may overlap).
+  std::stable_sort(made.proof.begin(), made.proof.end(), byAddress);
   return made;
 }
 

@@ -124,13 +124,45 @@ TEST_CASE("ReadAhead: a span that fails throughout is read window by window") {
   CHECK(target.reads.size() == 3 + 16);
 }
 
-TEST_CASE("ReadAhead: overlapping or wrapping windows are never joined into a span") {
+TEST_CASE("ReadAhead: overlapping windows in address order are one span, each cut exactly") {
+  // A proof's windows may overlap: a part of a block sent and a block fetched around it.
   FakeTarget target;
-  std::vector<Window> windows{{0x10000, 32}, {0x10010, 32}};  // the second starts inside
+  std::vector<Window> windows{{0x10000, 0x100}, {0x10010, 32}, {0x10080, 0x200},
+                              {0x10400, 16}};  // inside, running past, then within kReadGap
+  auto read = mqd::client::readWindows(windows, target.reader());
+  REQUIRE(read.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(read[i].window.address == windows[i].address);
+    checkWhole(read[i]);
+  }
+  CHECK(target.reads.size() == 1);
+  CHECK(target.reads[0] == std::make_pair<uint64_t, uint32_t>(0x10000, 0x410));
+
+  SUBCASE("a span past the readable end: each half read, each window exactly") {
+    FakeTarget edge;
+    edge.size = 0x180;  // readable in [0x10000, 0x10180)
+    auto cut = mqd::client::readWindows(windows, edge.reader());
+    REQUIRE(cut.size() == 4);
+    checkWhole(cut[0]);
+    checkWhole(cut[1]);
+    CHECK(cut[2].block.rc == mqs_no_information);
+    CHECK(cut[3].block.rc == mqs_no_information);
+  }
+}
+
+TEST_CASE("ReadAhead: windows out of address order or wrapping are never joined into a span") {
+  FakeTarget target;
+  std::vector<Window> windows{{0x10010, 32}, {0x10000, 32}};  // the second starts before
   auto read = mqd::client::readWindows(windows, target.reader());
   REQUIRE(read.size() == 2);
   for (const ReadAhead& r : read) checkWhole(r);
   CHECK(target.reads.size() == 2);
+  FakeTarget wrapping;
+  auto wrapped = mqd::client::readWindows({{0x10000, 32}, {UINT64_MAX - 8, 32}, {0x10020, 8}},
+                                          wrapping.reader());
+  REQUIRE(wrapped.size() == 3);
+  REQUIRE(wrapping.reads.size() == 3);  // the wrapping window read alone, as asked
+  CHECK(wrapping.reads[1] == std::make_pair<uint64_t, uint32_t>(UINT64_MAX - 8, 32));
 }
 
 TEST_CASE("ReadAhead: a debugger that cannot be asked gives nothing read ahead") {
