@@ -8,7 +8,8 @@
 //   2  RecordedWalk           the client's reading of a walk the server recorded: the rest of
 //                             the input is the walk message (Cap'n Proto, flat array); byte 1
 //                             bit 0 asks for it to travel compressed. The walk is iterated as
-//                             a debugger does, and every record applied to debugger buffers
+//                             a debugger does, and every record applied to debugger buffers;
+//                             then again from its start (fromStart: an epoch held)
 //   3  LearnedLookups         a state file lookups-<build>.capnp (shim or server) (the rest of the input)
 //   4  LearnedMemory          a server state file blocks-<build>-<fingerprint>.capnp
 //   6  SetUpRecall            the shim's state file setups-<build>.capnp (the rest of the
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -135,48 +137,53 @@ void fuzzWalk(const uint8_t* data, size_t size) {
   mqd::setBulk(bulk, kj::ArrayPtr<const kj::byte>(data + 1, size - 1), compress);
   using namespace mqd::client;
   try {
-    RecordedWalk walk(bulk.asReader());
-    for (auto t : walk.errorTexts()) (void)t.getText();
-    mqd::wire::RecordedRc::Reader rc;
-    walk.setupCommunicatorIterator(&rc);
-    touch(rc.getEffects());
-    // Every communicator, as the debugger's refresh walks them (a walk cannot be longer than
-    // its message, but a loop over a hostile one is still bounded here).
-    for (int comms = 0; comms < 1 << 16; ++comms) {
-      mqd::wire::RecordedCommunicator::Reader c;
-      if (!walk.getCommunicator(&c)) break;
-      mqs_communicator communicator{};
-      apply(c.getCommunicator(), communicator);
-      touch(c.getEffects());
-      mqd::wire::RecordedGroup::Reader g;
-      if (walk.getCommGroup(&g)) {
-        int ranks[64];
-        applyGroup(g.getRanks(), g.getWritten(), ranks, 64);
-        touch(g.getEffects());
-      }
-      for (int coll = 0; coll < 14; ++coll) {
-        mqd::wire::RecordedCollState::Reader s;
-        if (!walk.getCommCollState(coll, &s)) continue;
-        int sequence = 0, active = 0;
-        apply(s.getSequence(), &sequence);
-        apply(s.getActive(), &active);
-        touch(s.getEffects());
-      }
-      for (int q = 0; q < 3; ++q) {
-        if (!walk.setupOperationIterator(q, &rc)) continue;
-        touch(rc.getEffects());
-        mqd::wire::RecordedOperation::Reader op;
-        while (walk.nextOperation(&op)) {
-          mqs_pending_operation operation{};
-          apply(op.getOperation(), operation);
-          touch(op.getEffects());
-        }
-      }
-      if (!walk.nextCommunicator(&rc)) break;
+    auto serve = [](RecordedWalk& walk) {
+      for (auto t : walk.errorTexts()) (void)t.getText();
+      mqd::wire::RecordedRc::Reader rc;
+      walk.setupCommunicatorIterator(&rc);
       touch(rc.getEffects());
-    }
-    capnp::MallocMessageBuilder cursor;
-    walk.cursor().writeTo(cursor.initRoot<mqd::wire::WalkCursor>());
+      // Every communicator, as the debugger's refresh walks them (a walk cannot be longer than
+      // its message, but a loop over a hostile one is still bounded here).
+      for (int comms = 0; comms < 1 << 16; ++comms) {
+        mqd::wire::RecordedCommunicator::Reader c;
+        if (!walk.getCommunicator(&c)) break;
+        mqs_communicator communicator{};
+        apply(c.getCommunicator(), communicator);
+        touch(c.getEffects());
+        mqd::wire::RecordedGroup::Reader g;
+        if (walk.getCommGroup(&g)) {
+          int ranks[64];
+          applyGroup(g.getRanks(), g.getWritten(), ranks, 64);
+          touch(g.getEffects());
+        }
+        for (int coll = 0; coll < 14; ++coll) {
+          mqd::wire::RecordedCollState::Reader s;
+          if (!walk.getCommCollState(coll, &s)) continue;
+          int sequence = 0, active = 0;
+          apply(s.getSequence(), &sequence);
+          apply(s.getActive(), &active);
+          touch(s.getEffects());
+        }
+        for (int q = 0; q < 3; ++q) {
+          if (!walk.setupOperationIterator(q, &rc)) continue;
+          touch(rc.getEffects());
+          mqd::wire::RecordedOperation::Reader op;
+          while (walk.nextOperation(&op)) {
+            mqs_pending_operation operation{};
+            apply(op.getOperation(), operation);
+            touch(op.getEffects());
+          }
+        }
+        if (!walk.nextCommunicator(&rc)) break;
+        touch(rc.getEffects());
+      }
+      capnp::MallocMessageBuilder cursor;
+      walk.cursor().writeTo(cursor.initRoot<mqd::wire::WalkCursor>());
+    };
+    RecordedWalk walk(bulk.asReader());
+    std::unique_ptr<RecordedWalk> held = walk.fromStart();  // an epoch held: the same again
+    serve(walk);
+    serve(*held);
   } catch (const mqd::ProxyError&) {
   } catch (const kj::Exception&) {
     // Cap'n Proto refusing a malformed message: the client reports it as a protocol error.
