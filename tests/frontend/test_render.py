@@ -1,7 +1,7 @@
 """frontends/gdb/mqd_gdb/render.py's as_json is json.dumps(value, indent=1) byte for byte (the
 format mqd-proxy replay writes too), made by an encoder of its own: on a real dump, on
 random values of every kind a dump holds, on records rendered by the template of their shape,
-on Records whose text it keeps from one call to the next, and on values it leaves to
+on Records, which keep their text from one call to the next, and on values it leaves to
 json.dumps. And abi's reading of an operation in one call gives
 what ctypes reads field by field."""
 import ctypes
@@ -88,17 +88,17 @@ def test_records_of_one_shape_and_their_neighbours():
         values.append(r)
     value = {"a": values, "b": [[values[:50]]], "c": values[-1]}
     # The encoder's own text, not json.dumps's (as_json's fallback on a TypeError).
-    assert render._indented(value, {}, {}) + "\n" == expected(value)
+    assert render._indented(value) + "\n" == expected(value)
     for lists in ([1, 2, 3], ["x", "%s"], [1, "x"], [True, 1], (4, 5), [[1], [2]]):
         value = {"k": lists, "l": [lists]}
-        assert render._indented(value, {}, {}) + "\n" == expected(value)
+        assert render._indented(value) + "\n" == expected(value)
 
 
-def test_a_record_kept_from_one_call_to_the_next():
-    """A Record's text is kept from one as_json to the next: reused where the Record is at the
-    same depth, made again at another (one dump, or --all's list of them), and a Record of
-    another shape (a dict in it), an empty one, and new Records among kept ones, as json.dumps
-    writes them. What was kept is what the last call rendered only."""
+def test_a_record_keeps_its_text():
+    """A Record keeps the text as_json made of it: reused where the Record is at the same
+    depth, made again at another (one dump, or --all's list of them); a Record of another
+    shape (a dict in it), an empty one, and new Records among kept ones, as json.dumps writes
+    them."""
     rng = random.Random(7)
 
     def operation(i):
@@ -115,15 +115,18 @@ def test_a_record_kept_from_one_call_to_the_next():
     operations[5] = render.Record()
     first = job(operations)
     assert render.as_json(first) == expected(first)
-    assert len(render._kept) == 58  # every Record but the odd one and the empty one
+    kept = [o for o in operations if hasattr(o, "rendered")]
+    assert len(kept) == 58  # every Record but the odd one and the empty one
+    assert {o.rendered[0] for o in kept} == {5}  # in the list, in a dump, in its queues
     refreshed = [operation(100 + i) if i % 7 == 0 else o for i, o in enumerate(operations)]
     again = job(refreshed)
     assert render.as_json(again) == expected(again)
     assert render.as_json(again[1]) == expected(again[1])  # one dump: another depth
     assert render.as_json(again) == expected(again)
-    assert all(id(o) in render._kept for o in refreshed if o and "odd" not in o)
-    now = {id(o) for o in refreshed}
-    assert not any(id(o) in render._kept for o in operations if id(o) not in now)
+    # A kept text is what is written: one planted shows (the Record must not change).
+    planted = refreshed[1]
+    planted.rendered = (planted.rendered[0], "PLANTED")
+    assert "PLANTED" in render.as_json(again)
 
 
 def test_an_operation_read_in_one_call_is_ctypes_own():

@@ -88,31 +88,22 @@ def as_text(dumps: List[Dict[str, Any]]) -> str:
 
 
 class Record(dict):
-    """A dict that is never changed once made, whose JSON as_json keeps from one call to the
-    next while it is in the value rendered. dump.py makes each operation one, and gives a
-    process's next dump the same Record while the operation is unchanged: a refresh of a hung
-    job renders only what changed. json.dumps writes it as the dict it is."""
-    __slots__ = ()
+    """A dict that is never changed once made, which keeps the JSON as_json made of it (at the
+    depth it was at). dump.py makes each operation one, and gives a process's next dump the
+    same Record while the operation is unchanged: a refresh of a hung job renders only what
+    changed. json.dumps writes it as the dict it is."""
+    __slots__ = ("rendered",)  # (depth, text), once as_json rendered it as a record
 
 
 def as_json(value: Any) -> str:
     """The JSON of `mqd dump --json`: a list of dumps (--all) or one dump, with a newline:
     json.dumps(value, indent=1), byte for byte, made in a quarter of its time (its encoder is
-    pure Python once indented: 0.9 s for a 256-rank job's dumps, bench/frontend.py), and a
-    Record's text kept from the last call; json.dumps itself for a value of another shape."""
-    global _kept
-    kept: Dict[int, Tuple[Record, int, str]] = {}
+    pure Python once indented: 0.9 s for a 256-rank job's dumps, bench/frontend.py), a
+    Record's text made once; json.dumps itself for a value of another shape."""
     try:
-        text = _indented(value, _kept, kept) + "\n"
+        return _indented(value) + "\n"
     except (TypeError, RecursionError):
         return json.dumps(value, indent=1) + "\n"
-    _kept = kept
-    return text
-
-
-# The text of each Record in the last value as_json rendered, by its id: (the Record, which
-# keeps its id from being reused, its depth, its text).
-_kept: Dict[int, Tuple[Record, int, str]] = {}
 
 
 # json.dumps's own encoder of a str (its C accelerator where there is one), which typeshed does
@@ -120,12 +111,11 @@ _kept: Dict[int, Tuple[Record, int, str]] = {}
 _string: Callable[[str], str] = getattr(json.encoder, "encode_basestring_ascii")
 
 
-def _indented(value: Any, last: Dict[int, Tuple[Record, int, str]],
-              kept: Dict[int, Tuple[Record, int, str]]) -> str:
+def _indented(value: Any) -> str:
     """json.dumps(value, indent=1) of str, int, bool, None, and dicts with str keys and lists
     of them; TypeError for anything else (a float: its text has special cases). A Record's text
-    is taken from `last` when made at the same depth; every Record's text made or taken as a
-    record's (_Records) is put in `kept`."""
+    is the one it keeps when made at the same depth, else made (as a record's, _Records) and
+    kept."""
     out: List[str] = []
     put = out.append
     records = _Records()
@@ -143,13 +133,17 @@ def _indented(value: Any, last: Dict[int, Tuple[Record, int, str]],
         elif v is False:
             put("false")
         elif kind is Record:
-            known = last.get(id(v))
-            text = known[2] if known is not None and known[1] == depth else \
-                records.text(v, depth) if v else None
-            if text is None:  # not a record's shape
-                encode(dict(v), depth)
-                return
-            kept[id(v)] = (v, depth, text)
+            try:
+                at, text = v.rendered
+            except AttributeError:
+                at = -1
+            if at != depth:
+                made = records.text(v, depth) if v else None
+                if made is None:  # not a record's shape
+                    encode(dict(v), depth)
+                    return
+                text = made
+                v.rendered = (depth, text)
             put(text)
         elif kind is dict or kind is list or kind is tuple:
             if not v:
