@@ -36,7 +36,7 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
   }
   auto reply = checkLate.empty()
                    ? send(process, std::move(ahead),
-                          epoch ? refreshAhead_.candidates(process, side_.secondsPerByte())
+                          epoch ? refreshAhead_.candidates(process, side_.readPrice())
                                 : std::vector<uint64_t>(),
                           stale ? Held::check : Held::trust)
                    : sendCheckedLate(process, checkLate);
@@ -149,7 +149,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
   if (config_.cache == wire::CachePolicy::EPOCH) {
     auto peers = reply.get().getPeers();
     counters_.peersNamed += peers.size();
-    counters_.peersTaken += refreshAhead_.takePeerGuesses(peers, side_.secondsPerByte());
+    counters_.peersTaken += refreshAhead_.takePeerGuesses(peers, side_.readPrice());
   }
   for (const Other& o : batch) refreshAhead_.offered(o.process);
   for (auto refreshed : reply.get().getRefreshed()) {
@@ -179,7 +179,7 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
 void CommunicatorUpdates::describeShim(
     wire::Session::UpdateCommunicatorListParams::Builder request) const {
   counters_.write(request.initClientCounters(ClientCounters::kCount));
-  refreshAhead_.costRule().describe(request.initTimings(), side_.secondsPerByte());
+  refreshAhead_.costRule().describe(request.initTimings(), side_.readPrice());
 }
 
 Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendCheckedLate(

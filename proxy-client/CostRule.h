@@ -2,16 +2,17 @@
 // round trips to the server (a refresh ahead's proof, a peer's guessed first update): worth it
 // when reading the bytes costs no more than the round trips it saves.
 //
-// Its two inputs are times: what the debugger's reads cost per byte (ReadCost, measured by
-// DebuggerSide; or pinned by the read_cost setting, for a debugger whose timings mislead and
-// for tests, whose verdicts must not depend on the machine's speed) and the quickest round trip
-// to the server so far (measured by SessionLink::roundTrip). The decision itself reads no clock:
-// given the same inputs it is the same on any machine.
+// Its inputs are times: what the debugger's reads cost (ReadCost's ReadPrice, measured by
+// DebuggerSide; or a price per byte pinned by the read_cost setting, for a debugger whose
+// timings mislead and for tests, whose verdicts must not depend on the machine's speed) and
+// the quickest round trip to the server so far (measured by SessionLink::roundTrip). The
+// decision itself reads no clock: given the same inputs it is the same on any machine.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "ReadCost.h"
 #include "mqd.capnp.h"
 
 namespace mqd::client {
@@ -31,32 +32,33 @@ class CostRule {
     if (fastestRoundTrip_ == 0 || seconds < fastestRoundTrip_) fastestRoundTrip_ = seconds;
   }
 
-  // Whether reading `bytes` once more costs no more than `roundTrips` round trips, with the
-  // debugger's reads costing `measuredSecondsPerByte` (nullopt: nothing measured yet) unless
-  // the cost is pinned. Before any round trip, and before any read cost is known, it is.
-  bool worthReading(uint64_t bytes, uint64_t roundTrips,
-                    std::optional<double> measuredSecondsPerByte) const {
-    std::optional<double> perByte = readCost(measuredSecondsPerByte);
-    double again = perByte ? static_cast<double>(bytes) * *perByte : 0;
+  // Whether reading `bytes` once more, in `reads` reads, costs no more than `roundTrips` round
+  // trips, with the debugger's reads priced `measured` (nullopt: nothing measured yet) unless
+  // the price is pinned. Before any round trip, and before any price is known, it is.
+  bool worthReading(uint64_t bytes, uint64_t reads, uint64_t roundTrips,
+                    std::optional<ReadPrice> measured) const {
+    std::optional<ReadPrice> price = readPrice(measured);
+    double again = price ? price->of(reads, bytes) : 0;
     return fastestRoundTrip_ == 0 || again <= fastestRoundTrip_ * static_cast<double>(roundTrips) ||
            again <= kNegligibleReadSeconds;
   }
 
   double fastestRoundTrip() const { return fastestRoundTrip_; }  // 0: none yet
 
-  // The read cost the rule takes: pinned, else `measuredSecondsPerByte`.
-  std::optional<double> readCost(std::optional<double> measuredSecondsPerByte) const {
-    return pinned_ ? pinned_ : measuredSecondsPerByte;
+  // The price the rule takes: pinned (per byte only), else `measured`.
+  std::optional<ReadPrice> readPrice(std::optional<ReadPrice> measured) const {
+    if (pinned_) return ReadPrice{0, *pinned_};
+    return measured;
   }
 
-  // The rule's inputs, for the server's own bound on what a miss reads around, which takes
-  // them until it has measured its own (mqd.capnp LinkTimings).
-  void describe(wire::LinkTimings::Builder out,
-                std::optional<double> measuredSecondsPerByte) const {
+  // The rule's inputs, for the server's own bound on what a miss reads around (the bytes it
+  // adds to a read: their price), which takes them until it has measured its own (mqd.capnp
+  // LinkTimings).
+  void describe(wire::LinkTimings::Builder out, std::optional<ReadPrice> measured) const {
     out.setRoundTripSeconds(fastestRoundTrip_);
-    std::optional<double> perByte = readCost(measuredSecondsPerByte);
-    out.setReadCostKnown(perByte.has_value());
-    out.setReadSecondsPerByte(perByte.value_or(0));
+    std::optional<ReadPrice> price = readPrice(measured);
+    out.setReadCostKnown(price.has_value());
+    out.setReadSecondsPerByte(price ? price->secondsPerByte : 0);
   }
 
  private:

@@ -123,7 +123,7 @@ class DebuggerSide {
     std::vector<unsigned char> bytes;
   };
   // `aside`: the few words a guess reads (wire fetchBlocks' aside), which serve no DLL read and
-  // do not count among the samples of secondsPerByte (their cost is the call's, not the
+  // do not count among the samples of readPrice (their cost is the call's, not the
   // bytes').
   Block readBlock(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                   uint32_t neededSize, bool aside = false);
@@ -131,9 +131,8 @@ class DebuggerSide {
   std::function<void(uint64_t process, uint64_t address, uint32_t size, uint64_t neededAddress,
                      uint32_t neededSize, bool aside, const Block& block)>
       onRead;
-  // What the debugger's recent reads (readBlock) cost, in seconds per byte (ReadCost.h);
-  // nullopt before the first.
-  std::optional<double> secondsPerByte() const { return readCost_.secondsPerByte(); }
+  // What the debugger's recent reads (readBlock) cost (ReadCost.h); nullopt before the first.
+  std::optional<ReadPrice> readPrice() const { return readCost_.price(); }
 
   // The answers to look-ups (wire Lookup / LookupAnswer), one per look-up, in order.
   struct LookupResult {

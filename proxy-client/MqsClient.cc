@@ -680,7 +680,7 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
     }
   }
   auto setUp = startSetupProcess(link_, token, bigEndian, facts ? &*facts : nullptr, ahead, 0,
-                                 false, refreshAhead_.costRule(), side_.secondsPerByte());
+                                 false, refreshAhead_.costRule(), side_.readPrice());
   std::shared_ptr<PendingCall> behind;
   if (hasQueuesBehind) {
     behind = startHasQueuesBehind(link_, EntryPoint::process_has_queues, token);

@@ -88,24 +88,40 @@ void readFailedSpan(const std::vector<Window>& windows, size_t first, size_t nex
 
 }  // namespace
 
+namespace {
+
+// The end of the span readWindows reads in one read from windows[first]: the windows after
+// `first`, in address order, that start within kReadGap of the end of those before (or inside
+// them: windows may overlap), up to wire::MAX_BLOCKS_AHEAD_BYTES.
+size_t spanEnd(const std::vector<Window>& windows, size_t first) {
+  const uint64_t start = windows[first].address;
+  uint64_t end = start + windows[first].size;
+  size_t next = first + 1;
+  for (; next < windows.size(); ++next) {
+    const Window& w = windows[next];
+    if (w.address < windows[next - 1].address || end < start ||
+        (w.address > end && w.address - end > kReadGap) || w.address + w.size < w.address ||
+        std::max<uint64_t>(end, w.address + w.size) - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
+      break;
+    }
+    end = std::max<uint64_t>(end, w.address + w.size);
+  }
+  return next;
+}
+
+}  // namespace
+
+uint64_t readsOf(const std::vector<Window>& windows) {
+  uint64_t reads = 0;
+  for (size_t first = 0; first < windows.size(); first = spanEnd(windows, first)) ++reads;
+  return reads;
+}
+
 std::vector<ReadAhead> readWindows(const std::vector<Window>& windows, const ReadBlock& read) {
   std::vector<ReadAhead> out;
   try {
     for (size_t first = 0, next; first < windows.size(); first = next) {
-      // The span: the windows after `first`, in address order, that start within kReadGap of
-      // the end of those before (or inside them: windows may overlap).
-      uint64_t start = windows[first].address;
-      uint64_t end = start + windows[first].size;
-      for (next = first + 1; next < windows.size(); ++next) {
-        const Window& w = windows[next];
-        if (w.address < windows[next - 1].address || end < start ||
-            (w.address > end && w.address - end > kReadGap) ||
-            w.address + w.size < w.address ||
-            std::max<uint64_t>(end, w.address + w.size) - start > wire::MAX_BLOCKS_AHEAD_BYTES) {
-          break;
-        }
-        end = std::max<uint64_t>(end, w.address + w.size);
-      }
+      next = spanEnd(windows, first);
       if (!readWhole(windows, first, next, read, out)) {
         readFailedSpan(windows, first, next, read, out);
       }

@@ -61,6 +61,9 @@ std::vector<Window> windowsOf(const std::vector<ReadAhead>& read);
 // Windows that follow each other within kReadGap bytes are read as one span.
 constexpr uint64_t kReadGap = 4096;
 
+// How many reads readWindows() makes of `windows` when every span reads whole.
+uint64_t readsOf(const std::vector<Window>& windows);
+
 // Reads one block of target memory: [start, start + size), as the debugger gives it.
 using ReadBlock = std::function<DebuggerSide::Block(uint64_t start, uint32_t size)>;
 

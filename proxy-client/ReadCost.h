@@ -1,18 +1,25 @@
-// ReadCost: what the debugger's reads of target memory cost, in seconds per byte, from its
-// last kSamples reads. The shim's cost rule (CostRule.h) weighs reading bytes
-// again against a round trip to the server with it: a debugger whose own link to its target
-// is slow (gdbserver over a network) takes seconds per MiB, a local one milliseconds.
+// ReadCost: what the debugger's reads of target memory cost, from its recent reads: a price
+// per read and a price per byte (ReadPrice). The shim's cost rule (CostRule.h) weighs reading
+// bytes again against round trips to the server with it: a debugger whose own link to its
+// target is slow (gdbserver over a network) takes an exchange per read and seconds per MiB, a
+// local one microseconds per read and milliseconds per MiB.
 //
-// The estimate is the samples' seconds over their bytes, leaving out a read whose seconds per
-// byte are over kOutlier times the median read's: a preemption of the debugger's thread,
-// whose milliseconds would otherwise outweigh every fast read. A read that failed prices no
-// byte and is left out too: the blocks a first update reads around a miss run into unmapped
-// memory by the dozen, and their time, spread over the few bytes read beside them, once
-// priced a guess of a peer's first update above the round trips it saved (what the cost rule
-// weighs is reading memory that was read before). Reads of a few bytes and of
-// whole blocks mix in the samples; it is their cost per byte that is compared, not their
-// time, else a block read (tens of times a word's time, yet a thousandth of its time per
-// byte) would be taken for a preemption and the words' fixed cost priced per byte.
+// Both prices, because a read's time is mostly one or the other: a word's read is its fixed
+// cost (a callback into the debugger, an exchange with gdbserver), a block's adds its bytes.
+// Priced by the byte alone, from a mix of both, the estimate followed the mix: a first update
+// of a job never seen, after hundreds of set-ups' word reads, priced a peer's 1.4 MB guess at
+// seconds on a local gdb, or at tens of milliseconds, against 50 ms saved, as the last 64 reads
+// happened to hold a block or not (262 round trips instead of 15 at 256 ranks, in one run).
+//
+// So the two are measured apart, each from its own reads, so that neither pushes the other's
+// out: the price of a read is the median time of the last kSamples reads under kBlockBytes; the
+// price of a byte is what the last kSamples reads of kBlockBytes or more took beyond a read's
+// price, over their bytes, leaving out a read whose seconds per byte are over kOutlier times
+// the median's (a preemption of the debugger's thread). Until a block has been read, a byte is
+// priced at nothing (the cost rule's "before a read cost is known, reading again is worth it";
+// a first update reads blocks before any guess or refresh ahead is weighed). A read that failed
+// is not counted: the blocks a first update reads around a miss run into unmapped memory by
+// the dozen, and it is reading memory that was read before that the rule weighs.
 #pragma once
 
 #include <algorithm>
@@ -24,32 +31,54 @@
 
 namespace mqd::client {
 
+// What reading costs: `reads` reads of `bytes` bytes in all cost
+// reads * secondsPerRead + bytes * secondsPerByte.
+struct ReadPrice {
+  double secondsPerRead = 0;
+  double secondsPerByte = 0;
+  double of(uint64_t reads, uint64_t bytes) const {
+    return static_cast<double>(reads) * secondsPerRead +
+           static_cast<double>(bytes) * secondsPerByte;
+  }
+};
+
 class ReadCost {
  public:
   static constexpr size_t kSamples = 64;
   static constexpr double kOutlier = 10;
+  static constexpr uint64_t kBlockBytes = 1024;  // a read this large prices bytes
 
   // One read of `bytes` bytes that took `seconds`; a failed read (0 bytes) is not counted.
   void add(double seconds, uint64_t bytes) {
-    if (bytes != 0) samples_[count_++ % kSamples] = {seconds, bytes};
+    if (bytes == 0) return;
+    Ring& ring = bytes < kBlockBytes ? words_ : blocks_;
+    ring.samples[ring.count++ % kSamples] = {seconds, bytes};
   }
 
   // nullopt before a read that returned bytes.
-  std::optional<double> secondsPerByte() const {
-    size_t n = std::min(count_, kSamples);
-    if (n == 0) return std::nullopt;
-    std::vector<double> rates;
-    for (size_t i = 0; i < n; ++i) rates.push_back(rateOf(samples_[i]));
-    std::nth_element(rates.begin(), rates.begin() + static_cast<long>(n / 2), rates.end());
-    double limit = rates[n / 2] * kOutlier;
-    double seconds = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (rateOf(samples_[i]) > limit) continue;
-      seconds += samples_[i].seconds;
-      bytes += samples_[i].bytes;
+  std::optional<ReadPrice> price() const {
+    if (words_.count == 0 && blocks_.count == 0) return std::nullopt;
+    ReadPrice p;
+    if (words_.count != 0) {
+      std::vector<double> seconds;
+      for (size_t i = 0; i < words_.size(); ++i) seconds.push_back(words_.samples[i].seconds);
+      p.secondsPerRead = median(seconds);
     }
-    return seconds / static_cast<double>(bytes);
+    if (blocks_.count != 0) {
+      std::vector<double> rates;
+      for (size_t i = 0; i < blocks_.size(); ++i) rates.push_back(rateOf(blocks_.samples[i]));
+      double limit = median(rates) * kOutlier;
+      double seconds = 0;
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < blocks_.size(); ++i) {
+        const Sample& s = blocks_.samples[i];
+        if (rateOf(s) > limit) continue;
+        seconds += std::max(0.0, s.seconds - p.secondsPerRead);
+        bytes += s.bytes;
+      }
+      p.secondsPerByte = seconds / static_cast<double>(bytes);
+    }
+    return p;
   }
 
  private:
@@ -57,10 +86,21 @@ class ReadCost {
     double seconds;
     uint64_t bytes;  // never 0
   };
+  // The last kSamples reads of one kind.
+  struct Ring {
+    std::array<Sample, kSamples> samples{};
+    size_t count = 0;  // in all
+    size_t size() const { return std::min(count, kSamples); }
+  };
   static double rateOf(const Sample& s) { return s.seconds / static_cast<double>(s.bytes); }
+  static double median(std::vector<double>& values) {
+    auto middle = values.begin() + static_cast<long>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    return *middle;
+  }
 
-  std::array<Sample, kSamples> samples_{};  // a ring: the last kSamples reads that returned bytes
-  size_t count_ = 0;                        // in all
+  Ring words_;   // reads under kBlockBytes: the price of a read
+  Ring blocks_;  // the others: the price of a byte
 };
 
 }  // namespace mqd::client

@@ -80,7 +80,7 @@ void RefreshAhead::visited(uint64_t process) {
 }
 
 std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
-                                               std::optional<double> secondsPerByte) const {
+                                               std::optional<ReadPrice> measured) const {
   auto offered = [this, process](uint64_t token) {
     return token != process && !refreshed_.has(token) && nextEpoch_.count(token) != 0 &&
            readOnNode_.count(token) == 0;
@@ -105,11 +105,12 @@ std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
   uint64_t budget =
       requestBytes_ > refreshed_.bytes() ? requestBytes_ - refreshed_.bytes() : 0;
   for (const auto& [last, token] : byLast) {
-    uint64_t bytes = bytesOf(nextEpoch_.at(token));
+    const std::vector<Window>& windows = nextEpoch_.at(token);
+    uint64_t bytes = bytesOf(windows);
     if (bytes > budget) break;
     // A process refreshed ahead has its memory read twice: now, and at its own update for the
     // proof.
-    if (!worthReading(bytes, 1, secondsPerByte)) {
+    if (!worthReading(windows, 1, measured)) {
       MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
                      "more than a round trip",
               static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
@@ -122,18 +123,28 @@ std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
 }
 
 size_t RefreshAhead::takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
-                                     std::optional<double> secondsPerByte) {
+                                     std::optional<ReadPrice> measured) {
   size_t taken = 0;
   for (auto peer : peers) {
     uint64_t token = peer.getProcess();
     std::vector<Window> windows = windowsOf(peer.getNextEpoch());
     uint64_t bytes = bytesOf(windows);
-    if (visits_.count(token) != 0 || refreshed_.has(token) ||
-        readOnNode_.count(token) != 0 || windows.empty() ||
-        bytes > wire::MAX_BLOCKS_AHEAD_BYTES ||
-        !worthReading(bytes, peer.getCallbacks(), secondsPerByte)) {
-      MQD_LOG(Debug, "process %llu: the guess of its first update (%llu bytes) is not taken",
-              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
+    const char* declined = visits_.count(token) != 0       ? "it updated already"
+                           : refreshed_.has(token)          ? "it was refreshed ahead"
+                           : readOnNode_.count(token) != 0  ? "it is read on the server's node"
+                           : windows.empty()                ? "it names no memory"
+                           : bytes > wire::MAX_BLOCKS_AHEAD_BYTES ? "it is over the bound"
+                           : !worthReading(windows, peer.getCallbacks(), measured)
+                               ? "reading it costs more than the round trips it saves"
+                               : nullptr;
+    if (declined != nullptr) {
+      std::optional<ReadPrice> price = rule_.readPrice(measured);
+      MQD_LOG(Debug, "process %llu: the guess of its first update (%llu bytes, %llu reads, %u "
+                     "callbacks) is not taken: %s (reads %g s + %g s/B, round trip %g s)",
+              static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes),
+              static_cast<unsigned long long>(readsOf(windows)), peer.getCallbacks(), declined,
+              price ? price->secondsPerRead : 0, price ? price->secondsPerByte : 0,
+              rule_.fastestRoundTrip());
       continue;
     }
     nextEpoch_[token] = std::move(windows);

@@ -87,9 +87,8 @@ class RefreshAhead {
   // epoch. Each has a named next epoch, is not read on the node and has no refresh waiting;
   // together with what the refreshes waiting keep they stay within requestBytes(), and
   // each is worth reading twice (now, and for its proof) by the cost rule, with the debugger's
-  // reads costing `secondsPerByte` (nullopt: not measured yet).
-  std::vector<uint64_t> candidates(uint64_t process,
-                                   std::optional<double> secondsPerByte) const;
+  // reads priced `measured` (nullopt: not measured yet).
+  std::vector<uint64_t> candidates(uint64_t process, std::optional<ReadPrice> measured) const;
   // A learned first epoch sent ahead once is not offered again (kept, it is served at the
   // process's own update; dropped, its reply named what the update will read).
   void offered(uint64_t process) { learnedFirstEpoch_.erase(process); }
@@ -100,7 +99,7 @@ class RefreshAhead {
   // wire::MAX_BLOCKS_AHEAD_BYTES and reading it is worth the round trips the guess saves.
   // Returns how many were taken.
   size_t takePeerGuesses(capnp::List<wire::PeerEpoch>::Reader peers,
-                         std::optional<double> secondsPerByte);
+                         std::optional<ReadPrice> measured);
 
   // The server refreshed the process ahead: kept until its own update takes it (its proof's
   // bytes counted against requestBytes()).
@@ -126,9 +125,10 @@ class RefreshAhead {
   void clear();
 
  private:
-  bool worthReading(uint64_t bytes, uint64_t roundTrips,
-                    std::optional<double> secondsPerByte) const {
-    return rule_.worthReading(bytes, roundTrips, secondsPerByte);
+  // Whether reading `windows` again is worth `roundTrips` round trips (CostRule).
+  bool worthReading(const std::vector<Window>& windows, uint64_t roundTrips,
+                    std::optional<ReadPrice> measured) const {
+    return rule_.worthReading(bytesOf(windows), readsOf(windows), roundTrips, measured);
   }
 
   CostRule rule_;

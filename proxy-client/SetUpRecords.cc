@@ -224,7 +224,7 @@ bool SetUpRecords::recallSetupProcess(uint64_t process, bool bigEndian) {
   ProcessFacts facts{image, sizes, std::nullopt};
   answerFromRecord(EntryPoint::setup_process, process,
                    startSetupProcess(link_, process, bigEndian, &facts, read, info, true,
-                                     refreshAhead_.costRule(), side_.secondsPerByte()),
+                                     refreshAhead_.costRule(), side_.readPrice()),
                    outcome.setUp, info, outcome.warning, outcome.hasQueues);
   if (proved->shift != 0) {
     ++counters_.setUpsMoved;

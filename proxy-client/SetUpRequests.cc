@@ -35,7 +35,7 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
                                                const std::vector<ReadAhead>& ahead,
                                                uint64_t infoToken, bool recalled,
                                                const CostRule& rule,
-                                               std::optional<double> measuredReadCost) {
+                                               std::optional<ReadPrice> measuredReadCost) {
   return link.start(EntryPoint::setup_process, [&](wire::Session::Client& s) {
     auto r = s.setupProcessRequest();
     rule.describe(r.initTimings(), measuredReadCost);

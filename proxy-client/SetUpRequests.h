@@ -51,7 +51,7 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
                                                const std::vector<ReadAhead>& ahead,
                                                uint64_t infoToken, bool recalled,
                                                const CostRule& rule,
-                                               std::optional<double> measuredReadCost);
+                                               std::optional<ReadPrice> measuredReadCost);
 // mqs_image_has_queues or mqs_process_has_queues of `token`, sent behind its object's set-up
 // (the server skips it when the set-up did not answer mqs_ok).
 std::shared_ptr<PendingCall> startHasQueuesBehind(SessionLink& link, EntryPoint entryPoint,

@@ -395,8 +395,8 @@ struct LinkTimings {
   # (RemoteDebugger::aroundBudget) takes them until its callbacks have measured their own, so
   # that a session's first miss (a job never seen: its first rank's) reads around too.
   roundTripSeconds @0 :Float64;    # the quickest round trip to the server so far; 0: none yet
-  readSecondsPerByte @1 :Float64;  # what the debugger's reads of target memory cost (the
-                                   # shim's read cost, measured or its read_cost setting)
+  readSecondsPerByte @1 :Float64;  # what a byte more in a debugger's read of target memory
+                                   # costs (the shim's ReadPrice, or its read_cost setting)
   readCostKnown @2 :Bool;          # false: nothing read yet (readSecondsPerByte means nothing)
 }
 

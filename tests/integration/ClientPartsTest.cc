@@ -103,7 +103,7 @@ struct Parts {
     REQUIRE(imageQueues.get().getRc() == mqs_ok);
     auto setUp = link.finish<wire::Session::SetupProcessResults>(
         client::startSetupProcess(link, processToken, false, nullptr, {}, 0, false,
-                                  refreshAhead.costRule(), side.secondsPerByte()),
+                                  refreshAhead.costRule(), side.readPrice()),
         EntryPoint::setup_process);
     REQUIRE(setUp.dllResult() == mqs_ok);
     auto queues = link.finish<wire::Session::ProcessHasQueuesResults>(

@@ -12,8 +12,8 @@ using mqd::client::Window;
 
 namespace {
 
-constexpr double kFree = 0.0;   // reading again costs nothing: always worth it
-constexpr double kDear = 1.0;   // a second a byte: never worth a 10 ms round trip
+const mqd::client::ReadPrice kFree{0, 0};    // reading again costs nothing: always worth it
+const mqd::client::ReadPrice kDear{0, 1.0};  // a second a byte: never worth a 10 ms round trip
 
 RefreshAhead planWithRoundTrip(double seconds) {
   RefreshAhead plan;
@@ -192,14 +192,14 @@ TEST_CASE("RefreshAhead: a peer's guess is taken when it is worth the round trip
   guess(3, 5, 1000, 1);   // already updated by the debugger
   RefreshAhead plan = planWithRoundTrip(0.010);
   plan.visited(5);
-  const double perByte = 5e-6;  // 5 ms per 1000 bytes
-  CHECK(plan.takePeerGuesses(peers.asReader(), perByte) == 2);
+  const mqd::client::ReadPrice price{0.002, 3e-6};  // 2 ms a read, 3 ms per 1000 bytes
+  CHECK(plan.takePeerGuesses(peers.asReader(), price) == 2);
   CHECK(plan.nextEpoch(2) != nullptr);
   CHECK(plan.nextEpoch(3) == nullptr);
   CHECK(plan.nextEpoch(4) != nullptr);
   CHECK(plan.nextEpoch(5) == nullptr);
   // Taken guesses are candidates like learned first epochs.
-  CHECK(plan.candidates(1, perByte) == std::vector<uint64_t>{2});  // 4's 5000 bytes: too dear
+  CHECK(plan.candidates(1, price) == std::vector<uint64_t>{2});  // 4's 5000 bytes: too dear
   CHECK(plan.candidates(1, kFree) == std::vector<uint64_t>{2, 4});
 }
 
