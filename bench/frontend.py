@@ -12,8 +12,9 @@ that repeat), and MPI_COMM_SELF empty. Timed, best of --repeat runs each:
            front end's way before it)
   json     `mqd dump --all --json`'s text of the dumps (render.as_json), against
            json.dumps(value, indent=1), the bytes it must equal (checked)
-  refresh  the same text again with every operation a render.Record of the last text, as
-           dump.py gives a refresh of a hung job (checked too)
+  refresh  the same text again with every operation a render.Record and every queue,
+           group and list of communicators a render.Items of the last text, as dump.py gives
+           a refresh of a hung job (checked too)
   text     `mqd dump --all`'s text (render.as_text)
 
 Printed as a table; nothing written. The numbers are this machine's: compare runs of one
@@ -65,9 +66,17 @@ def job(ranks, ops):
 
 
 def records(dumps):
-    """`dumps` with each operation a render.Record, as dump.py makes them."""
-    return json.loads(json.dumps(dumps), object_hook=lambda d: render.Record(d)
+    """`dumps` with each operation a render.Record, and each queue's list of them, each group
+    and each list of communicators a render.Items, as dump.py makes them."""
+    made = json.loads(json.dumps(dumps), object_hook=lambda d: render.Record(d)
                       if "status" in d else d)
+    for d in made:
+        for c in d["communicators"]:
+            c["group"] = render.Items(c["group"])
+            for q in c["queues"].values():
+                q["operations"] = render.Items(q["operations"])
+        d["communicators"] = render.Items(d["communicators"])
+    return made
 
 
 def structs(dumps):

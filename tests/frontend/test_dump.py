@@ -24,6 +24,7 @@ class QueueDll:
                        abi.UNEXPECTED_MESSAGES: []}
         self.cursor = None
         self.communicators = 0
+        self.group = [5, 9]
 
     def mqs_update_communicator_list(self, p):
         return abi.MQS_OK
@@ -34,7 +35,12 @@ class QueueDll:
 
     def mqs_get_communicator(self, p, ref):
         comm = ref._obj
-        comm.unique_id, comm.local_rank, comm.size, comm.name = 7, 0, 0, b"MPI_COMM_WORLD"
+        comm.unique_id, comm.local_rank, comm.name = 7, 0, b"MPI_COMM_WORLD"
+        comm.size = len(self.group)
+        return abi.MQS_OK
+
+    def mqs_get_comm_group(self, p, ranks):
+        ranks[:] = self.group
         return abi.MQS_OK
 
     def mqs_next_communicator(self, p):
@@ -70,7 +76,7 @@ class Session:
         return self.process
 
     def has(self, name):
-        return name != "mqs_get_comm_group"
+        return True
 
     def error_text(self, rc):
         return "error %d" % rc
@@ -104,11 +110,33 @@ def test_unchanged_operations_are_the_last_dumps_records():
         assert [again[i] is ops[j] for i, j in ((0, 0), (1, 1), (3, 3), (4, 5), (5, 6))] == \
             [True] * 5
         assert again[7]["extra_text"][0] == "new"
+        # A queue of the same Records is the same list (its text kept too); one changed is not.
+        queues = lambda r: r["communicators"][0]["queues"]  # noqa: E731
+        third = dump.dump(session, 1)
+        assert type(queues(third)["sends"]["operations"]) is render.Items
+        for key in ("sends", "receives", "unexpected"):
+            assert queues(third)[key]["operations"] is queues(second)[key]["operations"]
+        assert queues(second)["sends"]["operations"] is not queues(first)["sends"]["operations"]
+        assert queues(second)["receives"]["operations"] is queues(first)["receives"]["operations"]
+        # And the communicators' list, when every communicator is the same.
+        assert third["communicators"] is second["communicators"]
+        assert type(third["communicators"]) is render.Items
+        assert second["communicators"] is not first["communicators"]
+        group = lambda r: r["communicators"][0]["group"]  # noqa: E731
+        assert group(third) == [5, 9] and group(third) is group(first)
+        dll.group = [5, 8]  # a group that changed is a new list
+        dll.queues[abi.PENDING_RECEIVES].pop()  # one of two alike gone: a list of its own
+        fourth = dump.dump(session, 1)
+        assert queues(fourth)["receives"]["operations"] is not \
+            queues(third)["receives"]["operations"]
+        assert len(queues(fourth)["receives"]["operations"]) == 1
+        assert group(fourth) == [5, 8] and type(group(fourth)) is render.Items
+        assert fourth["communicators"] is not third["communicators"]
         # Only the last dump's operations are kept for the next.
         assert sorted(id(op) for op in session.process.operations.values()) == \
-            sorted({id(op) for op in again})
+            sorted({id(op) for op in operations(fourth)})
         # Each dump's JSON is json.dumps's of it, the kept Records' texts included.
-        for result in (first, second, second):
+        for result in (first, second, second, third, fourth):
             assert render.as_json([result]) == json.dumps([result], indent=1) + "\n"
     finally:
         gdb.current = None

@@ -129,6 +129,20 @@ def test_a_record_keeps_its_text():
     assert "PLANTED" in render.as_json(again)
 
 
+def test_a_list_of_operations_keeps_its_text():
+    """An Items list keeps the text as_json made of it, like a Record: the same at the
+    same depth, made again at another; json.dumps's bytes either way."""
+    ops = render.Items([render.Record({"tag": i, "extra_text": ["a", ""]}) for i in range(3)])
+    job = [{"rank": r, "queues": {"sends": {"rc": 0, "operations": ops}}} for r in range(2)]
+    job.append({"rank": 2, "queues": {"sends": {"rc": 0, "operations": render.Items()}}})
+    assert render.as_json(job) == expected(job)
+    assert ops.rendered[0] == 4
+    assert render.as_json(job[0]) == expected(job[0])  # another depth
+    assert ops.rendered[0] == 3
+    ops.rendered = (ops.rendered[0], "PLANTED")  # what is kept is what is written
+    assert "PLANTED" in render.as_json(job[0])
+
+
 def test_an_operation_read_in_one_call_is_ctypes_own():
     rng = random.Random(3)
     for width in (4, 8):

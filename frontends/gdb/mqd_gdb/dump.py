@@ -29,18 +29,21 @@ there only when the proxy warned (a byte order that contradicts the target's
 memory: the queues read are then wrong or empty); mqd-proxy replay does not repeat it.
 """
 import ctypes
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import abi, job
 from .callbacks import global_rank
 from .inferiors import find as find_inferior
-from .render import Record
+from .render import Items, Record
 from .session import Session
 
 # The queues of a communicator: the DLL's operation class and the dump's key, in this order.
 QUEUES = ((abi.PENDING_SENDS, "sends"),
           (abi.PENDING_RECEIVES, "receives"),
           (abi.UNEXPECTED_MESSAGES, "unexpected"))
+
+# The key of a process's list of communicators among its lists (Process.lists).
+COMMUNICATORS = (-1, -1, "communicators")
 
 # An operation's status as the dump names it.
 STATUS = {abi.ST_PENDING: "pending", abi.ST_MATCHED: "matched", abi.ST_COMPLETE: "complete"}
@@ -64,6 +67,8 @@ def dump(session: Session, num: int) -> Dict[str, Any]:
         result["host"] = attached.host
     result.update({"dll": session.version, "communicators": []})
     made: Dict[bytes, Record] = {}  # this dump's operations, for the next (_queue)
+    # this dump's groups and queues, by communicator (its place, its id) and queue, for the next
+    lists: Dict[Tuple[int, int, Any], Items] = {}
     rc = lib.mqs_setup_communicator_iterator(p)
     while rc == abi.MQS_OK:
         comm = session.abi.Communicator()
@@ -78,14 +83,30 @@ def dump(session: Session, num: int) -> Dict[str, Any]:
             ranks = (ctypes.c_int * comm.size)()
             grc = lib.mqs_get_comm_group(p, ranks)
             if grc == abi.MQS_OK:
-                entry["group"] = list(ranks)
+                where: Tuple[int, int, Any] = (len(result["communicators"]), comm.unique_id,
+                                               "group")
+                last = process.lists.get(where)
+                group = list(ranks)
+                entry["group"] = lists[where] = last if last == group else Items(group)
             elif grc != abi.MQD_PROXY_ERR_NO_ENTRY_POINT:  # that one: unknown, as natively
                 entry["group"] = {"error": session.error_text(grc), "rc": grc}
         for op_class, key in QUEUES:
-            entry["queues"][key] = _queue(session, p, op_class, process.operations, made)
+            where = (len(result["communicators"]), comm.unique_id, op_class)
+            entry["queues"][key] = queue = _queue(session, p, op_class, process.operations, made)
+            queue["operations"] = lists[where] = _same_list(queue["operations"],
+                                                            process.lists.get(where))
         result["communicators"].append(entry)
         rc = lib.mqs_next_communicator(p)
+    # The communicators' list too, when every communicator is as in the last dump (their
+    # lists the same objects, compared at once).
+    last = process.lists.get(COMMUNICATORS)
+    if last is not None and last == result["communicators"]:
+        result["communicators"] = last
+    else:
+        result["communicators"] = Items(result["communicators"])
+    lists[COMMUNICATORS] = result["communicators"]
     process.operations = made
+    process.lists = lists
     return _with_warnings(result, process.warnings)
 
 
@@ -129,6 +150,15 @@ def _queue(session: Session, p: int, op_class: int, last: Dict[bytes, Record],
     if rc != abi.MQS_END_OF_LIST:
         end["error"] = session.error_text(rc)
     return end
+
+
+def _same_list(operations: List[Record], last: Optional[Items]) -> Items:
+    """`last` (the same queue's list in the process's last dump) when it holds the same Records
+    in the same order (so that render.as_json keeps its text too), else a new one."""
+    if last is not None and len(last) == len(operations) and all(
+            a is b for a, b in zip(last, operations)):
+        return last
+    return Items(operations)
 
 
 def _operation(session: Session, op: Any) -> Record:

@@ -44,6 +44,8 @@ class Process:
         self.warnings: List[str] = []
         # the operations of its last dump, by their mqs_pending_operation's bytes (dump.py)
         self.operations: Dict[bytes, Any] = {}
+        # the groups and operation lists of its last dump, by communicator and queue (dump.py)
+        self.lists: Dict[Any, Any] = {}
 
 
 class Handles:
