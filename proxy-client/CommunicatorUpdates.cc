@@ -34,11 +34,12 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
       ahead = readAhead(side_, process, named);
     }
   }
+  std::optional<OwnProof> proof;
   auto reply = checkLate.empty()
                    ? send(process, std::move(ahead),
                           epoch ? refreshAhead_.candidates(process, side_.readPrice())
                                 : std::vector<uint64_t>(),
-                          stale ? Held::check : Held::trust)
+                          stale ? Held::check : Held::trust, epoch ? &proof : nullptr)
                    : sendCheckedLate(process, checkLate);
   refreshAhead_.visited(process);
   outcome.rc = reply.get().getRc();
@@ -49,6 +50,19 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
   }
   if (reply.get().getWalk().getSize() > 0) {
     outcome.walk = std::make_unique<RecordedWalk>(reply.get().getWalk());
+    // Held as the process's last epoch: its next update is served from it if it reads the
+    // same (takeRefreshedAhead), no round trip. Not one that read nothing to prove, nor one
+    // whose proof costs the debugger more than that round trip.
+    if (proof) {
+      RefreshAhead::Refreshed made = RefreshAhead::madeFrom(
+          outcome.walk->fromStart(), windowsOf(reply.get().getNextEpoch()),
+          std::move(proof->sent), proof->used, std::move(proof->fetched));
+      bool worth = !made.proof.empty() && refreshAhead_.worthProving(made, side_.readPrice());
+      MQD_LOG(Debug, "process %llu: its update %s as its last epoch (a proof of %llu bytes)",
+              static_cast<unsigned long long>(process), worth ? "held" : "not held",
+              static_cast<unsigned long long>(bytesOf(made.proof)));
+      if (worth) refreshAhead_.hold(process, std::move(made));
+    }
   }
   return outcome;
 }
@@ -85,7 +99,7 @@ std::unique_ptr<RecordedWalk> CommunicatorUpdates::takeRefreshedAhead(
 
 Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others,
-    Held held) {
+    Held held, std::optional<OwnProof>* own) {
   // The other processes' windows, read inside this call too: the server refreshes them after
   // this one, and what it made of them is served at their own updates once proved current.
   // Each one's blocks are packed for the request (compressed, when the link is) as soon as
@@ -121,13 +135,15 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
     MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead with its update",
             static_cast<unsigned long long>(process), batch.size());
   }
-  // What the server fetches for their misses proves their refreshes too: as much as their
-  // refreshes waiting may hold. Listened for only while there are others.
+  // What the server fetches for their misses proves their refreshes too (and this process's
+  // own walk, with `own`): as much as their refreshes waiting may hold. Listened for only
+  // while there is a proof to make.
   std::optional<RefreshFetches> fetched;
-  if (!batch.empty()) {
-    std::set<uint64_t> batched;
-    for (const Other& o : batch) batched.insert(o.process);
-    fetched.emplace(side_, std::move(batched), refreshAhead_.requestBytes());
+  if (!batch.empty() || own != nullptr) {
+    std::set<uint64_t> proved;
+    for (const Other& o : batch) proved.insert(o.process);
+    if (own != nullptr) proved.insert(process);
+    fetched.emplace(side_, std::move(proved), refreshAhead_.requestBytes());
   }
   auto reply = link_.roundTrip<wire::Session::UpdateCommunicatorListResults>(
       EntryPoint::update_communicator_list,
@@ -146,6 +162,9 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::send(
         return r.send();
       });
   refreshAhead_.keepNextEpochOf(process, reply.get(), false);
+  if (own != nullptr && reply.get().getProvable() && !fetched->incomplete(process)) {
+    *own = OwnProof{std::move(ahead), windowsOf(reply.get().getRead()), fetched->take(process)};
+  }
   if (config_.cache == wire::CachePolicy::EPOCH) {
     auto peers = reply.get().getPeers();
     counters_.peersNamed += peers.size();

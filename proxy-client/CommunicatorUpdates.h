@@ -3,9 +3,9 @@
 //
 // Contract: update() answers exactly what the DLL answers at this update, by one of three ways:
 // - from the process's refresh ahead (made inside another process's update), or else from its
-//   last epoch held (the last refresh ahead it was served from), when the debugger reads every
-//   window it was made from as it was then: the DLL read nothing else, so it would answer the
-//   same now. No round trip.
+//   last epoch held (the last refresh ahead it was served from, or its last update the server
+//   said was provable), when the debugger reads every window it was made from as it was then:
+//   the DLL read nothing else, so it would answer the same now. No round trip.
 // - sent with what the shim read ahead for the process (its next epoch, under the epoch policy)
 //   and for other processes whose next epochs the cost rule finds worth reading now
 //   (RefreshAhead::candidates): the server refreshes those after this one, and each becomes a
@@ -58,11 +58,21 @@ class CommunicatorUpdates {
   // found changed checks the rest), or `check` it, reading each one's proof now: one that reads
   // the same keeps its epoch as its refresh ahead, one that does not is sent.
   enum class Held { trust, check };
+  // What proves an update's own walk current at the process's next update, as a refresh
+  // ahead's proof does (RefreshAhead::madeFrom): the blocks sent with it, the windows it read
+  // of them (the reply's `read`), the blocks the server fetched for it.
+  struct OwnProof {
+    std::vector<ReadAhead> sent;
+    std::vector<Window> used;
+    std::vector<ReadAhead> fetched;
+  };
   // The second way alone, for a set-up replay: with `ahead` read for the process (may be
-  // empty) and the processes `others` refreshed ahead in it.
+  // empty) and the processes `others` refreshed ahead in it. With `own`, under the epoch
+  // policy, the blocks the server fetches for the process are kept too, and *own is set to
+  // what proves its walk when the server says it is provable (wire `provable`).
   Reply<wire::Session::UpdateCommunicatorListResults> send(
       uint64_t process, std::vector<ReadAhead> ahead, const std::vector<uint64_t>& others = {},
-      Held held = Held::check);
+      Held held = Held::check, std::optional<OwnProof>* own = nullptr);
 
  private:
   // The first way: the walk when proved current, else null with `fresh` holding what was read

@@ -15,11 +15,11 @@ RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> wal
   auto byAddress = [](const ReadAhead& a, const ReadAhead& b) {
     return a.window.address < b.window.address;
   };
-  if (!fetched.empty()) {  // in address order with the blocks sent, as readOf takes them
-    sent.insert(sent.end(), std::make_move_iterator(fetched.begin()),
-                std::make_move_iterator(fetched.end()));
-    std::stable_sort(sent.begin(), sent.end(), byAddress);
-  }
+  // In address order, as readOf takes them: the blocks fetched among those sent, and windows
+  // a reply named out of order (a set-up's blocks, then the blocks around them).
+  sent.insert(sent.end(), std::make_move_iterator(fetched.begin()),
+              std::make_move_iterator(fetched.end()));
+  std::stable_sort(sent.begin(), sent.end(), byAddress);
   if (used) made.proof = readOf(sent, *used);
   made.whole = made.proof.empty();
   if (made.whole) made.proof = std::move(sent);

@@ -114,6 +114,12 @@ class RefreshAhead {
   void hold(uint64_t process, Refreshed served);
   // The epoch held for the process, taken out.
   std::optional<Refreshed> takeHeld(uint64_t process);
+  // Whether proving `made` at its process's next update (reading its proof again, twice when
+  // the process changed) is worth the round trip it saves there, by the cost rule: an update
+  // of the process's own is held only then.
+  bool worthProving(const Refreshed& made, std::optional<ReadPrice> measured) const {
+    return worthReading(windowsOf(made.proof), 1, measured);
+  }
   bool holds(uint64_t process) const { return held_.has(process); }
 
   // The process is set up again: everything about it starts over; the others' places stand.

@@ -688,7 +688,8 @@ interface Session {
       -> (rc :Int32, walk :Bulk, nextEpoch :List(MemoryWindow) $readAhead, failure :Failure,
           refreshed :List(RefreshedAhead), readOnNode :Bool $readAhead,
           nodeBytes :List(MemoryBlock) $readAhead, lateCheckDeclined :Bool $readAhead,
-          peers :List(PeerEpoch) $readAhead);
+          peers :List(PeerEpoch) $readAhead, provable :Bool $readAhead,
+          read :List(MemoryWindow) $readAhead);
   # Starts a new memory epoch for the process. In the epoch policy, and when the DLL answers
   # mqs_ok, `walk` carries the serialised CommunicatorWalk (empty otherwise). clientCounters:
   # the shim's own counters, for the session board.
@@ -721,6 +722,13 @@ interface Session {
   # (fetchBlocks, not aside) during this request, and proves a refresh by them as by the blocks
   # it sent: the server may then name in `refreshed` one whose only callbacks were those
   # fetches (see RefreshedAhead). An older shim sends false: such a refresh is dropped.
+  # provable: in the epoch policy, this process's own update asked the debugger nothing but
+  # blocks of its memory (fetchBlocks, not aside: its misses', the previous epoch's the shim
+  # did not send), printed nothing, answered mqs_ok and walked, and was not read on the node:
+  # every byte it read came from `blocks` or those fetches, which the shim keeps, so
+  # the shim may hold the walk as the process's last epoch, proved at its next update like a
+  # refresh ahead (docs/round-trips.md, "An epoch like the last"). read: then, every window
+  # of those blocks the update read (as RefreshedAhead.read). An older server says false.
   setupCommunicatorIterator @9 (process :UInt64) -> (rc :Int32, failure :Failure);
   getCommunicator @10 (process :UInt64)
       -> (rc :Int32, communicator :Communicator, failure :Failure);

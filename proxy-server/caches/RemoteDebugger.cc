@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 #include <cstdio>
 #include <string>
 #include <cstring>
@@ -66,6 +67,11 @@ auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
   }
   auto started = std::chrono::steady_clock::now();
   auto response = await(call, request);
+  using FetchBlocks =
+      capnp::Request<wire::Debugger::FetchBlocksParams, wire::Debugger::FetchBlocksResults>;
+  if constexpr (std::is_same_v<Request, FetchBlocks>) {
+    if (!request.getAside()) ++blockCallbacks_;
+  }
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   lastCallback_ = took.count();
   if (fastestCallback_ == 0 || lastCallback_ < fastestCallback_) fastestCallback_ = lastCallback_;

@@ -179,6 +179,10 @@ class RemoteDebugger {
   // callback says nothing more): a server on a unix socket beside the debugger (round trips
   // of 0.1 ms) reads nothing around, one behind a network link up to kMaxAroundBytes.
   uint64_t aroundBudget() const;
+  // The callbacks so far that asked the debugger for blocks of a process's memory a DLL read
+  // is served from (fetchBlocks, not aside): a call whose callbacks were all such asked the
+  // debugger nothing else (SessionService: an update's `provable`).
+  uint64_t blockCallbacks() const { return blockCallbacks_; }
   // The shim's own measures of the links (mqd.capnp LinkTimings, with each set-up and update
   // of a process): aroundBudget takes its quickest round trip until a callback was timed, and
   // the debugger's read cost until such a fetch (a session's first miss has neither). The
@@ -306,6 +310,7 @@ class RemoteDebugger {
   template <typename Request>
   auto awaitAnswer(DllCall& call, Request& request);
   double fastestCallback_ = 0;  // seconds, 0: none yet
+  uint64_t blockCallbacks_ = 0;
   double lastCallback_ = 0;
   std::optional<double> bulkSecondsPerByte_;  // the last bulk fetch's
   double shimRoundTrip_ = 0;                  // takeShimTimings; 0: none

@@ -713,8 +713,34 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
     } else {
       bool firstWalk = updatedOnce_.count(process.token) == 0;
       uint64_t callbacks = metrics_.get(Count::Callbacks);
-      results.setRc(refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
-                            results.initWalk()));
+      uint64_t blockCallbacks = remote_.blockCallbacks();
+      uint64_t nodeBlocks = metrics_.get(Count::NodeBlocks);
+      uint64_t notifications = metrics_.get(Count::Notifications);
+      int rc = refresh(call, process, blocksAhead(params.getAhead(), params.getBlocks()),
+                       results.initWalk());
+      results.setRc(rc);
+      relayDllOutput(call);  // printed by the walk: counted below
+      // Provable as a refresh ahead is (refreshAhead below): every callback a fetch of blocks
+      // (its misses', or the previous epoch's the shim did not send), which the shim keeps.
+      uint64_t made = metrics_.get(Count::Callbacks) - callbacks;
+      uint64_t blocks = remote_.blockCallbacks() - blockCallbacks;
+      if (rc == mqs_ok && results.getWalk().getSize() > 0 && process.memory &&
+          !process.node.proven() && made == blocks &&
+          metrics_.get(Count::NodeBlocks) == nodeBlocks &&
+          metrics_.get(Count::Notifications) == notifications &&
+          remote_.options().policy == wire::CachePolicy::EPOCH) {
+        results.setProvable(true);
+        std::vector<TargetMemory::Window> read = process.memory->currentWindows();
+        writeWindows(read, results.initRead(static_cast<unsigned>(read.size())));
+      } else if (rc == mqs_ok) {
+        MQD_LOG(Debug, "process %llu: its update is not provable (%llu callbacks, %llu of "
+                       "them for blocks, %llu node blocks, %llu effects)",
+                static_cast<unsigned long long>(process.token),
+                static_cast<unsigned long long>(made), static_cast<unsigned long long>(blocks),
+                static_cast<unsigned long long>(metrics_.get(Count::NodeBlocks) - nodeBlocks),
+                static_cast<unsigned long long>(metrics_.get(Count::Notifications) -
+                                                notifications));
+      }
       if (firstWalk && updatedOnce_.count(process.token) != 0) {
         peers = guessPeers(call, process, metrics_.get(Count::Callbacks) - callbacks);
         metrics_.add(Count::PeerGuesses, peers.size());

@@ -199,22 +199,30 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
   TempDir dir;
   ServerProcess server = startServer(dir, "unix:" + (dir / "s.sock"));
   configure(server.endpoint(), "epoch", "auto", dir);
-  uint64_t cold, repeat, learned;
+  uint64_t cold, unchanged, repeat, learned;
   {
     Rig rig(200);
     rig.setUp();
     CHECK(rig.refresh() == 200 * 3 * 5);
     Counters first = lastSession(server.endpoint());
     cold = roundTrips(first);
+    // Nothing changed: the last update is held, proved by the shim's reads (the server said
+    // it asked for nothing but blocks of the process's memory); the server walks nothing.
     CHECK(rig.refresh() == 200 * 3 * 5);
     Counters second = lastSession(server.endpoint());
-    repeat = roundTrips(second) - cold;
-    CHECK(second["memory.blocks_prefetched"] > 0);
+    unchanged = roundTrips(second) - cold;
+    CHECK(second["walk.recorded"] == 1);
+    // One request changed: the update goes, with what the last epoch read, read ahead.
+    CHECK(progressLastRequest(rig.target, 1) != 0);
+    CHECK(rig.refresh() == 200 * 3 * 5);
+    Counters third = lastSession(server.endpoint());
+    repeat = roundTrips(third) - roundTrips(second);
+    CHECK(third["memory.blocks_prefetched"] > 0);
     // The shim read the previous epoch's memory ahead and sent it with the update (the first
     // update named it): the server asked for nothing.
-    CHECK(second["rt.callbacks"] == first["rt.callbacks"]);
+    CHECK(third["rt.callbacks"] == first["rt.callbacks"]);
     // The shim answered the iteration from the walk: only update went to the server.
-    CHECK(second["walk.recorded"] == 2);
+    CHECK(third["walk.recorded"] == 2);
   }
   {
     Rig rig(200);
@@ -249,8 +257,9 @@ TEST_CASE("epoch policy: a repeat refresh costs a few round trips; a learned ses
     CHECK(c["cache.lookups_prefetched"] > 0);
     CHECK(c["cache.lookup_misses"] == 0);
   }
-  MESSAGE("round trips: cold session ", cold, ", repeat refresh ", repeat, ", learned session ",
-          learned);
+  MESSAGE("round trips: cold session ", cold, ", refresh of the same memory ", unchanged,
+          ", refresh after a change ", repeat, ", learned session ", learned);
+  CHECK(unchanged == 0);
   CHECK(repeat == 1);
   CHECK(learned < cold);
   CHECK(cold < 60);  // 3,000 operations; the naive path takes tens of thousands
@@ -408,39 +417,48 @@ struct RankByRank {
   }
 };
 
-TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for all its ranks") {
-  // The first rank's update refreshes the others ahead (those refreshed after it last time);
-  // each of their own updates is then served by the shim once their memory reads the same. A
-  // rank that changed in between costs one more round trip, its own update. A rank whose
-  // memory reads as in its last epoch served from a refresh ahead is not sent again: that
-  // epoch's walk is its refresh ahead (docs/round-trips.md, "An epoch like the last").
+TEST_CASE("epoch policy: a job refreshed rank by rank costs one round trip for all its ranks, "
+          "none when nothing changed") {
+  // A rank whose memory reads as in its last epoch (served from a refresh ahead, or its own
+  // update, which the server called provable) is neither sent nor updated: that epoch's walk
+  // answers (docs/round-trips.md, "An epoch like the last"). When ranks moved, the first
+  // rank's update refreshes the others ahead (those refreshed after it last time); each of
+  // their own updates is then served by the shim once their memory reads the same. A rank
+  // that changed in between costs one more round trip, its own update.
   RankByRank job(DebuggerHarness::Options{});
   constexpr int kRanks = RankByRank::kRanks;
   uint64_t first = job.round(nullptr);
-  uint64_t second = job.round(nullptr);
+  Counters c1 = lastSession(job.server.endpoint());
+  uint64_t unchanged = job.round(nullptr);
   Counters c2 = lastSession(job.server.endpoint());
-  uint64_t changed = job.round([&](int r) {
-    if (r == 1) progressRequests(*job.targets[2], 1);  // after rank 0's update, before rank 2's
+  uint64_t moved = job.round([&](int r) {
+    if (r == 0) {
+      for (auto& target : job.targets) CHECK(progressLastRequest(*target, 1) != 0);
+    }
   });
-  uint64_t third = job.round(nullptr);
-  Counters c4 = lastSession(job.server.endpoint());
-  MESSAGE("round trips of a refresh of ", kRanks, " ranks: first ", first, ", second ", second,
-          ", one rank changed ", changed, ", then ", third);
-  CHECK(second == 1);
-  CHECK(changed == 2);
-  CHECK(third == 1);
-  CHECK(c2["walk.refreshed_ahead"] == kRanks - 1);
-  // After the second round every rank but the first holds its epoch: the first rank's update
-  // sends none of them in the third round, and the rank that changed is refreshed by its own
-  // update there. In the fourth that rank, holding no epoch (its last update was the server's),
-  // is the only one the first rank's update sends: refreshed ahead by the server again.
-  CHECK(c4["walk.refreshed_ahead"] == kRanks - 1 + 1);
-  // The shim's own count, sent with the last round's first update: the rounds before it. In
-  // the second every rank but the first is served from a refresh ahead the server made. In the
-  // third from the epochs held, but rank 2, which changed (stale): its update goes to the
-  // server, checking the epochs held after it (rank 3's reads the same: kept, and served).
-  CHECK(c4["client.refreshes_ahead"] == kRanks - 1);
-  CHECK(c4["client.refreshes_stale"] == 1);
+  Counters c3 = lastSession(job.server.endpoint());
+  uint64_t changed = job.round([&](int r) {
+    if (r == 1) CHECK(progressLastRequest(*job.targets[2], 2) != 0);  // before rank 2's update
+  });
+  uint64_t last = job.round(nullptr);
+  Counters c5 = lastSession(job.server.endpoint());
+  MESSAGE("round trips of a refresh of ", kRanks, " ranks: first ", first, ", unchanged ",
+          unchanged, ", every rank moved ", moved, ", one rank changed ", changed, ", then ",
+          last);
+  CHECK(unchanged == 0);
+  CHECK(c2["walk.recorded"] == c1["walk.recorded"]);
+  CHECK(moved == 1);
+  CHECK(changed == 1);
+  CHECK(last == 0);
+  CHECK(c3["walk.refreshed_ahead"] == kRanks - 1);
+  // Where rank 2 changed, its update checked the epoch held after it (rank 3's, read the
+  // same: kept, and served) and sent no other; its own update is held for the last round.
+  CHECK(c5["walk.refreshed_ahead"] == kRanks - 1);
+  // The shim's own counts, sent with the last update that went (rank 2's): every rank but
+  // the first served from a refresh ahead when all moved; stale, rank 0's epoch then and
+  // rank 2's.
+  CHECK(c5["client.refreshes_ahead"] == kRanks - 1);
+  CHECK(c5["client.refreshes_stale"] == 2);
 }
 
 TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the others ahead "
@@ -462,7 +480,7 @@ TEST_CASE("epoch policy: in a learned session a job's first dump refreshes the o
     RankByRank job(DebuggerHarness::Options{}, server.get());
     learnedFirst = job.round(nullptr);
     learned = lastSession(server->endpoint());
-    CHECK(job.round(nullptr) == 1);
+    CHECK(job.round(nullptr) == 0);  // every rank's epoch held
   }
   MESSAGE("round trips of a first refresh of ", RankByRank::kRanks, " ranks: cold session ",
           coldFirst, ", learned session ", learnedFirst);
@@ -722,11 +740,12 @@ TEST_CASE("epoch policy: a session ended after its set-ups leaves nothing learne
   CHECK(afterSetUpsFirst == coldFirst);
 }
 
-TEST_CASE("epoch policy: a debugger slow to read its targets gets no refresh ahead") {
+TEST_CASE("epoch policy: a debugger slow to read its targets gets no refresh ahead, no epoch "
+          "held") {
   // Reading a rank's memory again for the proof would cost more than the round trip a refresh
   // ahead saves (the read cost pinned where a KiB costs more than any round trip; the rule's
-  // measured inputs are CostRuleTest's and ReadCostTest's): each rank's update is its own round
-  // trip, with its memory read once.
+  // measured inputs are CostRuleTest's and ReadCostTest's), and so would proving an update
+  // held: each rank's update is its own round trip, with its memory read once.
   PinReadCost costly(kReadCostly);
   RankByRank job(DebuggerHarness::Options{});
   job.round(nullptr);

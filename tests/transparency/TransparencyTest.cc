@@ -404,14 +404,17 @@ JobScenario rankByRank(size_t ops) {
     round("rank 3 progressed just before its own update", [&](size_t r) {
       if (r == 3) t.note("changed " + std::to_string(progressRequests(*ranks[3].target, 2)));
     });
-    // Rank 2's list moves to memory its last refresh never read (the first rank's update then
-    // refreshes it ahead only by asking the debugger), and changes there before its own update.
+    // Rank 2's list moves to memory its last refresh never read (the first rank's update,
+    // rank 0 having progressed too, then refreshes it ahead only by asking the debugger), and
+    // changes there before its own update.
     Job moved = standardJob(ops + 1, static_cast<int>(ranks.size()), 2);
     moved.sequence = 3;
     replaceCommunicators(*ranks[2].target, moved);
-    round("rank 2 moved before the round, progressed after rank 0's update", [&](size_t r) {
-      if (r == 1) t.note("changed " + std::to_string(progressRequests(*ranks[2].target, 3)));
-    });
+    t.note("changed " + std::to_string(progressRequests(*ranks[0].target, 4)));
+    round("ranks 0 and 2 moved before the round, 2 progressed after rank 0's update",
+          [&](size_t r) {
+            if (r == 1) t.note("changed " + std::to_string(progressRequests(*ranks[2].target, 3)));
+          });
     round("unchanged again", nullptr);
     t.appendEffects();
   };
@@ -664,18 +667,17 @@ TEST_CASE("a job refreshed rank by rank: a rank that changes between the debugge
       requireSame(native, converseJob(mqd::test::kShim, cell, 4, rankByRank(cell.opsPerQueue)));
       unsetenv("MQD_PROXY_LOG");
       if (epoch) {
-        // The path under test was taken: of the 18 updates after the first round, those of
-        // the 4 ranks that changed in their windows after the first rank's update were
-        // refreshed again, rank 2's moved list among them: its refresh ahead fetched the
-        // memory it moved to and was kept, and its proof, reading those fetched blocks again,
-        // found the change (docs/round-trips.md, "The whole job"). The first round's 3 ranks
-        // after rank 0 are served from refreshes ahead too in some modes (17 without
-        // compression, 14 with zstd, the read cost pinned: not the clock's doing; why zstd's
-        // first round differs is not yet known).
+        // The path under test was taken: of the 24 updates after the first round, the 5 whose
+        // epoch held or refresh ahead found the rank changed went to the server (ranks 2, 1 and
+        // 3 in rounds 3 to 5; ranks 0 and 2 in round 6), rank 2's moved list among them: its
+        // refresh ahead fetched the memory it moved to and was kept, and its proof, reading
+        // those fetched blocks again, found the change (docs/round-trips.md, "The whole job").
+        // Every other was served by the shim; the first round's 3 ranks after rank 0 too, in
+        // the modes whose first round refreshes them ahead.
         auto [served, held, stale] = refreshesAhead(scratch() / "shim.log");
-        CHECK(served + held >= 14);
-        CHECK(served + held <= 3 + 14);
-        CHECK(stale == 4);
+        CHECK(served + held >= 24 - 5);
+        CHECK(served + held <= 3 + 24 - 5);
+        CHECK(stale == 5);
         // Rounds that found a rank unchanged since its last refresh ahead answered it from
         // that epoch, held (docs/round-trips.md, "An epoch like the last").
         CHECK(held > 0);

@@ -120,6 +120,14 @@ TEST_CASE("RefreshAhead: a refresh keeps only what its proof reads, and counts o
   CHECK(made.proof[0].block.bytes == std::vector<uint8_t>(100, 1));
   CHECK(made.proof[1].window.address == 0x13000);
   CHECK(made.proof[1].block.bytes == std::vector<uint8_t>(4096, 3));
+  // Blocks sent out of address order (a set-up's blocks, then the blocks around them): the
+  // same proof.
+  auto unordered = sent;
+  std::swap(unordered[0], unordered[3]);
+  std::swap(unordered[1], unordered[2]);
+  RefreshAhead::Refreshed same = RefreshAhead::madeFrom(nullptr, {}, unordered, used);
+  CHECK_FALSE(same.whole);
+  CHECK(sameReads(same.proof, made.proof));
   // A server that did not say, or an update that read none of it: every block, whole.
   CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, std::nullopt).proof.size() == 4);
   CHECK(RefreshAhead::madeFrom(nullptr, {}, sent, std::nullopt).whole);
