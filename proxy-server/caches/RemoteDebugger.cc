@@ -65,13 +65,14 @@ auto RemoteDebugger::awaitAnswer(DllCall& call, Request& request) {
   if (discovery_) {
     throw ProxyError(MQD_PROXY_ERR_CALLBACK_FAILED, "no request leaves a look-up discovery");
   }
-  auto started = std::chrono::steady_clock::now();
-  auto response = await(call, request);
+  // Read before it is sent: a request sent is freed.
+  bool forBlocks = false;
   using FetchBlocks =
       capnp::Request<wire::Debugger::FetchBlocksParams, wire::Debugger::FetchBlocksResults>;
-  if constexpr (std::is_same_v<Request, FetchBlocks>) {
-    if (!request.getAside()) ++blockCallbacks_;
-  }
+  if constexpr (std::is_same_v<Request, FetchBlocks>) forBlocks = !request.getAside();
+  auto started = std::chrono::steady_clock::now();
+  auto response = await(call, request);
+  if (forBlocks) ++blockCallbacks_;
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   lastCallback_ = took.count();
   if (fastestCallback_ == 0 || lastCallback_ < fastestCallback_) fastestCallback_ = lastCallback_;
