@@ -158,3 +158,17 @@ def test_reads_and_refusals_are_counted(memory, target):
     assert isinstance(answers[1], MemoryError)
     assert memory.reads["asked"] - before["asked"] == 3
     assert memory.reads["refused"] - before["refused"] == 1
+
+
+def test_a_native_process_long_read_is_one_direct_read(memory, target):
+    # A process gdb reads itself (no stub): a read across pages is that very read, and keeps
+    # no page (copying them cost ten times the read); a read within a page still brings the
+    # page for the next ones.
+    gdb.current.connection.type = "native"
+    long = (BASE + 3 * 4096 + 100, 3 * 4096)
+    got = command(memory, [long, long, (BASE + 100, 8), (BASE + 200, 8), (BASE - 4096, 8192)])
+    assert got[0] == got[1] == direct(target, *long)
+    assert got[2:4] == [direct(target, BASE + 100, 8), direct(target, BASE + 200, 8)]
+    assert isinstance(got[4], MemoryError)
+    assert target.reads == [long, long, (BASE, 4096), (BASE - 4096, 8192)]
+    assert memory.kept_pages() == (0, 0)

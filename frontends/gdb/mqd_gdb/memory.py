@@ -132,10 +132,11 @@ def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
 
     A read within one page brings the whole page: the same single exchange through gdbserver,
     and the DLL's next reads are most often in it. A longer read (the shim's blocks and
-    windows) takes the pages it spans that are known and reads the rest, one read per stretch
-    of unknown pages: their whole pages where pages are kept for later commands (so that the
-    stretch's first and last page can be checked then too), else the bytes asked for, keeping
-    the pages those cover whole."""
+    windows) of a process gdb reads itself is a direct read. Behind a stub, it takes the pages
+    it spans that are known and reads the rest, one read per stretch of unknown pages: their
+    whole pages where pages are kept for later commands (so that the stretch's first and last
+    page can be checked then too), else the bytes asked for, keeping the pages those cover
+    whole."""
     reads["asked"] += 1
     try:
         return _read(inferior, address, size)
@@ -146,6 +147,13 @@ def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
 
 def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
     if _pages is None or size <= 0:
+        return bytes(inferior.read_memory(address, size))
+    if size > PAGE - address % PAGE and not _costs_exchanges(inferior):
+        # Across a page boundary, of a process read without an exchange: read directly,
+        # nothing kept. Such reads are the shim's blocks (a job never seen's guesses: about
+        # 90 MB of 64 ranks in a first dump); copying their pages into the command's, each a
+        # fresh page of gdb's heap, took ten times the read itself, and reading them again
+        # costs no exchange.
         return bytes(inferior.read_memory(address, size))
     pages = _pages.get(inferior.num)
     if pages is None:  # its first read in this command
@@ -314,14 +322,21 @@ def string(inferior: gdb.Inferior, address: int, limit: int = 4096) -> bytes:
     return found[:limit]
 
 
+def _costs_exchanges(inferior: gdb.Inferior) -> bool:
+    """Whether a read of `inferior` is an exchange on a link: it is behind a remote stub
+    (gdbserver, qemu's), not a process gdb reads itself (native) or a core file."""
+    connection = inferior.connection
+    return connection is not None and connection.type in ("remote", "extended-remote")
+
+
 def _keeps(inferior: gdb.Inferior, ask: bool = True) -> bool:
     """Whether pages of `inferior` may be kept for a later command: it is behind a remote stub
     that answers qCRC. `ask`: ask the stub when not known yet, with an empty range (one
     exchange, on the selected inferior's connection: call it with `inferior` selected);
     otherwise not known is no."""
-    connection = inferior.connection
-    if connection is None or connection.type not in ("remote", "extended-remote"):
+    if not _costs_exchanges(inferior):
         return False
+    connection = inferior.connection
     if connection.num not in _stub_checks:
         if not ask:
             return False
