@@ -152,6 +152,17 @@ BulkSizes fillBulk(wire::Bulk::Builder out, size_t rawSize, bool compress, Write
   return sizes;
 }
 
+// The zstd frame `packed`, decompressed into `out`, which has exactly its announced size.
+void unpack(kj::ArrayPtr<const kj::byte> packed, kj::ArrayPtr<kj::byte> out) {
+  DecompressPool::Lease lease(decompressors());
+  ZSTD_DCtx* ctx = lease.get();
+  if (ctx == nullptr) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "no memory to decompress a bulk");
+  size_t n = ZSTD_decompressDCtx(ctx, out.begin(), out.size(), packed.begin(), packed.size());
+  if (ZSTD_isError(n) || n != out.size()) {
+    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk payload does not decompress to its size");
+  }
+}
+
 // `in`'s payload, into `out`, which has exactly the announced size (checked by the caller).
 void readBulkInto(wire::Bulk::Reader in, kj::ArrayPtr<kj::byte> out) {
   if (in.isRaw()) {
@@ -160,14 +171,7 @@ void readBulkInto(wire::Bulk::Reader in, kj::ArrayPtr<kj::byte> out) {
     if (raw.size() != 0) std::memcpy(out.begin(), raw.begin(), raw.size());  // may be null
     return;
   }
-  auto packed = in.getZstd();
-  DecompressPool::Lease lease(decompressors());
-  ZSTD_DCtx* ctx = lease.get();
-  if (ctx == nullptr) throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "no memory to decompress a bulk");
-  size_t n = ZSTD_decompressDCtx(ctx, out.begin(), out.size(), packed.begin(), packed.size());
-  if (ZSTD_isError(n) || n != out.size()) {
-    throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "bulk payload does not decompress to its size");
-  }
+  unpack(in.getZstd(), out);
 }
 
 size_t checkedSize(wire::Bulk::Reader in, size_t limit) {
@@ -190,6 +194,27 @@ kj::Array<kj::byte> readBulk(wire::Bulk::Reader in, size_t limit) {
   auto out = kj::heapArray<kj::byte>(checkedSize(in, limit));
   readBulkInto(in, out);
   return out;
+}
+
+BulkBytes::BulkBytes(kj::Array<kj::byte> bytes) : size_(bytes.size()), bytes_(kj::mv(bytes)) {}
+
+BulkBytes::BulkBytes(wire::Bulk::Reader in, size_t limit) : size_(checkedSize(in, limit)) {
+  if (in.isZstd()) {
+    packed_ = kj::heapArray<kj::byte>(in.getZstd());
+  } else {
+    bytes_ = kj::heapArray<kj::byte>(size_);
+    readBulkInto(in, bytes_);
+  }
+}
+
+const kj::byte* BulkBytes::bytes() const {
+  if (packed_ != nullptr) {
+    auto out = kj::heapArray<kj::byte>(size_);
+    unpack(packed_, out);
+    packed_ = nullptr;
+    bytes_ = kj::mv(out);
+  }
+  return bytes_.begin();
 }
 
 BulkSizes setBulkMessage(wire::Bulk::Builder out, capnp::MessageBuilder& message, bool compress) {

@@ -31,6 +31,35 @@ BulkSizes setBulk(wire::Bulk::Builder out, kj::ArrayPtr<const kj::byte> data, bo
 // its announced size, or announces more than `limit` bytes.
 kj::Array<kj::byte> readBulk(wire::Bulk::Reader in, size_t limit = kMaxBulkBytes);
 
+// A payload kept as it came, its bytes made when first asked for: a zstd frame is decompressed
+// then, not when it arrives. For target memory sent ahead of what reads it (a job never seen's
+// guesses: about 90 MB of 64 ranks, of which the DLL reads a tenth), decompressing every
+// frame on arrival, into pages the worker touched for the first time, cost it more than half a
+// second in a first dump.
+class BulkBytes {
+ public:
+  // `bytes`, as they are.
+  explicit BulkBytes(kj::Array<kj::byte> bytes);
+  // `in`'s payload, its compressed frame copied; throws ProxyError(PROTOCOL) at once if it
+  // announces more than `limit` bytes, and from bytes() if it does not decompress to what it
+  // announced.
+  BulkBytes(wire::Bulk::Reader in, size_t limit);
+  BulkBytes(BulkBytes&&) = default;
+  BulkBytes& operator=(BulkBytes&&) = default;
+
+  // The announced size: what bytes() holds.
+  size_t size() const { return size_; }
+  // The payload, decompressed at the first call (not thread-safe: one thread owns it).
+  const kj::byte* bytes() const;
+  // Whether the payload is still its compressed frame: bytes() not asked for yet.
+  bool packed() const { return packed_ != nullptr; }
+
+ private:
+  size_t size_;
+  mutable kj::Array<kj::byte> bytes_;   // the payload, once made
+  mutable kj::Array<kj::byte> packed_;  // its zstd frame until then
+};
+
 // A whole Cap'n Proto message as a Bulk, and back. The reader owns the bytes it reads from.
 BulkSizes setBulkMessage(wire::Bulk::Builder out, capnp::MessageBuilder& message, bool compress);
 

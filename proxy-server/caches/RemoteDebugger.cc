@@ -322,14 +322,19 @@ void RemoteDebugger::getTypeSizes(DllCall& call, RemoteProcess& process,
 
 namespace {
 
+// Counts one block of a fetchBlocks answer, of `size` bytes.
+void countBlock(DllCall& call, wire::MemoryBlock::Reader b, size_t size) {
+  call.metrics().add(Count::BlocksFetched);
+  call.metrics().add(Count::BlockBytes, size);
+  call.metrics().add(Count::BulkRawBytes, size);
+  call.metrics().add(Count::BulkWireBytes,
+                     b.getData().isZstd() ? b.getData().getZstd().size() : size);
+}
+
 // One block of a fetchBlocks answer as bytes, counted.
 kj::Array<kj::byte> takeBlock(DllCall& call, wire::MemoryBlock::Reader b, uint32_t asked) {
   auto data = readBulk(b.getData(), asked);
-  call.metrics().add(Count::BlocksFetched);
-  call.metrics().add(Count::BlockBytes, data.size());
-  call.metrics().add(Count::BulkRawBytes, data.size());
-  call.metrics().add(Count::BulkWireBytes,
-                     b.getData().isZstd() ? b.getData().getZstd().size() : data.size());
+  countBlock(call, b, data.size());
   return data;
 }
 
@@ -786,7 +791,9 @@ void RemoteDebugger::keepBlock(DllCall& call, RemoteProcess& process,
                                const TargetMemory::Window& window,
                                wire::MemoryBlock::Reader block) {
   if (block.getRc() != mqs_ok) return;  // a demand read will ask for what it needs
-  auto data = takeBlock(call, block, window.size);
+  // Kept as it came: decompressed if the DLL reads it (most of a guess it never does).
+  BulkBytes data(block.getData(), window.size);
+  countBlock(call, block, data.size());
   call.metrics().add(Count::BlocksPrefetched);
   process.memory->store(block.getAddress(), kj::mv(data));
 }

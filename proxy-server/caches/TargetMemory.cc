@@ -6,7 +6,7 @@
 
 namespace mqd::server {
 
-const kj::Array<kj::byte>* TargetMemory::holding(uint64_t address, uint64_t* start) const {
+const BulkBytes* TargetMemory::holding(uint64_t address, uint64_t* start) const {
   // Windows may overlap (a block asked for beside a smaller window): every window starting
   // within the largest window's size below `address` may hold it.
   auto it = windows_.upper_bound(address);
@@ -26,30 +26,31 @@ bool TargetMemory::read(uint64_t address, uint32_t size, void* out) const {
   // asked for in the next as windows of at most a block each). Nothing is written unless the
   // windows hold all of it: `out` may be smaller than a size the DLL got wrong.
   uint64_t start;
-  const kj::Array<kj::byte>* first = holding(address, &start);
+  const BulkBytes* first = holding(address, &start);
   if (first == nullptr) return false;
   if (first->size() - (address - start) >= size) {  // the common case: one window
-    if (out != nullptr) std::memcpy(out, first->begin() + (address - start), size);
+    if (out != nullptr) std::memcpy(out, first->bytes() + (address - start), size);
     return true;
   }
-  // Calls each(bytes, n) for the pieces of the range in order; false if one is missing.
+  // Calls each(window, offset, n) for the pieces of the range in order; false if one is
+  // missing.
   auto pieces = [this, address, size](auto&& each) {
     uint64_t at = address;
     for (uint64_t left = size, from; left > 0;) {
-      const kj::Array<kj::byte>* bytes = holding(at, &from);
+      const BulkBytes* bytes = holding(at, &from);
       if (bytes == nullptr) return false;
       uint64_t n = std::min<uint64_t>(left, bytes->size() - (at - from));
-      each(bytes->begin() + (at - from), n);
+      each(bytes, at - from, n);
       at += n;
       left -= n;
     }
     return true;
   };
-  if (!pieces([](const kj::byte*, uint64_t) {})) return false;
+  if (!pieces([](const BulkBytes*, uint64_t, uint64_t) {})) return false;
   if (out == nullptr) return true;
   auto* to = static_cast<kj::byte*>(out);
-  return pieces([&to](const kj::byte* from, uint64_t n) {
-    std::memcpy(to, from, n);
+  return pieces([&to](const BulkBytes* from, uint64_t offset, uint64_t n) {
+    std::memcpy(to, from->bytes() + offset, n);
     to += n;
   });
 }
@@ -70,13 +71,17 @@ TargetMemory::Request TargetMemory::requestFor(uint64_t address, uint32_t size) 
 }
 
 void TargetMemory::store(uint64_t address, kj::Array<kj::byte> bytes) {
+  store(address, BulkBytes(kj::mv(bytes)));
+}
+
+void TargetMemory::store(uint64_t address, BulkBytes bytes) {
   uint64_t end = address + bytes.size();
   for (auto it = windows_.lower_bound(address);
        it != windows_.end() && it->first < end;) {
     it = it->first + it->second.size() <= end ? windows_.erase(it) : std::next(it);
   }
   largestWindow_ = std::max<uint64_t>(largestWindow_, bytes.size());
-  windows_[address] = kj::mv(bytes);
+  windows_.insert_or_assign(address, kj::mv(bytes));
 }
 
 bool TargetMemory::storeAndRead(uint64_t address, kj::Array<kj::byte> bytes, uint64_t needed,

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "Bulk.h"
+
 namespace mqd::server {
 
 class TargetMemory {
@@ -65,8 +67,11 @@ class TargetMemory {
   bool afterUnguidedSetUp() const { return afterUnguidedSetUp_; }
 
   // Keeps `bytes` (the debugger's answer, moved in as it arrived: no copy) as the window at
-  // `address`; windows it holds entirely are dropped.
+  // `address`; windows it holds entirely are dropped. A window that came compressed is
+  // decompressed when the DLL first reads it (BulkBytes): a frame that does not decompress to
+  // its size throws ProxyError(PROTOCOL) from read() then.
   void store(uint64_t address, kj::Array<kj::byte> bytes);
+  void store(uint64_t address, BulkBytes bytes);
   // store(), and copies [needed, needed + size) out of the new window into `out`: the one way a
   // block fetched for a read that missed reaches the DLL. False, keeping nothing, if the
   // window does not hold that range.
@@ -102,10 +107,10 @@ class TargetMemory {
  private:
   uint32_t misses_ = 0;  // countMiss, this epoch
   // The window holding the byte at `address` (its start in *start), or null.
-  const kj::Array<kj::byte>* holding(uint64_t address, uint64_t* start) const;
+  const BulkBytes* holding(uint64_t address, uint64_t* start) const;
 
   uint32_t blockSize_;
-  std::map<uint64_t, kj::Array<kj::byte>> windows_;  // start -> bytes
+  std::map<uint64_t, BulkBytes> windows_;  // start -> bytes
   uint64_t largestWindow_ = 0;  // of windows_, for read's look-behind
 
   // Byte ranges read, merged when kTouchGap apart or closer.

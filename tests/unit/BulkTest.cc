@@ -168,3 +168,42 @@ TEST_CASE("Bulk: an empty payload reads back empty") {
   CHECK(readBulk(unset.asReader()).size() == 0);
   CHECK(BulkMessageReader(unset.asReader()).empty());
 }
+
+TEST_CASE("Bulk: bytes kept compressed are decompressed when first asked for, once") {
+  capnp::MallocMessageBuilder m;
+  auto b = m.initRoot<wire::Bulk>();
+  auto heap = heapLike(16 << 10);
+  setBulk(b, kj::arrayPtr(heap.data(), heap.size()), true);
+  REQUIRE(b.isZstd());
+
+  BulkBytes kept(b.asReader(), heap.size());
+  CHECK(kept.size() == heap.size());
+  CHECK(kept.packed());
+  const kj::byte* first = kept.bytes();
+  CHECK_FALSE(kept.packed());
+  CHECK(std::equal(first, first + kept.size(), heap.begin()));
+  CHECK(kept.bytes() == first);  // made once
+
+  // Its own copy: the message may go.
+  auto z = b.getZstd();
+  BulkBytes copy(b.asReader(), heap.size());
+  for (auto& byte : z) byte = 0;
+  CHECK(std::equal(copy.bytes(), copy.bytes() + copy.size(), heap.begin()));
+
+  // A size beyond the limit is refused at once; a frame that does not decompress to its size
+  // when its bytes are asked for, and again at the next ask.
+  setBulk(b, kj::arrayPtr(heap.data(), heap.size()), true);
+  CHECK(protocolErrorOf([&] { BulkBytes(b.asReader(), 4096); }) == MQD_PROXY_ERR_PROTOCOL);
+  b.setSize(8000);
+  BulkBytes wrong(b.asReader(), heap.size());
+  CHECK(protocolErrorOf([&] { wrong.bytes(); }) == MQD_PROXY_ERR_PROTOCOL);
+  CHECK(protocolErrorOf([&] { wrong.bytes(); }) == MQD_PROXY_ERR_PROTOCOL);
+
+  // Raw payloads are copied as they are.
+  capnp::MallocMessageBuilder m2;
+  auto r = m2.initRoot<wire::Bulk>();
+  setBulk(r, kj::arrayPtr(heap.data(), 100), false);
+  BulkBytes raw(r.asReader(), 100);
+  CHECK_FALSE(raw.packed());
+  CHECK(std::equal(raw.bytes(), raw.bytes() + 100, heap.begin()));
+}

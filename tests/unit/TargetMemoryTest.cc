@@ -1,10 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <capnp/message.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "Bulk.h"
+#include "ProxyErrors.h"
 #include "TargetMemory.h"
+#include "mqd_proxy.h"
 
 using mqd::server::TargetMemory;
 
@@ -193,4 +198,41 @@ TEST_CASE("TargetMemory: after a set-up epoch the blocks it kept are named whole
   m.store(0x1000, bytes(pattern(0x1000, 4096)));
   m.newEpoch();  // a later update: what the DLL read only
   CHECK(m.previousSetUpWindows().empty());
+}
+
+TEST_CASE("TargetMemory: a window that came compressed is decompressed when the DLL reads it") {
+  TargetMemory m(65536);
+  auto heap = pattern(0x50000, 0x4000);
+  std::fill(heap.begin() + 0x100, heap.end(), 0);  // compresses well
+  capnp::MallocMessageBuilder message;
+  auto good = message.initRoot<mqd::wire::Bulk>();
+  mqd::setBulk(good, kj::arrayPtr(heap.data(), heap.size()), true);
+  REQUIRE(good.isZstd());
+  m.store(0x50000, mqd::BulkBytes(good.asReader(), heap.size()));
+  capnp::MallocMessageBuilder message2;
+  auto bad = message2.initRoot<mqd::wire::Bulk>();
+  mqd::setBulk(bad, kj::arrayPtr(heap.data(), heap.size()), true);
+  bad.setSize(0x3000);  // decompresses to more than it announces
+  m.store(0x60000, mqd::BulkBytes(bad.asReader(), 0x4000));
+
+  unsigned char out[16];
+  // Whether it is held asks for no bytes: the bad frame is not noticed.
+  CHECK(m.read(0x60010, 8, nullptr));
+  CHECK(m.read(0x50ff8, 16, out));
+  CHECK(std::memcmp(out, heap.data() + 0xff8, 16) == 0);
+  // Across a compressed window and one stored as it came.
+  m.store(0x54000, bytes(pattern(0x54000, 0x10)));
+  REQUIRE(m.read(0x53ff8, 16, out));
+  CHECK(std::memcmp(out, heap.data() + 0x3ff8, 8) == 0);
+  CHECK(std::memcmp(out + 8, pattern(0x54000, 8).data(), 8) == 0);
+  // The DLL's read of the bad frame is a protocol error, every time.
+  for (int i = 0; i < 2; ++i) {
+    int code = 0;
+    try {
+      m.read(0x60010, 8, out);
+    } catch (const mqd::ProxyError& e) {
+      code = e.code();
+    }
+    CHECK(code == MQD_PROXY_ERR_PROTOCOL);
+  }
 }
