@@ -202,8 +202,7 @@ BulkBytes::BulkBytes(wire::Bulk::Reader in, size_t limit) : size_(checkedSize(in
   if (in.isZstd()) {
     packed_ = kj::heapArray<kj::byte>(in.getZstd());
   } else {
-    bytes_ = kj::heapArray<kj::byte>(size_);
-    readBulkInto(in, bytes_);
+    bytes_ = readBulk(in, limit);
   }
 }
 
