@@ -310,14 +310,18 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
   for (size_t i = 0; i < learners.size(); ++i) {
     RemoteProcess& p = *learners[i];
     std::vector<TargetMemory::Window> guess = guesses[i].windows();
-    MQD_LOG(Debug, "process %llu: %zu windows guessed for its first update from process %llu's "
-                   "(%s)",
+    uint64_t guessBytes = 0;
+    for (const auto& w : guess) guessBytes += w.size;
+    MQD_LOG(Debug, "process %llu: %zu windows (%llu bytes) guessed for its first update from "
+                   "process %llu's (%s)",
             static_cast<unsigned long long>(p.token), guess.size(),
+            static_cast<unsigned long long>(guessBytes),
             static_cast<unsigned long long>(peer.token), guesses[i].summary().c_str());
     if (guess.empty()) continue;
     bool learned = false;
     std::vector<TargetMemory::Window> next = firstEpochWindows(p, &learned);
     next.insert(next.end(), guess.begin(), guess.end());
+    if (logEnabled(LogLevel::Debug)) guessesToMeasure_[p.token] = next;
     named.push_back({p.token, RemoteDebugger::blocksAheadBound(std::move(next)), callbacks});
   }
   MQD_LOG(Debug, "first updates of %zu processes guessed from process %llu's: %d rounds, %.1f ms",
@@ -683,9 +687,23 @@ int SessionService::updateAndWalk(DllCall& call, RemoteProcess& process,
       metrics_.add(Count::BulkRawBytes, sizes.raw);
       metrics_.add(Count::BulkWireBytes, sizes.wire);
       keepLearnedMemory(process, true);
+      logGuessCoverage(process);
     }
   }
   return rc;
+}
+
+void SessionService::logGuessCoverage(const RemoteProcess& process) {
+  auto found = guessesToMeasure_.find(process.token);
+  if (found == guessesToMeasure_.end() || !process.memory) return;
+  PeerLayout::Coverage c = PeerLayout::coverage(found->second, process.memory->currentWindows());
+  MQD_LOG(Debug, "process %llu: its first update read %llu bytes, %llu of them of the %llu "
+                 "guessed ahead, and %llu runs of bytes not guessed",
+          static_cast<unsigned long long>(process.token),
+          static_cast<unsigned long long>(c.read), static_cast<unsigned long long>(c.readNamed),
+          static_cast<unsigned long long>(c.named),
+          static_cast<unsigned long long>(c.missedRanges));
+  guessesToMeasure_.erase(found);
 }
 
 kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListContext context) {

@@ -9,8 +9,10 @@
 
 #include <kj/async.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "DebuggerObjects.h"
 #include "DllCall.h"
@@ -128,6 +130,9 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // `callbacks`: the round trips that update waited for.
   std::vector<NamedEpoch> guessPeers(DllCall& call, const RemoteProcess& peer,
                                     uint64_t callbacks);
+  // After a process's first update walked: how the guesses made for it (guessesToMeasure_)
+  // covered what it read, in the debug log.
+  void logGuessCoverage(const RemoteProcess& process);
 
   // A new memory epoch for the process: an update (`kind` other than SetUp) also asks for what
   // an earlier session of this process read, the first time; `ahead` is what the shim read at
@@ -183,6 +188,9 @@ class SessionService final : public wire::Session::Server, public DllHost {
   std::set<uint64_t> learnedMemoryUsed_;   // processes whose learned memory was asked for
   std::set<uint64_t> updatedOnce_;         // processes whose update was kept (LearnedMemory)
   std::set<uint64_t> peerGuessed_;         // processes a peer's update guessed for (guessPeers)
+  // With the debug log: per process guessed for, what was named for its first update, to
+  // measure against what that update reads (logGuessCoverage).
+  std::map<uint64_t, std::vector<TargetMemory::Window>> guessesToMeasure_;
   size_t lookupsSaved_ = 0;
   kj::FiberPool fibers_;
   // The DLL calls, one after another (runDll); null once the session is ending.

@@ -104,6 +104,16 @@ std::vector<Window> guessed(const Job& job, int* rounds = nullptr, uint64_t* byt
   return guess.windows();
 }
 
+// Whether any byte is in two of the windows.
+bool overlaps(std::vector<Window> windows) {
+  std::sort(windows.begin(), windows.end(),
+            [](const Window& a, const Window& b) { return a.address < b.address; });
+  for (size_t i = 1; i < windows.size(); ++i) {
+    if (windows[i - 1].address + windows[i - 1].size > windows[i].address) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("PeerLayout: each region is moved as the process's own pointers say, round by round") {
@@ -119,19 +129,67 @@ TEST_CASE("PeerLayout: each region is moved as the process's own pointers say, r
   CHECK(holds(guess, kHeap1 + job.dHeap, 96));
   CHECK(holds(guess, kHeap2 + job.dHeap, 48));
   CHECK(holds(guess, kExe + job.dExe, 1848));
-  // The heap, moved by pointers, is widened: its objects drift from one rank to the next.
-  CHECK(holds(guess, kHeap1 + job.dHeap - PeerLayout::kDrift, 16));
-  CHECK(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kDrift - 16, 16));
+  // The heap, moved by pointers, is widened: its objects drift from one rank to the next,
+  // those a landmark placed (the library's words point to both windows) by less.
+  CHECK(holds(guess, kHeap1 + job.dHeap - PeerLayout::kNear, 16));
+  CHECK(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kNear - 16, 16));
+  CHECK_FALSE(holds(guess, kHeap1 + job.dHeap - PeerLayout::kNear - 16, 1));
+  // The executable's data, moved by the heap's words: by kNear as well.
+  CHECK(holds(guess, kExe + job.dExe - PeerLayout::kNear, 16));
+  CHECK_FALSE(holds(guess, kExe + job.dExe - PeerLayout::kNear - 16, 1));
   for (const Window& w : guess) CHECK(w.size <= PeerLayout::kPiece);
   // Near the heap's ends, where its mapping may end, a page at a time: one the debugger cannot
   // read loses no more.
-  uint64_t heapStart = kHeap1 + job.dHeap - PeerLayout::kDrift;
-  uint64_t heapEnd = kHeap2 + job.dHeap + 48 + PeerLayout::kDrift;
+  uint64_t heapStart = kHeap1 + job.dHeap - PeerLayout::kNear;
+  uint64_t heapEnd = kHeap2 + job.dHeap + 48 + PeerLayout::kNear;
   for (const Window& w : guess) {
     if (w.address < heapStart + PeerLayout::kDrift || w.address >= heapEnd - PeerLayout::kDrift) {
       CHECK(w.size <= PeerLayout::kPage);
     }
   }
+}
+
+TEST_CASE("PeerLayout: a guess names each byte once") {
+  // The heap's windows lie inside the widened heap: the widened pieces leave them out.
+  Job job(0x1000000, 0x2345000, uint64_t(0) - 0x100000);
+  std::vector<Window> guess = guessed(job);
+  CHECK_FALSE(overlaps(guess));
+  CHECK(holds(guess, kHeap1 + job.dHeap, 96));
+  CHECK(holds(guess, kHeap1 + job.dHeap + 96, 16));
+  CHECK(holds(guess, kHeap1 + job.dHeap - 16, 16));
+}
+
+TEST_CASE("PeerLayout: the heap's windows are read with the gaps between them narrower than "
+          "kFill, not the wider ones") {
+  Job job(0x1000000, 0x2345000, uint64_t(0) - 0x100000);
+  // A third heap window 192 KiB past the second: the same region, a run of its own.
+  const uint64_t far = kHeap2 + 0x30000;
+  job.peer.add(far, 64);
+  job.own.add(far + job.dHeap, 64);
+  job.walked.push_back({far, 64});
+  std::vector<Window> guess = guessed(job);
+  CHECK_FALSE(overlaps(guess));
+  // The first two windows, 62 KiB apart: with all between them.
+  for (uint64_t at = kHeap1 + 96; at < kHeap2; at += 4096) CHECK(holds(guess, at + job.dHeap, 1));
+  // The third, placed by the landmark below it: widened by kNear, and nothing of the gap past
+  // that.
+  CHECK(holds(guess, far + job.dHeap, 64));
+  CHECK(holds(guess, far + job.dHeap - PeerLayout::kNear, 16));
+  CHECK_FALSE(holds(guess, far + job.dHeap - PeerLayout::kNear - 4096, 1));
+  CHECK_FALSE(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kNear + 4096, 1));
+}
+
+TEST_CASE("PeerLayout: coverage counts what was read of what was named, and the runs missed") {
+  // Named [100, 200) and [300, 400); read [50, 150), [180, 320) and [500, 510).
+  PeerLayout::Coverage c =
+      PeerLayout::coverage({{300, 100}, {100, 100}}, {{50, 100}, {180, 140}, {500, 10}});
+  CHECK(c.named == 200);
+  CHECK(c.read == 250);
+  CHECK(c.readNamed == 50 + 20 + 20);
+  // [50, 100), [200, 300), [500, 510)
+  CHECK(c.missedRanges == 3);
+  CHECK(PeerLayout::coverage({}, {}).missedRanges == 0);
+  CHECK(PeerLayout::coverage({{0, 10}}, {{2, 3}}).readNamed == 3);
 }
 
 TEST_CASE("PeerLayout: what a set-up read, moved by the symbols alone, read nothing") {
@@ -157,8 +215,11 @@ TEST_CASE("PeerLayout: a heap word off by less than a page moves nothing; the re
   std::vector<Window> guess = guessed(job);
   CHECK(holds(guess, kHeap2 + job.dHeap, 48));
   CHECK_FALSE(holds(guess, kExe + job.dExe, 1848));
-  // The executable's data takes the nearest region moved by pointers: the heap's displacement.
+  // The executable's data takes the nearest region moved by pointers: the heap's displacement,
+  // as uncertain as a heap object's with no landmark (kDrift).
   CHECK(holds(guess, kExe + job.dHeap, 1848));
+  CHECK(holds(guess, kExe + job.dHeap - PeerLayout::kDrift, 16));
+  CHECK(holds(guess, kExe + job.dHeap + 1848 + PeerLayout::kDrift - 16, 16));
 }
 
 TEST_CASE("PeerLayout: words count once per place they point to, and never when null") {
