@@ -254,48 +254,27 @@ std::vector<Window> PeerLayout::Guess::windows() const {
     out.push_back({at, static_cast<uint32_t>(n)});
     total += n;
   };
-  // The peer's windows, moved, first (the likeliest to be read, should the bound cut); of
-  // those in regions moved by pointers, where each is and how far its object may have drifted
-  // (kDrift in a region that follows the nearest moved).
-  struct Placed {
-    uint64_t start;
-    uint64_t end;
-    uint64_t drift;
-  };
-  std::vector<Placed> placed;
+  // The peer's windows, moved, first (the likeliest to be read, should the bound cut); then
+  // each region moved by pointers, widened by kDrift on both sides.
+  std::vector<Window> widened;
   for (size_t i = 0; i < l.regions_.size(); ++i) {
     if (by[i] == By::None) continue;
     for (const Window& w : l.regions_[i].windows) {
-      uint64_t at = by_[i] == By::None ? w.address + *shift[i] : moved(i, w.address);
-      add(at, w.size);
-      if (by[i] == By::Pointers && at + w.size >= at) {
-        placed.push_back({at, at + w.size, by_[i] == By::None ? kDrift : kNear});
-      }
+      add(by_[i] == By::None ? w.address + *shift[i] : moved(i, w.address), w.size);
     }
-  }
-  // Runs of them less than kFill apart, each widened by the largest drift of its windows.
-  std::sort(placed.begin(), placed.end(),
-            [](const Placed& a, const Placed& b) { return a.start < b.start; });
-  std::vector<Placed> runs;
-  for (const Placed& p : placed) {
-    if (!runs.empty() && p.start - std::min(p.start, runs.back().end) < kFill) {
-      runs.back().end = std::max(runs.back().end, p.end);
-      runs.back().drift = std::max(runs.back().drift, p.drift);
-    } else {
-      runs.push_back(p);
-    }
-  }
-  std::vector<Window> widened;
-  for (const Placed& r : runs) {
-    uint64_t start = r.start > r.drift ? r.start - r.drift : 0;
-    uint64_t end = r.end + r.drift < r.end ? std::numeric_limits<uint64_t>::max() : r.end + r.drift;
+    if (by[i] != By::Pointers) continue;
+    uint64_t start = l.regions_[i].start + *shift[i];
+    uint64_t end = l.regions_[i].end + *shift[i];
+    if (end < start) continue;  // moved across the top of the address space
+    start = start > kDrift ? start - kDrift : 0;
+    end = end + kDrift < end ? std::numeric_limits<uint64_t>::max() : end + kDrift;
     for (uint64_t at = start; at < end;) {  // windows of at most 4 GiB
       uint64_t n = std::min<uint64_t>(end - at, std::numeric_limits<uint32_t>::max());
       widened.push_back({at, static_cast<uint32_t>(n)});
       at += n;
     }
   }
-  // The widened runs name each byte once: only what the peer's windows left.
+  // The widened regions name each byte once: only what the peer's windows left.
   const std::vector<Range> named = joined(out);
   auto addUnnamed = [&add, &named](uint64_t at, uint64_t end) {
     auto it = std::upper_bound(named.begin(), named.end(), at,

@@ -35,13 +35,12 @@
 //     landmark), else as the region.
 //   * A region still not moved takes the displacement of the nearest moved by pointers (the
 //     heap moves as a whole, its objects only drift).
-//   * The guess is the peer's windows in every moved region, moved; and in the regions moved
-//     by pointers, runs of those windows less than kFill apart, each widened on both sides by
-//     how far its objects may have drifted (kNear, or kDrift in a region that only follows),
-//     in pieces of at most kPiece bytes, and of a page within kDrift of either end (a piece
-//     the debugger cannot read, past the heap's top, loses no more). Each byte is named once,
-//     the peer's windows first; at most kMaxGuessBytes in all. (Whole regions, widened, were
-//     named before: four times the bytes, for no fewer misses in an Open MPI job.)
+//   * The guess is the peer's windows in every moved region, moved, and each region moved by
+//     pointers widened by kDrift on both sides as well, in pieces of at most kPiece bytes, and
+//     of a page within kDrift of either end (a piece the debugger cannot read, past the heap's
+//     top, loses no more); each byte once, the peer's windows first; at most kMaxGuessBytes
+//     in all. A walk reads about a fifth of it (the debug log's "its first update read" lines
+//     measure each guess).
 #pragma once
 
 #include <cstdint>
@@ -60,16 +59,9 @@ class PeerLayout {
   using Window = TargetMemory::Window;
   // Regions of the peer's reads closer than this are one region.
   static constexpr uint64_t kRegionGap = 256 * 1024;
-  // How far the process's objects may sit from the peer's, displaced as the nearest region
-  // pointers moved (objects drift: up to 50 KiB between two ranks of an Open MPI job's heaps).
+  // How far the process's objects may sit from the peer's, displaced: observed up to 50 KiB
+  // between two ranks of an Open MPI job's heaps.
   static constexpr uint64_t kDrift = 64 * 1024;
-  // The same in a region pointers moved, displaced as the nearest landmark or as the region:
-  // observed under 4 KiB (the walks of Open MPI jobs of 16 and 64 ranks).
-  static constexpr uint64_t kNear = 16 * 1024;
-  // The peer's windows closer than this are read with what lies between them: the process's
-  // queues are its own, and hold objects where the peer's hold none (Open MPI jobs of 16 and
-  // 64 ranks: gaps of up to 56 KiB held some).
-  static constexpr uint64_t kFill = 96 * 1024;
   static constexpr uint32_t kPiece = 16 * 1024;
   static constexpr uint64_t kMaxGuessBytes = 8u << 20;
   static constexpr int kRounds = 3;

@@ -129,19 +129,15 @@ TEST_CASE("PeerLayout: each region is moved as the process's own pointers say, r
   CHECK(holds(guess, kHeap1 + job.dHeap, 96));
   CHECK(holds(guess, kHeap2 + job.dHeap, 48));
   CHECK(holds(guess, kExe + job.dExe, 1848));
-  // The heap, moved by pointers, is widened: its objects drift from one rank to the next,
-  // those a landmark placed (the library's words point to both windows) by less.
-  CHECK(holds(guess, kHeap1 + job.dHeap - PeerLayout::kNear, 16));
-  CHECK(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kNear - 16, 16));
-  CHECK_FALSE(holds(guess, kHeap1 + job.dHeap - PeerLayout::kNear - 16, 1));
-  // The executable's data, moved by the heap's words: by kNear as well.
-  CHECK(holds(guess, kExe + job.dExe - PeerLayout::kNear, 16));
-  CHECK_FALSE(holds(guess, kExe + job.dExe - PeerLayout::kNear - 16, 1));
+  // The heap, moved by pointers, is widened: its objects drift from one rank to the next.
+  CHECK(holds(guess, kHeap1 + job.dHeap - PeerLayout::kDrift, 16));
+  CHECK(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kDrift - 16, 16));
+  CHECK_FALSE(holds(guess, kHeap1 + job.dHeap - PeerLayout::kDrift - 16, 1));
   for (const Window& w : guess) CHECK(w.size <= PeerLayout::kPiece);
   // Near the heap's ends, where its mapping may end, a page at a time: one the debugger cannot
   // read loses no more.
-  uint64_t heapStart = kHeap1 + job.dHeap - PeerLayout::kNear;
-  uint64_t heapEnd = kHeap2 + job.dHeap + 48 + PeerLayout::kNear;
+  uint64_t heapStart = kHeap1 + job.dHeap - PeerLayout::kDrift;
+  uint64_t heapEnd = kHeap2 + job.dHeap + 48 + PeerLayout::kDrift;
   for (const Window& w : guess) {
     if (w.address < heapStart + PeerLayout::kDrift || w.address >= heapEnd - PeerLayout::kDrift) {
       CHECK(w.size <= PeerLayout::kPage);
@@ -157,26 +153,6 @@ TEST_CASE("PeerLayout: a guess names each byte once") {
   CHECK(holds(guess, kHeap1 + job.dHeap, 96));
   CHECK(holds(guess, kHeap1 + job.dHeap + 96, 16));
   CHECK(holds(guess, kHeap1 + job.dHeap - 16, 16));
-}
-
-TEST_CASE("PeerLayout: the heap's windows are read with the gaps between them narrower than "
-          "kFill, not the wider ones") {
-  Job job(0x1000000, 0x2345000, uint64_t(0) - 0x100000);
-  // A third heap window 192 KiB past the second: the same region, a run of its own.
-  const uint64_t far = kHeap2 + 0x30000;
-  job.peer.add(far, 64);
-  job.own.add(far + job.dHeap, 64);
-  job.walked.push_back({far, 64});
-  std::vector<Window> guess = guessed(job);
-  CHECK_FALSE(overlaps(guess));
-  // The first two windows, 62 KiB apart: with all between them.
-  for (uint64_t at = kHeap1 + 96; at < kHeap2; at += 4096) CHECK(holds(guess, at + job.dHeap, 1));
-  // The third, placed by the landmark below it: widened by kNear, and nothing of the gap past
-  // that.
-  CHECK(holds(guess, far + job.dHeap, 64));
-  CHECK(holds(guess, far + job.dHeap - PeerLayout::kNear, 16));
-  CHECK_FALSE(holds(guess, far + job.dHeap - PeerLayout::kNear - 4096, 1));
-  CHECK_FALSE(holds(guess, kHeap2 + job.dHeap + 48 + PeerLayout::kNear + 4096, 1));
 }
 
 TEST_CASE("PeerLayout: coverage counts what was read of what was named, and the runs missed") {
@@ -216,7 +192,7 @@ TEST_CASE("PeerLayout: a heap word off by less than a page moves nothing; the re
   CHECK(holds(guess, kHeap2 + job.dHeap, 48));
   CHECK_FALSE(holds(guess, kExe + job.dExe, 1848));
   // The executable's data takes the nearest region moved by pointers: the heap's displacement,
-  // as uncertain as a heap object's with no landmark (kDrift).
+  // widened as the heap.
   CHECK(holds(guess, kExe + job.dHeap, 1848));
   CHECK(holds(guess, kExe + job.dHeap - PeerLayout::kDrift, 16));
   CHECK(holds(guess, kExe + job.dHeap + 1848 + PeerLayout::kDrift - 16, 16));
