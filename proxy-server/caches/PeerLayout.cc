@@ -32,6 +32,18 @@ std::vector<Range> joined(std::vector<Window> windows) {
   return out;
 }
 
+// Calls gap(from, to) for each run of [at, end) that no range of `have` (joined) covers.
+template <typename Gap>
+void forEachGap(const std::vector<Range>& have, uint64_t at, uint64_t end, Gap gap) {
+  auto it = std::upper_bound(have.begin(), have.end(), at,
+                             [](uint64_t a, const Range& r) { return a < r.end; });
+  for (; at < end && it != have.end() && it->start < end; ++it) {
+    if (it->start > at) gap(at, it->start);
+    at = std::max(at, it->end);
+  }
+  if (at < end) gap(at, end);
+}
+
 std::optional<uint64_t> word(const TargetMemory& memory, uint64_t address, int size,
                              bool bigEndian) {
   unsigned char bytes[8];
@@ -277,13 +289,7 @@ std::vector<Window> PeerLayout::Guess::windows() const {
   // The widened regions name each byte once: only what the peer's windows left.
   const std::vector<Range> named = joined(out);
   auto addUnnamed = [&add, &named](uint64_t at, uint64_t end) {
-    auto it = std::upper_bound(named.begin(), named.end(), at,
-                               [](uint64_t a, const Range& r) { return a < r.end; });
-    for (; at < end && it != named.end() && it->start < end; ++it) {
-      if (it->start > at) add(at, it->start - at);
-      at = std::max(at, it->end);
-    }
-    if (at < end) add(at, end - at);
+    forEachGap(named, at, end, [&add](uint64_t from, uint64_t to) { add(from, to - from); });
   };
   // In pieces; near a run's ends, where the mapping may end (the heap's top), a page each.
   for (const Range& r : joined(std::move(widened))) {
@@ -306,18 +312,13 @@ PeerLayout::Coverage PeerLayout::coverage(const std::vector<Window>& named,
   std::vector<Range> have = joined(named);
   for (const Range& r : have) out.named += r.end - r.start;
   for (const Range& r : joined(read)) {
+    uint64_t missed = 0;
+    forEachGap(have, r.start, r.end, [&out, &missed](uint64_t from, uint64_t to) {
+      ++out.missedRanges;
+      missed += to - from;
+    });
     out.read += r.end - r.start;
-    // The named ranges that overlap r, in order: what lies between them is missed.
-    uint64_t at = r.start;
-    auto it = std::upper_bound(have.begin(), have.end(), r.start,
-                               [](uint64_t a, const Range& h) { return a < h.end; });
-    for (; it != have.end() && it->start < r.end; ++it) {
-      if (it->start > at) ++out.missedRanges;
-      uint64_t from = std::max(at, it->start), to = std::min(r.end, it->end);
-      out.readNamed += to - from;
-      at = to;
-    }
-    if (at < r.end) ++out.missedRanges;
+    out.readNamed += r.end - r.start - missed;
   }
   return out;
 }

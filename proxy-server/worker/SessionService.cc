@@ -321,8 +321,8 @@ std::vector<SessionService::NamedEpoch> SessionService::guessPeers(DllCall& call
     bool learned = false;
     std::vector<TargetMemory::Window> next = firstEpochWindows(p, &learned);
     next.insert(next.end(), guess.begin(), guess.end());
-    if (logEnabled(LogLevel::Debug)) guessesToMeasure_[p.token] = next;
     named.push_back({p.token, RemoteDebugger::blocksAheadBound(std::move(next)), callbacks});
+    if (logEnabled(LogLevel::Debug)) guessesToMeasure_[p.token] = named.back().windows;
   }
   MQD_LOG(Debug, "first updates of %zu processes guessed from process %llu's: %d rounds, %.1f ms",
           named.size(), static_cast<unsigned long long>(peer.token), rounds,
