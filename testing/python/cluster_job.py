@@ -32,7 +32,9 @@ def _open_mpi_env(cluster):
     """Open MPI's settings for a job across the nodes: TCP between nodes, shared memory
     within one, both on the cluster's subnet only. The nodes' CPUs are this machine's few:
     ranks waiting in MPI yield the CPU (srun's ranks would spin, Open MPI not knowing them
-    oversubscribed, and starve the ranks they wait for and Slurm's daemons).
+    oversubscribed, and starve the ranks they wait for and Slurm's daemons), and run under the
+    idle scheduling policy (tests/e2e/pending.c), so that however many spin, Slurm's daemons
+    and the PMIx server in each node's slurmstepd, whom they wait for, get the CPU first.
 
     Two more for what the tests compare with the ranks' manifests, the same in 4.1 and 5.0
     (docs/open-mpi-5.md, "Across nodes: Slurm 24.11"): a record of every peer made at MPI_Init
@@ -47,6 +49,7 @@ def _open_mpi_env(cluster):
                             OMPI_MCA_oob_tcp_if_include=subnet,
                             OMPI_MCA_rmaps_base_oversubscribe="1",
                             OMPI_MCA_mpi_yield_when_idle="1",
+                            MQD_E2E_SCHED_IDLE="1",
                             OMPI_MCA_mpi_add_procs_cutoff="100000",
                             OMPI_MCA_coll="^han"))
 

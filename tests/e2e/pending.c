@@ -20,8 +20,16 @@
  * Then every rank writes MANIFEST_DIR/rank-R.json (its pid and host name, what it posted, with
  * world and local peers) and MANIFEST_DIR/rank-R.ready, and sleeps without calling MPI until it is killed or
  * MANIFEST_DIR/stop appears (then it cancels everything and finalizes).
+ *
+ * With MQD_E2E_SCHED_IDLE=1 in its environment, a rank runs under Linux's idle scheduling policy
+ * from its first instruction, as do the threads MPI starts: a simulated cluster of hundreds of
+ * ranks on a machine of a few cores, whose ranks spin while they wait in MPI_Init and the
+ * barriers, then leaves the CPU to Slurm's daemons (slurmstepd's PMIx server among them), which
+ * the ranks wait for.
  */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +55,12 @@ int main(int argc, char **argv) {
   MPI_Request *requests;
   char **buffers;
   FILE *manifest;
+  const char *idle = getenv("MQD_E2E_SCHED_IDLE");
 
+  if (idle && strcmp(idle, "1") == 0) {
+    struct sched_param none = {0};
+    if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) perror("pending: SCHED_IDLE");
+  }
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
