@@ -155,6 +155,7 @@ void MqsClient::connect() {
   refreshAhead_.setRequestBytes(opened.refreshAheadBytes);
   nodeRanks_ = std::move(opened.nodeRanks);
   std::sort(nodeRanks_.begin(), nodeRanks_.end());  // searched (NodeRouter): whatever was sent
+  nodeRandoms_ = std::move(opened.nodeRandoms);
   openLearnedLookups();
   records_.open(config_, dll_, opened.takesInfoTokens);
 }
@@ -669,15 +670,25 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   // the debugger's thread, now that it handed over the process's table): every DLL asks for
   // them during its set-up, two round trips a process otherwise.
   // A server that reads on its host gets the rank too, which it needs to find the process
-  // there (ProcessFacts.globalRank): one callback round trip less per process.
+  // there (ProcessFacts.globalRank): one callback round trip less per process; and the
+  // debugger's bytes at the AT_RANDOM address of each process of that rank there, its proof
+  // of identity, with them the one callback its set-up would otherwise make.
   std::optional<ProcessFacts> facts;
   std::vector<ReadAhead> ahead;  // what earlier set-ups of processes of its image read
   if (config_.cache == wire::CachePolicy::EPOCH) {
     facts = ProcessFacts{side_.getImage(token), side_.getTypeSizes(token), std::nullopt};
-    if (serverReadsOnNode_) facts->globalRank = side_.getGlobalRank(token);
-    if (const std::vector<Window>* named = imageSetUpAhead_.find(facts->image)) {
-      ahead = readAhead(side_, token, *named);
+    std::vector<Window> named;
+    if (const std::vector<Window>* image = imageSetUpAhead_.find(facts->image)) named = *image;
+    if (serverReadsOnNode_) {
+      facts->globalRank = side_.getGlobalRank(token);
+      auto randoms = nodeRandoms_.find(*facts->globalRank);
+      if (randoms != nodeRandoms_.end()) {
+        for (uint64_t at : randoms->second) named.push_back({at, wire::AT_RANDOM_BYTES});
+        std::sort(named.begin(), named.end(),
+                  [](const Window& a, const Window& b) { return a.address < b.address; });
+      }
     }
+    if (!named.empty()) ahead = readAhead(side_, token, named);
   }
   auto setUp = startSetupProcess(link_, token, bigEndian, facts ? &*facts : nullptr, ahead, 0,
                                  false, refreshAhead_.costRule(), side_.readPrice());

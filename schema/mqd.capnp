@@ -68,6 +68,10 @@ const firstChosenInfoToken :UInt64 = 0x80000000;
 # above it, the server's own below it: the two never meet. Below 2^32, for a 32-bit debugger's
 # pointers.
 
+const atRandomBytes :UInt32 = 16;
+# The random bytes the kernel puts at a process's AT_RANDOM address (NodeRandom): what the shim
+# reads there, and what a server compares with the process on its host.
+
 # ---------------------------------------------------------------------------------------------
 # Values
 
@@ -389,6 +393,13 @@ struct MemoryWindow {
   size @1 :UInt32;
 }
 
+struct NodeRandom {
+  # A process of a server's host that names MPI rank `rank` in its environment, and the address
+  # of its 16 AT_RANDOM bytes (openSession's nodeRandoms).
+  rank @0 :Int32;
+  address @1 :UInt64;
+}
+
 struct LinkTimings {
   # The shim's measures of the links (proxy-client/CostRule.h), sent with setupProcess and
   # updateCommunicatorList: the server's bound on the blocks a miss reads around
@@ -564,7 +575,7 @@ interface Proxy {
   openSession @1 (options :SessionOptions, debugger :Debugger)
       -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure,
           takesInfoTokens :Bool, readsOnNode :Bool, nodeRanks :List(Int32),
-          refreshAheadBytes :UInt32);
+          refreshAheadBytes :UInt32, nodeRandoms :List(NodeRandom));
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. One session per connection. `ticket` names the session for postMortem.
   # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
@@ -578,6 +589,10 @@ interface Proxy {
   # process from the one node that has its rank
   # (docs/round-trips.md, "A server on every node"). Listed as the session opens; a process
   # started later is not in it.
+  # nodeRandoms: with readsOnNode, where each of those processes keeps its AT_RANDOM bytes: the
+  # shim reads them through the debugger as it sets up a process of that rank and sends them
+  # ahead (setupProcess' ahead and blocks), the proof of identity without a callback
+  # (docs/round-trips.md, "Reading the target on its node"). Absent from an older server.
   # refreshAheadBytes: the most target memory of other processes the session takes in one
   # updateCommunicatorList (its `others`), from maxRefreshAheadBytes to refreshAheadBytesCeiling
   # as --max-message-mib leaves room; 0 (an older server): maxRefreshAheadBytes.

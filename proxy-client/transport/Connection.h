@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -121,6 +122,8 @@ class Connection {
   uint32_t refreshAheadBytes() const { return refreshAheadBytes_; }
   // With readsOnNode: the MPI ranks the server's host runs (openSession's nodeRanks).
   const std::vector<int>& nodeRanks() const { return nodeRanks_; }
+  // With readsOnNode: by rank, the AT_RANDOM addresses of its processes there (nodeRandoms).
+  const std::map<int, std::vector<uint64_t>>& nodeRandoms() const { return nodeRandoms_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -170,6 +173,7 @@ class Connection {
   bool readsOnNode_ = false;
   uint32_t refreshAheadBytes_ = 0;
   std::vector<int> nodeRanks_;
+  std::map<int, std::vector<uint64_t>> nodeRandoms_;
   bool compress_ = false;
   StdioProcess* stdio_ = nullptr;  // owned by stream_ (ssh:// and slurm: only)
   std::deque<std::shared_ptr<PendingCall>> calls_;

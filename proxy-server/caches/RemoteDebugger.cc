@@ -466,32 +466,11 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
     throw ProxyError(MQD_PROXY_ERR_PROTOCOL, "fetchBlocks answer count");
   }
   if (identify) {
-    std::vector<size_t> matches;
+    std::vector<bool> shows(candidates.size());
     for (size_t i = 0; i < candidates.size(); ++i) {
-      auto b = blocks[static_cast<unsigned>(1 + i)];
-      if (b.getRc() != mqs_ok) continue;
-      auto bytes = takeBlock(call, b, kRandom);
-      uint64_t at = candidates[i].randomAddress();
-      if (b.getAddress() > at || at - b.getAddress() + kRandom > bytes.size()) continue;
-      if (std::memcmp(bytes.begin() + (at - b.getAddress()), candidates[i].random().data(),
-                      kRandom) == 0) {
-        matches.push_back(i);
-      }
+      shows[i] = showsRandom(call, candidates[i], blocks[static_cast<unsigned>(1 + i)]);
     }
-    if (matches.size() == 1 && !candidates[matches[0]].stopped()) {
-      refuseNode(process, "pid " + std::to_string(candidates[matches[0]].pid()) +
-                              " runs: the debugger shows a state of it that is not the live one");
-    } else if (matches.size() == 1) {
-      node.process = kj::mv(candidates[matches[0]]);
-      node.state = State::Proven;
-      MQD_LOG(Info, "process %llu: memory read on this host, from pid %d (MPI rank %d; its "
-              "AT_RANDOM bytes are the debugger's)",
-              static_cast<unsigned long long>(process.token), node.process->pid(), rank);
-    } else {
-      refuseNode(process, std::to_string(matches.size()) + " of the " +
-                              std::to_string(candidates.size()) + " processes with MPI rank " +
-                              std::to_string(rank) + " show the debugger's AT_RANDOM bytes");
-    }
+    identifyOnNode(process, rank, candidates, shows, "");
   }
   // The DLL's read: the debugger's answer, and this epoch's check of the node's memory.
   auto b = blocks[0];
@@ -509,6 +488,70 @@ std::optional<int> RemoteDebugger::proveOnNode(DllCall& call, RemoteProcess& pro
   return mqs_ok;
 }
 
+bool RemoteDebugger::showsRandom(DllCall& call, const LocalProcess& candidate,
+                                 wire::MemoryBlock::Reader block) {
+  constexpr uint32_t kRandom = std::tuple_size<LocalProcess::Random>::value;
+  if (block.getRc() != mqs_ok) return false;
+  auto bytes = takeBlock(call, block, kRandom);
+  uint64_t at = candidate.randomAddress();
+  if (block.getAddress() > at || at - block.getAddress() + kRandom > bytes.size()) return false;
+  return std::memcmp(bytes.begin() + (at - block.getAddress()), candidate.random().data(),
+                     kRandom) == 0;
+}
+
+void RemoteDebugger::identifyOnNode(RemoteProcess& process, int rank,
+                                    std::vector<LocalProcess>& candidates,
+                                    const std::vector<bool>& shows, const char* how) {
+  auto& node = process.node;
+  std::vector<size_t> matches;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (shows[i]) matches.push_back(i);
+  }
+  if (matches.size() == 1 && !candidates[matches[0]].stopped()) {
+    refuseNode(process, "pid " + std::to_string(candidates[matches[0]].pid()) +
+                            " runs: the debugger shows a state of it that is not the live one");
+  } else if (matches.size() == 1) {
+    node.process = kj::mv(candidates[matches[0]]);
+    node.state = RemoteProcess::NodeProof::State::Proven;
+    MQD_LOG(Info, "process %llu: memory read on this host, from pid %d (MPI rank %d; its "
+            "AT_RANDOM bytes are the debugger's%s)",
+            static_cast<unsigned long long>(process.token), node.process->pid(), rank, how);
+  } else {
+    refuseNode(process, std::to_string(matches.size()) + " of the " +
+                            std::to_string(candidates.size()) + " processes with MPI rank " +
+                            std::to_string(rank) + " show the debugger's AT_RANDOM bytes");
+  }
+}
+
+std::vector<RemoteDebugger::BlockAhead> RemoteDebugger::proveAheadOnNode(
+    DllCall& call, RemoteProcess& process, const std::vector<BlockAhead>& ahead) {
+  static_assert(std::tuple_size<LocalProcess::Random>::value == wire::AT_RANDOM_BYTES);
+  if (!process.call.globalRank || *process.call.globalRank < 0) return ahead;
+  int rank = *process.call.globalRank;
+  std::vector<LocalProcess> candidates = LocalProcess::withRank(rank);
+  // Each candidate's bytes must have come (a process started since the session opened was
+  // listed to no shim): else the proof is made the usual way, at the set-up's first read.
+  std::vector<bool> shows(candidates.size()), sent(candidates.size());
+  std::vector<BlockAhead> rest;
+  for (const BlockAhead& a : ahead) {
+    bool identity = false;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (a.window.address != candidates[i].randomAddress() ||
+          a.window.size != wire::AT_RANDOM_BYTES) {
+        continue;
+      }
+      identity = sent[i] = true;
+      shows[i] = showsRandom(call, candidates[i], a.block);
+    }
+    if (!identity) rest.push_back(a);
+  }
+  if (candidates.empty() || std::find(sent.begin(), sent.end(), false) != sent.end()) {
+    return ahead;
+  }
+  identifyOnNode(process, rank, candidates, shows, ", read with the set-up");
+  return rest;
+}
+
 void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
                                       const std::vector<BlockAhead>& ahead) {
   auto& node = process.node;
@@ -522,6 +565,7 @@ void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
       return;
     }
     node.checkedThisEpoch = true;
+    if (!node.checked) node.checked = a.window;  // a set-up's: the next epoch's check compares it
     process.memory->store(a.block.getAddress(), kj::mv(data));
   }
 }
@@ -628,10 +672,18 @@ void RemoteDebugger::newEpoch(DllCall& call, RemoteProcess& process,
   process.memory->newEpoch(kind == EpochKind::SetUp);
   process.node.newEpoch();
   if (options_.policy != wire::CachePolicy::EPOCH) return;
-  // A proved process is read on the node as the DLL needs it: nothing to ask for ahead, and
-  // what the shim read ahead is this epoch's check.
+  // A set-up's identity proved from what the shim read ahead with it, the rest of which is
+  // this epoch's check; a proved process is read on the node as the DLL needs it: nothing to
+  // ask for ahead, and what the shim read ahead is this epoch's check.
+  std::vector<BlockAhead> identified;
+  const std::vector<BlockAhead>* check = &ahead;
+  if (kind == EpochKind::SetUp && options_.nodeMemory &&
+      process.node.state == RemoteProcess::NodeProof::State::Untried) {
+    identified = proveAheadOnNode(call, process, ahead);
+    check = &identified;
+  }
   if (process.node.state == RemoteProcess::NodeProof::State::Proven) {
-    checkAheadOnNode(call, process, ahead);
+    checkAheadOnNode(call, process, *check);
     if (process.node.state == RemoteProcess::NodeProof::State::Proven) return;
   }
   // What the shim read ahead is kept; everything else the previous epoch read (and what an
@@ -744,7 +796,10 @@ std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(
 
 std::vector<TargetMemory::Window> RemoteDebugger::imageSetUpAheadWindows(
     const std::vector<TargetMemory::Window>& learnedSetUp) const {
-  if (options_.policy != wire::CachePolicy::EPOCH || options_.nodeMemory) return {};
+  if (options_.policy != wire::CachePolicy::EPOCH || learnedSetUp.empty()) return {};
+  // On its node a process proved is read there: of its set-up, only the set-up epoch's check,
+  // one window, is read through the debugger, ahead, with the proof of its identity.
+  if (options_.nodeMemory) return blocksAheadBound({learnedSetUp.front()});
   return blocksAheadBound(learnedSetUp);
 }
 

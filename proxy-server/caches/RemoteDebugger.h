@@ -143,7 +143,8 @@ class RemoteDebugger {
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // For an image's reply: of `learnedSetUp` (what an earlier session's set-up of a process of
   // it read), what a set-up of one may take with it, bounded as nextEpochWindows; none unless
-  // in the epoch policy and without --node-memory (see setUpAheadWindows).
+  // in the epoch policy. With --node-memory only its first window: a process proved on its
+  // node is read there, and that window, read with the set-up, is the set-up epoch's check.
   std::vector<TargetMemory::Window> imageSetUpAheadWindows(
       const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // Nothing learned of `image`'s set-ups and no other process set up to be moved from (a job
@@ -262,7 +263,10 @@ class RemoteDebugger {
   //   * Identity, once per set-up: the debugger's MPI rank for the process names the
   //     candidates (this user's processes on this host with that rank in their environment,
   //     LocalProcess::withRank); the debugger reads each candidate's AT_RANDOM address, and
-  //     exactly one candidate's 16 random bytes must be what the debugger read there.
+  //     exactly one candidate's 16 random bytes must be what the debugger read there. The
+  //     shim reads them with the set-up's request when the session's opening listed every
+  //     candidate (openSession's nodeRandoms; proveAheadOnNode), else the set-up's first
+  //     missed read asks for them (proveOnNode).
   //   * State, once per epoch: every thread of the process is stopped, and the epoch's first
   //     missed read is asked of the debugger (the DLL gets the debugger's answer) and must
   //     equal the same bytes read on the node. From the second epoch on, the shim reads the
@@ -280,6 +284,17 @@ class RemoteDebugger {
   // DLL's read [address, address + size) from the debugger's bytes.
   std::optional<int> proveOnNode(DllCall& call, RemoteProcess& process, uint64_t address,
                                  uint32_t size, void* buf);
+  // The set-up's proof of identity from the blocks the shim read ahead with it, when they
+  // hold every candidate's AT_RANDOM bytes; returns the blocks that are not those (this
+  // epoch's check), or all of `ahead` when the proof is left to proveOnNode.
+  std::vector<BlockAhead> proveAheadOnNode(DllCall& call, RemoteProcess& process,
+                                           const std::vector<BlockAhead>& ahead);
+  // Whether the debugger's `block` holds `candidate`'s AT_RANDOM bytes.
+  bool showsRandom(DllCall& call, const LocalProcess& candidate, wire::MemoryBlock::Reader block);
+  // The one candidate that `shows` the debugger's bytes, stopped, is the process (Proven,
+  // logged with `how`); none, several or a running one refuse the node.
+  void identifyOnNode(RemoteProcess& process, int rank, std::vector<LocalProcess>& candidates,
+                      const std::vector<bool>& shows, const char* how);
   void refuseNode(RemoteProcess& process, const std::string& why);
   // Whether the proved process, stopped, holds `bytes` at `address` (what the debugger `how`:
   // "read", "read ahead"); else refuses the node, saying so.

@@ -155,13 +155,25 @@ std::vector<LocalProcess> LocalProcess::withRank(int rank, const std::string& pr
 
 std::set<int> LocalProcess::ranksHere(const std::string& proc) {
   std::set<int> ranks;
+  for (const auto& [rank, addresses] : randomAddressesHere(proc)) ranks.insert(rank);
+  return ranks;
+}
+
+std::map<int, std::vector<uint64_t>> LocalProcess::randomAddressesHere(const std::string& proc) {
+  std::map<int, std::vector<uint64_t>> here;
   for (pid_t pid : thisUsersPids(proc)) {
     auto environ = slurp(procPath(proc, pid, "environ"));
     if (!environ) continue;
     std::set<int> named = ranksIn(*environ);
-    if (!named.empty() && ofThisMachine(pid, proc)) ranks.insert(named.begin(), named.end());
+    if (named.empty() || !ofThisMachine(pid, proc)) continue;
+    auto auxv = slurp(procPath(proc, pid, "auxv"));
+    uint64_t random = auxv ? atRandom(*auxv) : 0;
+    for (int rank : named) {
+      auto& addresses = here[rank];
+      if (random != 0) addresses.push_back(random);
+    }
   }
-  return ranks;
+  return here;
 }
 
 bool LocalProcess::stopped() const {

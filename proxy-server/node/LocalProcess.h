@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,6 +43,13 @@ class LocalProcess {
   // (the ranks withRank would find candidates for): what a server tells a shim that serves
   // each process from the node that runs it (openSession's nodeRanks).
   static std::set<int> ranksHere(const std::string& proc = "/proc");
+
+  // The same ranks, each with the AT_RANDOM addresses of the processes that name it (from
+  // /proc/PID/auxv; none for a process whose auxiliary vector cannot be read): where a shim
+  // reads each candidate's random bytes through its debugger before it sets the process up,
+  // so that the proof of identity needs no round trip of its own (openSession's nodeRandoms).
+  static std::map<int, std::vector<uint64_t>> randomAddressesHere(
+      const std::string& proc = "/proc");
 
   // The same facts for one pid, if it is this user's and readable; else nullopt and `why`.
   static std::optional<LocalProcess> at(pid_t pid, std::string* why,

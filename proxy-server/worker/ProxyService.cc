@@ -5,6 +5,7 @@
 #include <sys/random.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 
@@ -128,13 +129,20 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   results.setReadsOnNode(session.debugger.nodeMemory);
   results.setRefreshAheadBytes(session.debugger.refreshAheadBytes);
   if (session.debugger.nodeMemory) {
-    std::set<int> ranks = LocalProcess::ranksHere();
+    std::map<int, std::vector<uint64_t>> ranks = LocalProcess::randomAddressesHere();
     auto list = results.initNodeRanks(static_cast<unsigned>(ranks.size()));
-    unsigned i = 0;
+    size_t processes = 0;
+    for (const auto& [rank, addresses] : ranks) processes += addresses.size();
+    auto randoms = results.initNodeRandoms(static_cast<unsigned>(processes));
+    unsigned i = 0, r = 0;
     std::string named;
-    for (int rank : ranks) {
+    for (const auto& [rank, addresses] : ranks) {
       list.set(i++, rank);
       if (i <= 16) named += (i > 1 ? " " : "") + std::to_string(rank);
+      for (uint64_t address : addresses) {
+        randoms[r].setRank(rank);
+        randoms[r++].setAddress(address);
+      }
     }
     MQD_LOG(Info, "this host runs %zu MPI rank(s) of this user: %s%s", ranks.size(),
             ranks.empty() ? "none" : named.c_str(), ranks.size() > 16 ? " ..." : "");

@@ -2,11 +2,15 @@
 shows one rank in a state that is not the live one, as a replaying debugger does.
 
 `mqd-past-state INFERIOR SYMBOL SPAN` arms it: from then on, every read of that inferior's
-memory the front end makes (for the DLL, or for libmqdproxy.so) gets its bytes inverted where
-it overlaps one of two ranges: the first range of the inferior ever read (a DLL's first read
-at mqs_setup_process, the range a node server's epoch check compares), and SPAN bytes at
-SYMBOL's address. Every other byte, and every read before the command, is gdb's own.
+memory the front end makes (for the DLL, or for libmqdproxy.so) gets its bytes inverted where it
+overlaps one of two ranges: the first range of the inferior ever read but its 16 AT_RANDOM bytes
+(a DLL's first read at mqs_setup_process, or the window libmqdproxy.so reads with the set-up:
+the range a node server's epoch check compares; AT_RANDOM's are the proof of identity, which
+never change), and SPAN bytes at SYMBOL's address. Every other byte, and every read before the
+command, is gdb's own.
 `mqd-past-state` alone prints "past-state: N reads changed", and the reads made since arming."""
+import struct
+
 import gdb
 
 import mqd_gdb.memory as memory
@@ -27,9 +31,20 @@ def _invert(data, address, ranges):
     return bytes(changed) if changed else None
 
 
+def _at_random(inferior):
+    """The inferior's AT_RANDOM address, from its auxiliary vector (the ranks run here)."""
+    with open("/proc/%d/auxv" % inferior.pid, "rb") as f:
+        auxv = f.read()
+    for key, value in struct.iter_unpack("=QQ", auxv[:len(auxv) // 16 * 16]):
+        if key == 25:  # AT_RANDOM
+            return value
+    return None
+
+
 def _read(inferior, address, size):
     data = _live_read(inferior, address, size)
-    _first.setdefault(inferior.num, (address, size))
+    if inferior.num not in _first and (size != 16 or address != _at_random(inferior)):
+        _first[inferior.num] = (address, size)
     if inferior.num != _armed["inferior"]:
         return data
     _armed["reads"].append((address, size))

@@ -16,9 +16,11 @@
 #include <capnp/message.h>
 #include <kj/async.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -113,6 +115,21 @@ bool childrenAreCandidates(const Child& child, int rank) {
   CHECK(LocalProcess::withRank(rank).empty());
   return false;
 }
+
+// Two processes of the same binary and rank, each in an environment of its own: `decoy`
+// started first (listed first), then `target`, the one the tests' debugger shows.
+struct TwoOfOneRank {
+  int rank = unusedRank();
+  std::unique_ptr<Child> decoy = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  std::unique_ptr<Child> target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  // Both stopped, as a debugger's are; false (the test ends) when they cannot be candidates.
+  bool stopped() {
+    if (!childrenAreCandidates(*target, rank)) return false;
+    decoy->stop();
+    target->stop();
+    return true;
+  }
+};
 
 // The first readable mapping of `pid` (its program's first page): memory every debugger reads.
 uint64_t firstMapping(pid_t pid) {
@@ -229,21 +246,40 @@ struct Rig {
   // With `readAhead`, as the shim makes one: the windows the last epoch named
   // (nextEpochWindows) read from the debugger first and sent with the update.
   void epoch(const std::vector<uint64_t>& addresses, bool readAhead = false) {
+    std::vector<TargetMemory::Window> none;
+    run(readAhead ? host.remote().nextEpochWindows(process) : none, addresses,
+        RemoteDebugger::EpochKind::Update, std::nullopt);
+  }
+
+  // A set-up (mqs_setup_process) as the shim sends it to a server that reads on its host: the
+  // process's MPI rank, and `windows` read from the debugger ahead; the DLL then reads as in
+  // epoch().
+  void setUp(int rank, const std::vector<TargetMemory::Window>& windows,
+             const std::vector<uint64_t>& addresses) {
+    run(windows, addresses, RemoteDebugger::EpochKind::SetUp, rank);
+  }
+
+  // An epoch of `kind` with `windows` read ahead from the debugger, whose DLL reads 8 bytes at
+  // each of `addresses`, each checked against the process's memory as the debugger shows it;
+  // `rank`: the shim sent it with the call (ProcessFacts.globalRank).
+  void run(const std::vector<TargetMemory::Window>& windows,
+           const std::vector<uint64_t>& addresses, RemoteDebugger::EpochKind kind,
+           std::optional<int> rank) {
     capnp::MallocMessageBuilder message;
+    auto facts = message.initRoot<wire::ProcessFacts>();
+    if (rank) facts.initGlobalRank().setValue(*rank);
     std::vector<RemoteDebugger::BlockAhead> ahead;
-    capnp::Orphan<capnp::List<wire::MemoryBlock>> blocks;  // what `ahead` reads, kept alive
-    if (readAhead) {
-      auto windows = host.remote().nextEpochWindows(process);
-      blocks = message.getOrphanage().newOrphan<capnp::List<wire::MemoryBlock>>(
-          static_cast<unsigned>(windows.size()));
-      for (unsigned i = 0; i < windows.size(); ++i) {
-        const auto& w = windows[i];
-        debugger.answer(w.address, w.size, w.address, w.size, blocks.get()[i]);
-        ahead.push_back({w, blocks.getReader()[i]});
-      }
+    // what `ahead` reads, kept alive
+    auto blocks = message.getOrphanage().newOrphan<capnp::List<wire::MemoryBlock>>(
+        static_cast<unsigned>(windows.size()));
+    for (unsigned i = 0; i < windows.size(); ++i) {
+      const auto& w = windows[i];
+      debugger.answer(w.address, w.size, w.address, w.size, blocks.get()[i]);
+      ahead.push_back({w, blocks.getReader()[i]});
     }
     test::runAsDllCall(host, waitScope, [&](DllCall& call) {
-      host.remote().newEpoch(call, process, {}, ahead);
+      if (rank) host.remote().keepProcessFacts(process, facts.asReader());
+      host.remote().newEpoch(call, process, {}, ahead, kind);
       for (uint64_t a : addresses) {
         uint8_t got[8], truth[8];
         REQUIRE(host.remote().fetchData(call, process, a, 8, got) == 0);
@@ -323,12 +359,10 @@ TEST_CASE("LocalProcess: another user's process is never a candidate") {
 
 TEST_CASE("RemoteDebugger --node-memory: the debugger's process is proved among two of the same "
           "binary and rank, then read on the node") {
-  int rank = unusedRank();
-  auto decoy = sleepWith("OMPI_COMM_WORLD_RANK", rank);  // started first, listed first
-  auto target = sleepWith("OMPI_COMM_WORLD_RANK", rank);
-  if (!childrenAreCandidates(*target, rank)) return;
-  decoy->stop();
-  target->stop();
+  TwoOfOneRank two;
+  if (!two.stopped()) return;
+  const int rank = two.rank;
+  const auto& target = two.target;
   ProcDebugger::Script script{target->pid(), rank};
   Rig rig(script);
   uint64_t base = firstMapping(target->pid());
@@ -394,6 +428,74 @@ TEST_CASE("RemoteDebugger --node-memory: the rank sent with the set-up finds the
     CHECK(rig.host.remote().globalRank(call, rig.process) == rank);
   });
   CHECK(script.rankAsked == 1);
+}
+
+TEST_CASE("RemoteDebugger --node-memory: the proof read with the set-up, listed as the session "
+          "opened, costs no round trip") {
+  TwoOfOneRank two;
+  if (!two.stopped()) return;
+  const int rank = two.rank;
+  const auto& decoy = two.decoy;
+  const auto& target = two.target;
+  ProcDebugger::Script script{target->pid(), rank};
+  Rig rig(script);
+  uint64_t base = firstMapping(target->pid());
+  // What a node's server lists as the session opens (nodeRandoms): both, each at its address.
+  std::vector<uint64_t> randoms = LocalProcess::randomAddressesHere()[rank];
+  REQUIRE(randoms.size() == 2);
+  std::string why;
+  for (const Child* c : {decoy.get(), target.get()}) {
+    auto p = LocalProcess::at(c->pid(), &why);
+    REQUIRE_MESSAGE(p, why);
+    CHECK(std::count(randoms.begin(), randoms.end(), p->randomAddress()) == 1);
+  }
+  // Of a set-up learned, the shim reads one window with them: the set-up epoch's check.
+  auto check = rig.host.remote().imageSetUpAheadWindows({{base, 64}, {base + 0x1000, 64}});
+  REQUIRE(check.size() == 1);
+  CHECK(check[0].address == base);
+  std::vector<TargetMemory::Window> ahead = check;
+  for (uint64_t at : randoms) ahead.push_back({at, wire::AT_RANDOM_BYTES});
+
+  SUBCASE("every candidate's bytes read: proved and checked, then read on the node") {
+    rig.setUp(rank, ahead, {base, base + 0x100, base + 0x1000});
+    CHECK(rig.state() == State::Proven);
+    REQUIRE(rig.process.node.process);
+    CHECK(rig.process.node.process->pid() == target->pid());
+    CHECK(rig.process.node.checkedThisEpoch);
+    CHECK(script.fetchBlocks == 0);
+    CHECK(script.rankAsked == 0);
+    // The next epoch's check compares the window the set-up's compared, read ahead by the shim.
+    auto next = rig.host.remote().nextEpochWindows(rig.process);
+    REQUIRE(next.size() == 1);
+    CHECK(next[0].address == check[0].address);
+    CHECK(next[0].size == check[0].size);
+    rig.epoch({base + 8, base + 0x2000}, true);
+    CHECK(script.fetchBlocks == 0);
+    CHECK(rig.state() == State::Proven);
+  }
+  SUBCASE("the identity alone read ahead (nothing learned): the first read is the check") {
+    ahead.erase(ahead.begin());
+    rig.setUp(rank, ahead, {base + 0x100, base + 0x1000});
+    CHECK(rig.state() == State::Proven);
+    CHECK(script.fetchBlocks == 1);  // the check, with the DLL's first read
+    auto next = rig.host.remote().nextEpochWindows(rig.process);
+    REQUIRE(next.size() == 1);
+    CHECK(next[0].address == base + 0x100);
+  }
+  SUBCASE("a candidate's bytes not read (it started after the session opened): proved as ever") {
+    ahead.pop_back();
+    rig.setUp(rank, ahead, {base + 0x100});
+    CHECK(rig.state() == State::Proven);
+    CHECK(rig.process.node.process->pid() == target->pid());
+    CHECK(script.fetchBlocks == 1);  // the proof and the first read: one round trip
+  }
+  SUBCASE("the debugger shows another state at the check read ahead: refused") {
+    script.tamperAt = base;
+    script.tamperReads = 1;  // from this read on
+    rig.setUp(rank, ahead, {base + 0x100});
+    CHECK(rig.state() == State::Refused);
+    CHECK(script.fetchBlocks == 1);  // the DLL's read, from the debugger
+  }
 }
 
 TEST_CASE("RemoteDebugger --node-memory: without a proof, the debugger answers every miss") {
