@@ -155,7 +155,7 @@ void MqsClient::connect() {
   refreshAhead_.setRequestBytes(opened.refreshAheadBytes);
   nodeRanks_ = std::move(opened.nodeRanks);
   std::sort(nodeRanks_.begin(), nodeRanks_.end());  // searched (NodeRouter): whatever was sent
-  nodeRandoms_ = std::move(opened.nodeRandoms);
+  nodeProcesses_ = std::move(opened.nodeProcesses);
   openLearnedLookups();
   records_.open(config_, dll_, opened.takesInfoTokens);
 }
@@ -671,8 +671,9 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   // them during its set-up, two round trips a process otherwise.
   // A server that reads on its host gets the rank too, which it needs to find the process
   // there (ProcessFacts.globalRank): one callback round trip less per process; and the
-  // debugger's bytes at the AT_RANDOM address of each process of that rank there, its proof
-  // of identity, with them the one callback its set-up would otherwise make.
+  // debugger's bytes at the AT_RANDOM address and at the stack pointer of each process of that
+  // rank there, its proof of identity and the set-up epoch's check: the one callback its
+  // set-up would otherwise make.
   std::optional<ProcessFacts> facts;
   std::vector<ReadAhead> ahead;  // what earlier set-ups of processes of its image read
   if (config_.cache == wire::CachePolicy::EPOCH) {
@@ -681,9 +682,12 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
     if (const std::vector<Window>* image = imageSetUpAhead_.find(facts->image)) named = *image;
     if (serverReadsOnNode_) {
       facts->globalRank = side_.getGlobalRank(token);
-      auto randoms = nodeRandoms_.find(*facts->globalRank);
-      if (randoms != nodeRandoms_.end()) {
-        for (uint64_t at : randoms->second) named.push_back({at, wire::AT_RANDOM_BYTES});
+      auto here = nodeProcesses_.find(*facts->globalRank);
+      if (here != nodeProcesses_.end()) {
+        for (const NodeProcess& p : here->second) {
+          named.push_back({p.random, wire::AT_RANDOM_BYTES});
+          if (p.stack != 0) named.push_back({p.stack, wire::STACK_CHECK_BYTES});
+        }
         std::sort(named.begin(), named.end(),
                   [](const Window& a, const Window& b) { return a.address < b.address; });
       }

@@ -200,8 +200,8 @@ class MqsClient {
   CommunicatorUpdates updates_{link_, side_, refreshAhead_, counters_, config_};
   bool serverReadsOnNode_ = false;  // the session's server reads targets on its host
   std::vector<int> nodeRanks_;      // with it: the ranks its host runs (nodeRanks())
-  // with it: by rank, where its processes there keep their AT_RANDOM bytes (sendSetupProcess)
-  std::map<int, std::vector<uint64_t>> nodeRandoms_;
+  // with it: by rank, where its processes there are read with their set-up (sendSetupProcess)
+  std::map<int, std::vector<NodeProcess>> nodeProcesses_;
   std::string serverGiven_;         // the constructor's `server`
   std::unordered_map<int, char*> proxyErrorText_;
   // Missing entry points already logged (report). Touched only for MQD_PROXY_ERR_NO_ENTRY_POINT,

@@ -40,7 +40,7 @@ SessionLink::Opened SessionLink::open(DebuggerSide& side, SessionRecorder* recor
     opened.takesInfoTokens = connection_->takesInfoTokens();
     opened.readsOnNode = connection_->readsOnNode();
     opened.nodeRanks = connection_->nodeRanks();
-    opened.nodeRandoms = connection_->nodeRandoms();
+    opened.nodeProcesses = connection_->nodeProcesses();
     opened.refreshAheadBytes = connection_->refreshAheadBytes();
     compress_ = connection_->compress();
     ticket_ = connection_->ticket();

@@ -94,8 +94,8 @@ class SessionLink {
     bool takesInfoTokens = false;
     bool readsOnNode = false;
     std::vector<int> nodeRanks;  // with readsOnNode: the ranks the server's host runs
-    // with readsOnNode: by rank, the AT_RANDOM addresses of its processes on that host
-    std::map<int, std::vector<uint64_t>> nodeRandoms;
+    // with readsOnNode: by rank, its processes on that host
+    std::map<int, std::vector<NodeProcess>> nodeProcesses;
     uint32_t refreshAheadBytes = 0;  // the most others one update carries (0: not said)
   };
   // A new connection and session (the old one, if any, is dropped), serving `side`'s callbacks

@@ -69,8 +69,13 @@ const firstChosenInfoToken :UInt64 = 0x80000000;
 # pointers.
 
 const atRandomBytes :UInt32 = 16;
-# The random bytes the kernel puts at a process's AT_RANDOM address (NodeRandom): what the shim
-# reads there, and what a server compares with the process on its host.
+# The random bytes the kernel puts at a process's AT_RANDOM address (NodeProcess): what the
+# shim reads there, and what a server compares with the process on its host.
+
+const stackCheckBytes :UInt32 = 64;
+# The bytes a shim reads at a process's stack pointer (NodeProcess.stack) as it sets the process
+# up: the set-up epoch's check, the innermost frame of the stopped thread, which another state
+# of the process (a replay at another point) shows otherwise.
 
 # ---------------------------------------------------------------------------------------------
 # Values
@@ -393,11 +398,14 @@ struct MemoryWindow {
   size @1 :UInt32;
 }
 
-struct NodeRandom {
-  # A process of a server's host that names MPI rank `rank` in its environment, and the address
-  # of its 16 AT_RANDOM bytes (openSession's nodeRandoms).
+struct NodeProcess {
+  # A process of a server's host that names MPI rank `rank` in its environment
+  # (openSession's nodeProcesses).
   rank @0 :Int32;
-  address @1 :UInt64;
+  random @1 :UInt64;  # the address of its atRandomBytes AT_RANDOM bytes
+  stack @2 :UInt64;
+  # Its main thread's stack pointer as the session opened, where the set-up epoch's check reads
+  # stackCheckBytes; 0: not known (the thread ran, or an older server).
 }
 
 struct LinkTimings {
@@ -575,7 +583,7 @@ interface Proxy {
   openSession @1 (options :SessionOptions, debugger :Debugger)
       -> (session :Session, dll :DllDescription, ticket :SessionTicket, failure :Failure,
           takesInfoTokens :Bool, readsOnNode :Bool, nodeRanks :List(Int32),
-          refreshAheadBytes :UInt32, nodeRandoms :List(NodeRandom));
+          refreshAheadBytes :UInt32, nodeProcesses :List(NodeProcess));
   # Loads the chosen DLL (only one from the allow-list) and returns a session bound to this
   # connection. One session per connection. `ticket` names the session for postMortem.
   # A refusal (another protocol version, a DLL not allowed or that cannot be loaded, a second
@@ -589,9 +597,10 @@ interface Proxy {
   # process from the one node that has its rank
   # (docs/round-trips.md, "A server on every node"). Listed as the session opens; a process
   # started later is not in it.
-  # nodeRandoms: with readsOnNode, where each of those processes keeps its AT_RANDOM bytes: the
-  # shim reads them through the debugger as it sets up a process of that rank and sends them
-  # ahead (setupProcess' ahead and blocks), the proof of identity without a callback
+  # nodeProcesses: with readsOnNode, where each of those processes keeps its AT_RANDOM bytes
+  # and its stack: the shim reads both through the debugger as it sets up a process of that
+  # rank and sends them ahead (setupProcess' ahead and blocks), the proof of identity and the
+  # set-up epoch's check without a callback
   # (docs/round-trips.md, "Reading the target on its node"). Absent from an older server.
   # refreshAheadBytes: the most target memory of other processes the session takes in one
   # updateCommunicatorList (its `others`), from maxRefreshAheadBytes to refreshAheadBytesCeiling

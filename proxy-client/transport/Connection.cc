@@ -463,8 +463,8 @@ kj::Promise<Connected> Connection::open(kj::AsyncIoContext& io, const ClientConf
           c->readsOnNode_ = response.getReadsOnNode();
           c->refreshAheadBytes_ = response.getRefreshAheadBytes();
           for (int rank : response.getNodeRanks()) c->nodeRanks_.push_back(rank);
-          for (auto r : response.getNodeRandoms()) {
-            c->nodeRandoms_[r.getRank()].push_back(r.getAddress());
+          for (auto p : response.getNodeProcesses()) {
+            c->nodeProcesses_[p.getRank()].push_back({p.getRandom(), p.getStack()});
           }
           if (recorder != nullptr) {
             c->session_ = recorder->sessionOpened(c->endpoint_, *asked, d,

@@ -62,6 +62,13 @@ struct SessionTicket {
   uint64_t key = 0;  // 0: the server gave none (no post-mortem possible)
 };
 
+// A process of a server's host that reads on its node, listed as the session opened
+// (openSession's nodeProcesses): where the shim reads it through the debugger as it sets it up.
+struct NodeProcess {
+  uint64_t random = 0;  // its AT_RANDOM bytes' address: the proof of identity
+  uint64_t stack = 0;   // its stack pointer (0: not known): the set-up epoch's check
+};
+
 class Connection;
 
 // The end of connecting: the connection, or the failure that says why there is none (its code
@@ -122,8 +129,8 @@ class Connection {
   uint32_t refreshAheadBytes() const { return refreshAheadBytes_; }
   // With readsOnNode: the MPI ranks the server's host runs (openSession's nodeRanks).
   const std::vector<int>& nodeRanks() const { return nodeRanks_; }
-  // With readsOnNode: by rank, the AT_RANDOM addresses of its processes there (nodeRandoms).
-  const std::map<int, std::vector<uint64_t>>& nodeRandoms() const { return nodeRandoms_; }
+  // With readsOnNode: by rank, its processes there (nodeProcesses).
+  const std::map<int, std::vector<NodeProcess>>& nodeProcesses() const { return nodeProcesses_; }
   // Whether bulk payloads travel zstd-compressed on this connection.
   bool compress() const { return compress_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -173,7 +180,7 @@ class Connection {
   bool readsOnNode_ = false;
   uint32_t refreshAheadBytes_ = 0;
   std::vector<int> nodeRanks_;
-  std::map<int, std::vector<uint64_t>> nodeRandoms_;
+  std::map<int, std::vector<NodeProcess>> nodeProcesses_;
   bool compress_ = false;
   StdioProcess* stdio_ = nullptr;  // owned by stream_ (ssh:// and slurm: only)
   std::deque<std::shared_ptr<PendingCall>> calls_;

@@ -531,24 +531,45 @@ std::vector<RemoteDebugger::BlockAhead> RemoteDebugger::proveAheadOnNode(
   std::vector<LocalProcess> candidates = LocalProcess::withRank(rank);
   // Each candidate's bytes must have come (a process started since the session opened was
   // listed to no shim): else the proof is made the usual way, at the set-up's first read.
+  // Beside them, each candidate's stack window as the session's opening listed it: the
+  // proved one's is this epoch's check, the others' nobody's (another process's memory).
   std::vector<bool> shows(candidates.size()), sent(candidates.size());
+  std::vector<const BlockAhead*> stacks(candidates.size(), nullptr);
+  using Window = TargetMemory::Window;
+  auto listedStack = [this](const LocalProcess& candidate) -> std::optional<Window> {
+    auto listed = options_.listedStacks.find(candidate.pid());
+    if (listed == options_.listedStacks.end() || listed->second == 0) return std::nullopt;
+    return Window{listed->second, wire::STACK_CHECK_BYTES};
+  };
   std::vector<BlockAhead> rest;
   for (const BlockAhead& a : ahead) {
-    bool identity = false;
+    bool theirs = false;
     for (size_t i = 0; i < candidates.size(); ++i) {
+      auto stack = listedStack(candidates[i]);
+      if (stack && a.window.address == stack->address && a.window.size == stack->size) {
+        theirs = true;
+        stacks[i] = &a;
+      }
       if (a.window.address != candidates[i].randomAddress() ||
           a.window.size != wire::AT_RANDOM_BYTES) {
         continue;
       }
-      identity = sent[i] = true;
+      theirs = sent[i] = true;
       shows[i] = showsRandom(call, candidates[i], a.block);
     }
-    if (!identity) rest.push_back(a);
+    if (!theirs) rest.push_back(a);
   }
   if (candidates.empty() || std::find(sent.begin(), sent.end(), false) != sent.end()) {
     return ahead;
   }
-  identifyOnNode(process, rank, candidates, shows, ", read with the set-up");
+  // The one that shows them, if one does, is proved (identifyOnNode); its stack is the check.
+  auto shown = std::find(shows.begin(), shows.end(), true);
+  const BlockAhead* stack =
+      shown == shows.end() ? nullptr : stacks[static_cast<size_t>(shown - shows.begin())];
+  identifyOnNode(process, rank, candidates, shows,
+                 stack != nullptr ? ", read with the set-up with its stack's top"
+                                  : ", read with the set-up");
+  if (process.node.proven() && stack != nullptr) rest.insert(rest.begin(), *stack);
   return rest;
 }
 
@@ -796,10 +817,13 @@ std::vector<TargetMemory::Window> RemoteDebugger::setUpAheadWindows(
 
 std::vector<TargetMemory::Window> RemoteDebugger::imageSetUpAheadWindows(
     const std::vector<TargetMemory::Window>& learnedSetUp) const {
-  if (options_.policy != wire::CachePolicy::EPOCH || learnedSetUp.empty()) return {};
-  // On its node a process proved is read there: of its set-up, only the set-up epoch's check,
-  // one window, is read through the debugger, ahead, with the proof of its identity.
-  if (options_.nodeMemory) return blocksAheadBound({learnedSetUp.front()});
+  // On its node a process proved is read there: of its set-up, only the set-up epoch's check
+  // is read through the debugger, with the proof of its identity, at the stack pointer the
+  // session's opening listed (openSession's nodeProcesses).
+  if (options_.policy != wire::CachePolicy::EPOCH || learnedSetUp.empty() ||
+      options_.nodeMemory) {
+    return {};
+  }
   return blocksAheadBound(learnedSetUp);
 }
 

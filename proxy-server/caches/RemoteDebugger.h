@@ -22,6 +22,8 @@
 // for the debugger, a request or a notification, and never for an answer from a cache.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,6 +60,10 @@ class RemoteDebugger {
     // The most memory of other processes one update may carry to be refreshed ahead
     // (openSession's refreshAheadBytes: refreshAheadBytesFor).
     uint32_t refreshAheadBytes = wire::MAX_REFRESH_AHEAD_BYTES;
+    // With nodeMemory: the processes of this host listed as the session opened (openSession's
+    // nodeProcesses), by pid, each with its stack pointer then (0: not known): whose stack a
+    // window the shim read with a set-up is (proveAheadOnNode).
+    std::map<pid_t, uint64_t> listedStacks;
   };
 
   RemoteDebugger(wire::Debugger::Client client, Options options);
@@ -143,8 +149,8 @@ class RemoteDebugger {
       const RemoteProcess& process, const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // For an image's reply: of `learnedSetUp` (what an earlier session's set-up of a process of
   // it read), what a set-up of one may take with it, bounded as nextEpochWindows; none unless
-  // in the epoch policy. With --node-memory only its first window: a process proved on its
-  // node is read there, and that window, read with the set-up, is the set-up epoch's check.
+  // in the epoch policy. None with --node-memory: a process proved on its node is read there,
+  // and the set-up epoch's check is its stack's window, read with its proof (proveAheadOnNode).
   std::vector<TargetMemory::Window> imageSetUpAheadWindows(
       const std::vector<TargetMemory::Window>& learnedSetUp) const;
   // Nothing learned of `image`'s set-ups and no other process set up to be moved from (a job
@@ -265,11 +271,14 @@ class RemoteDebugger {
   //     LocalProcess::withRank); the debugger reads each candidate's AT_RANDOM address, and
   //     exactly one candidate's 16 random bytes must be what the debugger read there. The
   //     shim reads them with the set-up's request when the session's opening listed every
-  //     candidate (openSession's nodeRandoms; proveAheadOnNode), else the set-up's first
+  //     candidate (openSession's nodeProcesses; proveAheadOnNode), else the set-up's first
   //     missed read asks for them (proveOnNode).
   //   * State, once per epoch: every thread of the process is stopped, and the epoch's first
   //     missed read is asked of the debugger (the DLL gets the debugger's answer) and must
-  //     equal the same bytes read on the node. From the second epoch on, the shim reads the
+  //     equal the same bytes read on the node. At the set-up, the window at the process's
+  //     stack pointer the shim read with it, as listed, is compared instead when it came
+  //     (proveAheadOnNode), and then at every later epoch. From the second epoch on, the shim
+  //     reads the
   //     range the last check compared at the update's start (nextEpochWindows), and those
   //     bytes, the debugger's at this very update, are compared instead (checkAheadOnNode):
   //     no round trip; or the shim compares them itself with the node's, which this epoch
@@ -285,8 +294,9 @@ class RemoteDebugger {
   std::optional<int> proveOnNode(DllCall& call, RemoteProcess& process, uint64_t address,
                                  uint32_t size, void* buf);
   // The set-up's proof of identity from the blocks the shim read ahead with it, when they
-  // hold every candidate's AT_RANDOM bytes; returns the blocks that are not those (this
-  // epoch's check), or all of `ahead` when the proof is left to proveOnNode.
+  // hold every candidate's AT_RANDOM bytes; returns this epoch's check: the proved process's
+  // stack window (listedStacks) first, then the blocks that are no candidate's AT_RANDOM
+  // bytes or stack; or all of `ahead` when the proof is left to proveOnNode.
   std::vector<BlockAhead> proveAheadOnNode(DllCall& call, RemoteProcess& process,
                                            const std::vector<BlockAhead>& ahead);
   // Whether the debugger's `block` holds `candidate`'s AT_RANDOM bytes.

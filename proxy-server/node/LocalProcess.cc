@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace mqd::server {
 namespace {
@@ -88,6 +90,24 @@ uint64_t atRandom(const std::string& auxv) {
   return 0;
 }
 
+// The stack pointer /proc/PID/syscall shows for a thread that does not run: the next to last
+// of its words ("-1 SP PC" out of a system call, "NR ARGS... SP PC" in one); 0 for a thread
+// that runs ("running") or a file that cannot be read.
+uint64_t stackPointer(const std::string& path) {
+  auto text = slurp(path);
+  if (!text) return 0;
+  std::istringstream in(*text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  if (words.size() < 3 || words[words.size() - 2].compare(0, 2, "0x") != 0) return 0;
+  const std::string& sp = words[words.size() - 2];
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(sp.c_str() + 2, &end, 16);
+  if (errno != 0 || end == sp.c_str() + 2 || *end != '\0') return 0;
+  return value;
+}
+
 // What says which machine an ELF file is for: its class, byte order and e_machine. Empty if
 // the file cannot be read or is no ELF file.
 std::string elfMachine(const std::string& path) {
@@ -155,22 +175,24 @@ std::vector<LocalProcess> LocalProcess::withRank(int rank, const std::string& pr
 
 std::set<int> LocalProcess::ranksHere(const std::string& proc) {
   std::set<int> ranks;
-  for (const auto& [rank, addresses] : randomAddressesHere(proc)) ranks.insert(rank);
+  for (const auto& [rank, addresses] : proofAddressesHere(proc)) ranks.insert(rank);
   return ranks;
 }
 
-std::map<int, std::vector<uint64_t>> LocalProcess::randomAddressesHere(const std::string& proc) {
-  std::map<int, std::vector<uint64_t>> here;
+std::map<int, std::vector<LocalProcess::ProofAddresses>> LocalProcess::proofAddressesHere(
+    const std::string& proc) {
+  std::map<int, std::vector<ProofAddresses>> here;
   for (pid_t pid : thisUsersPids(proc)) {
     auto environ = slurp(procPath(proc, pid, "environ"));
     if (!environ) continue;
     std::set<int> named = ranksIn(*environ);
     if (named.empty() || !ofThisMachine(pid, proc)) continue;
     auto auxv = slurp(procPath(proc, pid, "auxv"));
-    uint64_t random = auxv ? atRandom(*auxv) : 0;
+    ProofAddresses at{pid, auxv ? atRandom(*auxv) : 0,
+                      stackPointer(procPath(proc, pid, "syscall"))};
     for (int rank : named) {
       auto& addresses = here[rank];
-      if (random != 0) addresses.push_back(random);
+      if (at.random != 0) addresses.push_back(at);
     }
   }
   return here;

@@ -44,11 +44,19 @@ class LocalProcess {
   // each process from the node that runs it (openSession's nodeRanks).
   static std::set<int> ranksHere(const std::string& proc = "/proc");
 
-  // The same ranks, each with the AT_RANDOM addresses of the processes that name it (from
-  // /proc/PID/auxv; none for a process whose auxiliary vector cannot be read): where a shim
-  // reads each candidate's random bytes through its debugger before it sets the process up,
-  // so that the proof of identity needs no round trip of its own (openSession's nodeRandoms).
-  static std::map<int, std::vector<uint64_t>> randomAddressesHere(
+  // Where a shim reads a process through its debugger as it sets it up: the AT_RANDOM bytes,
+  // the proof of identity, and its main thread's stack pointer, the set-up epoch's check (0:
+  // not known, the thread running).
+  struct ProofAddresses {
+    pid_t pid = 0;
+    uint64_t random = 0;
+    uint64_t stack = 0;
+  };
+
+  // The same ranks, each with the ProofAddresses of the processes that name it (none for a
+  // process whose auxiliary vector cannot be read): read before the process is set up, they
+  // spare its set-up a round trip of its own (openSession's nodeProcesses).
+  static std::map<int, std::vector<ProofAddresses>> proofAddressesHere(
       const std::string& proc = "/proc");
 
   // The same facts for one pid, if it is this user's and readable; else nullopt and `why`.

@@ -129,19 +129,23 @@ kj::Promise<void> ProxyService::openSession(OpenSessionContext context) {
   results.setReadsOnNode(session.debugger.nodeMemory);
   results.setRefreshAheadBytes(session.debugger.refreshAheadBytes);
   if (session.debugger.nodeMemory) {
-    std::map<int, std::vector<uint64_t>> ranks = LocalProcess::randomAddressesHere();
+    std::map<int, std::vector<LocalProcess::ProofAddresses>> ranks =
+        LocalProcess::proofAddressesHere();
     auto list = results.initNodeRanks(static_cast<unsigned>(ranks.size()));
-    size_t processes = 0;
-    for (const auto& [rank, addresses] : ranks) processes += addresses.size();
-    auto randoms = results.initNodeRandoms(static_cast<unsigned>(processes));
-    unsigned i = 0, r = 0;
+    size_t count = 0;
+    for (const auto& [rank, addresses] : ranks) count += addresses.size();
+    auto processes = results.initNodeProcesses(static_cast<unsigned>(count));
+    unsigned i = 0, p = 0;
     std::string named;
     for (const auto& [rank, addresses] : ranks) {
       list.set(i++, rank);
       if (i <= 16) named += (i > 1 ? " " : "") + std::to_string(rank);
-      for (uint64_t address : addresses) {
-        randoms[r].setRank(rank);
-        randoms[r++].setAddress(address);
+      for (const LocalProcess::ProofAddresses& at : addresses) {
+        auto process = processes[p++];
+        process.setRank(rank);
+        process.setRandom(at.random);
+        process.setStack(at.stack);
+        session.debugger.listedStacks[at.pid] = at.stack;
       }
     }
     MQD_LOG(Info, "this host runs %zu MPI rank(s) of this user: %s%s", ranks.size(),

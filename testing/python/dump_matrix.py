@@ -154,12 +154,14 @@ class DumpMatrix:
                      % (pid, proved.count(pid), self.node_runs, self.node_log)
                      for pid in self.pids if proved.count(pid) != self.node_runs]
         # Each proof from the AT_RANDOM bytes the shim read with the set-up, as the session's
-        # opening listed them: no round trip of its own.
-        ahead = re.findall(r"memory read on this host, from pid \d+ \(.*, read with the set-up\)",
-                           log)
+        # opening listed them, and its check from the top of the stack read with them: no
+        # round trip of its own.
+        ahead = re.findall(r"memory read on this host, from pid \d+ \(.*, read with the set-up "
+                           r"with its stack's top\)", log)
         if len(ahead) != len(proved):
-            problems.append("node: %d of the %d proofs made from the bytes read with the set-up, "
-                            "not all: see %s" % (len(ahead), len(proved), self.node_log))
+            problems.append("node: %d of the %d proofs made and checked from the bytes read "
+                            "with the set-up, not all: see %s"
+                            % (len(ahead), len(proved), self.node_log))
         # Every update of a rank read on the node (the set-up proved it): its epoch check made
         # while the update travelled, and the node's bytes the debugger's (docs/round-trips.md,
         # "Reading the target on its node").

@@ -31,7 +31,7 @@ from mpi_job import Job  # noqa: E402
 from scratch import tear_down  # noqa: E402
 from servers import Server  # noqa: E402
 
-# What rank 0 is shown otherwise, besides the range the node server's check compares: Open
+# What rank 0 is shown otherwise, besides the top of its stack (past_state.py): Open
 # MPI's table of communicators (opal_pointer_array_t), which the DLL reads first at every
 # mqs_update_communicator_list.
 CHANGED = ("ompi_mpi_communicators", 256)

@@ -3,20 +3,16 @@ shows one rank in a state that is not the live one, as a replaying debugger does
 
 `mqd-past-state INFERIOR SYMBOL SPAN` arms it: from then on, every read of that inferior's
 memory the front end makes (for the DLL, or for libmqdproxy.so) gets its bytes inverted where it
-overlaps one of two ranges: the first range of the inferior ever read but its 16 AT_RANDOM bytes
-(a DLL's first read at mqs_setup_process, or the window libmqdproxy.so reads with the set-up:
-the range a node server's epoch check compares; AT_RANDOM's are the proof of identity, which
-never change), and SPAN bytes at SYMBOL's address. Every other byte, and every read before the
-command, is gdb's own.
+overlaps one of two ranges: the 64 bytes at its main thread's stack pointer (the innermost
+frame, which a replay stopped at another point shows otherwise), and SPAN bytes at SYMBOL's
+address. Every other byte, and every read before the command, is gdb's own.
 `mqd-past-state` alone prints "past-state: N reads changed", and the reads made since arming."""
-import struct
-
 import gdb
 
 import mqd_gdb.memory as memory
 
+STACK_BYTES = 64  # what a replay elsewhere shows otherwise, from the stack pointer up
 _live_read = memory.read
-_first = {}  # inferior number -> (address, size) of its first read
 _armed = {"inferior": None, "ranges": [], "changed": 0, "reads": []}
 
 
@@ -31,20 +27,20 @@ def _invert(data, address, ranges):
     return bytes(changed) if changed else None
 
 
-def _at_random(inferior):
-    """The inferior's AT_RANDOM address, from its auxiliary vector (the ranks run here)."""
-    with open("/proc/%d/auxv" % inferior.pid, "rb") as f:
-        auxv = f.read()
-    for key, value in struct.iter_unpack("=QQ", auxv[:len(auxv) // 16 * 16]):
-        if key == 25:  # AT_RANDOM
-            return value
-    return None
+def _stack_pointer():
+    """The selected inferior's main thread's stack pointer (its LWP is the process's pid)."""
+    inferior = gdb.selected_inferior()
+    current = gdb.selected_thread()
+    main = [t for t in inferior.threads() if t.ptid[1] == inferior.pid]
+    main[0].switch()
+    sp = int(gdb.parse_and_eval("(unsigned long) $sp"))
+    if current is not None and current.inferior == inferior:
+        current.switch()
+    return sp
 
 
 def _read(inferior, address, size):
     data = _live_read(inferior, address, size)
-    if inferior.num not in _first and (size != 16 or address != _at_random(inferior)):
-        _first[inferior.num] = (address, size)
     if inferior.num != _armed["inferior"]:
         return data
     _armed["reads"].append((address, size))
@@ -72,8 +68,9 @@ class PastState(gdb.Command):
             user = gdb.selected_inferior().num
             gdb.execute("inferior %d" % number, to_string=True)
             at = int(gdb.parse_and_eval("(unsigned long) &%s" % symbol))
+            sp = _stack_pointer()
             gdb.execute("inferior %d" % user, to_string=True)
-            _armed.update(inferior=number, ranges=[_first[number], (at, span)])
+            _armed.update(inferior=number, ranges=[(sp, STACK_BYTES), (at, span)])
             print("past-state: inferior %d changed at %s" % (
                 number, " ".join("0x%x+%d" % r for r in _armed["ranges"])))
             return

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -139,6 +140,19 @@ uint64_t firstMapping(pid_t pid) {
   return std::stoull(line.substr(0, line.find('-')), nullptr, 16);
 }
 
+// Whether `address` lies in the main thread's stack of `pid` (its "[stack]" mapping).
+bool inStack(pid_t pid, uint64_t address) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.size() < 7 || line.compare(line.size() - 7, 7, "[stack]") != 0) continue;
+    size_t dash = line.find('-');
+    uint64_t low = std::stoull(line.substr(0, dash), nullptr, 16);
+    uint64_t high = std::stoull(line.substr(dash + 1), nullptr, 16);
+    return address >= low && address + wire::STACK_CHECK_BYTES <= high;
+  }
+  return false;
+}
+
 // A debugger of a real process: reads its memory through /proc/PID/mem, as gdbserver does,
 // and gives `rank` as its MPI rank. `tamperAt` (if set) answers the 8 bytes there inverted,
 // from the second time on, as a debugger showing another state would. `randomUnreadable`:
@@ -226,18 +240,20 @@ struct Rig {
   RemoteProcess& process;
   kj::AutoCloseFd mem;  // the truth: the process's memory, read here directly
 
-  static RemoteDebugger::Options options() {
+  static RemoteDebugger::Options options(std::map<pid_t, uint64_t> listedStacks) {
     RemoteDebugger::Options o;
     o.policy = wire::CachePolicy::EPOCH;
     o.nodeMemory = true;
     o.aroundBytes = 0;  // pinned: what is asked of the debugger never depends on timings
+    o.listedStacks = std::move(listedStacks);
     return o;
   }
 
-  explicit Rig(ProcDebugger::Script& s)
+  // `listedStacks`: what the session's opening listed (openSession's nodeProcesses).
+  explicit Rig(ProcDebugger::Script& s, std::map<pid_t, uint64_t> listedStacks = {})
       : script(s),
         debugger(s),
-        host(kj::heap<ProcDebugger>(s), options()),
+        host(kj::heap<ProcDebugger>(s), options(std::move(listedStacks))),
         process(host.objects().process(7)),
         mem(::open(("/proc/" + std::to_string(s.pid) + "/mem").c_str(), O_RDONLY)) {}
 
@@ -342,6 +358,22 @@ TEST_CASE("LocalProcess::withRank: this user's processes with the rank in their 
   CHECK(running->stopped());
 }
 
+TEST_CASE("LocalProcess::proofAddressesHere: the stack pointer of a thread that waits, none of "
+          "one that runs") {
+  int rank = unusedRank();
+  auto waiting = sleepWith("OMPI_COMM_WORLD_RANK", rank);
+  Child running({"/bin/sh", "-c", "while :; do :; done"}, {"PMI_RANK=" + std::to_string(rank)});
+  if (!childrenAreCandidates(*waiting, rank)) return;
+  std::vector<LocalProcess::ProofAddresses> listed = LocalProcess::proofAddressesHere()[rank];
+  REQUIRE(listed.size() == 2);
+  for (const auto& at : listed) {
+    CHECK(at.random != 0);
+    if (at.pid == waiting->pid()) CHECK(inStack(at.pid, at.stack));  // in nanosleep
+    if (at.pid == running.pid()) CHECK(at.stack == 0);  // /proc/PID/syscall: "running"
+  }
+  CHECK(listed[0].pid != listed[1].pid);
+}
+
 TEST_CASE("LocalProcess: another user's process is never a candidate") {
   std::unique_ptr<Child> foreign;
   pid_t pid = 1;  // without root, init is another user's
@@ -430,33 +462,46 @@ TEST_CASE("RemoteDebugger --node-memory: the rank sent with the set-up finds the
   CHECK(script.rankAsked == 1);
 }
 
-TEST_CASE("RemoteDebugger --node-memory: the proof read with the set-up, listed as the session "
-          "opened, costs no round trip") {
+TEST_CASE("RemoteDebugger --node-memory: the proof and the check read with the set-up, listed "
+          "as the session opened, cost no round trip") {
   TwoOfOneRank two;
   if (!two.stopped()) return;
   const int rank = two.rank;
   const auto& decoy = two.decoy;
   const auto& target = two.target;
-  ProcDebugger::Script script{target->pid(), rank};
-  Rig rig(script);
-  uint64_t base = firstMapping(target->pid());
-  // What a node's server lists as the session opens (nodeRandoms): both, each at its address.
-  std::vector<uint64_t> randoms = LocalProcess::randomAddressesHere()[rank];
-  REQUIRE(randoms.size() == 2);
+  // What a node's server lists as the session opens (nodeProcesses): both, each with its
+  // AT_RANDOM address and its stack pointer, inside its stack.
+  std::vector<LocalProcess::ProofAddresses> listed = LocalProcess::proofAddressesHere()[rank];
+  REQUIRE(listed.size() == 2);
+  std::map<pid_t, uint64_t> stacks;
+  std::vector<TargetMemory::Window> ahead;
   std::string why;
   for (const Child* c : {decoy.get(), target.get()}) {
     auto p = LocalProcess::at(c->pid(), &why);
     REQUIRE_MESSAGE(p, why);
-    CHECK(std::count(randoms.begin(), randoms.end(), p->randomAddress()) == 1);
+    auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& a) {
+      return a.pid == c->pid();
+    });
+    REQUIRE(it != listed.end());
+    CHECK(it->random == p->randomAddress());
+    CHECK(inStack(c->pid(), it->stack));
+    stacks[it->pid] = it->stack;
+    ahead.push_back({it->random, wire::AT_RANDOM_BYTES});
+    ahead.push_back({it->stack, wire::STACK_CHECK_BYTES});
   }
-  // Of a set-up learned, the shim reads one window with them: the set-up epoch's check.
-  auto check = rig.host.remote().imageSetUpAheadWindows({{base, 64}, {base + 0x1000, 64}});
-  REQUIRE(check.size() == 1);
-  CHECK(check[0].address == base);
-  std::vector<TargetMemory::Window> ahead = check;
-  for (uint64_t at : randoms) ahead.push_back({at, wire::AT_RANDOM_BYTES});
+  std::sort(ahead.begin(), ahead.end(), [](const TargetMemory::Window& a,
+                                           const TargetMemory::Window& b) {
+    return a.address < b.address;
+  });
+  ProcDebugger::Script script{target->pid(), rank};
+  Rig rig(script, stacks);
+  uint64_t base = firstMapping(target->pid());
+  const uint64_t targetStack = stacks[target->pid()];
+  // Nothing of an image's earlier set-ups is read with it: the stack is the check.
+  CHECK(rig.host.remote().imageSetUpAheadWindows({{base, 64}, {base + 0x1000, 64}}).empty());
 
-  SUBCASE("every candidate's bytes read: proved and checked, then read on the node") {
+  SUBCASE("every candidate's bytes read: proved and checked at its stack, then read on the "
+          "node; the decoy's stack compared with nothing") {
     rig.setUp(rank, ahead, {base, base + 0x100, base + 0x1000});
     CHECK(rig.state() == State::Proven);
     REQUIRE(rig.process.node.process);
@@ -464,17 +509,22 @@ TEST_CASE("RemoteDebugger --node-memory: the proof read with the set-up, listed 
     CHECK(rig.process.node.checkedThisEpoch);
     CHECK(script.fetchBlocks == 0);
     CHECK(script.rankAsked == 0);
-    // The next epoch's check compares the window the set-up's compared, read ahead by the shim.
+    // The next epoch's check compares the stack's window again, read ahead by the shim.
     auto next = rig.host.remote().nextEpochWindows(rig.process);
     REQUIRE(next.size() == 1);
-    CHECK(next[0].address == check[0].address);
-    CHECK(next[0].size == check[0].size);
+    CHECK(next[0].address == targetStack);
+    CHECK(next[0].size == wire::STACK_CHECK_BYTES);
     rig.epoch({base + 8, base + 0x2000}, true);
     CHECK(script.fetchBlocks == 0);
     CHECK(rig.state() == State::Proven);
   }
-  SUBCASE("the identity alone read ahead (nothing learned): the first read is the check") {
-    ahead.erase(ahead.begin());
+  SUBCASE("no stack read with it (its thread ran as the session opened, or an older shim): "
+          "the first read is the check") {
+    ahead.erase(std::remove_if(ahead.begin(), ahead.end(),
+                               [](const TargetMemory::Window& w) {
+                                 return w.size == wire::STACK_CHECK_BYTES;
+                               }),
+                ahead.end());
     rig.setUp(rank, ahead, {base + 0x100, base + 0x1000});
     CHECK(rig.state() == State::Proven);
     CHECK(script.fetchBlocks == 1);  // the check, with the DLL's first read
@@ -483,14 +533,17 @@ TEST_CASE("RemoteDebugger --node-memory: the proof read with the set-up, listed 
     CHECK(next[0].address == base + 0x100);
   }
   SUBCASE("a candidate's bytes not read (it started after the session opened): proved as ever") {
-    ahead.pop_back();
+    ahead.erase(std::find_if(ahead.begin(), ahead.end(), [&](const TargetMemory::Window& w) {
+      return w.size == wire::AT_RANDOM_BYTES && w.address != 0 &&
+             w.address == LocalProcess::at(decoy->pid(), &why)->randomAddress();
+    }));
     rig.setUp(rank, ahead, {base + 0x100});
     CHECK(rig.state() == State::Proven);
     CHECK(rig.process.node.process->pid() == target->pid());
     CHECK(script.fetchBlocks == 1);  // the proof and the first read: one round trip
   }
-  SUBCASE("the debugger shows another state at the check read ahead: refused") {
-    script.tamperAt = base;
+  SUBCASE("the debugger shows another state at the stack (a replay elsewhere): refused") {
+    script.tamperAt = targetStack;
     script.tamperReads = 1;  // from this read on
     rig.setUp(rank, ahead, {base + 0x100});
     CHECK(rig.state() == State::Refused);
