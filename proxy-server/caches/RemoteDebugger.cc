@@ -535,18 +535,17 @@ std::vector<RemoteDebugger::BlockAhead> RemoteDebugger::proveAheadOnNode(
   // proved one's is this epoch's check, the others' nobody's (another process's memory).
   std::vector<bool> shows(candidates.size()), sent(candidates.size());
   std::vector<const BlockAhead*> stacks(candidates.size(), nullptr);
-  using Window = TargetMemory::Window;
-  auto listedStack = [this](const LocalProcess& candidate) -> std::optional<Window> {
-    auto listed = options_.listedStacks.find(candidate.pid());
-    if (listed == options_.listedStacks.end() || listed->second == 0) return std::nullopt;
-    return Window{listed->second, wire::STACK_CHECK_BYTES};
-  };
+  std::vector<uint64_t> listed(candidates.size(), 0);  // 0: no stack listed
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto at = options_.listedStacks.find(candidates[i].pid());
+    if (at != options_.listedStacks.end()) listed[i] = at->second;
+  }
   std::vector<BlockAhead> rest;
   for (const BlockAhead& a : ahead) {
     bool theirs = false;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      auto stack = listedStack(candidates[i]);
-      if (stack && a.window.address == stack->address && a.window.size == stack->size) {
+      if (listed[i] != 0 && a.window.address == listed[i] &&
+          a.window.size == wire::STACK_CHECK_BYTES) {
         theirs = true;
         stacks[i] = &a;
       }
@@ -820,10 +819,7 @@ std::vector<TargetMemory::Window> RemoteDebugger::imageSetUpAheadWindows(
   // On its node a process proved is read there: of its set-up, only the set-up epoch's check
   // is read through the debugger, with the proof of its identity, at the stack pointer the
   // session's opening listed (openSession's nodeProcesses).
-  if (options_.policy != wire::CachePolicy::EPOCH || learnedSetUp.empty() ||
-      options_.nodeMemory) {
-    return {};
-  }
+  if (options_.policy != wire::CachePolicy::EPOCH || options_.nodeMemory) return {};
   return blocksAheadBound(learnedSetUp);
 }
 
