@@ -28,8 +28,10 @@ dump that follows each may fetch no rank's registers and no thread list, and sen
 rank's frames, read each rank's anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its
 registers, and adds the debug types offering gdbserver no look-ups. Once more with a
 `gdbserver --attach` per rank (--gdbserver named once per rank for this host, in rank order):
-rank i must be held through the i-th, and the dump, the native one, may send no `Hg` on any
-connection (none is pointed at another process).
+rank i must be held through the i-th, and neither of two dumps, the native one, may send an
+`Hg` on any connection: none is pointed at another process, and gdb's attach left each pointed
+at the thread the front end reads the rank through (it asked no thread whether a branch trace
+was to be reopened: execute.NoTraceReopened).
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -219,8 +221,8 @@ def check_gdbserver_per_rank(pids, frontend, launcher, host, gdbserver, ranks, w
     order (--gdbserver given once per rank): rank i must be held through the i-th (its
     inferior's connection names that gdbserver's port), two dumps must be `native_json`, and
     gdb, with the remote protocol traced for every connection, may point no connection at
-    another process (`Hg`) during the second: each rank has its own (the first may point the
-    connection gdb last used at its rank once)."""
+    another thread (`Hg`) in either: each rank has its own connection, left pointed at the
+    thread the front end reads it through."""
     servers = [GdbServer(gdbserver, work, attach_pid=pid, name="gdbserver-%d" % i)
                for i, pid in enumerate(pids)]
     try:
@@ -266,10 +268,11 @@ def check_gdbserver_per_rank(pids, frontend, launcher, host, gdbserver, ranks, w
     print("%-9s two dumps of %d ranks through a gdbserver --attach each: %d and %d packets, "
           "%d and %d Hg" % ("gdbserver", ranks, counts[0][0], counts[1][0], counts[0][1],
                             counts[1][1]))
-    if not counts[1][0] or counts[1][1]:
-        problems.append("the second dump through a gdbserver per rank sent %d packets, %d of "
-                        "them Hg (none: every rank has its own connection): see %s"
-                        % (counts[1][0], counts[1][1], trace))
+    for which, (sent, pointed) in zip(("first", "second"), counts):
+        if not sent or pointed:
+            problems.append("the %s dump through a gdbserver per rank sent %d packets, %d of "
+                            "them Hg (none: every rank has its own connection): see %s"
+                            % (which, sent, pointed, trace))
     return problems
 
 

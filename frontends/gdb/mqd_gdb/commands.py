@@ -60,7 +60,7 @@ import gdb
 from . import analysis, debug_types, job, lookup, memory, render, snapshot
 from .dump import dump, failed
 from .errors import MqdError
-from .execute import CodeFromFiles, NoSymbolOffers
+from .execute import CodeFromFiles, NoSymbolOffers, NoTraceReopened
 from .inferiors import SelectedInferior, find as find_inferior, select as select_inferior
 from .options import Parser
 from .session import Session
@@ -158,7 +158,7 @@ through it costs a third of the exchanges, and gdb cannot read their thread-loca
         if thread_db:
             offers = contextlib.nullcontext()
         # Each attach (the launcher's too) re-sets gdb's breakpoints in every inferior.
-        with job.Quiet(), CodeFromFiles(), offers:
+        with job.Quiet(), CodeFromFiles(), NoTraceReopened(), offers:
             named = {a for listed in servers.values() for a in listed}
             if launcher is not None:
                 ranks = job.read_proctable(launcher)

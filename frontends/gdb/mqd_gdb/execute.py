@@ -8,6 +8,8 @@
                      (see the class)
   NoSymbolOffers()   for a `with` block: gdbserver is offered no symbol look-ups (see the
                      class)
+  NoTraceReopened()  for a `with` block: gdb asks no gdbserver it connects to for branch
+                     traces to reopen (see the class)
   PagesKept()        for a `with` block around one attach: gdb reads the target a page at a
                      time and keeps what it read until the block ends (see the class)
 
@@ -105,6 +107,26 @@ class NoSymbolOffers(Setting):
 
     def __init__(self) -> None:
         super().__init__("remote symbol-lookup-packet", False)
+
+
+class NoTraceReopened(Setting):
+    """For a `with` block of connections to gdbservers and attaches through them: gdb does not
+    ask whether each thread was already branch-traced (`remote read-btrace-conf-packet`).
+
+    Why: connected to a gdbserver, gdb asks for every thread of its process whether the stub
+    traces its branches (`qXfer:btrace-conf`, to go on showing a trace an earlier gdb
+    started), pointing the connection at each thread first (`Hg`): two exchanges a thread
+    but the first. And it leaves the connection pointed at the process's last thread, while
+    the front end reads a rank through the thread gdb selected, so that the rank's first read
+    in the first dump cost one `Hg` more: 64 exchanges of a 64-rank job's first dump.
+    What the user gives up: a branch trace that an earlier gdb started on one of those stubs
+    and left running (`record btrace`, then a disconnect from a `gdbserver --multi`) is not
+    shown again through this connection; the front end shows no trace, and `record btrace`
+    started afterwards works as before, since the user's setting comes back when the block
+    ends (docs/round-trips.md, "The debugger's own link")."""
+
+    def __init__(self) -> None:
+        super().__init__("remote read-btrace-conf-packet", False)
 
 
 class PagesKept:
