@@ -124,8 +124,9 @@ gdb.execute("unpoke " + cfg["journal"])
 
 READ = re.compile(r"Sending packet: \$m([0-9a-f]+),([0-9a-f]+)#")
 # What `mqd status` says of the kept pages the last command checked.
-CHECKS = re.compile(r"read (\d+) of them again, checked (\d+) runs with qCRC \((\d+) pages "
-                    r"unchanged, (\d+) runs changed\) and dropped (\d+) pages unchecked")
+CHECKS = re.compile(r"read (\d+) pages before its checks, checked (\d+) runs with qCRC "
+                    r"\((\d+) pages unchanged, (\d+) runs changed\) and dropped (\d+) pages "
+                    r"unchecked")
 
 
 def reads_by_phase(log):
@@ -136,8 +137,8 @@ def reads_by_phase(log):
 
 
 def checks_of(status):
-    """(kept pages read again, runs checked, pages proved unchanged, runs changed, pages dropped
-    unchecked) from `mqd status` after a dump (zeros when it found no kept page)."""
+    """(pages read before the checks, runs checked, pages proved unchanged, runs changed, pages
+    dropped unchecked) from `mqd status` after a dump (zeros when it found no kept page)."""
     found = CHECKS.search(status)
     if not found:
         raise Failure("mqd status says nothing of kept pages:\n" + status)
@@ -203,7 +204,7 @@ def check(args, program, server, job, work):
                                 "%#x+%d" % r for r in twice[:5])))
         if n in (2, 4) and proved == 0:  # dump3's checks may all find its change
             problems.append("%s proved nothing the earlier command read unchanged" % phase)
-        print("%s: %d memory packets, %d bytes; kept pages: %d read again, %d runs checked "
+        print("%s: %d memory packets, %d bytes; kept pages: %d read first, %d runs checked "
               "with qCRC, %d pages unchanged, %d runs changed, %d pages dropped unchecked" % (
                   phase, len(found), read_bytes[n], again, runs, proved, changed, dropped))
     if read_bytes[1] == 0:
@@ -215,7 +216,7 @@ def check(args, program, server, job, work):
     # kept page and those of runs too short to be worth a check.
     if checks[4][3] != 0 or read_bytes[4] > (checks[4][0] + checks[4][4]) * PAGE:
         problems.append("dump4, with nothing changed since dump3, found %d runs changed and "
-                        "read %d bytes, with %d kept pages read again and %d dropped" % (
+                        "read %d bytes, with %d pages read before the checks and %d dropped" % (
                             checks[4][3], read_bytes[4], checks[4][0], checks[4][4]))
     old, new = json.load(open(os.path.join(work, "buffers.json")))
     before = (buffers_of(shown[0]).count(old), buffers_of(shown[0]).count(new))

@@ -78,7 +78,7 @@ def test_every_read_is_a_direct_read(memory, target, seed):
     assert totals["runs"] > 0 and totals["proved"] > 0
 
 
-def test_nothing_changed_reads_only_the_first_kept_page(memory, target):
+def test_nothing_changed_reads_only_the_page_its_first_read_needs(memory, target):
     memory._worth_checking = lambda link, size: True
     reads = [(BASE + 4096 * i + 100, 8) for i in range(40)] + [(BASE + 50 * 4096, 20000)]
     first = command(memory, reads)
@@ -86,6 +86,39 @@ def test_nothing_changed_reads_only_the_first_kept_page(memory, target):
     assert command(memory, reads) == first
     assert target.reads == [(BASE, 4096)]  # the read that points the stub at the process
     assert memory.last_checks["proved"] > 40 and memory.last_checks["changed"] == 0
+
+
+def test_a_first_read_of_a_page_not_kept_points_the_stub(memory, target):
+    # The later command's first read needs a page no earlier command read: that read, needed
+    # anyway, is the plain read before the checks, and no kept page is read again.
+    memory._worth_checking = lambda link, size: True
+    reads = [(BASE + 4096 * i + 100, 8) for i in range(1, 11)]
+    command(memory, reads)
+    target.reads.clear()
+    later = [(BASE + 30 * 4096 + 7, 16)] + reads
+    got = command(memory, later)
+    assert got == [direct(target, a, n) for a, n in later]
+    assert target.reads == [(BASE + 30 * 4096, 4096)]
+    assert memory.last_checks["read"] == 1 and memory.last_checks["proved"] == 10
+
+
+@pytest.mark.parametrize("offset, size, read", [
+    # (where in its first page a read starts, its size, what the stub is asked: from that
+    # page's start) with 9,215 bytes a packet, as through gdbserver
+    (0x368, 0x1881, 8192),  # whole pages fit one packet: two pages, both kept
+    (2000, 6500, 8500),  # three pages would take two: to the bytes' end, the first page kept
+    (3056, 6281, None),  # even that takes two: the bytes asked alone
+    (100, 20000, 20480),  # several packets anyway: whole pages, which later commands check
+])
+def test_a_read_of_one_packet_takes_one_packet(memory, target, offset, size, read):
+    memory._packet_bytes[gdb.current.connection.num] = 9215
+    at = BASE + 4096 + offset
+    inside = [(at, 64), (at + size - 16, 16)]  # the stack's top and AT_RANDOM, read again
+    got = command(memory, [(at, size)] + inside)
+    assert got == [direct(target, a, n) for a, n in [(at, size)] + inside]
+    start = BASE + 4096
+    asked = [(start, read)] if read is not None else [(at, size)]
+    assert target.reads == asked  # one read, nothing read again
 
 
 def test_a_change_behind_gdbs_back_shows(memory, target):

@@ -441,8 +441,9 @@ class MqdStatus(gdb.Command):
         pages, processes = memory.kept_pages()
         checks = memory.last_checks
         gdb.write("  memory: %d pages of %d processes kept for later commands; the last to "
-                  "find kept pages read %d of them again, checked %d runs with qCRC (%d pages "
-                  "unchanged, %d runs changed) and dropped %d pages unchecked\n"
+                  "find kept pages read %d pages before its checks, checked %d runs with "
+                  "qCRC (%d pages unchanged, %d runs changed) and dropped %d pages "
+                  "unchecked\n"
                   % (pages, processes, checks["read"], checks["runs"], checks["proved"],
                      checks["changed"], checks["dropped"]))
         gdb.write("  reads: %d asked of the targets' memory since the front end was loaded, %d "

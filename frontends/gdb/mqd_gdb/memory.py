@@ -54,13 +54,14 @@ MAX_KEPT_BYTES = 128 << 20
 # packets and more). gdbserver reads memory a byte at a time for qCRC, about 1.2 us per
 # byte, so a check pays only on a slow link (at a 20 ms round trip, for about 3 packets and
 # more) and never for one packet's worth (a read is one exchange too).
-PACKET = 8 << 10  # about what gdbserver carries per memory read
+PACKET = 8 << 10  # about what gdbserver carries per memory read, until the stub says (_packet)
 CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
 # The most one qCRC checks: a change anywhere in a run drops it all, to be read again. Less
 # behind a slow stub (_max_run): gdb waits `remotetimeout` seconds for a reply, and a reply
 # that comes later is taken for the answer to gdb's next packet.
 MAX_RUN = 256 << 10
 _exchange: Dict[int, float] = {}  # connection number -> the quickest exchange seen
+_packet_bytes: Dict[int, int] = {}  # connection number -> the most bytes one read carries
 _crc_per_byte: Dict[int, float] = {}  # connection number -> the stub's time per byte
 
 # MQD_GDB_CRC_COST: the stub's time per byte checked, in seconds per MiB, fixed instead of
@@ -96,6 +97,12 @@ Pages = Dict[int, bytes]
 # inferior number -> its Pages; None when nothing may be kept (outside a command)
 _pages: Optional[Dict[int, Pages]] = None
 
+# inferior number -> [(address, bytes)]: what this command read of it in one go that does not
+# start or end on a page boundary (a longer read whose whole pages would have cost more
+# packets: _from_page_start), serving later reads inside it for the rest of the command as
+# its pages do. Emptied with them.
+_spans: Dict[int, List[Tuple[int, bytes]]] = {}
+
 # Inferior numbers whose pages this command keeps for later ones (behind a stub that answers
 # qCRC): their longer reads bring whole pages, which a check needs.
 _keeping: Set[int] = set()
@@ -107,8 +114,8 @@ _kept: Dict[Tuple[int, int], Pages] = {}
 # gdb.TargetConnection number -> whether its stub answers qCRC (asked once, _keeps).
 _stub_checks: Dict[int, bool] = {}
 
-# What the last command that found kept pages did with them (mqd status): the kept pages
-# read again (each process's first, before its checks), the runs checked with qCRC, the
+# What the last command that found kept pages did with them (mqd status): the pages read
+# before the checks (each process's first read: _verify), the runs checked with qCRC, the
 # pages they proved unchanged, the runs found changed (or unreadable), and the pages
 # dropped unchecked (runs not worth a check).
 last_checks = {"read": 0, "runs": 0, "proved": 0, "changed": 0, "dropped": 0}
@@ -133,10 +140,12 @@ def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
     A read within one page brings the whole page: the same single exchange through gdbserver,
     and the DLL's next reads are most often in it. A longer read (the shim's blocks and
     windows) of a process gdb reads itself is a direct read. Behind a stub, it takes the pages
-    it spans that are known and reads the rest, one read per stretch of unknown pages: their
-    whole pages where pages are kept for later commands (so that the stretch's first and last
-    page can be checked then too), else the bytes asked for, keeping the pages those cover
-    whole."""
+    it spans that are known and reads the rest, one read per stretch of unknown pages: where
+    pages are kept for later commands (so that the stretch's first and last page can be
+    checked then too), from its first page's start to its last page's end, short of that
+    where a packet would not carry it but the bytes asked (_from_page_start); otherwise the
+    bytes asked for. It keeps the pages read whole, and what
+    ends or starts inside a page for reads inside it (_spans)."""
     reads["asked"] += 1
     try:
         return _read(inferior, address, size)
@@ -162,12 +171,15 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
             _keeping.add(inferior.num)
             kept = _kept.pop((inferior.num, inferior.pid), None)
             if kept:
-                _verify(inferior, kept, pages)
+                _verify(inferior, kept, pages, address - address % PAGE)
     first = address - address % PAGE
     end = address + size
     if end <= first + PAGE:  # within one page: the DLL's reads, on every fetch_data
         page = pages.get(first)
         if page is None:
+            for start, span in _spans.get(inferior.num, ()):
+                if start <= address and end <= start + len(span):
+                    return span[address - start:end - start]
             try:
                 page = pages[first] = bytes(inferior.read_memory(first, PAGE))
             except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
@@ -186,57 +198,92 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
             while known < end and known not in pages:
                 known += PAGE
             upto = min(end, known)
-            whole = _whole_pages(inferior, page_at, min(known, upto + (-upto) % PAGE))
+            whole = _from_page_start(inferior, at, upto, min(known, upto + (-upto) % PAGE))
             if whole is not None:
-                for p in range(page_at, page_at + len(whole), PAGE):
+                for p in range(page_at, page_at + len(whole) - PAGE + 1, PAGE):
                     pages[p] = whole[p - page_at:p - page_at + PAGE]
+                if len(whole) % PAGE:  # it ends inside a page
+                    _spans.setdefault(inferior.num, []).append((page_at, whole))
                 data += whole[at - page_at:upto - page_at]
             else:  # the bytes asked for, as a direct read
                 read = bytes(inferior.read_memory(at, upto - at))
                 for p in range(page_at if page_at == at else page_at + PAGE,
                                upto - PAGE + 1, PAGE):
                     pages[p] = read[p - at:p - at + PAGE]
+                if at % PAGE or upto % PAGE:
+                    _spans.setdefault(inferior.num, []).append((at, read))
                 data += read
         at = upto
     return bytes(data)
 
 
-def _whole_pages(inferior: gdb.Inferior, start: int, end: int) -> Optional[bytes]:
-    """The pages from `start` to `end` (page-aligned), read in one go where pages of `inferior`
-    are kept for later commands (_keeping), since each kept page must be whole for its check;
-    None where not, or when they cannot be read whole."""
+def _from_page_start(inferior: gdb.Inferior, at: int, upto: int, pages_end: int
+                     ) -> Optional[bytes]:
+    """For a read of [`at`, `upto`) of unknown pages of `inferior`, where its pages are kept
+    for later commands (_keeping), since each kept page must be whole for its check: the bytes
+    from the start of `at`'s page, read in one go, up to `pages_end` (the end of the last
+    page); but where the bytes asked fit in one packet and those pages do not, up to `upto`
+    where that fits in one packet, else None (the bytes asked are read). None too where pages
+    are not kept, or when the read fails. (The shim reads a rank's `AT_RANDOM` bytes and its
+    stack's top as one window, about 6 KiB apart: their three whole pages took two packets
+    where the bytes took one. Longer reads, an epoch's windows read again, stay whole pages,
+    which a later command can check: one packet more among several.)"""
     if inferior.num not in _keeping:
         return None
+    start = at - at % PAGE
+    most = _packet_bytes.get(inferior.connection.num, PACKET)
+    stop = pages_end
+    if upto - at <= most < pages_end - start:
+        if upto - start > most:
+            return None
+        stop = upto
     try:
-        return bytes(inferior.read_memory(start, end - start))
+        return bytes(inferior.read_memory(start, stop - start))
     except gdb.MemoryError:
         return None
 
 
-def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages) -> None:
+def _learn_packet(inferior: gdb.Inferior) -> None:
+    """Learns the most bytes one read of `inferior`'s memory carries over its stub connection
+    (call it with `inferior` selected): half the packet size gdb shows for the connection, as
+    a reply spells each byte in two hex digits (gdbserver: 18,431, so 9,215 bytes); until
+    learned, and where gdb does not say, PACKET. Asked of gdb alone, no exchange, but it is a
+    command, after which gdb fetches the selected thread's registers: learn_stub asks it."""
+    link = inferior.connection.num
+    if link not in _packet_bytes:
+        shown = execute.output("show remote memory-read-packet-size")
+        found = re.search(r"limited to (\d+) bytes", shown)
+        _packet_bytes[link] = max(PAGE, int(found.group(1)) // 2) if found else PACKET
+
+
+def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages, wanted: int) -> None:
     """Puts into this command's `pages` what earlier commands `kept` of `inferior`'s process
     and the stub proves unchanged: one qCRC exchange per run of consecutive kept pages worth
     checking (_worth_checking); drops the rest, which is read again if asked for.
 
     qCRC reads the process the stub's current thread belongs to, which gdb sets (Hg) before it
-    reads memory of another process than the one it last read: a plain read (of the first
-    kept page, read again), which gdb never answers from a cache of its own, comes first, so
-    that a stub serving several processes (gdbserver --multi) checks this one. That read is
-    timed: an exchange's cost."""
+    reads memory of another process than the one it last read: a plain read, which gdb never
+    answers from a cache of its own, comes first, so that a stub serving several processes
+    (gdbserver --multi) checks this one: of `wanted`, the page the command's first read of the
+    process needs, kept or not (read anyway, whatever the checks find), else, where that page
+    cannot be read whole, of the first kept page. That read is timed: an exchange's cost."""
     global _checks
     if _checks is None:
         _checks = dict.fromkeys(last_checks, 0)
     link = inferior.connection.num
-    first = min(kept)
-    started = time.monotonic()
-    try:
-        pages[first] = bytes(inferior.read_memory(first, PAGE))
-    except gdb.MemoryError:
+    for first in dict.fromkeys((wanted, min(kept))):
+        started = time.monotonic()
+        try:
+            pages[first] = bytes(inferior.read_memory(first, PAGE))
+            break
+        except gdb.MemoryError:
+            continue
+    else:
         return
     took = time.monotonic() - started
     _exchange[link] = min(_exchange.get(link, took), took)
     _checks["read"] += 1
-    del kept[first]
+    kept.pop(first, None)
     for run in _runs(kept, lambda: _max_run(link)):
         size = len(run) * PAGE
         if not _worth_checking(link, size):
@@ -301,7 +348,7 @@ def _worth_checking(link: int, size: int) -> bool:
     exchange = _exchange.get(link)
     if exchange is None:
         return False
-    again = -(-size // PACKET) * exchange
+    again = -(-size // _packet_bytes.get(link, PACKET)) * exchange
     per_byte = _pinned_crc_per_byte()
     if per_byte is None:
         per_byte = _crc_per_byte.get(link, CRC_PER_BYTE)
@@ -350,8 +397,12 @@ def learn_stub(inferior: gdb.Inferior) -> None:
     rank through a new connection: asking runs a command, and a command run while a rank is
     selected makes gdb fetch the rank's registers, which gdb holds right after an attach
     anyway (job.attach); asked in the first dump instead, it cost each rank reached through
-    a connection of its own that fetch too."""
-    _keeps(inferior)
+    a connection of its own that fetch too. Learns what one read carries first
+    (_learn_packet): asked after the stub's answer, which has gdb fetch the registers again,
+    it cost a stack read more."""
+    if _costs_exchanges(inferior):
+        _learn_packet(inferior)
+        _keeps(inferior)
 
 
 # CRC-32 as gdb's stubs compute it for qCRC: polynomial 0x04c11db7, most significant bit first,
@@ -413,6 +464,7 @@ def forget(*_: Any) -> None:
     ignored). Pages kept for later commands stay: they are proved unchanged before use."""
     if _pages is not None:
         _pages.clear()
+    _spans.clear()
 
 
 def _memory_changed(event: Any) -> None:
@@ -453,6 +505,7 @@ class Command:
             if _pages is not None:
                 _keep_for_later(_pages)
             _pages = None
+            _spans.clear()
             _keeping.clear()
             if _checks is not None:
                 last_checks.update(_checks)
