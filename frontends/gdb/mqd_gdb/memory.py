@@ -54,7 +54,7 @@ MAX_KEPT_BYTES = 128 << 20
 # packets and more). gdbserver reads memory a byte at a time for qCRC, about 1.2 us per
 # byte, so a check pays only on a slow link (at a 20 ms round trip, for about 3 packets and
 # more) and never for one packet's worth (a read is one exchange too).
-PACKET = 8 << 10  # about what gdbserver carries per memory read, until the stub says (_packet)
+PACKET = 8 << 10  # about what gdbserver carries per read, until learned (_learn_packet)
 CRC_PER_BYTE = 1.5e-6  # the stub's time per byte checked, until measured
 # The most one qCRC checks: a change anywhere in a run drops it all, to be read again. Less
 # behind a slow stub (_max_run): gdb waits `remotetimeout` seconds for a reply, and a reply
@@ -144,8 +144,8 @@ def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
     pages are kept for later commands (so that the stretch's first and last page can be
     checked then too), from its first page's start to its last page's end, short of that
     where a packet would not carry it but the bytes asked (_from_page_start); otherwise the
-    bytes asked for. It keeps the pages read whole, and what
-    ends or starts inside a page for reads inside it (_spans)."""
+    bytes asked for. It keeps the pages read whole, and what ends or starts inside a page for
+    reads inside it (_keep_read)."""
     reads["asked"] += 1
     try:
         return _read(inferior, address, size)
@@ -200,21 +200,25 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
             upto = min(end, known)
             whole = _from_page_start(inferior, at, upto, min(known, upto + (-upto) % PAGE))
             if whole is not None:
-                for p in range(page_at, page_at + len(whole) - PAGE + 1, PAGE):
-                    pages[p] = whole[p - page_at:p - page_at + PAGE]
-                if len(whole) % PAGE:  # it ends inside a page
-                    _spans.setdefault(inferior.num, []).append((page_at, whole))
+                _keep_read(inferior.num, pages, page_at, whole)
                 data += whole[at - page_at:upto - page_at]
             else:  # the bytes asked for, as a direct read
                 read = bytes(inferior.read_memory(at, upto - at))
-                for p in range(page_at if page_at == at else page_at + PAGE,
-                               upto - PAGE + 1, PAGE):
-                    pages[p] = read[p - at:p - at + PAGE]
-                if at % PAGE or upto % PAGE:
-                    _spans.setdefault(inferior.num, []).append((at, read))
+                _keep_read(inferior.num, pages, at, read)
                 data += read
         at = upto
     return bytes(data)
+
+
+def _keep_read(num: int, pages: Pages, start: int, data: bytes) -> None:
+    """Keeps of `data`, read at `start` from inferior `num`, the pages it holds whole in this
+    command's `pages`, and, where it starts or ends inside a page, itself for reads inside it
+    (_spans)."""
+    end = start + len(data)
+    for p in range(start + (-start) % PAGE, end - PAGE + 1, PAGE):
+        pages[p] = data[p - start:p - start + PAGE]
+    if start % PAGE or end % PAGE:
+        _spans.setdefault(num, []).append((start, data))
 
 
 def _from_page_start(inferior: gdb.Inferior, at: int, upto: int, pages_end: int
