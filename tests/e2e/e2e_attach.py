@@ -28,12 +28,11 @@ dump that follows each may fetch no rank's registers and no thread list, and sen
 rank's frames, read each rank's anchors (frontends/gdb/mqd_gdb/lookup.py) while gdb held its
 registers, and adds the debug types offering gdbserver no look-ups. Once more with a
 `gdbserver --attach` per rank (--gdbserver named once per rank for this host, in rank order):
-rank i must be held through the i-th, and the second of two dumps, the native one, may send no
-`Hg` on any connection (none is pointed at another process); with gdb 13 (Debian 12) the
-first may not either, as gdb's attach left each connection pointed at the thread the front end
+rank i must be held through the i-th, and neither of two dumps, the native one, may send an
+`Hg` on any connection: gdb's attach left each connection pointed at the thread the front end
 reads the rank through (it asked no thread whether a branch trace was to be reopened:
-execute.NoTraceReopened). Debian 13's gdb still points each connection but the first once in
-the first dump: not explained yet.
+execute.NoTraceReopened), and the front end reads through that thread (gdb 16 reads an
+Inferior.read_memory as of the whole process: memory._direct).
 
 Every dump must be byte-identical to the native one (JSON and text), list the ranks in rank
 order with the pid, rank and host the launcher gave them, and show what every rank posted.
@@ -223,9 +222,8 @@ def check_gdbserver_per_rank(pids, frontend, launcher, host, gdbserver, ranks, w
     order (--gdbserver given once per rank): rank i must be held through the i-th (its
     inferior's connection names that gdbserver's port), two dumps must be `native_json`, and
     gdb, with the remote protocol traced for every connection, may point no connection at
-    another thread (`Hg`) in the second, nor with gdb 13 in the first: each rank has its own
-    connection, which gdb 13's attach leaves pointed at the thread the front end reads it
-    through."""
+    another thread (`Hg`) in either: each rank has its own connection, which the attach
+    leaves pointed at the thread the front end reads it through."""
     servers = [GdbServer(gdbserver, work, attach_pid=pid, name="gdbserver-%d" % i)
                for i, pid in enumerate(pids)]
     try:
@@ -271,10 +269,8 @@ def check_gdbserver_per_rank(pids, frontend, launcher, host, gdbserver, ranks, w
     print("%-9s two dumps of %d ranks through a gdbserver --attach each: %d and %d packets, "
           "%d and %d Hg" % ("gdbserver", ranks, counts[0][0], counts[1][0], counts[0][1],
                             counts[1][1]))
-    version = subprocess.run(["gdb", "--version"], stdout=subprocess.PIPE, text=True).stdout
-    gdb13 = re.search(r"^GNU gdb .* 13\.", version, re.M) is not None
     for which, (sent, pointed) in zip(("first", "second"), counts):
-        if not sent or (pointed and (which == "second" or gdb13)):
+        if not sent or pointed:
             problems.append("the %s dump through a gdbserver per rank sent %d packets, %d of "
                             "them Hg (none: every rank has its own connection): see %s"
                             % (which, sent, pointed, trace))

@@ -154,16 +154,53 @@ def read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
         raise
 
 
+# gdb 14 and later read an Inferior.read_memory as of the inferior's process, no thread of
+# it: a remote connection whose current thread is one of the process's threads (where gdb's
+# attach and its own reads leave it) is pointed at the process first, one `Hg` exchange, and
+# back at the thread by gdb's next read of its own. A value's memory is read as of the
+# selected thread, as gdb reads it: no `Hg` where the connection is on that thread already.
+# gdb 13 reads an Inferior.read_memory as of the selected thread itself, and has no
+# Value.bytes, which marks the later gdbs here.
+_BY_VALUE = getattr(getattr(gdb, "Value", None), "bytes", None) is not None
+_VALUE_CHUNK = 64 << 10  # gdb's default max-value-size: the most one value reads
+# (architecture name, length) -> a pointer to an array of that many unsigned bytes: gdb keeps
+# every type made until it exits, so each is made once (at most _VALUE_CHUNK of them).
+_array_pointers: Dict[Tuple[str, int], Any] = {}
+
+
+def _direct(inferior: gdb.Inferior, address: int, size: int) -> bytes:
+    """`size` bytes at `address` of `inferior`, read as gdb reads them for its own use: through
+    the selected thread, when it is `inferior`'s (gdb's later than 13, _BY_VALUE), else with
+    Inferior.read_memory. Raises gdb.MemoryError as Inferior.read_memory does, for any byte
+    that cannot be read."""
+    thread = gdb.selected_thread() if _BY_VALUE and size > 0 else None
+    if thread is None or thread.inferior.num != inferior.num:
+        return bytes(inferior.read_memory(address, size))
+    chunk = min(_VALUE_CHUNK, gdb.parameter("max-value-size") or _VALUE_CHUNK)
+    if chunk < PAGE:  # the user's max-value-size: a value a page would not be allowed
+        return bytes(inferior.read_memory(address, size))
+    arch = inferior.architecture()
+    data = bytearray()
+    for at in range(address, address + size, chunk):
+        length = min(chunk, address + size - at)
+        pointer = _array_pointers.get((arch.name(), length))
+        if pointer is None:
+            pointer = arch.integer_type(8, False).array(length - 1).pointer()
+            _array_pointers[(arch.name(), length)] = pointer
+        data += gdb.Value(at).cast(pointer).dereference().bytes
+    return bytes(data)
+
+
 def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
     if _pages is None or size <= 0:
-        return bytes(inferior.read_memory(address, size))
+        return _direct(inferior, address, size)
     if size > PAGE - address % PAGE and not _costs_exchanges(inferior):
         # Across a page boundary, of a process read without an exchange: read directly,
         # nothing kept. Such reads are the shim's blocks (a job never seen's guesses: about
         # 90 MB of 64 ranks in a first dump); copying their pages into the command's, each a
         # fresh page of gdb's heap, took ten times the read itself, and reading them again
         # costs no exchange.
-        return bytes(inferior.read_memory(address, size))
+        return _direct(inferior, address, size)
     pages = _pages.get(inferior.num)
     if pages is None:  # its first read in this command
         pages = _pages[inferior.num] = {}
@@ -181,9 +218,9 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
                 if start <= address and end <= start + len(span):
                     return span[address - start:end - start]
             try:
-                page = pages[first] = bytes(inferior.read_memory(first, PAGE))
+                page = pages[first] = _direct(inferior, first, PAGE)
             except gdb.MemoryError:  # the page cannot be read whole: as before, nothing kept
-                return bytes(inferior.read_memory(address, size))
+                return _direct(inferior, address, size)
         return page[address - first:end - first]
     data = bytearray()
     at = address
@@ -203,7 +240,7 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
                 _keep_read(inferior.num, pages, page_at, whole)
                 data += whole[at - page_at:upto - page_at]
             else:  # the bytes asked for, as a direct read
-                read = bytes(inferior.read_memory(at, upto - at))
+                read = _direct(inferior, at, upto - at)
                 _keep_read(inferior.num, pages, at, read)
                 data += read
         at = upto
@@ -242,7 +279,7 @@ def _from_page_start(inferior: gdb.Inferior, at: int, upto: int, pages_end: int
             return None
         stop = upto
     try:
-        return bytes(inferior.read_memory(start, stop - start))
+        return _direct(inferior, start, stop - start)
     except gdb.MemoryError:
         return None
 
@@ -278,7 +315,7 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages, wanted: int) -> N
     for first in dict.fromkeys((wanted, min(kept))):
         started = time.monotonic()
         try:
-            pages[first] = bytes(inferior.read_memory(first, PAGE))
+            pages[first] = _direct(inferior, first, PAGE)
             break
         except gdb.MemoryError:
             continue
