@@ -42,8 +42,8 @@ std::string ClientCounters::summary() const {
                 "and %llu from epochs held (%llu more found stale), %llu set-ups answered from "
                 "records (%llu moved from another process's, %llu contradicted, %llu waits for "
                 "their replies), %llu "
-                "epoch checks made late (%llu sent again), %llu other processes' updates named "
-                "by the server (%llu taken)",
+                "epoch checks made late (%llu sent again), %llu set-ups proved late (%llu sent "
+                "again), %llu other processes' updates named by the server (%llu taken)",
                 static_cast<unsigned long long>(calls + callbacks),
                 static_cast<unsigned long long>(calls), static_cast<unsigned long long>(callbacks),
                 static_cast<unsigned long long>(callsFromWalk.load() + errorTextsLocal.load()),
@@ -62,6 +62,8 @@ std::string ClientCounters::summary() const {
                 static_cast<unsigned long long>(recalledWaits.load()),
                 static_cast<unsigned long long>(lateChecks.load()),
                 static_cast<unsigned long long>(lateChecksRedone.load()),
+                static_cast<unsigned long long>(lateProofs.load()),
+                static_cast<unsigned long long>(lateProofsRedone.load()),
                 static_cast<unsigned long long>(peersNamed.load()),
                 static_cast<unsigned long long>(peersTaken.load()));
   return buf;

@@ -39,6 +39,11 @@ struct ClientCounters {
   // trip (CommunicatorUpdates::sendCheckedLate), and those sent again with the debugger's bytes.
   std::atomic<uint64_t> lateChecks{0};
   std::atomic<uint64_t> lateChecksRedone{0};
+  // Process set-ups whose proof of identity the shim made late, overlapping the round trip
+  // (MqsClient::sendSetupProcess), and those sent again with the debugger's bytes. In the
+  // summary only.
+  std::atomic<uint64_t> lateProofs{0};
+  std::atomic<uint64_t> lateProofsRedone{0};
   // What other processes' updates would read, as replies named it (wire PeerEpoch: a guess
   // from a peer's first update, or what a dropped refresh ahead read), and of those what the
   // shim took (RefreshAhead::takePeerGuesses). In the summary only: the session board holds 16.

@@ -31,6 +31,7 @@ std::optional<int> HeldAnswers::serve(DebuggerSide& side, StringPool& strings,
   held.erase(it);
   if (answer.errorCode != 0) throw ProxyError(answer.errorCode, answer.errorDetail);
   deliverRecordedEffects(side, answer.effects, kind, token, 0);
+  for (const auto& effect : answer.heldEffects) side.deliver(*effect);
   applyMessage(*answer.message, message, strings);
   return answer.rc;
 }

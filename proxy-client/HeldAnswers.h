@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +46,9 @@ class HeldAnswers {
     int errorCode = 0;  // a callback's proxy error, returned instead of rc
     std::string errorDetail;
     std::vector<SetUpRecall::Effect> effects;  // from a record: delivered as it is served
+    // Held back by the server behind a set-up proved late (wire processHasQueues'
+    // heldEffects): delivered as it is served.
+    std::vector<kj::Own<wire::Effect::Reader>> heldEffects;
   };
 
   // kind: IMAGE (mqs_image_has_queues) or PROCESS (mqs_process_has_queues).
@@ -58,8 +62,8 @@ class HeldAnswers {
   void holdReply(SessionLink& link, std::shared_ptr<PendingCall> pending, EntryPoint entryPoint,
                  uint64_t token, Keep&& keep);
   // The debugger's own call on `token`, served from its held answer if there is one: delivers
-  // its effects, applies its message to *message and returns its rc (throws ProxyError for a
-  // held error). Nothing when none is held.
+  // its effects (a record's, or those the server held back), applies its message to *message
+  // and returns its rc (throws ProxyError for a held error). Nothing when none is held.
   std::optional<int> serve(DebuggerSide& side, StringPool& strings, wire::InfoKind kind,
                        uint64_t token, char** message);
   void drop(wire::InfoKind kind, uint64_t token) { of(kind).erase(token); }
@@ -92,6 +96,9 @@ void HeldAnswers::holdReply(SessionLink& link, std::shared_ptr<PendingCall> pend
     answer.message = capnp::clone(reply.get().getMessage());
     answer.errorCode = reply.call().callbackErrorCode();
     answer.errorDetail = reply.call().callbackErrorDetail();
+    if constexpr (std::is_same_v<Results, wire::Session::ProcessHasQueuesResults>) {
+      for (auto e : reply.get().getHeldEffects()) answer.heldEffects.push_back(capnp::clone(e));
+    }
     hold(kind, token, std::move(answer));
   } catch (const ProxyError& e) {
     MQD_LOG(Debug, "%s sent behind its set-up: %s", nameOf(entryPoint), e.what());

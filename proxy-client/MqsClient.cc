@@ -673,9 +673,11 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   // there (ProcessFacts.globalRank): one callback round trip less per process; and the
   // debugger's bytes at the AT_RANDOM address and at the stack pointer of each process of that
   // rank there, its proof of identity and the set-up epoch's check: the one callback its
-  // set-up would otherwise make.
+  // set-up would otherwise make. Of the one process of that rank there, the shim reads them
+  // while the request travels, and compares them with the node's itself (the proof made late).
   std::optional<ProcessFacts> facts;
   std::vector<ReadAhead> ahead;  // what earlier set-ups of processes of its image read
+  LateProof late;
   if (config_.cache == wire::CachePolicy::EPOCH) {
     facts = ProcessFacts{side_.getImage(token), side_.getTypeSizes(token), std::nullopt};
     std::vector<Window> named;
@@ -684,25 +686,39 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
       facts->globalRank = side_.getGlobalRank(token);
       auto here = nodeProcesses_.find(*facts->globalRank);
       if (here != nodeProcesses_.end()) {
+        bool only = named.empty() && here->second.size() == 1 && here->second[0].stack != 0;
         for (const NodeProcess& p : here->second) {
           named.push_back({p.random, wire::AT_RANDOM_BYTES});
           if (p.stack != 0) named.push_back({p.stack, wire::STACK_CHECK_BYTES});
         }
         std::sort(named.begin(), named.end(),
                   [](const Window& a, const Window& b) { return a.address < b.address; });
+        if (only) late.windows.swap(named);  // read while the request travels
       }
     }
     if (!named.empty()) ahead = readAhead(side_, token, named);
   }
-  auto setUp = startSetupProcess(link_, token, bigEndian, facts ? &*facts : nullptr, ahead, 0,
-                                 false, refreshAhead_.costRule(), side_.readPrice());
   std::shared_ptr<PendingCall> behind;
-  if (hasQueuesBehind) {
-    behind = startHasQueuesBehind(link_, EntryPoint::process_has_queues, token);
+  std::vector<ReadAhead> read;  // the debugger's bytes of late.windows
+  auto first = exchangeSetupProcess(token, bigEndian, facts ? &*facts : nullptr, ahead, late,
+                                    hasQueuesBehind, &behind, &read);
+  std::optional<Reply<wire::Session::SetupProcessResults>> again;
+  if (auto node = first.get().getNodeBytes(); node.size() > 0) {
+    if (sameAsNode(read, node)) {
+      ++counters_.lateProofs;
+      for (auto effect : first.get().getHeldEffects()) side_.deliver(effect);
+    } else {
+      ++counters_.lateProofsRedone;
+      MQD_LOG(Debug, "process %llu: the node's bytes are not the debugger's: its set-up sent "
+                     "again with the debugger's",
+              static_cast<unsigned long long>(token));
+      if (behind) link_.drain(std::move(behind));
+      again.emplace(exchangeSetupProcess(token, bigEndian, facts ? &*facts : nullptr, read,
+                                         LateProof{{}, true}, hasQueuesBehind, &behind,
+                                         nullptr));
+    }
   }
-  records_.settleRecalled(true);  // a session lost there fails these two as well
-  auto reply = link_.finishSetUp<wire::Session::SetupProcessResults>(
-      std::move(setUp), EntryPoint::setup_process, behind);
+  const Reply<wire::Session::SetupProcessResults>& reply = again ? *again : first;
   int rc = reply.dllResult();
   refreshAhead_.keepNextEpochOf(token, reply.get(), reply.get().getLearned());
   setUpAhead_.keep(token, reply.get().getSetUpAhead());
@@ -711,6 +727,31 @@ int MqsClient::sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBe
   warnOfByteOrder(side_, said);
   if (warning != nullptr) *warning = said;
   return rc;
+}
+
+Reply<wire::Session::SetupProcessResults> MqsClient::exchangeSetupProcess(
+    uint64_t token, bool bigEndian, const ProcessFacts* facts,
+    const std::vector<ReadAhead>& ahead, const LateProof& late, bool hasQueuesBehind,
+    std::shared_ptr<PendingCall>* behind, std::vector<ReadAhead>* read) {
+  auto setUp = startSetupProcess(link_, token, bigEndian, facts, ahead, 0, false,
+                                 refreshAhead_.costRule(), side_.readPrice(), late);
+  if (hasQueuesBehind) {
+    *behind = startHasQueuesBehind(link_, EntryPoint::process_has_queues, token);
+  }
+  records_.settleRecalled(true);  // a session lost there fails these two as well
+  if (!late.windows.empty() && read != nullptr) {
+    // The debugger reads while the request travels; the callbacks the server asks meanwhile
+    // wait for finishSetUp.
+    try {
+      *read = readAhead(side_, token, late.windows);
+    } catch (...) {
+      link_.drain(std::move(setUp));
+      if (*behind) link_.drain(std::move(*behind));
+      throw;
+    }
+  }
+  return link_.finishSetUp<wire::Session::SetupProcessResults>(
+      std::move(setUp), EntryPoint::setup_process, *behind);
 }
 
 int MqsClient::processHasQueues(mqs_process* process, char** message) {

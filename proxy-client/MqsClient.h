@@ -90,6 +90,13 @@ class MqsClient {
   // mqs_process_has_queues sent behind it (behind_). *warning: the reply's.
   int sendSetupProcess(uint64_t token, bool bigEndian, bool hasQueuesBehind = false,
                        std::string* warning = nullptr);
+  // sendSetupProcess' request and its reply: with has-queues behind it when asked (*behind),
+  // and with `late` windows, which it reads from the debugger into *read while the request
+  // travels (not when `read` is null).
+  Reply<wire::Session::SetupProcessResults> exchangeSetupProcess(
+      uint64_t token, bool bigEndian, const ProcessFacts* facts,
+      const std::vector<ReadAhead>& ahead, const LateProof& late, bool hasQueuesBehind,
+      std::shared_ptr<PendingCall>* behind, std::vector<ReadAhead>* read);
   // The look-ups answered ahead with an image's set-up (under the epoch policy): the learned
   // ones (learnedLookups_), with the debugger's answers for this image, asked now.
   LookupsAhead lookupsAhead(uint64_t image);

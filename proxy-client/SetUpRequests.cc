@@ -35,7 +35,8 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
                                                const std::vector<ReadAhead>& ahead,
                                                uint64_t infoToken, bool recalled,
                                                const CostRule& rule,
-                                               std::optional<ReadPrice> measuredReadCost) {
+                                               std::optional<ReadPrice> measuredReadCost,
+                                               const LateProof& late) {
   return link.start(EntryPoint::setup_process, [&](wire::Session::Client& s) {
     auto r = s.setupProcessRequest();
     rule.describe(r.initTimings(), measuredReadCost);
@@ -51,6 +52,12 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
       if (facts->globalRank) out.initGlobalRank().setValue(*facts->globalRank);
     }
     writeAhead(ahead, link.compress(), r);
+    auto proveLate = r.initProveLate(static_cast<unsigned>(late.windows.size()));
+    for (unsigned i = 0; i < late.windows.size(); ++i) {
+      proveLate[i].setAddress(late.windows[i].address);
+      proveLate[i].setSize(late.windows[i].size);
+    }
+    r.setRedoesLate(late.redoes);
     return r.send();
   });
 }

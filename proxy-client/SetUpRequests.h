@@ -43,6 +43,13 @@ struct ProcessFacts {
 std::shared_ptr<PendingCall> startSetupImage(SessionLink& link, uint64_t image,
                                              const LookupsAhead& ahead, uint64_t infoToken,
                                              bool recalled);
+// A process set-up's proof of identity made late (wire setupProcess' proveLate and redoesLate):
+// the windows the shim reads while the request travels, and whether this set-up replaces one so
+// proved that the debugger's bytes contradicted.
+struct LateProof {
+  std::vector<Window> windows;
+  bool redoes = false;
+};
 // The same for mqs_setup_process, with the process's facts when known (null: the DLL asks for
 // them), what was read ahead for it, and the inputs of the shim's cost rule (`rule`, with the
 // debugger's measured read cost) for the server's bound on reads around a miss.
@@ -51,7 +58,8 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
                                                const std::vector<ReadAhead>& ahead,
                                                uint64_t infoToken, bool recalled,
                                                const CostRule& rule,
-                                               std::optional<ReadPrice> measuredReadCost);
+                                               std::optional<ReadPrice> measuredReadCost,
+                                               const LateProof& late = {});
 // mqs_image_has_queues or mqs_process_has_queues of `token`, sent behind its object's set-up
 // (the server skips it when the set-up did not answer mqs_ok).
 std::shared_ptr<PendingCall> startHasQueuesBehind(SessionLink& link, EntryPoint entryPoint,

@@ -599,8 +599,9 @@ interface Proxy {
   # started later is not in it.
   # nodeProcesses: with readsOnNode, where each of those processes keeps its AT_RANDOM bytes
   # and its stack: the shim reads both through the debugger as it sets up a process of that
-  # rank and sends them ahead (setupProcess' ahead and blocks), the proof of identity and the
-  # set-up epoch's check without a callback
+  # rank and sends them ahead (setupProcess' ahead and blocks), or, of a rank's one process
+  # here, reads them while the set-up travels (setupProcess' proveLate): the proof of identity
+  # and the set-up epoch's check without a callback
   # (docs/round-trips.md, "Reading the target on its node"). Absent from an older server.
   # refreshAheadBytes: the most target memory of other processes the session takes in one
   # updateCommunicatorList (its `others`), from maxRefreshAheadBytes to refreshAheadBytesCeiling
@@ -664,10 +665,12 @@ interface Session {
 
   setupProcess @5 (process :UInt64, targetBigEndian :Bool, facts :ProcessFacts,
                    ahead :List(MemoryWindow), blocks :List(MemoryBlock), infoToken :UInt64,
-                   recalled :Bool, timings :LinkTimings)
+                   recalled :Bool, timings :LinkTimings, proveLate :List(MemoryWindow),
+                   redoesLate :Bool)
       -> (rc :Int32, warning :Text, failure :Failure, nextEpoch :List(MemoryWindow) $readAhead,
           learned :Bool $readAhead, setUpAhead :List(MemoryWindow) $readAhead,
-          readOnNode :Bool $readAhead);
+          readOnNode :Bool $readAhead, nodeBytes :List(MemoryBlock) $readAhead,
+          heldEffects :List(Effect) $readAhead);
   # targetBigEndian: the target's byte order, which the shim learned from the debugger's own
   # target_to_host. The server runs target_to_host itself (the DLL's "host" is the server).
   # timings (here and in updateCommunicatorList): see LinkTimings.
@@ -678,6 +681,20 @@ interface Session {
   # (ProcessFacts.globalRank).
   # warning: a sentence for the user when the reported byte order contradicts a value of the
   # target's memory that the set-up read (proxy-server/worker/ByteOrderCheck.h); empty otherwise.
+  # proveLate: for a server that reads on its host, instead of `ahead`: the AT_RANDOM window and
+  # the stack window (atRandomBytes, stackCheckBytes) its session listed for the one
+  # process of the rank in `facts` there, which the shim reads from its debugger while this
+  # request travels (docs/round-trips.md, "Reading the target on its node"). The server, when
+  # that rank's one process here is that one and stopped, takes it as proved, reads the windows
+  # there (returned in `nodeBytes`, one block each, in order), the stack's the set-up epoch's
+  # check, and runs the set-up with the DLL's effects held back (`heldEffects`, in order, and
+  # the processHasQueues behind it likewise). The shim serves the reply, giving the debugger
+  # those effects, only if its debugger's bytes are the same; otherwise it sends the set-up
+  # again with them as `ahead` and `redoesLate`, and the server first destroys the info the
+  # DLL put in the set-up it held back (its effects held back too). No `nodeBytes`: the
+  # server did not (no such one process, it runs, a window is unreadable here), the set-up ran
+  # as without proveLate (its proof at its first read that misses) and its effects were
+  # delivered as they happened. A server that ignores proveLate sends neither.
   # setUpAhead: in the epoch policy, what an earlier session's set-up of the process read and
   # this one has not yet (nor was sent with the request): the rest of the set-up (mqs_process_has_queues) is likely to read it.
   # The shim reads it at that call and sends it with it (processHasQueues' ahead and blocks),
@@ -688,9 +705,12 @@ interface Session {
       -> (rc :Int32, message :OutString, failure :Failure,
           nextEpoch :List(MemoryWindow) $readAhead, learned :Bool $readAhead, skipped :Bool,
           setUpRead :List(MemoryWindow) $readAhead, readOnNode :Bool $readAhead,
-          consumed :List(ConsumedLookup), consumedKnown :Bool);
+          consumed :List(ConsumedLookup), consumedKnown :Bool,
+          heldEffects :List(Effect) $readAhead);
   # afterSetUp, skipped, consumed, consumedKnown: as for imageHasQueues, behind the process's
-  # setupProcess, and the look-ups its mqs_setup_process and this call made.
+  # setupProcess, and the look-ups its mqs_setup_process and this call made. heldEffects:
+  # behind a set-up whose effects were held back (setupProcess' proveLate), this call's,
+  # which the shim gives the debugger as it serves the debugger's own call.
   # setUpRead: in the epoch policy, what the DLL read of the process in its set-up so far
   # (mqs_setup_process and this call), as windows: the bytes a record of the set-up proves
   # (proxy-client/SetUpRecall.h).

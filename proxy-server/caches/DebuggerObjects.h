@@ -62,6 +62,10 @@ struct RemoteProcess {
   mqs_process_info* info = nullptr;
   bool setUp = false;           // mqs_setup_process was called for it in this session
   bool setUpOk = false;         // and its last one answered mqs_ok
+  // Its last set-up's effects were held back for the shim's late proof (setupProcess'
+  // proveLate), as are those of the has-queues call behind it; the shim may undo it
+  // (redoesLate).
+  bool setUpHeld = false;
   bool targetBigEndian = false; // learned once, at set-up
   int64_t communicatorSize = -1; // size in the last mqs_get_communicator answer, -1 if none
   // The look-ups its last mqs_setup_process and mqs_process_has_queues made (epoch policy).

@@ -590,6 +590,50 @@ void RemoteDebugger::checkAheadOnNode(DllCall& call, RemoteProcess& process,
   }
 }
 
+std::vector<kj::Array<kj::byte>> RemoteDebugger::proveLateOnNode(
+    DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows) {
+  static_assert(std::tuple_size<LocalProcess::Random>::value == wire::AT_RANDOM_BYTES);
+  auto& node = process.node;
+  if (!options_.nodeMemory || options_.policy != wire::CachePolicy::EPOCH || !process.memory ||
+      node.state != RemoteProcess::NodeProof::State::Untried || !process.call.globalRank ||
+      *process.call.globalRank < 0 || windows.size() != 2) {
+    return {};
+  }
+  int rank = *process.call.globalRank;
+  // With two of that rank here, only the debugger's bytes tell which it shows: proveOnNode.
+  std::vector<LocalProcess> candidates = LocalProcess::withRank(rank);
+  if (candidates.size() != 1) return {};
+  LocalProcess& only = candidates[0];
+  auto listed = options_.listedStacks.find(only.pid());
+  if (listed == options_.listedStacks.end()) return {};
+  const TargetMemory::Window random{only.randomAddress(), wire::AT_RANDOM_BYTES};
+  const TargetMemory::Window stack{listed->second, wire::STACK_CHECK_BYTES};
+  auto same = [](const TargetMemory::Window& a, const TargetMemory::Window& b) {
+    return a.address == b.address && a.size == b.size;
+  };
+  bool stackFirst = same(windows[0], stack) && same(windows[1], random);
+  if (!stackFirst && !(same(windows[0], random) && same(windows[1], stack))) return {};
+  if (!only.stopped()) return {};  // refused at the first read, as ever
+  std::vector<kj::Array<kj::byte>> read;
+  for (const auto& w : windows) {
+    auto data = kj::heapArray<kj::byte>(w.size);
+    if (!only.read(w.address, data.begin(), data.size())) return {};
+    read.push_back(kj::mv(data));
+  }
+  const kj::Array<kj::byte>& top = read[stackFirst ? 0 : 1];
+  process.memory->store(stack.address, kj::heapArray<kj::byte>(top.asPtr()));
+  call.metrics().add(Count::NodeBlocks);
+  node.process = kj::mv(only);
+  node.state = RemoteProcess::NodeProof::State::Proven;
+  node.checkedThisEpoch = true;
+  node.checked = stack;
+  MQD_LOG(Info, "process %llu: memory read on this host, from pid %d (MPI rank %d; the one "
+          "process of that rank here, its AT_RANDOM bytes and its stack's top for the shim to "
+          "compare with the debugger's)",
+          static_cast<unsigned long long>(process.token), node.process->pid(), rank);
+  return read;
+}
+
 std::vector<kj::Array<kj::byte>> RemoteDebugger::readForLateCheck(
     DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows) {
   uint64_t bytes = 0;

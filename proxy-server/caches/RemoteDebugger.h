@@ -135,6 +135,16 @@ class RemoteDebugger {
   std::vector<kj::Array<kj::byte>> readForLateCheck(DllCall& call, RemoteProcess& process,
                                                     const std::vector<TargetMemory::Window>& windows);
 
+  // A set-up's proof made late (setupProcess' proveLate), for a process whose set-up epoch just
+  // started, untried, with its rank given: `windows` must be the AT_RANDOM window and the
+  // listed stack window of this host's one process of that rank, which must be stopped. Then
+  // that process is taken as proved, its stack window is this epoch's check (held in the
+  // epoch's memory) and its bytes of `windows` are returned, in order, for the shim to compare
+  // with its debugger's; the set-up's effects must be held back until it has. Empty, with
+  // nothing changed, otherwise: the proof is then made as without it (proveOnNode).
+  std::vector<kj::Array<kj::byte>> proveLateOnNode(DllCall& call, RemoteProcess& process,
+                                                   const std::vector<TargetMemory::Window>& windows);
+
   // The windows the process's next update will ask for: while its set-up epoch runs, what the
   // first update's newEpoch will (`learned` as it will get it, else the set-up's blocks whole)
   // with what the set-up read, bounded as nextEpochWindows; in any other epoch,
@@ -271,7 +281,8 @@ class RemoteDebugger {
   //     LocalProcess::withRank); the debugger reads each candidate's AT_RANDOM address, and
   //     exactly one candidate's 16 random bytes must be what the debugger read there. The
   //     shim reads them with the set-up's request when the session's opening listed every
-  //     candidate (openSession's nodeProcesses; proveAheadOnNode), else the set-up's first
+  //     candidate (openSession's nodeProcesses; proveAheadOnNode), or while it travels, and
+  //     compares them itself, when it listed one (proveLateOnNode), else the set-up's first
   //     missed read asks for them (proveOnNode).
   //   * State, once per epoch: every thread of the process is stopped, and the epoch's first
   //     missed read is asked of the debugger (the DLL gets the debugger's answer) and must

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstring>
 #include <set>
 #include <type_traits>
@@ -520,6 +521,8 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     requireBasicCallbacks(call.name());
     auto params = context.getParams();
     RemoteProcess& process = objects_.process(params.getProcess());
+    if (params.getRedoesLate()) undoHeldSetUp(call, process);
+    process.setUpHeld = false;
     reserveChosenToken(wire::InfoKind::PROCESS, params.getProcess(), params.getInfoToken());
     process.targetBigEndian = params.getTargetBigEndian();
     process.setUp = true;
@@ -532,13 +535,29 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     startEpoch(call, process, RemoteDebugger::EpochKind::SetUp,
                blocksAhead(params.getAhead(), params.getBlocks()));
     if (setUpUnguided(process)) process.memory->setUnguided();
+    std::vector<TargetMemory::Window> late;
+    for (auto w : params.getProveLate()) late.push_back({w.getAddress(), w.getSize()});
+    std::vector<kj::Array<kj::byte>> node;
+    if (!late.empty()) node = remote_.proveLateOnNode(call, process, late);
+    process.setUpHeld = !node.empty();
     process.setUpConsumed.clear();
-    Consuming consuming(remote_, process.setUpConsumed);
-    int rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
-                                             processCallbackTable());
+    int rc;
+    std::vector<Effect> held;
+    {
+      Consuming consuming(remote_, process.setUpConsumed);
+      std::optional<HeldEffects> holding;
+      if (process.setUpHeld) holding.emplace(call, &held);
+      rc = dll_->entry().mqs_setup_process(reinterpret_cast<mqs_process*>(&process),
+                                           processCallbackTable());
+      if (holding) relayDllOutput(call);
+    }
     process.setUpOk = rc == mqs_ok;
     auto results = context.getResults();
     results.setRc(rc);
+    if (process.setUpHeld) {
+      writeNodeBytes(late, node, results.initNodeBytes(static_cast<unsigned>(node.size())));
+      writeEffects(held, results.initHeldEffects(static_cast<unsigned>(held.size())));
+    }
     bool learned = false;
     std::vector<TargetMemory::Window> next = firstEpochWindows(process, &learned);
     writeWindows(next, results.initNextEpoch(static_cast<unsigned>(next.size())));
@@ -568,12 +587,18 @@ kj::Promise<void> SessionService::processHasQueues(ProcessHasQueuesContext conte
     remote_.keepAhead(call, process, blocksAhead(params.getAhead(), params.getBlocks()));
     char* message = &kUntouched;
     int rc;
+    std::vector<Effect> held;
+    bool holding = params.getAfterSetUp() && process.setUpHeld;
     {
       Consuming consuming(remote_, process.setUpConsumed);
+      std::optional<HeldEffects> hold;
+      if (holding) hold.emplace(call, &held);
       rc = dll_->entry().mqs_process_has_queues(reinterpret_cast<mqs_process*>(&process),
                                                 &message);
+      if (hold) relayDllOutput(call);
     }
     results.setRc(rc);
+    if (holding) writeEffects(held, results.initHeldEffects(static_cast<unsigned>(held.size())));
     captureMessage(message, results.initMessage());
     if (remote_.options().policy == wire::CachePolicy::EPOCH) {
       process.setUpConsumed.writeTo(results);
@@ -782,6 +807,21 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
   });
 }
 
+void SessionService::undoHeldSetUp(DllCall& call, RemoteProcess& process) {
+  if (!process.setUpHeld) return;
+  process.setUpHeld = false;
+  if (process.info == nullptr) return;
+  // The debugger never got this info: its destruction shows it nothing either.
+  std::vector<Effect> dropped;
+  HeldEffects held(call, &dropped);
+  uint64_t token = objects_.infoToken(wire::InfoKind::PROCESS, process.token, process.info);
+  destroyInfo<RemoteProcess>(objects_, call, token, dll_->entry().mqs_destroy_process_info);
+  relayDllOutput(call);
+  process.info = nullptr;
+  MQD_LOG(Debug, "process %llu: its set-up proved late undone (the debugger's bytes differ)",
+          static_cast<unsigned long long>(process.token));
+}
+
 bool SessionService::refreshCheckedLate(
     DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows,
     wire::Session::UpdateCommunicatorListResults::Builder results) {
@@ -802,13 +842,18 @@ bool SessionService::refreshCheckedLate(
     return false;
   }
   results.setRc(rc);
-  auto out = results.initNodeBytes(static_cast<unsigned>(node.size()));
+  writeNodeBytes(windows, node, results.initNodeBytes(static_cast<unsigned>(node.size())));
+  return true;
+}
+
+void SessionService::writeNodeBytes(const std::vector<TargetMemory::Window>& windows,
+                                    const std::vector<kj::Array<kj::byte>>& node,
+                                    capnp::List<wire::MemoryBlock>::Builder out) const {
   for (unsigned i = 0; i < node.size(); ++i) {
     out[i].setRc(mqs_ok);
     out[i].setAddress(windows[i].address);
     setBulk(out[i].initData(), node[i].asPtr(), remote_.options().compress);
   }
-  return true;
 }
 
 void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,

@@ -103,6 +103,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
   const LearnedMemory::Record& earlierSession(RemoteProcess& process);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
+  // The node's bytes of `windows` (`node`, one each, in order) as wire nodeBytes.
+  void writeNodeBytes(const std::vector<TargetMemory::Window>& windows,
+                      const std::vector<kj::Array<kj::byte>>& node,
+                      capnp::List<wire::MemoryBlock>::Builder out) const;
   // The addresses of the symbols both images resolved: the peer's and its own.
   static std::vector<PeerLayout::SymbolPair> symbolPairs(const RemoteImage& peer,
                                                          const RemoteImage& own);
@@ -157,6 +161,10 @@ class SessionService final : public wire::Session::Server, public DllHost {
   // the walk, the DLL's effects held back. False, for lateCheckDeclined, when the node could
   // not give the windows or the DLL had anything to show the debugger: the shim sends the
   // update again, and the DLL runs again where the debugger sees it all.
+  // A set-up whose proof the shim made late (setupProcess' proveLate) and found wrong
+  // (redoesLate): the info the DLL put in it, which the debugger never got, is destroyed, its
+  // effects held back too. Nothing for a set-up not held back.
+  void undoHeldSetUp(DllCall& call, RemoteProcess& process);
   bool refreshCheckedLate(DllCall& call, RemoteProcess& process,
                           const std::vector<TargetMemory::Window>& windows,
                           wire::Session::UpdateCommunicatorListResults::Builder results);

@@ -153,24 +153,29 @@ class DumpMatrix:
         problems += ["the --node-memory server proved rank pid %d in %d of its %d sessions: see %s"
                      % (pid, proved.count(pid), self.node_runs, self.node_log)
                      for pid in self.pids if proved.count(pid) != self.node_runs]
-        # Each proof from the AT_RANDOM bytes the shim read with the set-up, as the session's
-        # opening listed them, and its check from the top of the stack read with them: no
-        # round trip of its own.
-        ahead = re.findall(r"memory read on this host, from pid \d+ \(.*, read with the set-up "
-                           r"with its stack's top\)", log)
+        # Each proof made late: the AT_RANDOM bytes and the stack's top of the one process of
+        # that rank here, as the session's opening listed them, read by the shim while the
+        # set-up travelled and compared with the node's: no round trip of its own, nor a wait
+        # for the debugger's read before it
+        # (docs/round-trips.md, "Reading the target on its node").
+        ahead = re.findall(r"memory read on this host, from pid \d+ \(.*; the one process of "
+                           r"that rank here, its AT_RANDOM bytes and its stack's top for the "
+                           r"shim to compare", log)
         if len(ahead) != len(proved):
-            problems.append("node: %d of the %d proofs made and checked from the bytes read "
-                            "with the set-up, not all: see %s"
+            problems.append("node: %d of the %d proofs made late, not all: see %s"
                             % (len(ahead), len(proved), self.node_log))
         # Every update of a rank read on the node (the set-up proved it): its epoch check made
-        # while the update travelled, and the node's bytes the debugger's (docs/round-trips.md,
-        # "Reading the target on its node").
+        # while the update travelled, and the node's bytes the debugger's; and every set-up's
+        # proof the node's bytes too.
         with open(self.node_shim_log) as f:
-            late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
-                              r"again\)", f.read())
-        if not late or int(late[-1][0]) != 2 * len(self.pids) or int(late[-1][1]) != 0:
-            problems.append("node: %s epoch checks made late (sent again), not %d (0): see %s"
-                            % (late[-1:], 2 * len(self.pids), self.node_shim_log))
+            summary = f.read()
+        late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
+                          r"again\), (\d+) set-ups proved late \((\d+) sent again\)", summary)
+        wanted = (2 * len(self.pids), 0, len(self.pids), 0)
+        if not late or tuple(int(n) for n in late[-1]) != wanted:
+            problems.append("node: %s epoch checks made late (sent again) and set-ups proved "
+                            "late (sent again), not %s: see %s"
+                            % (late[-1:], wanted, self.node_shim_log))
         # The tcp-new run, a job the server never saw (its state is new) behind the relay:
         # every rank's first update after the first was guessed from the first rank's
         # (docs/round-trips.md, "A job never seen"). Whether a guess was whole enough to serve

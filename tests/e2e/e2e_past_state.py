@@ -38,21 +38,26 @@ CHANGED = ("ompi_mpi_communicators", 256)
 PAST_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "past_state.py")
 
 
-def dumps(pids, frontend, load, prefix, env):
+def dumps(pids, frontend, load, prefix, env, early=False):
     """gdb dumps the job, arms past_state.py for inferior 1, dumps again; returns gdb's output.
-    Writes PREFIX-live.json and PREFIX-past.json."""
-    cmd = gdb_command(pids, frontend, load) + [
-        "-ex", "source " + PAST_STATE,
-        "-ex", "mqd dump --all --json --output %s-live.json" % prefix,
-        "-ex", "mqd-past-state 1 %s %d" % CHANGED,
-        "-ex", "mqd dump --all --json --output %s-past.json" % prefix,
+    Writes PREFIX-live.json and PREFIX-past.json. `early`: gdb arms it before its only dump,
+    which sets every rank up (PREFIX-early.json)."""
+    if early:
+        steps = ["-ex", "mqd-past-state 1 %s %d" % CHANGED,
+                 "-ex", "mqd dump --all --json --output %s-early.json" % prefix]
+        written = prefix + "-early.json"
+    else:
+        steps = ["-ex", "mqd dump --all --json --output %s-live.json" % prefix,
+                 "-ex", "mqd-past-state 1 %s %d" % CHANGED,
+                 "-ex", "mqd dump --all --json --output %s-past.json" % prefix]
+        written = prefix + "-past.json"
+    cmd = gdb_command(pids, frontend, load) + ["-ex", "source " + PAST_STATE] + steps + [
         "-ex", "mqd-past-state"]
     result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=600, env=dict(os.environ, **env))
     with open(prefix + "-gdb.txt", "w") as f:
         f.write(result.stdout)
-    if result.returncode != 0 or "Traceback" in result.stdout or \
-            not os.path.exists(prefix + "-past.json"):
+    if result.returncode != 0 or "Traceback" in result.stdout or not os.path.exists(written):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
     return result.stdout
 
@@ -107,13 +112,31 @@ def main():
         if late[-1:] != [(str(2 * args.ranks - 1), "1")]:
             problems.append("the shim made %s epoch checks late (sent again), not %d (1): see %s"
                             % (late[-1:], 2 * args.ranks - 1, shim_log))
+        # Rank 0 shown otherwise from its set-up on: the proof the shim makes late finds the
+        # debugger's top of its stack not the node's, and its set-up goes again with the
+        # debugger's bytes, which the node refuses; the other ranks' proofs hold.
+        dumps(job.pids, args.frontend, "mqd load", os.path.join(work, "native"), {}, early=True)
+        early_log = os.path.join(work, "shim-early.log")
+        dumps(job.pids, args.frontend, "mqd load --server %s --vendor-dll %s %s"
+              % (server.endpoint, args.ompi_dll, args.shim or built.require("shim")),
+              os.path.join(work, "node"),
+              {"MQD_PROXY_LOG": "info", "MQD_PROXY_LOG_FILE": early_log}, early=True)
+        if read(os.path.join(work, "native-early.json")) != \
+                read(os.path.join(work, "node-early.json")):
+            problems.append("the dump of rank 0 shown otherwise from its set-up on through the "
+                            "node server is not the native one: see %s" % work)
+        proofs = re.findall(r"session summary: .* (\d+) set-ups proved late \((\d+) sent "
+                            r"again\)", read(early_log))
+        if proofs[-1:] != [(str(args.ranks - 1), "1")]:
+            problems.append("the shim proved %s set-ups late (sent again), not %d (1): see %s"
+                            % (proofs[-1:], args.ranks - 1, early_log))
         server_log = server.log
         server.stop()
         server = None
         refused = re.findall(r"memory read through the debugger: pid (\d+)'s memory",
                              read(server_log))
-        if refused != [str(job.pids[0])]:
-            problems.append("the node server refused %s, not rank 0 (pid %d): see %s"
+        if refused != [str(job.pids[0])] * 2:
+            problems.append("the node server refused %s, not rank 0 (pid %d) twice: see %s"
                             % (refused, job.pids[0], server_log))
         print("rank 0 shown with bytes inverted in %s reads natively, %s through the node server"
               % (changed["native"], changed["node"]))

@@ -689,3 +689,92 @@ TEST_CASE("RemoteDebugger --node-memory: the epoch check made late gives the shi
   CHECK(rig.state() == State::Refused);
   CHECK(script.fetchBlocks == asked);
 }
+
+TEST_CASE("RemoteDebugger --node-memory: the set-up's proof made late takes a rank's one "
+          "process, listed, and gives the shim its bytes; nothing for two of a rank, a window "
+          "not listed, or a process that runs") {
+  TwoOfOneRank two;
+  if (!two.stopped()) return;
+  // What the session's opening listed of each (openSession's nodeProcesses).
+  std::map<pid_t, uint64_t> stacks;
+  std::map<pid_t, std::vector<TargetMemory::Window>> windows;  // in address order
+  auto listed = LocalProcess::proofAddressesHere();
+  for (const auto& p : listed[two.rank]) {
+    stacks[p.pid] = p.stack;
+    windows[p.pid] = {{p.random, wire::AT_RANDOM_BYTES}, {p.stack, wire::STACK_CHECK_BYTES}};
+    std::sort(windows[p.pid].begin(), windows[p.pid].end(),
+              [](const auto& a, const auto& b) { return a.address < b.address; });
+  }
+  const pid_t pid = two.target->pid();
+  REQUIRE(windows.count(pid) == 1);
+  ProcDebugger::Script script{pid, two.rank};
+  Rig rig(script, stacks);
+  auto& remote = rig.host.remote();
+  // A set-up's epoch with the rank the shim sent, as SessionService::setupProcess starts it.
+  auto proveLate = [&](const std::vector<TargetMemory::Window>& late) {
+    std::vector<kj::Array<kj::byte>> node;
+    capnp::MallocMessageBuilder message;
+    auto facts = message.initRoot<wire::ProcessFacts>();
+    facts.initGlobalRank().setValue(two.rank);
+    test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+      remote.processSetUp(rig.process);
+      remote.keepProcessFacts(rig.process, facts.asReader());
+      remote.newEpoch(call, rig.process, {}, {}, RemoteDebugger::EpochKind::SetUp);
+      node = remote.proveLateOnNode(call, rig.process, late);
+    });
+    return node;
+  };
+
+  SUBCASE("two of the rank: only the debugger's bytes tell, nothing proved") {
+    CHECK(proveLate(windows[pid]).empty());
+    CHECK(rig.state() == State::Untried);
+  }
+  SUBCASE("the rank's one process: proved, its bytes returned, its stack the epoch's check") {
+    two.decoy.reset();  // gone: the target is the rank's one process here
+    REQUIRE(mqd::harness::waitFor([&] { return LocalProcess::withRank(two.rank).size() == 1; }));
+    SUBCASE("as listed") {
+      auto node = proveLate(windows[pid]);
+      REQUIRE(node.size() == 2);
+      for (size_t i = 0; i < 2; ++i) {
+        const auto& w = windows[pid][i];
+        std::vector<uint8_t> truth(w.size);
+        REQUIRE(::pread64(rig.mem.get(), truth.data(), truth.size(),
+                          static_cast<off64_t>(w.address)) == static_cast<ssize_t>(w.size));
+        REQUIRE(node[i].size() == w.size);
+        CHECK(std::memcmp(node[i].begin(), truth.data(), truth.size()) == 0);
+      }
+      CHECK(rig.state() == State::Proven);
+      CHECK(rig.process.node.checkedThisEpoch);
+      auto next = remote.nextEpochWindows(rig.process);
+      REQUIRE(next.size() == 1);
+      CHECK(next[0].address == stacks[pid]);
+      // The DLL's reads on the node, no debugger asked.
+      uint64_t base = firstMapping(pid);
+      test::runAsDllCall(rig.host, rig.waitScope, [&](DllCall& call) {
+        uint8_t got[8], truth[8];
+        REQUIRE(remote.fetchData(call, rig.process, base, 8, got) == 0);
+        REQUIRE(::pread64(rig.mem.get(), truth, 8, static_cast<off64_t>(base)) == 8);
+        CHECK(std::memcmp(got, truth, 8) == 0);
+      });
+      CHECK(script.fetchBlocks == 0);
+      CHECK(script.rankAsked == 0);
+    }
+    SUBCASE("a window it did not list: nothing") {
+      auto late = windows[pid];
+      late[0].address += 8;
+      CHECK(proveLate(late).empty());
+      CHECK(rig.state() == State::Untried);
+      CHECK(proveLate({windows[pid][0]}).empty());
+      CHECK(rig.state() == State::Untried);
+    }
+    SUBCASE("it runs: nothing (its first read refuses it, as ever)") {
+      REQUIRE(::kill(-pid, SIGCONT) == 0);
+      std::string why;
+      auto live = LocalProcess::at(pid, &why);
+      REQUIRE_MESSAGE(live, why);
+      REQUIRE(mqd::harness::waitFor([&] { return !live->stopped(); }));
+      CHECK(proveLate(windows[pid]).empty());
+      CHECK(rig.state() == State::Untried);
+    }
+  }
+}
