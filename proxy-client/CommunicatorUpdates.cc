@@ -209,11 +209,8 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendChe
                          auto r = s.updateCommunicatorListRequest();
                          r.setProcess(process);
                          describeShim(r);
-                         auto late = r.initCheckLate(static_cast<unsigned>(windows.size()));
-                         for (unsigned i = 0; i < windows.size(); ++i) {
-                           late[i].setAddress(windows[i].address);
-                           late[i].setSize(windows[i].size);
-                         }
+                         writeWindows(windows,
+                                      r.initCheckLate(static_cast<unsigned>(windows.size())));
                          return r.send();
                        });
   // The debugger reads while the request travels and the server walks; the callbacks the

@@ -27,6 +27,14 @@ std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list) {
   return out;
 }
 
+void writeWindows(const std::vector<Window>& windows,
+                  capnp::List<wire::MemoryWindow>::Builder out) {
+  for (unsigned i = 0; i < windows.size(); ++i) {
+    out[i].setAddress(windows[i].address);
+    out[i].setSize(windows[i].size);
+  }
+}
+
 std::vector<Window> windowsOf(const std::vector<ReadAhead>& read) {
   std::vector<Window> out;
   for (const ReadAhead& r : read) out.push_back(r.window);

@@ -57,6 +57,9 @@ uint64_t bytesOf(const std::vector<ReadAhead>& read);
 std::vector<Window> windowsOf(capnp::List<wire::MemoryWindow>::Reader list);
 // The windows a list of blocks read ahead was read for.
 std::vector<Window> windowsOf(const std::vector<ReadAhead>& read);
+// `windows` into a request's list (initialised to their number).
+void writeWindows(const std::vector<Window>& windows,
+                  capnp::List<wire::MemoryWindow>::Builder out);
 
 // Windows that follow each other within kReadGap bytes are read as one span: through
 // gdbserver one read carries up to 9,215 bytes, so two windows 8 KiB apart cost one exchange

@@ -52,11 +52,7 @@ std::shared_ptr<PendingCall> startSetupProcess(SessionLink& link, uint64_t proce
       if (facts->globalRank) out.initGlobalRank().setValue(*facts->globalRank);
     }
     writeAhead(ahead, link.compress(), r);
-    auto proveLate = r.initProveLate(static_cast<unsigned>(late.windows.size()));
-    for (unsigned i = 0; i < late.windows.size(); ++i) {
-      proveLate[i].setAddress(late.windows[i].address);
-      proveLate[i].setSize(late.windows[i].size);
-    }
+    writeWindows(late.windows, r.initProveLate(static_cast<unsigned>(late.windows.size())));
     r.setRedoesLate(late.redoes);
     return r.send();
   });

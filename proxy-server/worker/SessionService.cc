@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <type_traits>
 
@@ -219,6 +219,13 @@ void SessionService::writeWindows(const std::vector<TargetMemory::Window>& windo
     out[i].setAddress(windows[i].address);
     out[i].setSize(windows[i].size);
   }
+}
+
+std::vector<TargetMemory::Window> SessionService::windowsOf(
+    capnp::List<wire::MemoryWindow>::Reader list) {
+  std::vector<TargetMemory::Window> windows;
+  for (auto w : list) windows.push_back({w.getAddress(), w.getSize()});
+  return windows;
 }
 
 std::vector<PeerLayout::SymbolPair> SessionService::symbolPairs(const RemoteImage& peer,
@@ -535,8 +542,7 @@ kj::Promise<void> SessionService::setupProcess(SetupProcessContext context) {
     startEpoch(call, process, RemoteDebugger::EpochKind::SetUp,
                blocksAhead(params.getAhead(), params.getBlocks()));
     if (setUpUnguided(process)) process.memory->setUnguided();
-    std::vector<TargetMemory::Window> late;
-    for (auto w : params.getProveLate()) late.push_back({w.getAddress(), w.getSize()});
+    std::vector<TargetMemory::Window> late = windowsOf(params.getProveLate());
     std::vector<kj::Array<kj::byte>> node;
     if (!late.empty()) node = remote_.proveLateOnNode(call, process, late);
     process.setUpHeld = !node.empty();
@@ -744,8 +750,7 @@ kj::Promise<void> SessionService::updateCommunicatorList(UpdateCommunicatorListC
       slot.clientCounters[i].store(counters[i].getValue());
     }
     auto results = context.getResults();
-    std::vector<TargetMemory::Window> late;
-    for (auto w : params.getCheckLate()) late.push_back({w.getAddress(), w.getSize()});
+    std::vector<TargetMemory::Window> late = windowsOf(params.getCheckLate());
     std::vector<NamedEpoch> peers;
     if (!late.empty() && process.node.proven() &&
         remote_.options().policy == wire::CachePolicy::EPOCH) {

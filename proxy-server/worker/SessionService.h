@@ -103,6 +103,8 @@ class SessionService final : public wire::Session::Server, public DllHost {
   const LearnedMemory::Record& earlierSession(RemoteProcess& process);
   static void writeWindows(const std::vector<TargetMemory::Window>& windows,
                            capnp::List<wire::MemoryWindow>::Builder out);
+  static std::vector<TargetMemory::Window> windowsOf(
+      capnp::List<wire::MemoryWindow>::Reader list);
   // The node's bytes of `windows` (`node`, one each, in order) as wire nodeBytes.
   void writeNodeBytes(const std::vector<TargetMemory::Window>& windows,
                       const std::vector<kj::Array<kj::byte>>& node,
