@@ -35,12 +35,15 @@ CommunicatorUpdates::Outcome CommunicatorUpdates::update(uint64_t process) {
     }
   }
   std::optional<OwnProof> proof;
+  // Others go with an update of a process read on its node only with its check made late.
+  std::vector<uint64_t> others;
+  if (epoch && (!readOnNode || !checkLate.empty())) {
+    others = refreshAhead_.candidates(process, side_.readPrice());
+  }
   auto reply = checkLate.empty()
-                   ? send(process, std::move(ahead),
-                          epoch ? refreshAhead_.candidates(process, side_.readPrice())
-                                : std::vector<uint64_t>(),
-                          stale ? Held::check : Held::trust, epoch ? &proof : nullptr)
-                   : sendCheckedLate(process, checkLate);
+                   ? send(process, std::move(ahead), others, stale ? Held::check : Held::trust,
+                          epoch ? &proof : nullptr)
+                   : sendCheckedLate(process, checkLate, others);
   refreshAhead_.visited(process);
   outcome.rc = reply.get().getRc();
   if (reply.call().callbackErrorCode() != 0) {
@@ -202,17 +205,38 @@ void CommunicatorUpdates::describeShim(
 }
 
 Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendCheckedLate(
-    uint64_t process, const std::vector<Window>& windows) {
+    uint64_t process, const std::vector<Window>& windows, const std::vector<uint64_t>& others) {
+  // The others, read on this node too, go with their checks, of which nothing is read now:
+  // each is read at the other's own update, its check made late.
+  std::vector<std::pair<uint64_t, std::vector<Window>>> batch;
+  for (uint64_t token : others) {
+    if (const std::vector<Window>* check = refreshAhead_.nextEpoch(token)) {
+      batch.push_back({token, *check});
+      refreshAhead_.offered(token);
+    }
+  }
+  if (!batch.empty()) {
+    MQD_LOG(Debug, "process %llu: %zu other processes refreshed ahead on its node with its update",
+            static_cast<unsigned long long>(process), batch.size());
+  }
   link_.settle();  // the calls sent earlier come first
-  auto pending = link_.start(EntryPoint::update_communicator_list,
-                       [this, process, &windows](wire::Session::Client& s) {
-                         auto r = s.updateCommunicatorListRequest();
-                         r.setProcess(process);
-                         describeShim(r);
-                         writeWindows(windows,
-                                      r.initCheckLate(static_cast<unsigned>(windows.size())));
-                         return r.send();
-                       });
+  auto pending = link_.start(
+      EntryPoint::update_communicator_list,
+      [this, process, &windows, &batch](wire::Session::Client& s) {
+        auto r = s.updateCommunicatorListRequest();
+        r.setProcess(process);
+        describeShim(r);
+        writeWindows(windows, r.initCheckLate(static_cast<unsigned>(windows.size())));
+        if (!batch.empty()) {
+          auto out = r.initOthers(static_cast<unsigned>(batch.size()));
+          for (unsigned i = 0; i < batch.size(); ++i) {
+            out[i].setProcess(batch[i].first);
+            writeWindows(batch[i].second,
+                         out[i].initCheckLate(static_cast<unsigned>(batch[i].second.size())));
+          }
+        }
+        return r.send();
+      });
   // The debugger reads while the request travels and the server walks; the callbacks the
   // server asks meanwhile wait for finish().
   std::vector<ReadAhead> read;
@@ -224,6 +248,22 @@ Reply<wire::Session::UpdateCommunicatorListResults> CommunicatorUpdates::sendChe
   }
   auto reply = link_.finish<wire::Session::UpdateCommunicatorListResults>(
       std::move(pending), EntryPoint::update_communicator_list);
+  // Each other refreshed is kept for its own update, whatever this process's check finds.
+  for (auto refreshed : reply.get().getRefreshed()) {
+    auto it = std::find_if(batch.begin(), batch.end(), [&](const auto& sent) {
+      return sent.first == refreshed.getProcess();
+    });
+    if (it == batch.end() || it->second.empty()) continue;  // not sent, or named twice
+    try {
+      std::optional<RefreshAhead::Refreshed> made = RefreshAhead::madeOnNode(
+          std::make_unique<RecordedWalk>(refreshed.getWalk()),
+          windowsOf(refreshed.getNextEpoch()), it->second, refreshed.getNodeBytes());
+      if (made) refreshAhead_.keep(it->first, std::move(*made));
+    } catch (const ProxyError& e) {  // that process's own update will go to the server
+      MQD_LOG(Warn, "a refresh ahead dropped: %s", e.what());
+    }
+    it->second.clear();
+  }
   auto node = reply.get().getNodeBytes();
   if (reply.get().getLateCheckDeclined() || (node.size() > 0 && !sameAsNode(read, node))) {
     ++counters_.lateChecksRedone;

@@ -12,7 +12,10 @@
 //   refresh ahead for its own update.
 // - for a process the server reads on its node, sent with its epoch check made late: the
 //   debugger reads while the request travels, and the reply is taken only if the node's bytes
-//   it carries are the debugger's; else the update goes again with the debugger's bytes.
+//   it carries are the debugger's; else the update goes again with the debugger's bytes. The
+//   other processes read on that node (candidates) go with it, each with its check, which
+//   the server reads there: each refresh ahead is proved at its process's own update by the
+//   debugger reading that check the same (the first way), its check made late.
 // Replies feed RefreshAhead: the process's next epoch, the peers the server guessed, the
 // refreshes it made ahead. A ProxyError from the link goes to the caller.
 #pragma once
@@ -82,9 +85,9 @@ class CommunicatorUpdates {
   std::unique_ptr<RecordedWalk> takeRefreshedAhead(uint64_t process,
                                                    std::vector<ReadAhead>* fresh,
                                                    std::vector<Window>* named, bool* stale);
-  // The third way.
+  // The third way, with the processes `others`, read on the node too, refreshed ahead there.
   Reply<wire::Session::UpdateCommunicatorListResults> sendCheckedLate(
-      uint64_t process, const std::vector<Window>& windows);
+      uint64_t process, const std::vector<Window>& windows, const std::vector<uint64_t>& others);
   // What every update request carries besides its own: the shim's counters and the cost
   // rule's inputs (LinkTimings).
   void describeShim(wire::Session::UpdateCommunicatorListParams::Builder request) const;

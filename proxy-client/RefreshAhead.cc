@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "Bulk.h"
 #include "Log.h"
 
 namespace mqd::client {
@@ -26,6 +27,25 @@ RefreshAhead::Refreshed RefreshAhead::madeFrom(std::unique_ptr<RecordedWalk> wal
   // In address order, which the proof's reads take in fewer spans (readWindows: a server's
   // windows and its guesses' regions come as runs of their own, and may overlap).
   std::stable_sort(made.proof.begin(), made.proof.end(), byAddress);
+  return made;
+}
+
+std::optional<RefreshAhead::Refreshed> RefreshAhead::madeOnNode(
+    std::unique_ptr<RecordedWalk> walk, std::vector<Window> nextEpoch,
+    const std::vector<Window>& windows, capnp::List<wire::MemoryBlock>::Reader nodeBytes) {
+  if (windows.empty() || nodeBytes.size() != windows.size()) return std::nullopt;
+  Refreshed made{std::move(walk), std::move(nextEpoch), {}, true};
+  made.onNode = true;
+  for (unsigned i = 0; i < nodeBytes.size(); ++i) {
+    const Window& w = windows[i];
+    if (nodeBytes[i].getRc() != mqs_ok || nodeBytes[i].getAddress() != w.address) {
+      return std::nullopt;
+    }
+    kj::Array<kj::byte> data = readBulk(nodeBytes[i].getData(), w.size);
+    if (data.size() != w.size) return std::nullopt;
+    made.proof.push_back(
+        {w, DebuggerSide::Block{mqs_ok, w.address, {data.begin(), data.end()}}});
+  }
   return made;
 }
 
@@ -81,17 +101,24 @@ void RefreshAhead::visited(uint64_t process) {
 
 std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
                                                std::optional<ReadPrice> measured) const {
-  auto offered = [this, process](uint64_t token) {
+  // A process read on its node is refreshed ahead only with another one's update, whose
+  // server reads it there; any other, only with another one's neither.
+  const bool onNode = readOnNode(process);
+  auto offered = [this, process, onNode](uint64_t token) {
     return token != process && !refreshed_.has(token) && nextEpoch_.count(token) != 0 &&
-           readOnNode_.count(token) == 0;
+           readOnNode(token) == onNode;
   };
   std::vector<std::pair<uint64_t, uint64_t>> byLast;  // (last refresh, process)
   auto self = visits_.find(process);
   if (self == visits_.end()) {
     // The process's first update: the others never updated, whose set-up named what an
-    // earlier session of them read (the only first updates likely to ask for nothing else).
-    for (uint64_t token : learnedFirstEpoch_) {
-      if (visits_.count(token) == 0 && offered(token)) byLast.push_back({0, token});
+    // earlier session of them read (the only first updates likely to ask for nothing else),
+    // or, on the node, every other one set up there (its node's memory is read there anyway).
+    for (uint64_t token : onNode ? readOnNode_ : learnedFirstEpoch_) {
+      bool again = onNode && offeredFirst_.count(token) != 0;
+      if (visits_.count(token) == 0 && !again && offered(token)) {
+        byLast.push_back({0, token});
+      }
     }
   } else {
     for (const auto& [token, v] : visits_) {
@@ -109,8 +136,9 @@ std::vector<uint64_t> RefreshAhead::candidates(uint64_t process,
     uint64_t bytes = bytesOf(windows);
     if (bytes > budget) break;
     // A process refreshed ahead has its memory read twice: now, and at its own update for the
-    // proof.
-    if (!worthReading(windows, 1, measured)) {
+    // proof. Not one read on its node: the shim reads nothing of it now, and at its own update
+    // only its check, which that update makes anyway.
+    if (!onNode && !worthReading(windows, 1, measured)) {
       MQD_LOG(Debug, "process %llu: not refreshed ahead: reading its %llu bytes again costs "
                      "more than a round trip",
               static_cast<unsigned long long>(token), static_cast<unsigned long long>(bytes));
@@ -164,6 +192,7 @@ std::optional<RefreshAhead::Refreshed> RefreshAhead::take(uint64_t process) {
 
 void RefreshAhead::hold(uint64_t process, Refreshed served) {
   held_.take(process);
+  if (served.onNode) return;  // its proof is its check alone, not what its update read
   if (held_.bytes() + bytesOf(served.proof) > requestBytes_) return;
   served.held = true;
   held_.put(process, std::move(served));
@@ -192,6 +221,7 @@ void RefreshAhead::forget(uint64_t process) {
   nextEpoch_.erase(process);
   learnedFirstEpoch_.erase(process);
   readOnNode_.erase(process);
+  offeredFirst_.erase(process);
   visits_.erase(process);
   refreshed_.take(process);
   held_.take(process);
@@ -207,6 +237,7 @@ void RefreshAhead::clear() {
   nextEpoch_.clear();
   learnedFirstEpoch_.clear();
   readOnNode_.clear();
+  offeredFirst_.clear();
   forgetRefreshes();
 }
 

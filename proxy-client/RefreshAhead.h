@@ -1,6 +1,6 @@
 // RefreshAhead: under the epoch policy, what the shim knows of each process's next update, and
 // the refreshes the server made ahead of a process's own update (docs/round-trips.md,
-// "Refreshing ahead").
+// "The whole job").
 //
 // Per process it keeps the memory its next update is likely to read (the "next epoch", named by
 // the server's last reply about the process or by a peer's guess), whether that was learned
@@ -40,7 +40,17 @@ class RefreshAhead {
     std::vector<ReadAhead> proof;
     bool whole = true;
     bool held = false;  // the process's last epoch held (hold), not a refresh by the server
+    // Made on the process's node (RefreshAhead.checkLate): `proof` is the node's bytes of its
+    // epoch check, which the debugger must read the same; never held as its last epoch.
+    bool onNode = false;
   };
+  // A refresh made on the process's node from its check `windows`, whose node bytes are
+  // `nodeBytes` (RefreshedAhead.nodeBytes); nullopt when they are not one block each, in
+  // order, readable whole. Throws ProxyError(PROTOCOL) for a payload that does not unpack.
+  static std::optional<Refreshed> madeOnNode(std::unique_ptr<RecordedWalk> walk,
+                                             std::vector<Window> nextEpoch,
+                                             const std::vector<Window>& windows,
+                                             capnp::List<wire::MemoryBlock>::Reader nodeBytes);
   // What a refresh of the blocks `sent` keeps for its proof, its update having read `used`
   // (nullopt: the server did not say); `fetched`: the blocks the server fetched for its misses
   // (RefreshFetches), proved as those sent.
@@ -61,7 +71,8 @@ class RefreshAhead {
 
   // A reply named what the process's next update reads (`windows`, empty: nothing); `learned`:
   // it is what an earlier session's first update read (a set-up reply's), `readOnNode`: the
-  // server reads the process on its node (never refreshed ahead, so never offered).
+  // server reads the process on its node (refreshed ahead only with another such one's
+  // update, its check made late).
   void keepNextEpoch(uint64_t process, std::vector<Window> windows, bool learned,
                      bool readOnNode);
   // The same from a reply that names it (a set-up's, a has-queues', an update's).
@@ -84,14 +95,19 @@ class RefreshAhead {
   // The processes to refresh with `process`'s update: those the debugger refreshed as often as
   // it and after its last refresh, oldest first (a debugger that refreshes a job rank by rank
   // refreshes them next); at its first update, the never-updated ones with a learned first
-  // epoch. Each has a named next epoch, is not read on the node and has no refresh waiting;
-  // together with what the refreshes waiting keep they stay within requestBytes(), and
-  // each is worth reading twice (now, and for its proof) by the cost rule, with the debugger's
-  // reads priced `measured` (nullopt: not measured yet).
+  // epoch. Each has a named next epoch, is read on the node as `process` is or is not, and has
+  // no refresh waiting; together with what the refreshes waiting keep they stay within
+  // requestBytes(), and each is worth reading twice (now, and for its proof) by the cost rule,
+  // with the debugger's reads priced `measured` (nullopt: not measured yet). Of a process read
+  // on its node: at its first update, every other one never updated; no cost rule (the shim
+  // reads only their checks, at their own updates, as it would without).
   std::vector<uint64_t> candidates(uint64_t process, std::optional<ReadPrice> measured) const;
   // A learned first epoch sent ahead once is not offered again (kept, it is served at the
   // process's own update; dropped, its reply named what the update will read).
-  void offered(uint64_t process) { learnedFirstEpoch_.erase(process); }
+  void offered(uint64_t process) {
+    learnedFirstEpoch_.erase(process);
+    offeredFirst_.insert(process);
+  }
 
   // A reply's guesses of other processes' first updates (wire PeerEpoch): each becomes that
   // process's next epoch and a candidate like a learned one, if the process was never updated
@@ -142,6 +158,9 @@ class RefreshAhead {
   // Never updated, with a next epoch an earlier session (or a peer's guess) named.
   std::set<uint64_t> learnedFirstEpoch_;
   std::set<uint64_t> readOnNode_;
+  // Offered at another's first update (offered): a process read on its node is offered so
+  // once, as a learned one is (which leaves learnedFirstEpoch_ then).
+  std::set<uint64_t> offeredFirst_;
   // Refreshes by process, and the bytes of their proofs in all.
   class Kept {
    public:

@@ -476,6 +476,13 @@ struct RefreshAhead {
   process @0 :UInt64;
   ahead @1 :List(MemoryWindow);
   blocks @2 :List(MemoryBlock);
+  checkLate @3 :List(MemoryWindow);
+  # For a process the server reads on its node (its last reply said readOnNode), instead of
+  # `ahead`: the windows that reply named, its epoch check, not read by the shim now. The
+  # server reads them on the node as the process's epoch starts (as updateCommunicatorList's
+  # checkLate) and returns them in RefreshedAhead.nodeBytes; the shim reads them from its
+  # debugger at the process's own update, the check made late, and serves the refresh only if
+  # they are the node's bytes.
 }
 
 struct PeerEpoch {
@@ -501,6 +508,10 @@ struct RefreshedAhead {
   # nextEpoch's, never bounded): the shim proves the refresh current by reading these again,
   # not all it sent (proxy-client/ReadAhead.h, readOf). Absent from a server that does not
   # say: all of it.
+  nodeBytes @4 :List(MemoryBlock) $readAhead;
+  # Of a process sent with checkLate: the node's bytes of those windows, one block each, in
+  # order, which its refresh started from (it read nothing else but on the node). A server
+  # that ignores checkLate refreshes no such process.
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -721,8 +732,9 @@ interface Session {
   # process read in every epoch, so its first update is likely to read nothing else: the shim
   # may refresh it ahead (`others`) with another process's first update. readOnNode (here,
   # in setupProcess and in updateCommunicatorList): the server reads the process on its node
-  # (--node-memory): the shim makes its next update's epoch check late (`checkLate`) and never
-  # reads its windows for another's update.
+  # (--node-memory): the shim makes its next update's epoch check late (`checkLate`), and
+  # refreshes it ahead only with another such process's update, its check late too
+  # (RefreshAhead.checkLate), never reading its windows for another's update.
   destroyProcessInfo @7 (info :UInt64) -> (failure :Failure);
 
   updateCommunicatorList @8 (process :UInt64, clientCounters :List(Counter),

@@ -830,25 +830,36 @@ void SessionService::undoHeldSetUp(DllCall& call, RemoteProcess& process) {
 bool SessionService::refreshCheckedLate(
     DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows,
     wire::Session::UpdateCommunicatorListResults::Builder results) {
-  startEpoch(call, process, RemoteDebugger::EpochKind::Update);
-  std::vector<kj::Array<kj::byte>> node = remote_.readForLateCheck(call, process, windows);
-  if (node.empty()) return false;
-  std::vector<Effect> effects;
-  int rc;
-  {
-    HeldEffects held(call, &effects);
-    rc = updateAndWalk(call, process, results.initWalk());
-    relayDllOutput(call);
-  }
-  if (!effects.empty() || !process.node.proven()) {
-    MQD_LOG(Debug, "process %llu: its late check declined (%zu effects held back)",
-            static_cast<unsigned long long>(process.token), effects.size());
+  int rc = 0;
+  std::vector<kj::Array<kj::byte>> node = updateCheckedLate(call, process, windows,
+                                                            results.initWalk(), &rc);
+  if (node.empty()) {
     results.disownWalk();
     return false;
   }
   results.setRc(rc);
   writeNodeBytes(windows, node, results.initNodeBytes(static_cast<unsigned>(node.size())));
   return true;
+}
+
+std::vector<kj::Array<kj::byte>> SessionService::updateCheckedLate(
+    DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows,
+    wire::Bulk::Builder walkOut, int* rc) {
+  startEpoch(call, process, RemoteDebugger::EpochKind::Update);
+  std::vector<kj::Array<kj::byte>> node = remote_.readForLateCheck(call, process, windows);
+  if (node.empty()) return node;
+  std::vector<Effect> effects;
+  {
+    HeldEffects held(call, &effects);
+    *rc = updateAndWalk(call, process, walkOut);
+    relayDllOutput(call);
+  }
+  if (!effects.empty() || !process.node.proven()) {
+    MQD_LOG(Debug, "process %llu: its late check declined (%zu effects held back)",
+            static_cast<unsigned long long>(process.token), effects.size());
+    return {};
+  }
+  return node;
 }
 
 void SessionService::writeNodeBytes(const std::vector<TargetMemory::Window>& windows,
@@ -894,10 +905,17 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
         objects_.image(*process->image).info == nullptr) {
       continue;
     }
-    // Nor a process read on its node: its refresh would read memory the shim never sees, so
-    // the shim could not prove it current at the process's own update.
-    if (process->node.proven()) continue;
     auto out = scratch.getOrphanage().newOrphan<wire::RefreshedAhead>();
+    // A process read on its node only with its check made late: the shim proves it by that
+    // check, which its debugger makes at the process's own update. Without it, its refresh
+    // would read memory the shim never sees, and the shim could not prove it current.
+    if (process->node.proven()) {
+      if (other.hasCheckLate() && refreshedOnNode(call, *process, other.getCheckLate(), out.get())) {
+        kept.push_back(kj::mv(out));
+        metrics_.add(Count::RefreshedAhead);
+      }
+      continue;
+    }
     std::vector<Effect> effects;
     uint64_t callbacks = metrics_.get(Count::Callbacks);
     uint64_t misses = metrics_.get(Count::MemoryMisses);
@@ -946,6 +964,32 @@ void SessionService::refreshAhead(DllCall& call, const RemoteProcess& asked,
   }
   auto list = results.initRefreshed(static_cast<unsigned>(kept.size()));
   for (unsigned i = 0; i < kept.size(); ++i) list.setWithCaveats(i, kept[i].getReader());
+}
+
+bool SessionService::refreshedOnNode(DllCall& call, RemoteProcess& process,
+                                     capnp::List<wire::MemoryWindow>::Reader checkLate,
+                                     wire::RefreshedAhead::Builder out) {
+  std::vector<TargetMemory::Window> windows = windowsOf(checkLate);
+  int rc = 0;
+  uint64_t callbacks = metrics_.get(Count::Callbacks);
+  std::vector<kj::Array<kj::byte>> node =
+      windows.empty() ? std::vector<kj::Array<kj::byte>>()
+                      : updateCheckedLate(call, process, windows, out.initWalk(), &rc);
+  // Asked the debugger anything (about this process, inside another's call): its own update
+  // asks it again, at the right time.
+  uint64_t asked = metrics_.get(Count::Callbacks) - callbacks;
+  if (node.empty() || rc != mqs_ok || asked != 0 || out.getWalk().getSize() == 0) {
+    MQD_LOG(Debug, "process %llu: refreshed ahead on its node, but for its own update (rc %d, "
+                   "%llu questions to the debugger)",
+            static_cast<unsigned long long>(process.token), rc,
+            static_cast<unsigned long long>(asked));
+    return false;
+  }
+  out.setProcess(process.token);
+  std::vector<TargetMemory::Window> next = remote_.nextEpochWindows(process);
+  writeWindows(next, out.initNextEpoch(static_cast<unsigned>(next.size())));
+  writeNodeBytes(windows, node, out.initNodeBytes(static_cast<unsigned>(node.size())));
+  return true;
 }
 
 kj::Promise<void> SessionService::reposition(RepositionContext context) {

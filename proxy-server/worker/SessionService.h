@@ -170,6 +170,22 @@ class SessionService final : public wire::Session::Server, public DllHost {
   bool refreshCheckedLate(DllCall& call, RemoteProcess& process,
                           const std::vector<TargetMemory::Window>& windows,
                           wire::Session::UpdateCommunicatorListResults::Builder results);
+  // A proved process's update with its epoch check made late (wire checkLate): a new epoch
+  // from `windows` read on the node, then mqs_update_communicator_list and the walk (into
+  // `walkOut`, rc in *rc) with the DLL's effects held back. Returns the node's bytes of
+  // `windows`, one each, in order; empty when the check cannot be made so (the process runs,
+  // a window is unreadable here) or the update asked the debugger anything, had anything to
+  // show it or ended the node's reads: then the caller's debugger sees nothing of it and the
+  // update is made again with the debugger's bytes.
+  std::vector<kj::Array<kj::byte>> updateCheckedLate(
+      DllCall& call, RemoteProcess& process, const std::vector<TargetMemory::Window>& windows,
+      wire::Bulk::Builder walkOut, int* rc);
+  // An other of an update (refreshAhead) read on its node, sent with its check made late:
+  // refreshed by updateCheckedLate into `out`, with the node's bytes the shim proves it by.
+  // False: dropped, for its own update.
+  bool refreshedOnNode(DllCall& call, RemoteProcess& process,
+                       capnp::List<wire::MemoryWindow>::Reader checkLate,
+                       wire::RefreshedAhead::Builder out);
   // The other processes of an update (wire updateCommunicatorList, `others`), refreshed with
   // their effects held back; those that asked the debugger nothing (`provedByFetches`: nothing
   // but their memory's blocks) go into `refreshed`, and what each other one read into

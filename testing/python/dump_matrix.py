@@ -164,18 +164,22 @@ class DumpMatrix:
         if len(ahead) != len(proved):
             problems.append("node: %d of the %d proofs made late, not all: see %s"
                             % (len(ahead), len(proved), self.node_log))
-        # Every update of a rank read on the node (the set-up proved it): its epoch check made
-        # while the update travelled, and the node's bytes the debugger's; and every set-up's
-        # proof the node's bytes too.
+        # Every update of a rank read on the node (the set-up proved it), in each of the two
+        # dumps: the first rank's with its epoch check made while the update travelled, every
+        # other rank's made ahead on the node with it and proved at its own update by its check
+        # (docs/round-trips.md, "The whole job"), the node's bytes the debugger's each time;
+        # and every set-up's proof the node's bytes too.
         with open(self.node_shim_log) as f:
             summary = f.read()
-        late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
-                          r"again\), (\d+) set-ups proved late \((\d+) sent again\)", summary)
-        wanted = (2 * len(self.pids), 0, len(self.pids), 0)
+        late = re.findall(r"session summary: .* (\d+) updates served from refreshes ahead and "
+                          r"\d+ from epochs held \((\d+) more found stale\).* (\d+) epoch "
+                          r"checks made late \((\d+) sent again\), (\d+) set-ups proved late "
+                          r"\((\d+) sent again\)", summary)
+        wanted = (2 * (len(self.pids) - 1), 0, 2, 0, len(self.pids), 0)
         if not late or tuple(int(n) for n in late[-1]) != wanted:
-            problems.append("node: %s epoch checks made late (sent again) and set-ups proved "
-                            "late (sent again), not %s: see %s"
-                            % (late[-1:], wanted, self.node_shim_log))
+            problems.append("node: %s updates served from refreshes ahead (found stale), epoch "
+                            "checks made late (sent again) and set-ups proved late (sent "
+                            "again), not %s: see %s" % (late[-1:], wanted, self.node_shim_log))
         # The tcp-new run, a job the server never saw (its state is new) behind the relay:
         # every rank's first update after the first was guessed from the first rank's
         # (docs/round-trips.md, "A job never seen"). Whether a guess was whole enough to serve

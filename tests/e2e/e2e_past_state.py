@@ -6,11 +6,13 @@ A live Open MPI job (tests/e2e/pending.c) parks; gdb attaches to every rank and 
 twice, natively and then through libmqdproxy.so and a `--node-memory` server on this host.
 Between the two dumps, tests/e2e/past_state.py makes gdb show rank 0 otherwise than it lives:
 some of its bytes come back inverted (see there). The first dump proves every rank on the
-node; at the second, the shim makes each rank's epoch check while its update travels
+node; at the second, the shim makes rank 0's epoch check while its update travels, and the
+other ranks' updates are made ahead on the node with it, each proved at its own by its check
 (docs/round-trips.md, "Reading the target on its node"). For rank 0 the debugger's bytes are
 not the node's: its update must go again with the debugger's, the node refused, and what the
 proxy shows must be what the native load shows with the same debugger. The other ranks'
-checks hold.
+checks hold. Then rank 0 is shown otherwise from before its set-up, and rank 1 from the
+second dump (its update made ahead is found stale).
 
 usage: e2e_past_state.py --build DIR --ompi-dll PATH --frontend PATH [--ops N] [--ranks 4]
                          [--shim PATH]
@@ -38,17 +40,17 @@ CHANGED = ("ompi_mpi_communicators", 256)
 PAST_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "past_state.py")
 
 
-def dumps(pids, frontend, load, prefix, env, early=False):
-    """gdb dumps the job, arms past_state.py for inferior 1, dumps again; returns gdb's output.
+def dumps(pids, frontend, load, prefix, env, early=False, inferior=1):
+    """gdb dumps the job, arms past_state.py for `inferior`, dumps again; returns gdb's output.
     Writes PREFIX-live.json and PREFIX-past.json. `early`: gdb arms it before its only dump,
     which sets every rank up (PREFIX-early.json)."""
+    armed = "mqd-past-state %d %s %d" % ((inferior,) + CHANGED)
     if early:
-        steps = ["-ex", "mqd-past-state 1 %s %d" % CHANGED,
-                 "-ex", "mqd dump --all --json --output %s-early.json" % prefix]
+        steps = ["-ex", armed, "-ex", "mqd dump --all --json --output %s-early.json" % prefix]
         written = prefix + "-early.json"
     else:
         steps = ["-ex", "mqd dump --all --json --output %s-live.json" % prefix,
-                 "-ex", "mqd-past-state 1 %s %d" % CHANGED,
+                 "-ex", armed,
                  "-ex", "mqd dump --all --json --output %s-past.json" % prefix]
         written = prefix + "-past.json"
     cmd = gdb_command(pids, frontend, load) + ["-ex", "source " + PAST_STATE] + steps + [
@@ -60,6 +62,14 @@ def dumps(pids, frontend, load, prefix, env, early=False):
     if result.returncode != 0 or "Traceback" in result.stdout or not os.path.exists(written):
         raise Failure("gdb failed (%d):\n%s" % (result.returncode, result.stdout[-4000:]))
     return result.stdout
+
+
+def updates_served(log):
+    """(updates served from refreshes ahead, more found stale, epoch checks made late, sent
+    again) of each session summary in a shim's log, as strings."""
+    return re.findall(r"session summary: .* (\d+) updates served from refreshes ahead and \d+ "
+                      r"from epochs held \((\d+) more found stale\).* (\d+) epoch checks "
+                      r"made late \((\d+) sent again\)", log)
 
 
 def read(path):
@@ -106,12 +116,15 @@ def main():
                 read(os.path.join(work, "native-past.json")):
             problems.append("the changed bytes of rank 0 change nothing in its dump: the test "
                             "proves nothing (changed at %s)" % (changed["native"],))
-        late = re.findall(r"session summary: .* (\d+) epoch checks made late \((\d+) sent "
-                          r"again\)", read(shim_log))
-        # Every rank's update of both dumps, but rank 0's of the second, which went again.
-        if late[-1:] != [(str(2 * args.ranks - 1), "1")]:
-            problems.append("the shim made %s epoch checks late (sent again), not %d (1): see %s"
-                            % (late[-1:], 2 * args.ranks - 1, shim_log))
+        late = updates_served(read(shim_log))
+        # Rank 0's update of each dump checked late: that of the first held, that of the second
+        # went again; every other rank's made ahead on the node with it, its check the
+        # debugger's bytes.
+        wanted = (str(2 * (args.ranks - 1)), "0", "1", "1")
+        if late[-1:] != [wanted]:
+            problems.append("the shim served %s updates from refreshes ahead (found stale) and "
+                            "made epoch checks late (sent again), not %s: see %s"
+                            % (late[-1:], wanted, shim_log))
         # Rank 0 shown otherwise from its set-up on: the proof the shim makes late finds the
         # debugger's top of its stack not the node's, and its set-up goes again with the
         # debugger's bytes, which the node refuses; the other ranks' proofs hold.
@@ -130,14 +143,37 @@ def main():
         if proofs[-1:] != [(str(args.ranks - 1), "1")]:
             problems.append("the shim proved %s set-ups late (sent again), not %d (1): see %s"
                             % (proofs[-1:], args.ranks - 1, early_log))
+        # Rank 1 shown otherwise at the second dump: its update made ahead on the node, with
+        # rank 0's, from the live bytes, is found stale at its own (the debugger's check is
+        # not the node's), goes again with the debugger's bytes, and the node refuses it.
+        dumps(job.pids, args.frontend, "mqd load", os.path.join(work, "native-other"), {},
+              inferior=2)
+        other_log = os.path.join(work, "shim-other.log")
+        dumps(job.pids, args.frontend, "mqd load --server %s --vendor-dll %s %s"
+              % (server.endpoint, args.ompi_dll, args.shim or built.require("shim")),
+              os.path.join(work, "node-other"),
+              {"MQD_PROXY_LOG": "info", "MQD_PROXY_LOG_FILE": other_log}, inferior=2)
+        for state in ("live", "past"):
+            if read(os.path.join(work, "native-other-%s.json" % state)) != \
+                    read(os.path.join(work, "node-other-%s.json" % state)):
+                problems.append("the %s dump with rank 1 shown otherwise through the node "
+                                "server is not the native one: see %s" % (state, work))
+        late = updates_served(read(other_log))
+        wanted = (str(2 * (args.ranks - 1) - 1), "1", "2", "0")
+        if late[-1:] != [wanted]:
+            problems.append("with rank 1 shown otherwise, the shim served %s updates from "
+                            "refreshes ahead (found stale) and made epoch checks late (sent "
+                            "again), not %s: see %s" % (late[-1:], wanted, other_log))
         server_log = server.log
         server.stop()
         server = None
         refused = re.findall(r"memory read through the debugger: pid (\d+)'s memory",
                              read(server_log))
-        if refused != [str(job.pids[0])] * 2:
-            problems.append("the node server refused %s, not rank 0 (pid %d) twice: see %s"
-                            % (refused, job.pids[0], server_log))
+        expected = [str(job.pids[0])] * 2 + [str(job.pids[1])]
+        if refused != expected:
+            problems.append("the node server refused %s, not rank 0 (pid %d) twice and then "
+                            "rank 1 (pid %d): see %s"
+                            % (refused, job.pids[0], job.pids[1], server_log))
         print("rank 0 shown with bytes inverted in %s reads natively, %s through the node server"
               % (changed["native"], changed["node"]))
         status = verdict(problems, work, "a rank the debugger shows in another state than it "

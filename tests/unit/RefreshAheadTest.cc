@@ -2,6 +2,7 @@
 
 #include <capnp/message.h>
 
+#include "Bulk.h"
 #include "RefreshAhead.h"
 
 using mqd::client::CostRule;
@@ -254,4 +255,60 @@ TEST_CASE("RefreshAhead: an epoch held is marked so, bounded, and forgotten with
   CHECK(plan.holds(3));
   plan.forgetRefreshes();
   CHECK_FALSE(plan.holds(3));
+}
+
+TEST_CASE("RefreshAhead: processes read on their node go with another such one's update") {
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  // 1-3 read on the node (their checks named), 4 not; none updated yet.
+  for (uint64_t p = 1; p <= 3; ++p) plan.keepNextEpoch(p, windows(0x1000 * p, 64), false, true);
+  plan.keepNextEpoch(4, windows(0x4000, 64), true, false);
+  plan.beginUpdate(1);
+  // At 1's first update: every other one never updated on the node, whatever reading costs
+  // (the shim reads only their checks, at their own updates); not 4.
+  CHECK(plan.candidates(1, kDear) == std::vector<uint64_t>{2, 3});
+  plan.offered(2);
+  plan.offered(3);
+  CHECK(plan.candidates(1, kDear).empty());  // offered once at first updates
+  // 4's first update offers no process read on the node.
+  CHECK(plan.candidates(4, kFree).empty());
+  plan.visited(1);
+  for (uint64_t p = 2; p <= 3; ++p) {
+    plan.beginUpdate(p);
+    plan.keepNextEpoch(p, windows(0x1000 * p, 64), false, true);
+    plan.visited(p);
+  }
+  plan.keepNextEpoch(1, windows(0x1000, 64), false, true);
+  // The debugger comes back to 1: 2 and 3, as for processes read through it.
+  CHECK(plan.candidates(1, kDear) == std::vector<uint64_t>{2, 3});
+}
+
+TEST_CASE("RefreshAhead: a refresh made on the node is proved by its check's node bytes") {
+  capnp::MallocMessageBuilder message;
+  auto blocks = message.initRoot<mqd::wire::RefreshedAhead>().initNodeBytes(2);
+  const std::vector<Window> check{{0x1000, 4}, {0x3000, 2}};
+  const unsigned char first[] = {1, 2, 3, 4};
+  const unsigned char second[] = {5, 6};
+  blocks[0].setRc(mqs_ok);
+  blocks[0].setAddress(0x1000);
+  mqd::setBulk(blocks[0].initData(), kj::arrayPtr(first, sizeof first), false);
+  blocks[1].setRc(mqs_ok);
+  blocks[1].setAddress(0x3000);
+  mqd::setBulk(blocks[1].initData(), kj::arrayPtr(second, sizeof second), false);
+  std::optional<RefreshAhead::Refreshed> made =
+      RefreshAhead::madeOnNode(nullptr, check, check, blocks.asReader());
+  REQUIRE(made.has_value());
+  CHECK(made->onNode);
+  REQUIRE(made->proof.size() == 2);
+  CHECK(made->proof[1].window.address == 0x3000);
+  CHECK(made->proof[1].block.bytes == std::vector<unsigned char>{5, 6});
+  // Not one block a window, in order, whole: no refresh.
+  CHECK_FALSE(RefreshAhead::madeOnNode(nullptr, {}, {check[0]}, blocks.asReader()));
+  const std::vector<Window> longer{{0x1000, 4}, {0x3000, 3}};
+  CHECK_FALSE(RefreshAhead::madeOnNode(nullptr, {}, longer, blocks.asReader()));
+  blocks[0].setRc(mqs_no_information);
+  CHECK_FALSE(RefreshAhead::madeOnNode(nullptr, {}, check, blocks.asReader()));
+  // Never held as the process's last epoch: its proof is its check alone.
+  RefreshAhead plan = planWithRoundTrip(0.010);
+  plan.hold(1, std::move(*made));
+  CHECK_FALSE(plan.holds(1));
 }
