@@ -343,7 +343,8 @@ def every_node(cluster, a, args, job, native, work, label, setting, env, server_
     cmd = gdb_command(job.pids, a.frontend, load, "mqd attach --launcher %d" % job.launcher,
                       LOCAL_FILES)
     cmd += ["-ex", "mqd dump --all --json --output " + before, "-ex", "shell " + kill,
-            "-ex", "mqd dump --all --json --output " + after, "-ex", "echo mqd-e2e: gdb lives\\n"]
+            "-ex", "mqd dump --all --json --output " + after, "-ex", "mqd status",
+            "-ex", "echo mqd-e2e: gdb lives\\n"]
     env = dict(os.environ, MQD_PROXY_READ_COST="0", MQD_PROXY_LOG="info",
                MQD_PROXY_LOG_FILE=shim_log, **env)
     started = time.time()
@@ -368,6 +369,16 @@ def every_node(cluster, a, args, job, native, work, label, setting, env, server_
         if proved != own:
             problems.append("the server on %s (%s) read pids %s on its node, its ranks are %s: "
                             "see %s" % (node, label, sorted(proved), sorted(own), work))
+    # The second dump, nothing having run since the attach: each rank's epoch check read from
+    # what the first read of its stack's top, no exchange (docs/round-trips.md, "The
+    # debugger's own link"); at least one stack page trusted a rank of the nodes not killed.
+    trusted = re.findall(r"trusted (\d+) stack pages of processes stopped since their attach",
+                         run.stdout)
+    others = sum(1 for host in job.hosts if host != killed)
+    if not trusted or int(trusted[-1]) < others:
+        problems.append("the second dump (%s) trusted %s stack pages, not one or more a rank of "
+                        "the %d not on %s: see %s" % (label, trusted[-1:], others, killed,
+                                                      gdb_out))
     native_ranks = json.loads(native[0])
     dumped = json.loads(open(after).read()) if os.path.exists(after) else []
     if len(dumped) != len(native_ranks):

@@ -125,7 +125,7 @@ gdb.execute("unpoke " + cfg["journal"])
 READ = re.compile(r"Sending packet: \$m([0-9a-f]+),([0-9a-f]+)#")
 # What `mqd status` says of the kept pages the last command checked.
 CHECKS = re.compile(r"read (\d+) pages before its checks, checked (\d+) runs with qCRC "
-                    r"\((\d+) pages unchanged, (\d+) runs changed\) and dropped (\d+) pages "
+                    r"\((\d+) pages unchanged, (\d+) runs changed\), dropped (\d+) pages "
                     r"unchecked")
 
 

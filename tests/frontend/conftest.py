@@ -137,7 +137,7 @@ class EventRegistry:
 
 
 EVENTS = ("cont", "new_inferior", "memory_changed", "exited", "inferior_deleted", "new_objfile",
-          "free_objfile", "clear_objfiles")
+          "free_objfile", "clear_objfiles", "inferior_call", "register_changed")
 
 # What gdb 13 starts with, of the parameters the front end reads or sets.
 PARAMETERS = {"non-stop": False, "python print-stack": "message",
@@ -152,6 +152,8 @@ def _fake_gdb():
     gdb.COMMAND_DATA, gdb.COMMAND_RUNNING, gdb.COMPLETE_FILENAME = 3, 4, 1
     gdb.SYMBOL_VAR_DOMAIN, gdb.SYMBOL_STRUCT_DOMAIN = 1, 2
     gdb.SYMBOL_LOC_TYPEDEF, gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_BLOCK = 8, 4, 10
+    gdb.BP_BREAKPOINT, gdb.BP_TRACEPOINT, gdb.BP_FAST_TRACEPOINT = 1, 7, 8
+    gdb.breakpoints = lambda: ()
     gdb.current = None  # the selected Inferior
     gdb.inferior_list = []  # every Inferior; [gdb.current] when empty
     gdb.parameters = dict(PARAMETERS)

@@ -4,6 +4,7 @@ later command only once the stub's qCRC proved them unchanged, and nothing is ke
 stub that does not answer qCRC. (e2e-memory-gdbserver checks the same through a real
 gdbserver; this one tries thousands of reads, changes and decisions.)"""
 import random
+import types
 
 import pytest
 
@@ -205,3 +206,92 @@ def test_a_native_process_long_read_is_one_direct_read(memory, target):
     assert isinstance(got[4], MemoryError)
     assert target.reads == [long, long, (BASE, 4096), (BASE - 4096, 8192)]
     assert memory.kept_pages() == (0, 0)
+
+
+def note_stack_top(memory, monkeypatch, top):
+    """`mqd attach` noting the selected thread's stack pointer `top` (memory.note_stack_top)."""
+    inferior = gdb.current
+    thread = type("Thread", (), {"inferior": inferior})()
+    frame = type("Frame", (), {"read_register": lambda self, name: top})()
+    monkeypatch.setattr(gdb, "selected_thread", lambda: thread)
+    monkeypatch.setattr(gdb, "selected_frame", lambda: frame)
+    memory.note_stack_top(inferior)
+    monkeypatch.undo()
+
+
+def fire(event, *args):
+    for handler in list(gdb.events.__dict__[event].handlers):
+        handler(*args)
+
+
+def test_a_stack_top_stopped_since_the_attach_is_trusted(memory, target, monkeypatch):
+    # A node server's epoch check: 64 bytes at the stack pointer, read at every command. Its
+    # page (and the next, up to STACK_TOP above it: never read here) are served unchecked
+    # while nothing ran; the process's other kept pages are checked at its first read they
+    # cannot answer.
+    memory._worth_checking = lambda link, size: True
+    top = BASE + 9 * 4096 - 100
+    note_stack_top(memory, monkeypatch, top)
+    check = (top, 64)
+    others = [(BASE + 4096 * i + 8, 8) for i in (1, 2, 3)]
+    command(memory, [check] + others)
+    target.reads.clear()
+    target.crcs.clear()
+    assert command(memory, [check]) == [direct(target, *check)]
+    assert target.reads == [] and target.crcs == []
+    assert memory.last_checks["trusted"] == 1
+    # Behind gdb's back, a page that is no stack top: seen, the checks made at the first read
+    # the trusted pages cannot answer.
+    target.memory[2 * 4096 + 8] ^= 0xff
+    got = command(memory, [check] + others)
+    assert got == [direct(target, a, n) for a, n in [check] + others]
+    assert memory.last_checks["trusted"] == 1 and memory.last_checks["changed"] >= 1
+    assert target.reads[0] == (BASE + 4096, 4096)  # the plain read before the checks
+
+
+@pytest.mark.parametrize("event", ["cont", "inferior_call", "register_changed"])
+def test_a_stack_top_is_checked_once_anything_ran(memory, target, monkeypatch, event):
+    memory._worth_checking = lambda link, size: True
+    top = BASE + 9 * 4096 - 100
+    note_stack_top(memory, monkeypatch, top)
+    command(memory, [(top, 64)])
+    fire(event, None)
+    target.memory[top - BASE] ^= 0xff  # the thread ran and wrote its stack
+    target.reads.clear()
+    assert command(memory, [(top, 64)]) == [direct(target, top, 64)]
+    assert memory.last_checks["trusted"] == 0 and target.reads == [(top - top % 4096, 4096)]
+
+
+@pytest.mark.parametrize("shows", ["a replay", "a trace frame"])
+def test_a_stack_top_is_checked_where_gdb_may_show_another_state(memory, target, monkeypatch,
+                                                                 shows):
+    memory._worth_checking = lambda link, size: True
+    top = BASE + 9 * 4096 - 100
+    note_stack_top(memory, monkeypatch, top)
+    command(memory, [(top, 64)])
+    if shows == "a replay":
+        monkeypatch.setattr(gdb, "current_recording", lambda: object(), raising=False)
+    else:  # a tracepoint defined: gdb may show one of its trace frames (tfind)
+        breakpoints = (types.SimpleNamespace(type=gdb.BP_BREAKPOINT),
+                       types.SimpleNamespace(type=gdb.BP_TRACEPOINT))
+        monkeypatch.setattr(gdb, "breakpoints", lambda: breakpoints)
+    target.memory[top - BASE] ^= 0xff  # another point of the run
+    assert command(memory, [(top, 64)]) == [direct(target, top, 64)]
+    assert memory.last_checks["trusted"] == 0
+
+
+def test_a_stack_top_read_in_part_is_trusted_too(memory, target, monkeypatch):
+    # The set-up's read from the stack top to the AT_RANDOM bytes, whose whole pages would take
+    # two packets: the bytes asked alone, the top's page not kept whole. What it read from the
+    # top up serves the next command's check all the same.
+    memory._packet_bytes[gdb.current.connection.num] = 9215
+    top = BASE + 4096 + 3056
+    note_stack_top(memory, monkeypatch, top)
+    command(memory, [(top, 6281)])
+    assert target.reads == [(top, 6281)]
+    target.reads.clear()
+    assert command(memory, [(top, 64)]) == [direct(target, top, 64)]
+    assert target.reads == [] and memory.last_checks["trusted"] == 1
+    fire("cont", None)
+    assert command(memory, [(top, 64)]) == [direct(target, top, 64)]
+    assert target.reads == [(top - top % 4096, 4096)]

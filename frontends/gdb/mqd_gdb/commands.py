@@ -442,10 +442,11 @@ class MqdStatus(gdb.Command):
         checks = memory.last_checks
         gdb.write("  memory: %d pages of %d processes kept for later commands; the last to "
                   "find kept pages read %d pages before its checks, checked %d runs with "
-                  "qCRC (%d pages unchanged, %d runs changed) and dropped %d pages "
-                  "unchecked\n"
+                  "qCRC (%d pages unchanged, %d runs changed), dropped %d pages "
+                  "unchecked and trusted %d stack pages of processes stopped since their "
+                  "attach\n"
                   % (pages, processes, checks["read"], checks["runs"], checks["proved"],
-                     checks["changed"], checks["dropped"]))
+                     checks["changed"], checks["dropped"], checks["trusted"]))
         gdb.write("  reads: %d asked of the targets' memory since the front end was loaded, %d "
                   "of them refused\n" % (memory.reads["asked"], memory.reads["refused"]))
 

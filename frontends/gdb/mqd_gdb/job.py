@@ -290,6 +290,7 @@ def _attach_each(ranks: List[Rank], servers: Dict[str, List[str]],
                 lookup.of(num).read_anchors()
                 if server:
                     memory.learn_stub(inf)
+                    memory.note_stack_top(inf)
         except MqdError:
             _discard(num, nums)  # the ranks attached so far stay
             raise

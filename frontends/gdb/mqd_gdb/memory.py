@@ -22,10 +22,22 @@ while nothing can have changed it for the debugger, that is
     outside gdb (another process writing a stopped rank's shared memory, the rank itself
     after it resumed) is seen as a direct read would see it, unless the changed run's CRC-32
     happens to be the same: one chance in 2^32 for a changed run;
+  - except, unchecked, a kept page of a stopped thread's stack top: the page holding the
+    stack pointer of the thread gdb selected as `mqd attach` reached the process, and the next
+    one (STACK_TOP), while no thread of any inferior has resumed, no inferior function was
+    called and no register written since that attach, and gdb neither replays a recording
+    nor has a tracepoint whose trace frames it could show (_trusted); where a read brought
+    that page only in part (a span), what it brought from the stack pointer up
+    (_kept_tops). Only the thread itself writes there, and it has not run since those bytes
+    were read: gdb's own stack cache (`set stack-cache`) rests on the same fact. The rest of
+    the process's kept pages are checked as above at its first read they cannot answer. (A
+    node server's epoch check reads 64 bytes there at every refresh: docs/round-trips.md,
+    "The debugger's own link".)
   - never in non-stop mode, where other threads run while the command does, never for a
     native (ptrace) inferior, whose reads cost no exchange, and never behind a stub that does
     not answer qCRC (qemu's).
-A read is answered exactly as a direct read would be. A read within one page comes from one
+A read is answered exactly as a direct read would be (but for those stack tops, as a read
+would be before anything ran). A read within one page comes from one
 read of that page; when that fails (the page is only partly readable), the bytes asked for are
 read directly, as before, and nothing is kept. A page is the smallest unit a mapping has on
 every architecture gdb debugs here, so no read of a kept page could have failed where the page
@@ -111,14 +123,30 @@ _keeping: Set[int] = set()
 # behind a stub that answers qCRC, left for later commands.
 _kept: Dict[Tuple[int, int], Pages] = {}
 
+# (inferior number, pid) -> the stack pointer of the thread gdb selected as `mqd attach`
+# reached the process (note_stack_top); all dropped once any thread resumes (_resumed).
+_stack_tops: Dict[Tuple[int, int], int] = {}
+# The bytes from a stack pointer up whose pages are trusted unchecked (_trusted): its page and,
+# where they end past it, the next.
+STACK_TOP = 256
+
+# (inferior number, pid) -> (address, bytes): what a command read of the process from its noted
+# stack top up (at most STACK_TOP bytes) within a read that did not bring that page whole (a
+# span: _keep_read), kept for later commands only as a trusted stack page is (_trusted).
+_kept_tops: Dict[Tuple[int, int], Tuple[int, bytes]] = {}
+
+# inferior number -> (pid, its kept pages not yet checked): a process whose first read in this
+# command its trusted pages answered (_trusted); checked at its first read they cannot answer.
+_unverified: Dict[int, Tuple[int, Pages]] = {}
+
 # gdb.TargetConnection number -> whether its stub answers qCRC (asked once, _keeps).
 _stub_checks: Dict[int, bool] = {}
 
 # What the last command that found kept pages did with them (mqd status): the pages read
 # before the checks (each process's first read: _verify), the runs checked with qCRC, the
-# pages they proved unchanged, the runs found changed (or unreadable), and the pages
-# dropped unchecked (runs not worth a check).
-last_checks = {"read": 0, "runs": 0, "proved": 0, "changed": 0, "dropped": 0}
+# pages they proved unchanged, the runs found changed (or unreadable), the pages
+# dropped unchecked (runs not worth a check), and the stack pages trusted (_trusted).
+last_checks = {"read": 0, "runs": 0, "proved": 0, "changed": 0, "dropped": 0, "trusted": 0}
 _checks: Optional[Dict[str, int]] = None  # the running command's, once it found kept pages
 
 
@@ -207,8 +235,21 @@ def _read(inferior: gdb.Inferior, address: int, size: int) -> bytes:
         if _keeps(inferior):  # asked here, while the caller has it selected
             _keeping.add(inferior.num)
             kept = _kept.pop((inferior.num, inferior.pid), None)
+            kept = kept or {}
+            trusted = _trusted(inferior, kept)
+            if trusted:
+                pages.update(trusted)
+                _counting()["trusted"] += len(trusted)
+            top = _kept_tops.pop((inferior.num, inferior.pid), None)
+            if top is not None and _trusted(inferior, {top[0] - top[0] % PAGE: b""}):
+                _spans.setdefault(inferior.num, []).append(top)
+                _counting()["trusted"] += 1
             if kept:
-                _verify(inferior, kept, pages, address - address % PAGE)
+                _unverified[inferior.num] = (inferior.pid, kept)
+    unverified = _unverified.get(inferior.num)
+    if unverified is not None and not _answers(inferior.num, pages, address, size):
+        del _unverified[inferior.num]
+        _verify(inferior, unverified[1], pages, address - address % PAGE)
     first = address - address % PAGE
     end = address + size
     if end <= first + PAGE:  # within one page: the DLL's reads, on every fetch_data
@@ -256,6 +297,80 @@ def _keep_read(num: int, pages: Pages, start: int, data: bytes) -> None:
         pages[p] = data[p - start:p - start + PAGE]
     if start % PAGE or end % PAGE:
         _spans.setdefault(num, []).append((start, data))
+
+
+def _keep_stack_tops() -> None:
+    """At a command's end: keeps, of each process with a noted stack top whose page the command
+    read only in part, what it read from that top up (_kept_tops)."""
+    for inferior in gdb.inferiors():
+        top = _stack_tops.get((inferior.num, inferior.pid))
+        if top is None or inferior.num not in _keeping:
+            continue
+        for start, span in _spans.get(inferior.num, ()):
+            if start <= top < start + len(span):
+                _kept_tops[(inferior.num, inferior.pid)] = \
+                    (top, span[top - start:top - start + STACK_TOP])
+                break
+
+
+def _answers(num: int, pages: Pages, address: int, size: int) -> bool:
+    """Whether inferior `num`'s `pages` hold every page of [`address`, `address` + `size`), or
+    one of its spans all of it."""
+    return all(p in pages for p in range(address - address % PAGE, address + size, PAGE)) or \
+        any(start <= address and address + size <= start + len(span)
+            for start, span in _spans.get(num, ()))
+
+
+def note_stack_top(inferior: gdb.Inferior) -> None:
+    """Notes the stack pointer of the thread gdb selected in `inferior`, which the front end has
+    just attached (`mqd attach`): gdb holds its registers and innermost frame then, so reading
+    it costs no exchange (a frame computed later costs two: the registers, the stack)."""
+    thread = gdb.selected_thread()
+    if thread is None or thread.inferior.num != inferior.num or inferior.pid == 0:
+        return
+    try:
+        top = int(gdb.selected_frame().read_register("sp"))
+    except (gdb.error, ValueError):
+        return
+    _stack_tops[(inferior.num, inferior.pid)] = top
+
+
+def _trusted(inferior: gdb.Inferior, kept: Pages) -> Pages:
+    """The pages of `kept` (taken out of it) that hold `inferior`'s stack top as noted at its
+    attach (note_stack_top), when nothing can have changed them since: no thread resumed
+    (_resumed drops every note), and gdb shows the live state (_shows_live_state). Empty
+    otherwise."""
+    top = _stack_tops.get((inferior.num, inferior.pid))
+    if top is None or not _shows_live_state():
+        return {}
+    last = top + STACK_TOP - 1
+    return {p: kept.pop(p) for p in range(top - top % PAGE, last - last % PAGE + 1, PAGE)
+            if p in kept}
+
+
+# The kinds of tracepoint: gdb can show a trace frame (`tfind`) only where one is defined.
+_TRACEPOINTS = tuple(getattr(gdb, name) for name in
+                     ("BP_TRACEPOINT", "BP_FAST_TRACEPOINT", "BP_STATIC_TRACEPOINT")
+                     if hasattr(gdb, name))
+
+
+def _shows_live_state() -> bool:
+    """Whether gdb shows the targets as they are: no recording (whose replay moves the state
+    shown without resuming anything) and no tracepoint defined (whose trace frames gdb may
+    show instead). Asked of gdb's own state alone: `$trace_frame` would cost an exchange
+    (gdb computes the selected frame for its architecture)."""
+    recording = getattr(gdb, "current_recording", None)
+    if recording is not None and recording() is not None:
+        return False
+    return not any(b.type in _TRACEPOINTS for b in (gdb.breakpoints() or ()))
+
+
+def _counting() -> Dict[str, int]:
+    """The running command's counts of what it did with kept pages (last_checks)."""
+    global _checks
+    if _checks is None:
+        _checks = dict.fromkeys(last_checks, 0)
+    return _checks
 
 
 def _from_page_start(inferior: gdb.Inferior, at: int, upto: int, pages_end: int
@@ -308,9 +423,7 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages, wanted: int) -> N
     (gdbserver --multi) checks this one: of `wanted`, the page the command's first read of the
     process needs, kept or not (read anyway, whatever the checks find), else, where that page
     cannot be read whole, of the first kept page. That read is timed: an exchange's cost."""
-    global _checks
-    if _checks is None:
-        _checks = dict.fromkeys(last_checks, 0)
+    checks = _counting()
     link = inferior.connection.num
     for first in dict.fromkeys((wanted, min(kept))):
         started = time.monotonic()
@@ -323,18 +436,18 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages, wanted: int) -> N
         return
     took = time.monotonic() - started
     _exchange[link] = min(_exchange.get(link, took), took)
-    _checks["read"] += 1
+    checks["read"] += 1
     kept.pop(first, None)
     for run in _runs(kept, lambda: _max_run(link)):
         size = len(run) * PAGE
         if not _worth_checking(link, size):
-            _checks["dropped"] += len(run)
+            checks["dropped"] += len(run)
             continue
         data = b"".join(kept[p] for p in run)
         started = time.monotonic()
         crc = _stub_crc_of(run[0], size)
         took = time.monotonic() - started
-        _checks["runs"] += 1
+        checks["runs"] += 1
         if crc is None:  # no answer after all: nothing more is kept behind this stub
             _stub_checks[link] = False
             _keeping.discard(inferior.num)
@@ -343,11 +456,11 @@ def _verify(inferior: gdb.Inferior, kept: Pages, pages: Pages, wanted: int) -> N
             per_byte = max(took - _exchange[link], 0.0) / size
             _crc_per_byte[link] = min(_crc_per_byte.get(link, per_byte), per_byte)
         if crc is not False and crc == stub_crc(data):
-            _checks["proved"] += len(run)
+            checks["proved"] += len(run)
             for p in run:
                 pages[p] = kept[p]
         else:
-            _checks["changed"] += 1
+            checks["changed"] += 1
 
 
 def _runs(pages: Pages, longest: Callable[[], int]) -> Iterator[List[int]]:
@@ -506,6 +619,17 @@ def forget(*_: Any) -> None:
     if _pages is not None:
         _pages.clear()
     _spans.clear()
+    for num, (pid, left) in _unverified.items():  # kept still, checked when next used
+        _kept[(num, pid)] = left
+    _unverified.clear()
+
+
+def _resumed(*_: Any) -> None:
+    """A thread resumed, an inferior function was called or a register written: the command's
+    pages go (forget), and no stack top noted at an attach is trusted any more."""
+    forget()
+    _stack_tops.clear()
+    _kept_tops.clear()
 
 
 def _memory_changed(event: Any) -> None:
@@ -516,6 +640,9 @@ def _memory_changed(event: Any) -> None:
     for pages in _kept.values():
         for p in range(first, event.address + event.length, PAGE):
             pages.pop(p, None)
+    for key, (at, data) in list(_kept_tops.items()):
+        if at < event.address + event.length and event.address < at + len(data):
+            del _kept_tops[key]
 
 
 def _process_gone(event: Any) -> None:
@@ -524,6 +651,10 @@ def _process_gone(event: Any) -> None:
     num = event.inferior.num
     for key in [k for k in _kept if k[0] == num]:
         del _kept[key]
+    for key in [k for k in _stack_tops if k[0] == num]:
+        del _stack_tops[key]
+    for key in [k for k in _kept_tops if k[0] == num]:
+        del _kept_tops[key]
 
 
 _depth = 0  # Command blocks entered and not left: the outermost one owns the pages
@@ -544,7 +675,13 @@ class Command:
         _depth -= 1
         if _depth == 0:
             if _pages is not None:
+                for num, (_, left) in _unverified.items():  # not checked: kept as they were
+                    command = _pages.setdefault(num, {})
+                    for page, data in left.items():
+                        command.setdefault(page, data)
                 _keep_for_later(_pages)
+                _keep_stack_tops()
+            _unverified.clear()
             _pages = None
             _spans.clear()
             _keeping.clear()
@@ -555,9 +692,12 @@ class Command:
 
 
 # Whenever the debugger's view of a target's memory may change, the command's pages are
-# dropped; kept pages are dropped only where gdb wrote or with their process. (Connected once:
+# dropped, and at a resume the stack tops noted; kept pages are dropped only where gdb wrote
+# or with their process. (Connected once:
 # an earlier copy's handlers are disconnected, events.)
-events.connect(__name__, [(gdb.events.cont, forget), (gdb.events.new_inferior, forget),
+events.connect(__name__, [(gdb.events.cont, _resumed), (gdb.events.new_inferior, forget),
+                          (gdb.events.inferior_call, _resumed),
+                          (gdb.events.register_changed, _resumed),
                           (gdb.events.memory_changed, _memory_changed),
                           (gdb.events.exited, _process_gone),
                           (gdb.events.inferior_deleted, _process_gone)])
