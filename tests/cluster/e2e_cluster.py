@@ -370,8 +370,9 @@ def every_node(cluster, a, args, job, native, work, label, setting, env, server_
             problems.append("the server on %s (%s) read pids %s on its node, its ranks are %s: "
                             "see %s" % (node, label, sorted(proved), sorted(own), work))
     # The second dump, nothing having run since the attach: each rank's epoch check read from
-    # what the first read of its stack's top, no exchange (docs/round-trips.md, "The
-    # debugger's own link"); at least one stack page trusted a rank of the nodes not killed.
+    # what the first read of its stack's top, no exchange
+    # (docs/round-trips.md, "The debugger's own link");
+    # at least one stack page trusted a rank of the nodes not killed.
     trusted = re.findall(r"trusted (\d+) stack pages of processes stopped since their attach",
                          run.stdout)
     others = sum(1 for host in job.hosts if host != killed)
